@@ -1,0 +1,369 @@
+/* Channels: named rings of messages in POSIX shared memory.
+ *
+ * A channel is one file, /dev/shm/nerve.NAME, holding a header, an index ring
+ * of `slots` fixed-size entries and a data ring of `data_size` bytes
+ * (docs/design/0001-shm-layout.md is its specification). Any number of
+ * writers append messages; the oldest are overwritten when either ring is
+ * full, and a put never waits for a reader. Any number of readers each keep
+ * their own cursor in process memory: a reader maps the channel read-only,
+ * takes no lock, copies (or views) a message and then checks that no writer
+ * overwrote it meanwhile.
+ *
+ * A second small file, /dev/shm/nerve-bell.NAME, holds the count of waiting
+ * readers, so that a put makes no system call when nobody waits. It is the
+ * only thing a reader ever writes, and it holds no message data.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (nerve_now_ns());
+ * nerve_mono_to_realtime_ns() converts one to wall-clock time for display.
+ * Timeouts are int64_t nanoseconds: relative, or an absolute
+ * CLOCK_MONOTONIC time with NERVE_F_ABSTIME; NERVE_FOREVER waits without
+ * bound and 0 does not wait at all. */
+#ifndef NERVE_CHAN_H
+#define NERVE_CHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of the bytes in a channel file. Opening a file of another
+ * layout version fails with NERVE_EVERSION. */
+#define NERVE_LAYOUT_VERSION 1
+
+/* Longest channel name, in bytes. Names use [A-Za-z0-9_.-], do not start
+ * with '.', and are case-sensitive. */
+#define NERVE_NAME_MAX 200
+/* Longest type name and encoding recorded in the metadata, in bytes. */
+#define NERVE_TYPE_MAX 255
+#define NERVE_ENCODING_MAX 63
+/* Largest schema text, in bytes. */
+#define NERVE_SCHEMA_MAX (1u << 20)
+/* Most channels one nerve_wait_any() call waits on. */
+#define NERVE_WAIT_MAX 64
+
+/* Timeout that never expires. */
+#define NERVE_FOREVER ((int64_t)-1)
+
+/* An open channel; one per nerve_chan_open(). Opaque. */
+typedef struct nerve_chan nerve_chan;
+
+/* ---- flags ------------------------------------------------------------ */
+
+/* nerve_chan_open(): */
+#define NERVE_O_READ 0x0u  /* read-only: maps the channel read-only */
+#define NERVE_O_WRITE 0x1u /* read and write: needs write permission */
+
+/* nerve_chan_create(), in nerve_chan_opts.flags: */
+#define NERVE_C_EXIST_OK 0x1u /* reuse an existing channel of equal geometry */
+
+/* Which message a get or view takes (the low two bits of flags). */
+#define NERVE_GET_NEXT 0x0u   /* next unseen after the cursor (or the oldest
+                                 still present if it was overwritten) */
+#define NERVE_GET_NEWEST 0x1u /* newest message */
+#define NERVE_GET_SEQ 0x2u    /* the message whose sequence number is `arg` */
+#define NERVE_GET_AT 0x3u     /* newest message committed at or before time
+                                 `arg` (CLOCK_MONOTONIC ns); never waits */
+#define NERVE_GET_MASK 0x3u
+
+/* Modifiers. */
+#define NERVE_F_WAIT 0x10u    /* wait up to the timeout for a message */
+#define NERVE_F_ABSTIME 0x20u /* timeout is an absolute CLOCK_MONOTONIC time */
+#define NERVE_F_REPEAT 0x40u  /* NEWEST: return the newest message even if
+                                 this handle already returned it */
+
+/* ---- options and results ---------------------------------------------- */
+
+/* Options for nerve_chan_create(). Initialise with NERVE_CHAN_OPTS_INIT (or
+ * set .size = sizeof(struct nerve_chan_opts) and zero the rest): a zero
+ * field means its default. Fields are only ever appended; the library reads
+ * `size` bytes of it and rejects a non-zero tail it does not know. */
+struct nerve_chan_opts {
+    uint32_t size;          /* sizeof(struct nerve_chan_opts) */
+    uint32_t flags;         /* NERVE_C_* */
+    uint64_t slots;         /* index ring entries; default 1024 */
+    uint64_t data_size;     /* data ring bytes, rounded up to pages;
+                               default 1 MiB; also the largest message */
+    uint32_t mode;          /* permission bits; default 0644 */
+    uint32_t reserved0;     /* must be 0 */
+    const char *type;       /* type name, e.g. "sensor_msgs/msg/Imu"; NULL */
+    const char *encoding;   /* "raw", "cdr", "ros1msg", "json", ...; NULL */
+    const char *schema;     /* schema text (need not be NUL-terminated) */
+    uint64_t schema_len;    /* bytes of schema */
+};
+
+#define NERVE_CHAN_OPTS_INIT                                                    \
+    {                                                                           \
+        sizeof(struct nerve_chan_opts), 0, 0, 0, 0, 0, NULL, NULL, NULL, 0      \
+    }
+
+/* What a put did. */
+struct nerve_put_info {
+    uint64_t seq;       /* sequence number given to the message */
+    int64_t time_ns;    /* its commit time, CLOCK_MONOTONIC ns */
+    uint32_t recovered; /* 1 if the writer lock was recovered from a writer
+                           that died holding it */
+    uint32_t reserved0;
+};
+
+/* What a get or view delivered. */
+struct nerve_get_info {
+    uint64_t seq;     /* sequence number of the message */
+    uint64_t missed;  /* NEXT/NEWEST: messages skipped since the cursor */
+    int64_t time_ns;  /* commit time, CLOCK_MONOTONIC ns */
+    uint64_t len;     /* message size; on NERVE_EMSGSIZE the size needed */
+};
+
+/* A zero-copy view of a message inside the ring. `data` stays mapped while
+ * the channel is open but a writer may overwrite it at any time: after
+ * using the bytes, call nerve_chan_view_check() and discard the result of
+ * the use unless it returns 0. */
+struct nerve_view {
+    const void *data; /* first byte; contiguous even across the wrap */
+    struct nerve_get_info info;
+};
+
+/* Channel facts for tools, read without any lock. Counters are exact for a
+ * channel whose writers never died; a writer killed between its commit and
+ * its statistics update leaves bytes_total short by that message. */
+struct nerve_stat {
+    uint64_t slots;          /* index ring entries */
+    uint64_t data_size;      /* data ring bytes (largest message) */
+    uint64_t file_size;      /* bytes of the channel file */
+    uint64_t head_seq;       /* newest sequence number (= messages published) */
+    uint64_t tail_seq;       /* oldest sequence number still readable;
+                                head_seq + 1 when none is */
+    int64_t newest_time_ns;  /* commit time of head_seq; 0 when none */
+    uint64_t bytes_total;    /* payload bytes published since creation */
+    uint64_t waiters;        /* readers announced as waiting (a hint) */
+    int64_t created_ns;      /* creation time, CLOCK_REALTIME ns */
+    uint32_t layout_version; /* NERVE_LAYOUT_VERSION of the file */
+    uint32_t mode;           /* permission bits of the file */
+    uint32_t uid, gid;       /* owner of the file */
+    uint32_t creator_version; /* NERVE_VERSION_NUMBER of the creator */
+    uint32_t reserved0;
+};
+
+/* Metadata recorded at creation. Strings are NUL-terminated copies owned by
+ * the handle, valid until nerve_chan_close(); empty when not set. */
+struct nerve_meta {
+    const char *type;
+    const char *encoding;
+    const char *schema;  /* NUL-terminated; schema_len bytes before the NUL */
+    uint64_t schema_len;
+};
+
+/* ---- channel lifecycle (setup phase) ---------------------------------- */
+
+/* Create channel `name` with `opts` (NULL: all defaults). The file appears
+ * fully initialised or not at all. Returns 0, or NERVE_EINVAL (bad name,
+ * options or metadata), NERVE_ENAMETOOLONG, NERVE_EEXIST (exists, and
+ * NERVE_C_EXIST_OK not given), NERVE_EMISMATCH (exists with other slots,
+ * size or metadata), NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM.
+ * Thread: any.  Blocking: file system calls.  RT: not safe (allocates,
+ * system calls).  Signal: not safe. */
+NERVE_API NERVE_NODISCARD int
+nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
+
+/* Remove channel `name` (the channel file and its bell). Handles already
+ * open keep working until closed. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,
+ * NERVE_ENAMETOOLONG, NERVE_EACCES.
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_unlink(const char *name);
+
+/* Open channel `name` for reading (NERVE_O_READ) or reading and writing
+ * (NERVE_O_WRITE) and store the handle in *out. The header is validated
+ * before anything else is read. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,
+ * NERVE_ENAMETOOLONG, NERVE_EACCES, NERVE_ENOTCHAN (not a nerve channel),
+ * NERVE_EVERSION (other layout version), NERVE_EABI (other platform),
+ * NERVE_ETRUNC (file shorter than its header says), NERVE_ECORRUPT
+ * (inconsistent header), NERVE_ENOMEM.
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_open(const char *name, uint32_t flags,
+                                              nerve_chan **out);
+
+/* Close a handle and unmap the channel. An open reservation is discarded.
+ * NULL is ignored.
+ * Thread: no other call on this handle may run.  Blocking: no.  RT: not
+ * safe (munmap).  Signal: not safe. */
+NERVE_API void nerve_chan_close(nerve_chan *c);
+
+/* The handle's channel name (without the file prefix).
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API const char *nerve_chan_name(const nerve_chan *c);
+
+/* Metadata recorded at creation, copied at open. Returns 0.
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_meta(const nerve_chan *c,
+                                              struct nerve_meta *meta);
+
+/* ---- writing ---------------------------------------------------------- */
+
+/* Append a copy of buf[0..len) as one message. `timeout_ns` bounds the wait
+ * for the writer lock (NERVE_FOREVER, 0 to try once, relative or with
+ * NERVE_F_ABSTIME absolute); readers never make a put wait. Returns 0 and
+ * fills *info (may be NULL), or NERVE_EROFS (read-only handle),
+ * NERVE_EMSGSIZE (len > data_size), NERVE_ETIMEDOUT (lock not acquired),
+ * NERVE_EBUSY (this handle holds a reservation), NERVE_ECORRUPT, NERVE_EINVAL.
+ * Thread: one caller per handle; many handles and processes may put at
+ * once.  Blocking: only on the writer lock.  RT: safe (no allocation; one
+ * memcpy; futex only when the lock is contended or a reader waits).
+ * Signal: not safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_put(nerve_chan *c, const void *buf,
+                                             size_t len, int64_t timeout_ns,
+                                             struct nerve_put_info *info,
+                                             uint32_t flags);
+
+/* Reserve `len` bytes in the ring for a message that the caller fills in
+ * place, and store their address in *ptr (contiguous even across the wrap,
+ * 64-byte aligned). The writer lock is held until nerve_chan_commit() or
+ * nerve_chan_abort(); messages the reservation overlaps are already gone.
+ * A reservation that is never committed (abort, close, or the process dies)
+ * publishes nothing. Errors as nerve_chan_put().
+ * Thread: one caller per handle.  Blocking: only on the writer lock.
+ * RT: safe.  Signal: not safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_reserve(nerve_chan *c, size_t len,
+                                                 int64_t timeout_ns, void **ptr,
+                                                 uint32_t flags);
+
+/* Publish the first `len` bytes (at most the reserved length) of the open
+ * reservation and release the writer lock. Returns 0 and fills *info (may be
+ * NULL), or NERVE_EINVAL (no reservation, or len too large; the reservation
+ * stays open).
+ * Thread: the reserving caller.  Blocking: no.  RT: safe (futex wake only
+ * when a reader waits).  Signal: not safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_commit(nerve_chan *c, size_t len,
+                                                struct nerve_put_info *info);
+
+/* Drop the open reservation without publishing and release the writer
+ * lock. Returns 0, or NERVE_EINVAL when there is no reservation.
+ * Thread: the reserving caller.  Blocking: no.  RT: safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_abort(nerve_chan *c);
+
+/* ---- reading ---------------------------------------------------------- */
+
+/* Copy a message into buf[0..len). Which message: flags & NERVE_GET_MASK
+ * (NEXT, NEWEST, SEQ with `arg` the sequence number, AT with `arg` the
+ * time); `arg` is ignored for NEXT and NEWEST. With NERVE_F_WAIT, wait up to
+ * `timeout_ns` for one to arrive (not for AT). NEXT and NEWEST move the
+ * handle's cursor to the message returned; SEQ and AT do not.
+ * Returns 0 and fills *info (may be NULL), or
+ *   NERVE_EAGAIN        nothing new (NEXT/NEWEST), or SEQ not yet published,
+ *                       or nothing at or before the time (AT);
+ *   NERVE_ETIMEDOUT     waited the whole timeout;
+ *   NERVE_ECANCELED     nerve_chan_cancel() was called;
+ *   NERVE_EMSGSIZE      len too small: info->len is the size needed and the
+ *                       cursor does not move;
+ *   NERVE_EOVERWRITTEN  SEQ is older than the oldest message still present;
+ *   NERVE_ELAPPED       writers overwrote the message on every attempt;
+ *   NERVE_ECORRUPT, NERVE_EINVAL.
+ * Thread: one caller per handle.  Blocking: only with NERVE_F_WAIT.
+ * RT: safe (no allocation, one memcpy; futex wait only).  Signal: not safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_get(nerve_chan *c, void *buf,
+                                             size_t len, int64_t arg,
+                                             int64_t timeout_ns,
+                                             struct nerve_get_info *info,
+                                             uint32_t flags);
+
+/* As nerve_chan_get() but without copying: fills *view with the message's
+ * address in the ring and its info. Validate with nerve_chan_view_check()
+ * after use. Returns as nerve_chan_get() (never NERVE_EMSGSIZE).
+ * Thread: one caller per handle.  Blocking: only with NERVE_F_WAIT.
+ * RT: safe.  Signal: not safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_view(nerve_chan *c, int64_t arg,
+                                              int64_t timeout_ns,
+                                              struct nerve_view *view,
+                                              uint32_t flags);
+
+/* Whether the bytes of `view` are still the message it named: 0 if no
+ * writer has begun to overwrite them, NERVE_ESTALE if one has (whatever was
+ * read through the view must be discarded).
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_view_check(const nerve_chan *c,
+                                                    const struct nerve_view *view);
+
+/* The handle's cursor: the sequence number of the last message NEXT or
+ * NEWEST returned (0 before the first). nerve_chan_seek() sets it, so the
+ * next NEXT returns message seq + 1.
+ * Thread: one caller per handle.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API uint64_t nerve_chan_cursor(const nerve_chan *c);
+NERVE_API void nerve_chan_seek(nerve_chan *c, uint64_t seq);
+
+/* Wake every wait on this handle (nerve_chan_get/view with NERVE_F_WAIT,
+ * nerve_wait_any) with NERVE_ECANCELED, now and in future, until
+ * nerve_chan_cancel_clear(). For clean shutdown from another thread or a
+ * signal handler.
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe (one atomic store and
+ * one futex wake). */
+NERVE_API void nerve_chan_cancel(nerve_chan *c);
+NERVE_API void nerve_chan_cancel_clear(nerve_chan *c);
+
+/* Wait until at least one of chans[0..n) (n <= NERVE_WAIT_MAX) has a
+ * message after its cursor, and set bit i of *ready for each one that has.
+ * Reads nothing and moves no cursor. Returns the number of ready channels
+ * (> 0), or NERVE_ETIMEDOUT, NERVE_ECANCELED (any of the handles was
+ * cancelled), NERVE_EINVAL. Uses the kernel's multi-futex wait
+ * (futex_waitv, Linux 5.16); older kernels fall back to 1 ms polling.
+ * Thread: one caller per handle.  Blocking: yes.  RT: safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_wait_any(nerve_chan *const *chans,
+                                             size_t n, int64_t timeout_ns,
+                                             uint64_t *ready, uint32_t flags);
+
+/* ---- facts for tools -------------------------------------------------- */
+
+/* Fill *st from the handle without any lock. Returns 0 or NERVE_ECORRUPT.
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_stat(const nerve_chan *c,
+                                              struct nerve_stat *st);
+
+/* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_stat(const char *name,
+                                         struct nerve_stat *st);
+
+/* Verify every invariant of the channel file that can be checked without
+ * the writer lock: header, geometry, every index entry still readable (its
+ * sequence number, bounds, order and times). On a problem returns
+ * NERVE_ECORRUPT (or the open error) and writes an explanation into
+ * msg[0..len) (may be NULL). Returns 0 when consistent.
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_chan_check(const char *name, char *msg,
+                                               size_t len);
+
+/* Call fn(name, arg) for every channel in /dev/shm, in no particular order;
+ * stop early and return fn's value if it returns non-zero. Returns 0, or
+ * NERVE_EACCES / NERVE_ENOENT if /dev/shm cannot be read.
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_API NERVE_NODISCARD int nerve_list(int (*fn)(const char *name, void *arg),
+                                         void *arg);
+
+/* Check a channel name: 0, NERVE_EINVAL or NERVE_ENAMETOOLONG.
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API NERVE_NODISCARD int nerve_name_check(const char *name);
+
+/* ---- time ------------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC now, in nanoseconds (the clock of message times).
+ * Thread: any.  Blocking: no.  RT: safe (vDSO).  Signal: safe. */
+NERVE_API int64_t nerve_now_ns(void);
+
+/* Convert a CLOCK_MONOTONIC time to CLOCK_REALTIME nanoseconds using the
+ * clocks' current offset (exact unless the wall clock was stepped since).
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API int64_t nerve_mono_to_realtime_ns(int64_t mono_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

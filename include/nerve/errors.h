@@ -1,0 +1,73 @@
+/* Error codes.
+ *
+ * Every nerve call that can fail returns an int: 0 (or a count, where the
+ * contract says so) on success, otherwise one of the negative codes below.
+ * errno never carries a nerve error. A code equals -errno where an errno
+ * means the same thing (NERVE_EAGAIN == -EAGAIN); the codes that have no
+ * errno take the reserved range from -1000 down.
+ *
+ * The X-macro NERVE_ERRNO_MAP is the single table of codes: it produces the
+ * enum below and the name/message tables behind nerve_err_name() and
+ * nerve_strerror(), so the three can never disagree. */
+#ifndef NERVE_ERRORS_H
+#define NERVE_ERRORS_H
+
+#include <errno.h>
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* XX(NAME, value, message) */
+#define NERVE_ERRNO_MAP(XX)                                                     \
+    XX(EPERM, -EPERM, "operation not permitted")                                \
+    XX(ENOENT, -ENOENT, "no such channel")                                      \
+    XX(EINTR, -EINTR, "interrupted by a signal")                                \
+    XX(EBADF, -EBADF, "bad handle")                                             \
+    XX(EAGAIN, -EAGAIN, "no new message")                                       \
+    XX(ENOMEM, -ENOMEM, "out of memory")                                        \
+    XX(EACCES, -EACCES, "permission denied")                                    \
+    XX(EBUSY, -EBUSY, "handle busy (a reservation is open)")                    \
+    XX(EEXIST, -EEXIST, "channel already exists")                               \
+    XX(EINVAL, -EINVAL, "invalid argument")                                     \
+    XX(ENOSPC, -ENOSPC, "no space left to create the channel")                  \
+    XX(EROFS, -EROFS, "channel opened read-only")                               \
+    XX(ENAMETOOLONG, -ENAMETOOLONG, "channel name too long")                    \
+    XX(ENOSYS, -ENOSYS, "not supported by this kernel")                         \
+    XX(EMSGSIZE, -EMSGSIZE, "message does not fit the buffer or the ring")      \
+    XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                      \
+    XX(ESTALE, -ESTALE, "view was overwritten by a writer")                     \
+    XX(ECANCELED, -ECANCELED, "wait cancelled")                                 \
+    XX(ECORRUPT, -1000, "channel file is corrupt")                              \
+    XX(EVERSION, -1001, "channel file has an unsupported layout version")       \
+    XX(ENOTCHAN, -1002, "file is not a nerve channel")                          \
+    XX(ETRUNC, -1003, "channel file is truncated")                              \
+    XX(EMISMATCH, -1004, "channel exists with a different geometry or type")    \
+    XX(EOVERWRITTEN, -1005, "message was overwritten")                          \
+    XX(ELAPPED, -1006, "writers overwrote the message on every attempt")        \
+    XX(EABI, -1007, "channel was made by an incompatible platform or ABI")
+
+enum nerve_error {
+    NERVE_OK = 0,
+#define NERVE__ERR_ENUM(name, value, msg) NERVE_##name = (value),
+    NERVE_ERRNO_MAP(NERVE__ERR_ENUM)
+#undef NERVE__ERR_ENUM
+};
+
+/* A one-line English message for an error code ("unknown error" for a code
+ * that is not in the table, including positive values).
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API const char *nerve_strerror(int err);
+
+/* The code's name without the prefix, e.g. "ECORRUPT" ("OK" for 0, "UNKNOWN"
+ * for a code that is not in the table).
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_API const char *nerve_err_name(int err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
