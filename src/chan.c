@@ -1,0 +1,1493 @@
+/* Channels: the ring protocol.
+ *
+ * DESIGN
+ *
+ * LAYOUT
+ *   See shm.h (and docs/design/0001-shm-layout.md). The parts the protocol
+ *   uses:
+ *
+ *     header:  head  tail  wpos  lock        bell file:  waiters
+ *     index:   [slot 0][slot 1] ... [slot nslots-1]   slot = {seq off len time}
+ *     data:    |....msg s-2....|..msg s-1..|...msg s...|   (mapped twice)
+ *
+ *   Message s (s >= 1) lives in slot (s - 1) % nslots and in data ring bytes
+ *   [off, off + len) taken modulo data_size. Positions (off, wpos) are
+ *   absolute byte counts that only grow; a message starts at a multiple of
+ *   NERVE__MSG_ALIGN.
+ *
+ * OWNERSHIP
+ *   Writers hold the robust writer lock for every store to the channel file
+ *   ([W:lock] fields). Readers never store to the channel file: they map it
+ *   read-only. The only shared word a reader stores to is bell.waiters, in
+ *   the separate bell file. A reader's cursor lives in its handle.
+ *
+ *   The validity of every message is decided by one word, tail: message s
+ *   is readable iff tail <= s <= head. A writer raises tail before it
+ *   touches any byte or slot of the messages it is about to destroy, and
+ *   raises head only after the new message is complete.
+ *
+ * PROTOCOL
+ *   Writer, put of len bytes (holding the lock):
+ *     W1  s = head + 1; p = wpos rounded up to NERVE__MSG_ALIGN.
+ *     W2  Raise tail past every message the new one destroys: its slot is
+ *         reused (seq <= s - nslots) or its bytes are overwritten
+ *         (off < p + len - data_size). Store tail, then a release fence:
+ *         SYNC(tail-inval) -- the raised tail is visible to any reader that
+ *         sees any byte or slot field written after this point; pairs with
+ *         the acquire fence of SYNC(read-validate).
+ *     W3  Copy the payload to ring[p .. p + len).
+ *     W4  Fill slot (s - 1) % nslots = {s, p, len, now}.
+ *     W5  wpos = p + len.
+ *     W6  Store head = s with release: SYNC(pub-seq) -- the commit. Before
+ *         it no reader looks at message s; after it the payload and slot
+ *         of W3-W4 are visible to a reader that loads head with acquire.
+ *     W7  SYNC(wake-check): seq_cst fence, then if bell.waiters > 0 wake
+ *         every futex waiter on head's low word. Pairs with
+ *         SYNC(wait-announce).
+ *     W8  Unlock.
+ *   Reader, one message (no lock, no store):
+ *     R1  h = head (acquire, SYNC(pub-seq)); t = tail (acquire). Choose s
+ *         in [t, h] by mode (NEXT: cursor + 1, or t if that is gone).
+ *     R2  Read slot (s - 1) % nslots (relaxed loads).
+ *     R3  SYNC(read-validate): acquire fence, reload tail. If tail > s a
+ *         writer has begun to destroy s; what R2 read may be torn: retry
+ *         from R1. Otherwise the slot fields are exactly what the writer of
+ *         s stored (the fence pairs with SYNC(tail-inval)). Check them.
+ *     R4  Copy ring[off .. off + len) to the caller (one memcpy; the double
+ *         mapping makes it contiguous), then repeat R3: a tail that moved
+ *         past s during the copy means the copy may be torn: retry.
+ *   A zero-copy view is R1-R3; nerve_chan_view_check() is R3 again later.
+ *   Waiting reader:
+ *     V1  bell.waiters += 1 (seq_cst), SYNC(wait-announce).
+ *     V2  seq_cst fence; h = head. If the wanted message is there, leave.
+ *     V3  futex_waitv on {head's low word == (u32)h, cancel word == 0}
+ *         until the deadline or a 100 ms slice; back to V2.
+ *     V4  bell.waiters -= 1.
+ *   No lost wake-up: V1 then V2 against W6 then W7 is Dekker's pattern
+ *   with seq_cst on both sides, so either the reader's V2 sees the new head
+ *   or the writer's W7 sees waiters > 0 and wakes; and a wake that comes
+ *   before the reader sleeps finds head's word changed, so V3 returns at
+ *   once.
+ *
+ * LOCK ORDER
+ *   One lock per channel; no nerve call holds two. A reservation holds the
+ *   lock from nerve_chan_reserve() to commit/abort.
+ *
+ * CRASH RECOVERY
+ *   Every writer step leaves a state that the next writer can continue
+ *   from, so no "dirty" flag is needed:
+ *     - killed before W2's store: nothing changed;
+ *     - after W2, before W6: tail was raised early, so messages the dead
+ *       writer meant to destroy are gone (readers count them as missed);
+ *       the half-written payload and slot belong to s > head, which no
+ *       reader looks at; a raised wpos only leaves a gap;
+ *     - after W6: message s is complete and committed; only its wake-up
+ *       (W7) may be missing: readers sleep in slices of at most
+ *       NERVE__WAIT_SLICE_NS, so they see s within one slice;
+ *     - the statistics counter may miss the dead writer's message.
+ *   The robust mutex reports the dead owner as EOWNERDEAD to the next
+ *   locker; lock_writer() checks the invariants writers rely on
+ *   (tail <= head + 1, head - tail < nslots, wpos not behind the newest
+ *   message), repairs wpos if needed, marks the mutex consistent, and
+ *   returns NERVE_ECORRUPT (releasing the lock) if the state cannot have
+ *   come from a crash. It never returns holding an unvalidated lock.
+ *   A dead reader leaves at most a stale bell.waiters count, which costs
+ *   later puts one futex wake system call each, never a lost wake-up.
+ *
+ * BOUNDS
+ *   Everything read from the file is checked before use: the header at
+ *   open (geometry, offsets, sizes, overflow), and on every read the slot's
+ *   len (<= data_size) and seq; ring addresses are taken modulo data_size
+ *   and the double mapping covers off % data_size + len. Retry loops are
+ *   bounded (NERVE_ELAPPED), so a hostile file can cause an error but
+ *   never an out-of-bounds access or a hang.
+ *
+ * MODEL
+ *   model/ checks this protocol (writers killed at any step, lock-free
+ *   readers with validation, waits and wakes); its steps carry the same
+ *   SYNC tags. See model/README.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomics.h"
+#include "crashpoint.h"
+#include "nerve/nerve.h"
+#include "platform.h"
+#include "shm.h"
+
+#define SHM_DIR "/dev/shm/"
+#define CHAN_PREFIX "nerve."
+#define BELL_PREFIX "nerve-bell."
+#define DEFAULT_SLOTS 1024u
+#define DEFAULT_DATA (1u << 20)
+#define DEFAULT_MODE 0644u
+/* Largest geometry accepted; keeps every sum below 2^63. */
+#define MAX_SLOTS (1ull << 32)
+#define MAX_DATA (1ull << 40)
+/* Untimed waits re-check the ring this often (see CRASH RECOVERY). */
+#define NERVE__WAIT_SLICE_NS 100000000ll
+/* Without a bell (or without futex_waitv for nerve_wait_any) waits poll. */
+#define NERVE__POLL_SLICE_NS 1000000ll
+/* A read retries this many times when writers overwrite its message. */
+#define READ_RETRIES 64
+
+struct nerve_chan {
+    unsigned char *base;          /* the double mapping */
+    struct nerve__shm_hdr *hdr;
+    struct nerve__shm_slot *slots;
+    unsigned char *ring;          /* data ring; 2 * data_size mapped */
+    struct nerve__shm_bell *bell; /* NULL: no bell (fall back to polling) */
+    uint64_t nslots, data_size, file_size;
+    uint64_t cursor;              /* last seq NEXT/NEWEST returned */
+    int fd;
+    int writable;
+    nerve__a32 cancel;            /* private futex word; 1 = cancelled */
+    /* Open reservation (writable handles): */
+    int reserved;
+    uint64_t res_seq, res_pos, res_len;
+    uint32_t res_recovered;
+    /* Metadata copies and the name. */
+    char *type, *encoding, *schema;
+    uint64_t schema_len;
+    char name[NERVE_NAME_MAX + 1];
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+int64_t nerve_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t nerve_mono_to_realtime_ns(int64_t mono_ns)
+{
+    struct timespec rt, mo;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mo);
+    int64_t off = ((int64_t)rt.tv_sec - (int64_t)mo.tv_sec) * 1000000000 +
+                  (rt.tv_nsec - mo.tv_nsec);
+    return mono_ns + off;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static int errno_to_nerve(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return NERVE_ENOENT;
+    case EACCES:
+    case EPERM:
+        return NERVE_EACCES;
+    case EEXIST:
+        return NERVE_EEXIST;
+    case ENOSPC:
+    case EFBIG:
+        return NERVE_ENOSPC;
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+        return NERVE_ENOMEM;
+    case EROFS:
+        return NERVE_EACCES;
+    default:
+        return NERVE_EINVAL;
+    }
+}
+
+int nerve_name_check(const char *name)
+{
+    if (!name || !name[0] || name[0] == '.')
+        return NERVE_EINVAL;
+    size_t n = 0;
+    for (const char *p = name; *p; p++, n++) {
+        char ch = *p;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+                 ch == '.';
+        if (!ok)
+            return NERVE_EINVAL;
+        if (n >= NERVE_NAME_MAX)
+            return NERVE_ENAMETOOLONG;
+    }
+    return 0;
+}
+
+static void path_of(char *buf, size_t len, const char *prefix,
+                    const char *name)
+{
+    snprintf(buf, len, SHM_DIR "%s%s", prefix, name);
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+struct geometry {
+    uint64_t nslots, data_size, meta_len, index_off, data_off, file_size;
+};
+
+/* Compute (creation) or re-derive (open) the layout of a channel. Returns 0
+ * or NERVE_EINVAL if it does not fit the limits. */
+static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
+                       uint64_t page, struct geometry *g)
+{
+    if (nslots < 1 || nslots > MAX_SLOTS || data_size < 1 ||
+        data_size > MAX_DATA || meta_bytes > (1ull << 32) || page < 4096 ||
+        (page & (page - 1)) != 0)
+        return NERVE_EINVAL;
+    g->nslots = nslots;
+    g->data_size = round_up(data_size, page);
+    g->meta_len = round_up(meta_bytes ? meta_bytes : 1, page);
+    g->index_off = NERVE__HDR_REGION + g->meta_len;
+    g->data_off = g->index_off + round_up(nslots * sizeof(struct nerve__shm_slot), page);
+    g->file_size = g->data_off + g->data_size;
+    return 0;
+}
+
+/* ---- creation ----------------------------------------------------------- */
+
+static int opts_read(const struct nerve_chan_opts *in,
+                     struct nerve_chan_opts *o)
+{
+    struct nerve_chan_opts def = NERVE_CHAN_OPTS_INIT;
+    *o = def;
+    if (in) {
+        if (in->size < sizeof(uint32_t))
+            return NERVE_EINVAL;
+        size_t known = sizeof *o;
+        size_t n = in->size < known ? in->size : known;
+        memcpy(o, in, n);
+        /* A tail this library does not know must be zero (options grow by
+         * appending fields; a caller built against a newer header may set
+         * one we cannot honour). */
+        for (size_t i = known; i < in->size; i++) {
+            if (((const unsigned char *)in)[i] != 0)
+                return NERVE_EINVAL;
+        }
+    }
+    o->size = sizeof *o;
+    if (o->flags & ~NERVE_C_EXIST_OK || o->reserved0 != 0)
+        return NERVE_EINVAL;
+    if (!o->slots)
+        o->slots = DEFAULT_SLOTS;
+    if (!o->data_size)
+        o->data_size = DEFAULT_DATA;
+    if (!o->mode)
+        o->mode = DEFAULT_MODE;
+    if (o->mode & ~0777u)
+        return NERVE_EINVAL;
+    if (o->type && strlen(o->type) > NERVE_TYPE_MAX)
+        return NERVE_EINVAL;
+    if (o->encoding && strlen(o->encoding) > NERVE_ENCODING_MAX)
+        return NERVE_EINVAL;
+    if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
+        return NERVE_EINVAL;
+    if (o->schema && memchr(o->schema, 0, o->schema_len))
+        return NERVE_EINVAL;
+    return 0;
+}
+
+/* Write a temporary file of `size` bytes with its memory reserved (so a
+ * full /dev/shm fails here with NERVE_ENOSPC, not later with SIGBUS), and
+ * return its fd and path. */
+static int tmp_file(const char *name, const char *kind, uint64_t size,
+                    char *path, size_t plen, int *fdp)
+{
+    static nerve__a32 counter;
+    snprintf(path, plen, SHM_DIR ".nerve-tmp-%s-%d-%u.%s", kind, (int)getpid(),
+             (unsigned)nerve__add32_sc(&counter, 1), name);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno_to_nerve(errno);
+    int r = posix_fallocate(fd, 0, (off_t)size);
+    if (r != 0) {
+        close(fd);
+        unlink(path);
+        return errno_to_nerve(r);
+    }
+    *fdp = fd;
+    return 0;
+}
+
+static int make_bell(const char *name, uint32_t mode, char *path, size_t plen)
+{
+    int fd, r = tmp_file(name, "bell", NERVE__BELL_SIZE, path, plen, &fd);
+    if (r)
+        return r;
+    struct nerve__shm_bell *b =
+        mmap(NULL, NERVE__BELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (b == MAP_FAILED) {
+        r = errno_to_nerve(errno);
+    } else {
+        b->version = NERVE_LAYOUT_VERSION;
+        b->magic = NERVE__BELL_MAGIC;
+        munmap(b, NERVE__BELL_SIZE);
+        /* Whoever may read the channel may ring its bell: read bits become
+         * write bits too. */
+        if (fchmod(fd, mode | ((mode & 0444u) >> 1)) != 0)
+            r = errno_to_nerve(errno);
+    }
+    close(fd);
+    if (r)
+        unlink(path);
+    return r;
+}
+
+static int make_channel(const char *name, const struct nerve_chan_opts *o,
+                        char *path, size_t plen)
+{
+    uint64_t tlen = o->type ? strlen(o->type) : 0;
+    uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
+    uint64_t page = nerve__page_size();
+    struct geometry g;
+    int r = geometry_of(o->slots, o->data_size, tlen + elen + o->schema_len + 3,
+                        page, &g);
+    if (r)
+        return r;
+    int fd;
+    r = tmp_file(name, "chan", g.file_size, path, plen, &fd);
+    if (r)
+        return r;
+    unsigned char *m = mmap(NULL, g.index_off, PROT_READ | PROT_WRITE,
+                            MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        r = errno_to_nerve(errno);
+        goto out;
+    }
+    struct nerve__shm_hdr *h = (struct nerve__shm_hdr *)m;
+    h->layout_version = NERVE_LAYOUT_VERSION;
+    h->header_size = sizeof *h;
+    h->abi_endian = NERVE__ABI_ENDIAN;
+    h->abi_mutex_size = sizeof(pthread_mutex_t);
+    h->creator_version = NERVE_VERSION_NUMBER;
+    h->page_size = (uint32_t)page;
+    h->nslots = g.nslots;
+    h->data_size = g.data_size;
+    h->meta_off = NERVE__HDR_REGION;
+    h->meta_len = g.meta_len;
+    h->index_off = g.index_off;
+    h->data_off = g.data_off;
+    h->file_size = g.file_size;
+    h->type_len = (uint32_t)tlen;
+    h->encoding_len = (uint32_t)elen;
+    h->schema_len = o->schema_len;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    h->created_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+    /* Fresh file: no message; tail = 1 > head = 0 means empty. */
+    nerve__store_rlx(&h->head, 0);
+    nerve__store_rlx(&h->tail, 1);
+    nerve__store_rlx(&h->wpos, 0);
+    unsigned char *meta = m + NERVE__HDR_REGION;
+    if (tlen)
+        memcpy(meta, o->type, tlen);
+    if (elen)
+        memcpy(meta + tlen + 1, o->encoding, elen);
+    if (o->schema_len)
+        memcpy(meta + tlen + elen + 2, o->schema, o->schema_len);
+    r = nerve__mutex_init(&h->lock.m);
+    if (r == 0) {
+        /* The magic last: the file becomes a channel only when complete.
+         * (It is also invisible under its final name until link().) */
+        h->magic = NERVE__MAGIC;
+        if (msync(m, g.index_off, MS_SYNC) != 0)
+            r = errno_to_nerve(errno);
+    } else {
+        r = NERVE_ENOMEM;
+    }
+    munmap(m, g.index_off);
+    if (r == 0 && fchmod(fd, o->mode) != 0)
+        r = errno_to_nerve(errno);
+out:
+    close(fd);
+    if (r)
+        unlink(path);
+    return r;
+}
+
+static int same_str(const char *want, const char *have)
+{
+    return !want || strcmp(want, have) == 0;
+}
+
+/* NERVE_C_EXIST_OK: the existing channel must have the geometry and the
+ * metadata the caller asked for. */
+static int check_compatible(const char *name, const struct nerve_chan_opts *o)
+{
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_READ, &c);
+    if (r)
+        return r;
+    struct geometry g;
+    r = geometry_of(o->slots, o->data_size, 1, nerve__page_size(), &g);
+    if (r == 0 &&
+        (c->nslots != g.nslots || c->data_size != g.data_size ||
+         !same_str(o->type, c->type) || !same_str(o->encoding, c->encoding) ||
+         (o->schema &&
+          (o->schema_len != c->schema_len ||
+           memcmp(o->schema, c->schema, o->schema_len) != 0))))
+        r = NERVE_EMISMATCH;
+    nerve_chan_close(c);
+    return r;
+}
+
+int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
+{
+    struct nerve_chan_opts o;
+    int r = nerve_name_check(name);
+    if (r == 0)
+        r = opts_read(opts, &o);
+    if (r)
+        return r;
+    char tmp_chan[PATH_MAX], tmp_bell[PATH_MAX], path[PATH_MAX];
+    r = make_channel(name, &o, tmp_chan, sizeof tmp_chan);
+    if (r)
+        return r;
+    r = make_bell(name, o.mode, tmp_bell, sizeof tmp_bell);
+    if (r) {
+        unlink(tmp_chan);
+        return r;
+    }
+    /* link() is the atomic, exclusive creation: the channel appears fully
+     * initialised under its name, or the name was taken. The bell is then
+     * renamed into place, replacing a stale one left by a crash. */
+    path_of(path, sizeof path, CHAN_PREFIX, name);
+    if (link(tmp_chan, path) != 0) {
+        r = errno_to_nerve(errno);
+        unlink(tmp_chan);
+        unlink(tmp_bell);
+        if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
+            r = check_compatible(name, &o);
+        return r;
+    }
+    unlink(tmp_chan);
+    path_of(path, sizeof path, BELL_PREFIX, name);
+    if (rename(tmp_bell, path) != 0) {
+        /* The channel works without a bell (waiters poll); report nothing
+         * but clean up. */
+        unlink(tmp_bell);
+    }
+    return 0;
+}
+
+int nerve_chan_unlink(const char *name)
+{
+    int r = nerve_name_check(name);
+    if (r)
+        return r;
+    char path[PATH_MAX];
+    path_of(path, sizeof path, BELL_PREFIX, name);
+    (void)unlink(path);
+    path_of(path, sizeof path, CHAN_PREFIX, name);
+    if (unlink(path) != 0)
+        return errno_to_nerve(errno);
+    return 0;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+/* Validate a header read from a file of st_size bytes. Each failure has its
+ * own code: a file that is not a channel, another version, another ABI,
+ * a truncated file, inconsistent fields. */
+static int header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
+                        struct geometry *g)
+{
+    if (st_size < sizeof h->magic || h->magic != NERVE__MAGIC)
+        return NERVE_ENOTCHAN;
+    if (st_size < 16)
+        return NERVE_ETRUNC;
+    if (h->layout_version != NERVE_LAYOUT_VERSION || h->incompat_flags != 0)
+        return NERVE_EVERSION;
+    if (st_size < sizeof *h)
+        return NERVE_ETRUNC;
+    if (h->abi_endian != NERVE__ABI_ENDIAN ||
+        h->abi_mutex_size != sizeof(pthread_mutex_t) ||
+        h->page_size != nerve__page_size())
+        return NERVE_EABI;
+    if (h->header_size != sizeof *h)
+        return NERVE_ECORRUPT;
+    uint64_t meta_bytes =
+        (uint64_t)h->type_len + h->encoding_len + h->schema_len + 3;
+    if (h->type_len > NERVE_TYPE_MAX || h->encoding_len > NERVE_ENCODING_MAX ||
+        h->schema_len > NERVE_SCHEMA_MAX)
+        return NERVE_ECORRUPT;
+    if (geometry_of(h->nslots, h->data_size, meta_bytes, h->page_size, g))
+        return NERVE_ECORRUPT;
+    if (g->data_size != h->data_size || h->meta_off != NERVE__HDR_REGION ||
+        h->meta_len != g->meta_len || h->index_off != g->index_off ||
+        h->data_off != g->data_off || h->file_size != g->file_size)
+        return NERVE_ECORRUPT;
+    if (st_size < g->file_size)
+        return NERVE_ETRUNC;
+    if (st_size > g->file_size)
+        return NERVE_ECORRUPT;
+    return 0;
+}
+
+static char *dup_bytes(const unsigned char *p, uint64_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+/* Copy the metadata out of the file; the strings must not hold a NUL. */
+static int meta_load(nerve_chan *c)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    const unsigned char *m = c->base + NERVE__HDR_REGION;
+    uint64_t tl = h->type_len, el = h->encoding_len, sl = h->schema_len;
+    if (memchr(m, 0, tl) || memchr(m + tl + 1, 0, el) ||
+        memchr(m + tl + el + 2, 0, sl))
+        return NERVE_ECORRUPT;
+    c->type = dup_bytes(m, tl);
+    c->encoding = dup_bytes(m + tl + 1, el);
+    c->schema = dup_bytes(m + tl + el + 2, sl);
+    c->schema_len = sl;
+    if (!c->type || !c->encoding || !c->schema)
+        return NERVE_ENOMEM;
+    return 0;
+}
+
+/* Map the bell, read-write. A reader without write permission on it, or a
+ * missing or foreign bell, leaves c->bell NULL: the handle then waits by
+ * polling and, if it writes, wakes on every put. */
+static void bell_open(nerve_chan *c)
+{
+    char path[PATH_MAX];
+    path_of(path, sizeof path, BELL_PREFIX, c->name);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= NERVE__BELL_SIZE) {
+        void *b = mmap(NULL, NERVE__BELL_SIZE, PROT_READ | PROT_WRITE,
+                       MAP_SHARED, fd, 0);
+        if (b != MAP_FAILED) {
+            c->bell = b;
+            if (c->bell->magic != NERVE__BELL_MAGIC ||
+                c->bell->version != NERVE_LAYOUT_VERSION) {
+                munmap(b, NERVE__BELL_SIZE);
+                c->bell = NULL;
+            }
+        }
+    }
+    close(fd);
+}
+
+int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
+{
+    if (!out || (flags & ~NERVE_O_WRITE))
+        return NERVE_EINVAL;
+    *out = NULL;
+    int r = nerve_name_check(name);
+    if (r)
+        return r;
+    char path[PATH_MAX];
+    path_of(path, sizeof path, CHAN_PREFIX, name);
+    int writable = (flags & NERVE_O_WRITE) != 0;
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    if (fd < 0)
+        return errno_to_nerve(errno);
+    struct stat st;
+    struct nerve__shm_hdr h;
+    struct geometry g;
+    memset(&h, 0, sizeof h);
+    if (fstat(fd, &st) != 0) {
+        r = errno_to_nerve(errno);
+        goto fail_fd;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        r = NERVE_ENOTCHAN;
+        goto fail_fd;
+    }
+    /* Validate the header from a private copy before mapping anything. */
+    ssize_t n = pread(fd, &h, sizeof h, 0);
+    if (n < 0) {
+        r = errno_to_nerve(errno);
+        goto fail_fd;
+    }
+    /* Bytes past a short read stay zero; header_check judges st_size. */
+    r = header_check(&h, (uint64_t)st.st_size, &g);
+    if (r)
+        goto fail_fd;
+    nerve_chan *c = calloc(1, sizeof *c);
+    if (!c) {
+        r = NERVE_ENOMEM;
+        goto fail_fd;
+    }
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->fd = fd;
+    c->writable = writable;
+    c->nslots = g.nslots;
+    c->data_size = g.data_size;
+    c->file_size = g.file_size;
+    c->base = nerve__map_double(fd, g.file_size, g.data_off, g.data_size,
+                                writable);
+    if (!c->base) {
+        r = errno_to_nerve(errno);
+        free(c);
+        goto fail_fd;
+    }
+    c->hdr = (struct nerve__shm_hdr *)c->base;
+    c->slots = (struct nerve__shm_slot *)(c->base + g.index_off);
+    c->ring = c->base + g.data_off;
+    /* The mapping is the file the header came from, but a writer with
+     * access could have rewritten it since: the geometry used from here on
+     * is the validated copy in the handle, never re-read. */
+    r = meta_load(c);
+    if (r) {
+        nerve_chan_close(c);
+        return r;
+    }
+    bell_open(c);
+    *out = c;
+    return 0;
+fail_fd:
+    close(fd);
+    return r;
+}
+
+void nerve_chan_close(nerve_chan *c)
+{
+    if (!c)
+        return;
+    if (c->reserved) {
+        /* Discard the reservation: nothing was published. */
+        c->reserved = 0;
+        nerve__mutex_unlock(&c->hdr->lock.m);
+    }
+    if (c->bell)
+        munmap(c->bell, NERVE__BELL_SIZE);
+    nerve__unmap_double(c->base, c->file_size, c->data_size);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->type);
+    free(c->encoding);
+    free(c->schema);
+    free(c);
+}
+
+const char *nerve_chan_name(const nerve_chan *c)
+{
+    return c->name;
+}
+
+int nerve_chan_meta(const nerve_chan *c, struct nerve_meta *m)
+{
+    if (!c || !m)
+        return NERVE_EINVAL;
+    m->type = c->type;
+    m->encoding = c->encoding;
+    m->schema = c->schema;
+    m->schema_len = c->schema_len;
+    return 0;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static struct nerve__shm_slot *slot_of(const nerve_chan *c, uint64_t seq)
+{
+    return &c->slots[(seq - 1) % c->nslots];
+}
+
+/* The write position a recovering writer continues from. The newest
+ * readable message ends at or before wpos (W5 precedes W6); a wpos behind
+ * it cannot come from a crash, only from a foreign write, and is repaired.
+ * When nothing is readable any position is safe. */
+static uint64_t wpos_repaired(const nerve_chan *c, uint64_t head,
+                              uint64_t tail)
+{
+    uint64_t wpos = nerve__load_rlx(&c->hdr->wpos);
+    if (head == 0 || tail > head)
+        return wpos;
+    const struct nerve__shm_slot *sl = slot_of(c, head);
+    uint64_t end = nerve__load_rlx(&sl->off) + nerve__load_rlx(&sl->len);
+    return wpos < end ? end : wpos;
+}
+
+/* Take the writer lock, recovering it from a dead owner (CRASH RECOVERY).
+ * On success the caller holds the lock and the writer-side invariants
+ * hold. */
+static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
+                       uint32_t *recovered)
+{
+    struct nerve__shm_hdr *h = c->hdr;
+    int r = nerve__mutex_lock(&h->lock.m, timeout_ns,
+                              (flags & NERVE_F_ABSTIME) != 0);
+    *recovered = 0;
+    if (r < 0)
+        return r;
+    /* Holding the lock, this writer is the only one storing to head, tail
+     * and wpos, so relaxed loads see the last values (the mutex orders
+     * them). */
+    uint64_t head = nerve__load_rlx(&h->head);
+    uint64_t tail = nerve__load_rlx(&h->tail);
+    /* With nslots == 1 a writer that died after W4 has already reused the
+     * head's slot; it had raised tail past head first, so the slot is only
+     * checked while head is readable. */
+    int sane = tail >= 1 && tail <= head + 1 && head - tail + 1 <= c->nslots &&
+               head < (UINT64_MAX >> 2) &&
+               (tail > head || nerve__load_rlx(&slot_of(c, head)->seq) == head);
+    if (r == 1) {
+        /* The previous owner died: state is whatever its last completed
+         * step left, which the invariants above accept. */
+        *recovered = 1;
+        if (sane)
+            nerve__store_rlx(&h->wpos, wpos_repaired(c, head, tail));
+        nerve__mutex_consistent(&h->lock.m);
+    }
+    if (!sane) {
+        nerve__mutex_unlock(&h->lock.m);
+        return NERVE_ECORRUPT;
+    }
+    return 0;
+}
+
+/* W1-W2: choose the position of message head + 1 of `len` bytes and
+ * invalidate what it destroys. Returns the position. */
+static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
+{
+    struct nerve__shm_hdr *h = c->hdr;
+    uint64_t head = nerve__load_rlx(&h->head);
+    uint64_t tail = nerve__load_rlx(&h->tail);
+    uint64_t s = head + 1;
+    /* wpos is only ever used modulo data_size, so even a foreign value
+     * cannot take a write out of bounds. */
+    uint64_t p = round_up(nerve__load_rlx(&h->wpos), NERVE__MSG_ALIGN);
+    uint64_t t = tail;
+    /* Slot reuse: s takes the slot of s - nslots. */
+    if (s > c->nslots && t <= s - c->nslots)
+        t = s - c->nslots + 1;
+    /* Byte reuse: a message survives iff it starts at or after
+     * p + len - data_size. Bounded by nslots iterations. */
+    if (p + len > c->data_size) {
+        uint64_t keep_from = p + len - c->data_size;
+        while (t <= head && nerve__load_rlx(&slot_of(c, t)->off) < keep_from)
+            t++;
+    }
+    if (t != tail) {
+        nerve__store_rlx(&h->tail, t);
+        /* SYNC(tail-inval) release: the raised tail is visible to every
+         * reader that observes a byte or slot field stored after this
+         * fence; pairs with the acquire fence in validate(). */
+        nerve__fence_rel();
+    }
+    NERVE_CRASHPOINT("put.after-tail");
+    *seq = s;
+    return p;
+}
+
+/* W4-W8: describe and commit message `seq`, then wake and unlock. */
+static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
+                           uint64_t len, struct nerve_put_info *info,
+                           uint32_t recovered)
+{
+    struct nerve__shm_hdr *h = c->hdr;
+    struct nerve__shm_slot *sl = slot_of(c, seq);
+    int64_t now = nerve_now_ns();
+    nerve__store_rlx(&sl->seq, seq);
+    nerve__store_rlx(&sl->off, pos);
+    nerve__store_rlx(&sl->len, len);
+    nerve__storei_rlx(&sl->time_ns, now);
+    NERVE_CRASHPOINT("put.after-slot");
+    nerve__store_rlx(&h->wpos, pos + len);
+    NERVE_CRASHPOINT("put.after-wpos");
+    /* SYNC(pub-seq) release: the commit. Payload (W3) and slot (W4) become
+     * visible to readers that load head with acquire in locate(). */
+    nerve__store_rel(&h->head, seq);
+    NERVE_CRASHPOINT("put.after-commit");
+    nerve__add_rlx(&h->bytes_total, len);
+    /* SYNC(wake-check) seq_cst: orders the head store before the waiters
+     * load; pairs with SYNC(wait-announce) in wait_change(). */
+    nerve__fence_sc();
+    if (!c->bell || nerve__load32_rlx(&c->bell->waiters) > 0)
+        nerve__futex->wake_all((const uint32_t *)&h->head, 1);
+    NERVE_CRASHPOINT("put.after-wake");
+    nerve__mutex_unlock(&h->lock.m);
+    if (info) {
+        info->seq = seq;
+        info->time_ns = now;
+        info->recovered = recovered;
+        info->reserved0 = 0;
+    }
+}
+
+static int write_check(nerve_chan *c, size_t len, uint32_t flags)
+{
+    if (!c)
+        return NERVE_EINVAL;
+    if (!c->writable)
+        return NERVE_EROFS;
+    if (flags & ~NERVE_F_ABSTIME)
+        return NERVE_EINVAL;
+    if (c->reserved)
+        return NERVE_EBUSY;
+    if ((uint64_t)len > c->data_size)
+        return NERVE_EMSGSIZE;
+    return 0;
+}
+
+int nerve_chan_put(nerve_chan *c, const void *buf, size_t len,
+                   int64_t timeout_ns, struct nerve_put_info *info,
+                   uint32_t flags)
+{
+    int r = write_check(c, len, flags);
+    if (r)
+        return r;
+    if (len && !buf)
+        return NERVE_EINVAL;
+    uint32_t recovered;
+    r = lock_writer(c, timeout_ns, flags, &recovered);
+    if (r)
+        return r;
+    NERVE_CRASHPOINT("put.locked");
+    uint64_t seq, pos = begin_message(c, len, &seq);
+    unsigned char *dst = c->ring + pos % c->data_size;
+    if (len > 1) {
+        /* Two halves so a crash point can fall in the middle of a copy. */
+        nerve__racy_write(dst, buf, len / 2);
+        NERVE_CRASHPOINT("put.mid-payload");
+        nerve__racy_write(dst + len / 2, (const unsigned char *)buf + len / 2,
+                          len - len / 2);
+    } else if (len) {
+        nerve__racy_write(dst, buf, len);
+    }
+    NERVE_CRASHPOINT("put.after-payload");
+    finish_message(c, seq, pos, len, info, recovered);
+    return 0;
+}
+
+int nerve_chan_reserve(nerve_chan *c, size_t len, int64_t timeout_ns,
+                       void **ptr, uint32_t flags)
+{
+    int r = write_check(c, len, flags);
+    if (r)
+        return r;
+    if (!ptr)
+        return NERVE_EINVAL;
+    r = lock_writer(c, timeout_ns, flags, &c->res_recovered);
+    if (r)
+        return r;
+    NERVE_CRASHPOINT("reserve.locked");
+    c->res_pos = begin_message(c, len, &c->res_seq);
+    c->res_len = len;
+    c->reserved = 1;
+    *ptr = c->ring + c->res_pos % c->data_size;
+    return 0;
+}
+
+int nerve_chan_commit(nerve_chan *c, size_t len, struct nerve_put_info *info)
+{
+    if (!c || !c->reserved || (uint64_t)len > c->res_len)
+        return NERVE_EINVAL;
+    c->reserved = 0;
+    NERVE_CRASHPOINT("commit.before-commit");
+    finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered);
+    return 0;
+}
+
+int nerve_chan_abort(nerve_chan *c)
+{
+    if (!c || !c->reserved)
+        return NERVE_EINVAL;
+    c->reserved = 0;
+    /* Nothing was published: head is unchanged. Messages the reservation
+     * invalidated stay invalid, as if they had been overwritten. */
+    nerve__mutex_unlock(&c->hdr->lock.m);
+    return 0;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* SYNC(read-validate) acquire: if any slot field or ring byte read before
+ * this point was stored by a writer after its SYNC(tail-inval) fence, the
+ * tail loaded here is at least that writer's raised tail. Returns whether
+ * message seq was intact for everything read before the call. */
+static int still_valid(const nerve_chan *c, uint64_t seq)
+{
+    nerve__fence_acq();
+    return nerve__load_rlx(&c->hdr->tail) <= seq;
+}
+
+/* One message's slot, read lock-free and checked. */
+struct msg {
+    uint64_t seq, off, len;
+    int64_t time_ns;
+};
+
+/* R2-R3: read slot `seq` and validate it. Returns 0 (m filled, consistent),
+ * NERVE_EOVERWRITTEN (a writer destroyed it: the caller retries or
+ * reports), or NERVE_ECORRUPT (validated yet inconsistent). */
+static int read_slot(const nerve_chan *c, uint64_t seq, struct msg *m)
+{
+    const struct nerve__shm_slot *sl = slot_of(c, seq);
+    /* Relaxed: validated by still_valid() below. */
+    uint64_t sseq = nerve__load_rlx(&sl->seq);
+    m->off = nerve__load_rlx(&sl->off);
+    m->len = nerve__load_rlx(&sl->len);
+    m->time_ns = nerve__loadi_rlx(&sl->time_ns);
+    m->seq = seq;
+    if (!still_valid(c, seq))
+        return NERVE_EOVERWRITTEN;
+    if (sseq != seq || m->len > c->data_size)
+        return NERVE_ECORRUPT;
+    return 0;
+}
+
+static const unsigned char *msg_ptr(const nerve_chan *c, const struct msg *m)
+{
+    /* In bounds: off % data_size < data_size and len <= data_size, and the
+     * ring is mapped over 2 * data_size bytes. */
+    return c->ring + m->off % c->data_size;
+}
+
+/* R1 for one mode: pick the sequence number to read. Returns 0 (with *seq,
+ * *missed), NERVE_EAGAIN (nothing to read; *head_seen is the head the
+ * decision was based on, for waiting), NERVE_EOVERWRITTEN, or
+ * NERVE_EINVAL. */
+static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
+                  uint64_t *seq, uint64_t *missed, uint64_t *head_seen)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    /* SYNC(pub-seq) acquire: message head's slot and payload are visible;
+     * pairs with the release store in finish_message(). */
+    uint64_t head = nerve__load_acq(&h->head);
+    /* Acquire: a tail loaded after head is at least the tail any writer
+     * had published when it committed head. */
+    uint64_t tail = nerve__load_acq(&h->tail);
+    *head_seen = head;
+    /* Messages older than head - nslots + 1 cannot be present. A tail below
+     * that bound is a foreign write (or a very old load); either way the
+     * bound is what is readable. */
+    if (head >= c->nslots && tail < head - c->nslots + 1)
+        tail = head - c->nslots + 1;
+    if (tail == 0)
+        tail = 1;
+    uint64_t cur = c->cursor;
+    *missed = 0;
+    switch (mode) {
+    case NERVE_GET_NEXT: {
+        uint64_t want = cur + 1;
+        if (want > head)
+            return NERVE_EAGAIN;
+        if (want < tail)
+            want = tail;
+        if (want > head)
+            return NERVE_EAGAIN; /* every message is being overwritten */
+        *seq = want;
+        *missed = want - cur - 1;
+        return 0;
+    }
+    case NERVE_GET_NEWEST:
+        if (head == 0 || head < tail)
+            return NERVE_EAGAIN;
+        *seq = head;
+        *missed = head > cur ? head - cur - 1 : 0;
+        return 0;
+    case NERVE_GET_SEQ:
+        if (arg <= 0)
+            return NERVE_EINVAL;
+        if ((uint64_t)arg > head)
+            return NERVE_EAGAIN;
+        if ((uint64_t)arg < tail)
+            return NERVE_EOVERWRITTEN;
+        *seq = (uint64_t)arg;
+        return 0;
+    default:
+        return NERVE_EINVAL;
+    }
+}
+
+/* NERVE_GET_AT: the newest message committed at or before `t`, by binary
+ * search over the readable range (O(log n) slot reads, each validated).
+ * Commit times never decrease with the sequence number: writers take them
+ * under the lock from CLOCK_MONOTONIC. */
+static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+        /* SYNC(pub-seq) acquire, as in locate(). */
+        uint64_t head = nerve__load_acq(&h->head);
+        uint64_t lo = nerve__load_acq(&h->tail);
+        if (head >= c->nslots && lo < head - c->nslots + 1)
+            lo = head - c->nslots + 1;
+        if (lo == 0)
+            lo = 1;
+        if (head == 0 || lo > head)
+            return NERVE_EAGAIN;
+        uint64_t hi = head;
+        struct msg m;
+        int r = read_slot(c, lo, &m);
+        if (r == NERVE_EOVERWRITTEN)
+            continue;
+        if (r)
+            return r;
+        if (m.time_ns > t)
+            return lo > 1 ? NERVE_EOVERWRITTEN : NERVE_EAGAIN;
+        /* Invariant: time(lo) <= t; the answer is in [lo, hi]. */
+        while (lo < hi && r == 0) {
+            uint64_t mid = lo + (hi - lo + 1) / 2;
+            r = read_slot(c, mid, &m);
+            if (r == 0) {
+                if (m.time_ns <= t)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+        }
+        if (r == NERVE_EOVERWRITTEN)
+            continue;
+        if (r)
+            return r;
+        *seq = lo;
+        return 0;
+    }
+    return NERVE_ELAPPED;
+}
+
+static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
+{
+    if (timeout_ns < 0) {
+        *dl = -1;
+    } else if (flags & NERVE_F_ABSTIME) {
+        *dl = timeout_ns;
+    } else {
+        *dl = nerve_now_ns() + timeout_ns;
+    }
+    return 0;
+}
+
+/* Sleep until one of chans[0..n) has a head other than seen[i], the
+ * deadline passes, or a handle is cancelled. V1-V4 of PROTOCOL. Returns 0
+ * (something changed, or a slice ended: the caller re-checks),
+ * NERVE_ETIMEDOUT or NERVE_ECANCELED. */
+static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
+                       size_t n, int64_t deadline)
+{
+    struct nerve__wait_word w[2 * NERVE_WAIT_MAX];
+    int polling = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (chans[i]->bell) {
+            /* SYNC(wait-announce) seq_cst: a writer whose commit this
+             * reader does not see below will see waiters > 0 in its
+             * SYNC(wake-check). */
+            nerve__add32_sc(&chans[i]->bell->waiters, 1);
+        } else {
+            polling = 1;
+        }
+    }
+    int r = 0;
+    for (;;) {
+        nerve__fence_sc();
+        int changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            const nerve_chan *c = chans[i];
+            if (nerve__load32_acq(&c->cancel)) {
+                r = NERVE_ECANCELED;
+                goto out;
+            }
+            uint64_t hv = nerve__load_sc(&c->hdr->head);
+            if (hv != seen[i])
+                changed = 1;
+            w[2 * i].word = (const uint32_t *)&c->hdr->head;
+            w[2 * i].expect = (uint32_t)hv;
+            w[2 * i].shared = 1;
+            w[2 * i + 1].word = (const uint32_t *)&c->cancel;
+            w[2 * i + 1].expect = 0;
+            w[2 * i + 1].shared = 0;
+        }
+        if (changed)
+            goto out;
+        int64_t now = nerve_now_ns();
+        if (deadline >= 0 && now >= deadline) {
+            r = NERVE_ETIMEDOUT;
+            goto out;
+        }
+        int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
+                                       : NERVE__WAIT_SLICE_NS);
+        if (deadline >= 0 && deadline < slice)
+            slice = deadline;
+        int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice);
+        if (wr == NERVE_ENOSYS) {
+            /* No futex_waitv: sleep on the first channel only, in polling
+             * slices, so the others and the cancel words are checked at
+             * least every NERVE__POLL_SLICE_NS. */
+            polling = 1;
+            int64_t ps = now + NERVE__POLL_SLICE_NS;
+            (void)nerve__futex->wait1(&w[0], ps < slice ? ps : slice);
+        }
+        /* Woken, timed out, interrupted or spurious: re-check above. */
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        if (chans[i]->bell)
+            nerve__sub32_sc(&chans[i]->bell->waiters, 1);
+    }
+    return r;
+}
+
+static int read_flags_check(const nerve_chan *c, uint32_t flags)
+{
+    if (!c || (flags & ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME |
+                         NERVE_F_REPEAT)))
+        return NERVE_EINVAL;
+    if ((flags & NERVE_GET_MASK) == NERVE_GET_AT && (flags & NERVE_F_WAIT))
+        return NERVE_EINVAL;
+    return 0;
+}
+
+/* The common read path of get and view: find, validate, and (buf != NULL)
+ * copy one message, waiting if asked. */
+static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
+                    int64_t arg, int64_t timeout_ns, struct nerve_get_info *info,
+                    struct msg *out, uint32_t flags)
+{
+    int r = read_flags_check(c, flags);
+    if (r)
+        return r;
+    uint32_t mode = flags & NERVE_GET_MASK;
+    int64_t deadline = -1;
+    if (flags & NERVE_F_WAIT)
+        wait_deadline(timeout_ns, flags, &deadline);
+    int retries = 0;
+    for (;;) {
+        uint64_t seq = 0, missed = 0, head_seen = 0;
+        if (mode == NERVE_GET_AT) {
+            r = locate_at(c, arg, &seq);
+        } else {
+            r = locate(c, mode, arg, &seq, &missed, &head_seen);
+            if (r == 0 && mode == NERVE_GET_NEWEST && seq <= c->cursor &&
+                !(flags & NERVE_F_REPEAT))
+                r = NERVE_EAGAIN;
+        }
+        if (r == NERVE_EAGAIN && (flags & NERVE_F_WAIT)) {
+            r = wait_change(&c, &head_seen, 1, deadline);
+            if (r)
+                return r;
+            continue;
+        }
+        if (r)
+            return r;
+        struct msg m;
+        r = read_slot(c, seq, &m);
+        if (r == 0 && !view) {
+            if (m.len > len) {
+                if (info) {
+                    info->seq = seq;
+                    info->missed = missed;
+                    info->time_ns = m.time_ns;
+                    info->len = m.len;
+                }
+                return NERVE_EMSGSIZE;
+            }
+            /* R4: one copy, then validate again. */
+            nerve__racy_copy(buf, msg_ptr(c, &m), m.len);
+            if (!still_valid(c, seq))
+                r = NERVE_EOVERWRITTEN;
+        }
+        if (r == NERVE_EOVERWRITTEN) {
+            if (mode == NERVE_GET_SEQ)
+                return r;
+            if (++retries >= READ_RETRIES)
+                return NERVE_ELAPPED;
+            continue;
+        }
+        if (r)
+            return r;
+        if (mode == NERVE_GET_NEXT || mode == NERVE_GET_NEWEST)
+            c->cursor = seq;
+        if (info) {
+            info->seq = seq;
+            info->missed = missed;
+            info->time_ns = m.time_ns;
+            info->len = m.len;
+        }
+        if (out)
+            *out = m;
+        return 0;
+    }
+}
+
+int nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
+                   int64_t timeout_ns, struct nerve_get_info *info,
+                   uint32_t flags)
+{
+    if (len && !buf)
+        return NERVE_EINVAL;
+    return read_msg(c, buf, len, 0, arg, timeout_ns, info, NULL, flags);
+}
+
+int nerve_chan_view(nerve_chan *c, int64_t arg, int64_t timeout_ns,
+                    struct nerve_view *view, uint32_t flags)
+{
+    if (!view)
+        return NERVE_EINVAL;
+    struct msg m;
+    int r = read_msg(c, NULL, 0, 1, arg, timeout_ns, &view->info, &m, flags);
+    if (r == 0)
+        view->data = msg_ptr(c, &m);
+    return r;
+}
+
+int nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view)
+{
+    if (!c || !view || view->info.seq == 0)
+        return NERVE_EINVAL;
+    return still_valid(c, view->info.seq) ? 0 : NERVE_ESTALE;
+}
+
+uint64_t nerve_chan_cursor(const nerve_chan *c)
+{
+    return c->cursor;
+}
+
+void nerve_chan_seek(nerve_chan *c, uint64_t seq)
+{
+    c->cursor = seq;
+}
+
+void nerve_chan_cancel(nerve_chan *c)
+{
+    /* Release: pairs with the acquire load in wait_change(). */
+    nerve__store32_rel(&c->cancel, 1);
+    nerve__futex->wake_all((const uint32_t *)&c->cancel, 0);
+}
+
+void nerve_chan_cancel_clear(nerve_chan *c)
+{
+    nerve__store32_rel(&c->cancel, 0);
+}
+
+int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
+                   uint64_t *ready, uint32_t flags)
+{
+    if (!chans || n == 0 || n > NERVE_WAIT_MAX || (flags & ~NERVE_F_ABSTIME))
+        return NERVE_EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        if (!chans[i])
+            return NERVE_EINVAL;
+    }
+    int64_t deadline;
+    wait_deadline(timeout_ns, flags, &deadline);
+    uint64_t seen[NERVE_WAIT_MAX];
+    for (;;) {
+        uint64_t mask = 0;
+        int count = 0;
+        for (size_t i = 0; i < n; i++) {
+            /* SYNC(pub-seq) acquire, as in locate(). */
+            seen[i] = nerve__load_acq(&chans[i]->hdr->head);
+            if (seen[i] > chans[i]->cursor) {
+                mask |= 1ull << i;
+                count++;
+            }
+        }
+        if (count || timeout_ns == 0) {
+            if (ready)
+                *ready = mask;
+            return count ? count : NERVE_ETIMEDOUT;
+        }
+        int r = wait_change(chans, seen, n, deadline);
+        if (r)
+            return r;
+    }
+}
+
+/* ---- facts for tools ---------------------------------------------------- */
+
+int nerve_chan_stat(const nerve_chan *c, struct nerve_stat *st)
+{
+    if (!c || !st)
+        return NERVE_EINVAL;
+    memset(st, 0, sizeof *st);
+    const struct nerve__shm_hdr *h = c->hdr;
+    st->slots = c->nslots;
+    st->data_size = c->data_size;
+    st->file_size = c->file_size;
+    st->layout_version = h->layout_version;
+    st->creator_version = h->creator_version;
+    st->created_ns = h->created_ns;
+    st->bytes_total = nerve__load_rlx(&h->bytes_total);
+    st->waiters = c->bell ? nerve__load32_rlx(&c->bell->waiters) : 0;
+    struct stat fs;
+    if (fstat(c->fd, &fs) == 0) {
+        st->mode = fs.st_mode & 07777;
+        st->uid = fs.st_uid;
+        st->gid = fs.st_gid;
+    }
+    for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+        /* SYNC(pub-seq) acquire, as in locate(). */
+        uint64_t head = nerve__load_acq(&h->head);
+        uint64_t tail = nerve__load_acq(&h->tail);
+        if (head >= c->nslots && tail < head - c->nslots + 1)
+            tail = head - c->nslots + 1;
+        st->head_seq = head;
+        st->tail_seq = tail > head + 1 ? head + 1 : tail;
+        st->newest_time_ns = 0;
+        if (head == 0 || tail > head)
+            return 0;
+        struct msg m;
+        int r = read_slot(c, head, &m);
+        if (r == 0)
+            st->newest_time_ns = m.time_ns;
+        if (r != NERVE_EOVERWRITTEN)
+            return r;
+    }
+    return 0;
+}
+
+int nerve_stat(const char *name, struct nerve_stat *st)
+{
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_READ, &c);
+    if (r)
+        return r;
+    r = nerve_chan_stat(c, st);
+    nerve_chan_close(c);
+    return r;
+}
+
+static int say(char *msg, size_t len, int code, const char *fmt, ...)
+{
+    if (msg && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* One pass of nerve_chan_check over [tail, head]. Returns 0, ECORRUPT (with
+ * msg), or EOVERWRITTEN when a writer moved the ring during the pass. */
+static int check_pass(const nerve_chan *c, char *msg, size_t len)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    /* SYNC(pub-seq) acquire, as in locate(). */
+    uint64_t head = nerve__load_acq(&h->head);
+    uint64_t tail = nerve__load_acq(&h->tail);
+    uint64_t wpos = nerve__load_rlx(&h->wpos);
+    if (tail == 0)
+        return say(msg, len, NERVE_ECORRUPT, "tail is 0 (must be >= 1)");
+    if (tail > head + 1) {
+        if (!still_valid(c, head + 1))
+            return NERVE_EOVERWRITTEN;
+        return say(msg, len, NERVE_ECORRUPT,
+                   "tail %" PRIu64 " is beyond head %" PRIu64 " + 1", tail,
+                   head);
+    }
+    if (head - tail + 1 > c->nslots) {
+        if (nerve__load_acq(&h->tail) != tail)
+            return NERVE_EOVERWRITTEN;
+        return say(msg, len, NERVE_ECORRUPT,
+                   "%" PRIu64 " messages readable but only %" PRIu64 " slots",
+                   head - tail + 1, c->nslots);
+    }
+    struct msg prev = {0, 0, 0, 0};
+    for (uint64_t s = tail; s <= head; s++) {
+        struct msg m;
+        int r = read_slot(c, s, &m);
+        if (r == NERVE_EOVERWRITTEN)
+            return r;
+        if (r)
+            return say(msg, len, r,
+                       "slot %" PRIu64 " holds seq %" PRIu64
+                       " / len %" PRIu64 ", expected seq %" PRIu64
+                       " with len <= %" PRIu64,
+                       (s - 1) % c->nslots,
+                       nerve__load_rlx(&slot_of(c, s)->seq),
+                       nerve__load_rlx(&slot_of(c, s)->len), s, c->data_size);
+        if (s > tail && m.off < prev.off + prev.len)
+            return say(msg, len, NERVE_ECORRUPT,
+                       "message %" PRIu64 " at %" PRIu64
+                       " overlaps message %" PRIu64,
+                       s, m.off, prev.seq);
+        if (s > tail && m.time_ns < prev.time_ns)
+            return say(msg, len, NERVE_ECORRUPT,
+                       "message %" PRIu64 " is older than message %" PRIu64, s,
+                       prev.seq);
+        if (m.off % NERVE__MSG_ALIGN)
+            return say(msg, len, NERVE_ECORRUPT,
+                       "message %" PRIu64 " is not aligned", s);
+        prev = m;
+    }
+    if (head >= tail) {
+        struct msg first;
+        if (read_slot(c, tail, &first) != 0 || !still_valid(c, tail))
+            return NERVE_EOVERWRITTEN;
+        if (nerve__load_acq(&h->head) != head)
+            return NERVE_EOVERWRITTEN;
+        if (prev.off + prev.len - first.off > c->data_size)
+            return say(msg, len, NERVE_ECORRUPT,
+                       "readable messages span %" PRIu64
+                       " bytes, more than the ring's %" PRIu64,
+                       prev.off + prev.len - first.off, c->data_size);
+        if (wpos < prev.off + prev.len)
+            return say(msg, len, NERVE_ECORRUPT,
+                       "write position %" PRIu64
+                       " is behind the newest message's end %" PRIu64,
+                       wpos, prev.off + prev.len);
+    }
+    return 0;
+}
+
+int nerve_chan_check(const char *name, char *msg, size_t len)
+{
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_READ, &c);
+    if (r)
+        return say(msg, len, r, "%s", nerve_strerror(r));
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        r = check_pass(c, msg, len);
+        if (r != NERVE_EOVERWRITTEN)
+            break;
+    }
+    if (r == NERVE_EOVERWRITTEN)
+        r = say(msg, len, NERVE_ELAPPED,
+                "writers changed the ring during every check attempt");
+    else if (r == 0)
+        say(msg, len, 0, "ok");
+    nerve_chan_close(c);
+    return r;
+}
+
+int nerve_list(int (*fn)(const char *name, void *arg), void *arg)
+{
+    if (!fn)
+        return NERVE_EINVAL;
+    DIR *d = opendir(SHM_DIR);
+    if (!d)
+        return errno_to_nerve(errno);
+    int r = 0;
+    struct dirent *e;
+    size_t plen = strlen(CHAN_PREFIX);
+    while (r == 0 && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, CHAN_PREFIX, plen) != 0)
+            continue;
+        const char *name = e->d_name + plen;
+        if (nerve_name_check(name) != 0)
+            continue;
+        r = fn(name, arg);
+    }
+    closedir(d);
+    return r;
+}

@@ -1,0 +1,20 @@
+/* Crash points: named places in the write protocol where the test build
+ * (NERVE_CRASHPOINTS, CMake target nerve_crash) can kill its own process
+ * with SIGKILL, so tests/mp and tests/stress can prove that a writer dying
+ * exactly there leaves a usable channel. Set NERVE_CRASHPOINT=<name> in the
+ * environment to arm one; NERVE_CRASHPOINT_SKIP=N passes it N times first.
+ * In normal builds the markers compile to nothing. */
+#ifndef NERVE_CRASHPOINT_H
+#define NERVE_CRASHPOINT_H
+
+#ifdef NERVE_CRASHPOINTS
+void nerve__crashpoint(const char *name);
+/* Arm `name` (NULL disarms) in this process, overriding the environment;
+ * for forked test children. Tests declare it themselves: it is internal. */
+void nerve__crashpoint_arm(const char *name, long skip);
+#define NERVE_CRASHPOINT(name) nerve__crashpoint(name)
+#else
+#define NERVE_CRASHPOINT(name) ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,49 @@
+/* Mapping a channel file with its data ring twice, back to back.
+ *
+ * A contiguous range of address space is reserved first (PROT_NONE,
+ * anonymous), then the file is mapped over it with MAP_FIXED, and the data
+ * ring's file pages are mapped once more right after it. Reserving first
+ * makes the two MAP_FIXED calls unable to clobber another mapping of the
+ * process. The result: ring byte i and ring byte i + data_size are the same
+ * physical byte, so a message that wraps is still one contiguous range. */
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../../platform.h"
+
+uint32_t nerve__page_size(void)
+{
+    return (uint32_t)sysconf(_SC_PAGESIZE);
+}
+
+void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
+                        uint64_t data_size, int writable)
+{
+    uint64_t total = file_size + data_size;
+    if (total < file_size || total > (uint64_t)SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+    unsigned char *base =
+        mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED)
+        return NULL;
+    if (mmap(base, file_size, prot, MAP_SHARED | MAP_FIXED, fd, 0) ==
+            MAP_FAILED ||
+        mmap(base + file_size, data_size, prot, MAP_SHARED | MAP_FIXED, fd,
+             (off_t)data_off) == MAP_FAILED) {
+        int e = errno;
+        munmap(base, total);
+        errno = e;
+        return NULL;
+    }
+    return base;
+}
+
+void nerve__unmap_double(void *base, uint64_t file_size, uint64_t data_size)
+{
+    if (base)
+        munmap(base, file_size + data_size);
+}
