@@ -1,0 +1,873 @@
+// nerve._nerve: the native half of the Python package.
+//
+// A thin binding of the public C API (include/nerve/chan.h); the typed,
+// documented surface lives in python/src/nerve/*.py, which subclasses Chan.
+// Three things here are not plain forwarding, and each is why this module is
+// C++ rather than ctypes:
+//
+// 1. The hot path (put and get of small messages) stays well under a
+//    microsecond: no GIL release unless the call really waits, one copy
+//    straight into a bytes object sized from the previous message, and
+//    Message tuples allocated directly from their Python type.
+// 2. Blocking waits release the GIL and wait in slices of SLICE_NS with
+//    absolute deadlines, checking for signals between slices, so Ctrl-C
+//    interrupts a wait within one slice without touching the C core's
+//    signal contract.
+// 3. Zero-copy buffers (views into the ring, reservations) are exported by
+//    Span objects that keep their channel object alive and count exports:
+//    close() with buffers still exported defers the munmap until the last
+//    one is released, so no Python object can ever point at unmapped memory.
+//
+// Threading: the C API allows one caller per handle. Calls that do not wait
+// hold the GIL throughout, so they cannot overlap; a call that waits marks
+// the handle busy before releasing the GIL, and any other call on that handle
+// (except cancel and the read-only facts) raises Busy meanwhile.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <nerve/chan.h>
+#include <nerve/errors.h>
+#include <nerve/version.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// Longest time a wait runs without looking at pending signals.
+constexpr int64_t SLICE_NS = 50'000'000;
+// Smallest buffer a copying get starts with.
+constexpr size_t MIN_HINT = 64;
+
+// Set by the Python package at import (see nerve/_core.py).
+PyObject *g_message_type = nullptr; // a tuple subclass: Message
+PyObject *g_error_factory = nullptr; // (code, message, name) -> exception
+PyObject *g_coerce = nullptr;        // obj -> bytes-like, for odd buffers
+
+// Raise the nerve.Error subclass for rc (name: the channel, or nullptr).
+[[noreturn]] void raise_nerve(int rc, const char *name = nullptr,
+                              const char *msg = nullptr)
+{
+    if (!msg) {
+        msg = nerve_strerror(rc);
+    }
+    if (!g_error_factory) {
+        PyErr_SetString(PyExc_RuntimeError, msg);
+        throw nb::python_error();
+    }
+    PyObject *exc =
+        PyObject_CallFunction(g_error_factory, "isz", rc, msg, name);
+    if (exc) {
+        PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc)), exc);
+        Py_DECREF(exc);
+    }
+    throw nb::python_error();
+}
+
+// Absolute CLOCK_MONOTONIC deadline for a timeout in seconds; -1 = never.
+int64_t deadline_from(std::optional<double> timeout)
+{
+    if (!timeout) {
+        return -1;
+    }
+    double t = *timeout;
+    if (t != t || t < 0) {
+        throw nb::value_error("timeout must be None or >= 0");
+    }
+    return nerve_now_ns() + static_cast<int64_t>(t * 1e9);
+}
+
+struct Chan;
+void chan_really_close(Chan &ch);
+
+// ---- Chan: one open handle -------------------------------------------------
+
+struct Chan {
+    nerve_chan *c = nullptr;
+    std::string name;
+    bool writable = false;
+    bool closing = false;  // close() asked while buffers were exported
+    bool waiting = false;  // a call waits with the GIL released
+    Py_ssize_t exports = 0; // live buffer exports of Spans on this handle
+    PyObject *reservation = nullptr; // borrowed: the open reservation's Span
+    size_t hint = MIN_HINT; // size of the last message a get copied
+
+    Chan(const std::string &n, bool write) : name(n), writable(write)
+    {
+        nerve_chan *h = nullptr;
+        int rc;
+        {
+            nb::gil_scoped_release r;
+            rc = nerve_chan_open(n.c_str(), write ? NERVE_O_WRITE : NERVE_O_READ,
+                                 &h);
+        }
+        if (rc != 0) {
+            raise_nerve(rc, n.c_str());
+        }
+        c = h;
+    }
+    ~Chan()
+    {
+        if (c) {
+            nerve_chan_close(c);
+        }
+    }
+    Chan(const Chan &) = delete;
+    Chan &operator=(const Chan &) = delete;
+
+    // The handle for a call that must not overlap another one.
+    nerve_chan *use()
+    {
+        if (!c || closing) {
+            throw nb::value_error("operation on a closed channel");
+        }
+        if (waiting) {
+            raise_nerve(NERVE_EBUSY, name.c_str(),
+                        "channel handle is waiting in another thread; use "
+                        "one handle per thread");
+        }
+        return c;
+    }
+};
+
+// Marks handles busy for the duration of a wait, exception-safe.
+struct WaitGuard {
+    std::vector<Chan *> chans;
+    explicit WaitGuard(std::vector<Chan *> v) : chans(std::move(v))
+    {
+        for (Chan *ch : chans) {
+            ch->waiting = true;
+        }
+    }
+    ~WaitGuard()
+    {
+        for (Chan *ch : chans) {
+            ch->waiting = false;
+        }
+    }
+};
+
+// Run call(slice_deadline) without the GIL until it returns something other
+// than a slice timeout, the deadline passes, or a signal handler raises.
+// Lost wake-ups are not a concern here: each slice is a complete C wait with
+// its own lost-wakeup argument, and the caller's condition is re-checked by
+// the C call at the start of every slice.
+template <class F>
+int wait_sliced(std::vector<Chan *> chans, int64_t deadline, F &&call)
+{
+    WaitGuard guard(std::move(chans));
+    for (;;) {
+        int64_t now = nerve_now_ns();
+        if (deadline >= 0 && now >= deadline) {
+            return NERVE_ETIMEDOUT;
+        }
+        int64_t end = now + SLICE_NS;
+        if (deadline >= 0 && deadline < end) {
+            end = deadline;
+        }
+        int rc;
+        {
+            nb::gil_scoped_release r;
+            rc = call(end);
+        }
+        if (rc == NERVE_ETIMEDOUT || rc == NERVE_EINTR) {
+            if (PyErr_CheckSignals() != 0) {
+                throw nb::python_error();
+            }
+            continue;
+        }
+        return rc;
+    }
+}
+
+// ---- Span: a buffer exporter over ring memory ------------------------------
+
+struct SpanObject {
+    PyObject_HEAD
+    PyObject *owner;  // the Chan's Python object (strong)
+    Chan *chan;
+    char *ptr;        // nullptr once the span is finished (committed/aborted)
+    Py_ssize_t len;
+    int readonly;
+    int has_view;
+    struct nerve_view view;
+};
+
+PyTypeObject *g_span_type = nullptr;
+
+int span_getbuffer(PyObject *self, Py_buffer *buf, int flags)
+{
+    auto *s = reinterpret_cast<SpanObject *>(self);
+    if (!s->ptr || !s->chan->c || s->chan->closing) {
+        PyErr_SetString(PyExc_BufferError,
+                        "nerve: buffer is no longer valid (reservation "
+                        "finished or channel closed)");
+        buf->obj = nullptr;
+        return -1;
+    }
+    if (PyBuffer_FillInfo(buf, self, s->ptr, s->len, s->readonly, flags) < 0) {
+        return -1;
+    }
+    s->chan->exports++;
+    return 0;
+}
+
+void span_releasebuffer(PyObject *self, Py_buffer *)
+{
+    auto *s = reinterpret_cast<SpanObject *>(self);
+    Chan *ch = s->chan;
+    if (--ch->exports == 0 && ch->closing) {
+        chan_really_close(*ch);
+    }
+}
+
+void span_dealloc(PyObject *self)
+{
+    auto *s = reinterpret_cast<SpanObject *>(self);
+    PyTypeObject *tp = Py_TYPE(self);
+    if (s->chan && s->chan->reservation == self) {
+        s->chan->reservation = nullptr;
+    }
+    Py_XDECREF(s->owner);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+// Span.check(): raise StaleView if a writer began to overwrite the message.
+PyObject *span_check(PyObject *self, PyObject *)
+{
+    auto *s = reinterpret_cast<SpanObject *>(self);
+    if (!s->has_view) {
+        PyErr_SetString(PyExc_TypeError, "not a view");
+        return nullptr;
+    }
+    if (!s->chan->c) {
+        PyErr_SetString(PyExc_ValueError, "operation on a closed channel");
+        return nullptr;
+    }
+    int rc = nerve_chan_view_check(s->chan->c, &s->view);
+    if (rc != 0) {
+        try {
+            raise_nerve(rc, s->chan->name.c_str());
+        } catch (nb::python_error &e) {
+            e.restore();
+            return nullptr;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject *span_valid(PyObject *self, PyObject *)
+{
+    auto *s = reinterpret_cast<SpanObject *>(self);
+    if (!s->has_view || !s->chan->c) {
+        Py_RETURN_FALSE;
+    }
+    return PyBool_FromLong(nerve_chan_view_check(s->chan->c, &s->view) == 0);
+}
+
+PyMethodDef span_methods[] = {
+    {"check", span_check, METH_NOARGS,
+     "Raise StaleView if a writer has begun to overwrite the viewed message."},
+    {"valid", span_valid, METH_NOARGS,
+     "True while no writer has begun to overwrite the viewed message."},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyObject *span_new(Chan &ch, void *ptr, size_t len, bool readonly)
+{
+    nb::object owner = nb::find(&ch);
+    auto *s = PyObject_New(SpanObject, g_span_type);
+    if (!s) {
+        throw nb::python_error();
+    }
+    s->owner = owner.release().ptr();
+    s->chan = &ch;
+    s->ptr = static_cast<char *>(ptr);
+    s->len = static_cast<Py_ssize_t>(len);
+    s->readonly = readonly;
+    s->has_view = 0;
+    std::memset(&s->view, 0, sizeof s->view);
+    return reinterpret_cast<PyObject *>(s);
+}
+
+void chan_really_close(Chan &ch)
+{
+    if (ch.c) {
+        nerve_chan_close(ch.c);
+        ch.c = nullptr;
+    }
+}
+
+// ---- messages --------------------------------------------------------------
+
+// A Message tuple (seq, time, data, missed, size); steals `data`.
+PyObject *make_message(const struct nerve_get_info &info, PyObject *data)
+{
+    auto *tp = reinterpret_cast<PyTypeObject *>(g_message_type);
+    PyObject *t = tp->tp_alloc(tp, 5);
+    if (!t) {
+        Py_DECREF(data);
+        throw nb::python_error();
+    }
+    PyTuple_SET_ITEM(t, 0, PyLong_FromUnsignedLongLong(info.seq));
+    PyTuple_SET_ITEM(t, 1, PyLong_FromLongLong(info.time_ns));
+    PyTuple_SET_ITEM(t, 2, data);
+    PyTuple_SET_ITEM(t, 3, PyLong_FromUnsignedLongLong(info.missed));
+    PyTuple_SET_ITEM(t, 4, PyLong_FromUnsignedLongLong(info.len));
+    for (int i = 0; i < 5; i++) {
+        if (!PyTuple_GET_ITEM(t, i)) {
+            Py_DECREF(t);
+            throw nb::python_error();
+        }
+    }
+    return t;
+}
+
+// Which message a get/view asks for: flags and arg.
+struct Which {
+    uint32_t flags;
+    int64_t arg;
+};
+
+Which which_of(bool newest, std::optional<uint64_t> seq,
+               std::optional<int64_t> at, bool repeat)
+{
+    int n = int(newest) + int(seq.has_value()) + int(at.has_value());
+    if (n > 1) {
+        throw nb::value_error("give at most one of newest, seq and at");
+    }
+    if (repeat && !newest) {
+        throw nb::value_error("repeat applies only with newest=True");
+    }
+    if (newest) {
+        return {NERVE_GET_NEWEST | (repeat ? NERVE_F_REPEAT : 0u), 0};
+    }
+    if (seq) {
+        return {NERVE_GET_SEQ, static_cast<int64_t>(*seq)};
+    }
+    if (at) {
+        return {NERVE_GET_AT, *at};
+    }
+    return {NERVE_GET_NEXT, 0};
+}
+
+nb::object chan_get(Chan &ch, bool newest, bool wait,
+                    std::optional<double> timeout,
+                    std::optional<uint64_t> seq, std::optional<int64_t> at,
+                    bool repeat)
+{
+    nerve_chan *c = ch.use();
+    Which w = which_of(newest, seq, at, repeat);
+    bool can_wait = wait && (w.flags & NERVE_GET_MASK) != NERVE_GET_AT;
+    int64_t deadline = can_wait ? deadline_from(timeout) : 0;
+    size_t cap = ch.hint;
+    struct nerve_get_info info;
+    PyObject *buf = nullptr;
+    int rc;
+    for (;;) {
+        if (!buf) {
+            buf = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(cap));
+            if (!buf) {
+                throw nb::python_error();
+            }
+        }
+        char *p = PyBytes_AS_STRING(buf);
+        rc = nerve_chan_get(c, p, cap, w.arg, 0, &info, w.flags);
+        if (rc == NERVE_EAGAIN && can_wait) {
+            try {
+                rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+                    return nerve_chan_get(c, p, cap, w.arg, end, &info,
+                                          w.flags | NERVE_F_WAIT |
+                                              NERVE_F_ABSTIME);
+                });
+            } catch (...) {
+                Py_DECREF(buf);
+                throw;
+            }
+        }
+        if (rc == NERVE_EMSGSIZE) {
+            // Nothing was consumed; retry with the size the message needs.
+            Py_DECREF(buf);
+            buf = nullptr;
+            cap = size_t(info.len);
+            continue;
+        }
+        break;
+    }
+    if (rc != 0) {
+        Py_DECREF(buf);
+        if (rc == NERVE_EAGAIN) {
+            return nb::none();
+        }
+        raise_nerve(rc, ch.name.c_str());
+    }
+    ch.hint = info.len > MIN_HINT ? size_t(info.len) : MIN_HINT;
+    if (info.len != cap && _PyBytes_Resize(&buf, Py_ssize_t(info.len)) < 0) {
+        throw nb::python_error();
+    }
+    return nb::steal(make_message(info, buf));
+}
+
+// view(): (span, seq, time, missed, size) or None.
+nb::object chan_view(Chan &ch, bool newest, bool wait,
+                     std::optional<double> timeout,
+                     std::optional<uint64_t> seq, std::optional<int64_t> at,
+                     bool repeat)
+{
+    nerve_chan *c = ch.use();
+    Which w = which_of(newest, seq, at, repeat);
+    bool can_wait = wait && (w.flags & NERVE_GET_MASK) != NERVE_GET_AT;
+    int64_t deadline = can_wait ? deadline_from(timeout) : 0;
+    struct nerve_view v;
+    int rc = nerve_chan_view(c, w.arg, 0, &v, w.flags);
+    if (rc == NERVE_EAGAIN && can_wait) {
+        rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+            return nerve_chan_view(c, w.arg, end, &v,
+                                   w.flags | NERVE_F_WAIT | NERVE_F_ABSTIME);
+        });
+    }
+    if (rc == NERVE_EAGAIN) {
+        return nb::none();
+    }
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    PyObject *sp = span_new(ch, const_cast<void *>(v.data), size_t(v.info.len),
+                            true);
+    auto *s = reinterpret_cast<SpanObject *>(sp);
+    s->has_view = 1;
+    s->view = v;
+    return nb::make_tuple(nb::steal(sp), v.info.seq, v.info.time_ns,
+                          v.info.missed, v.info.len);
+}
+
+// put(data, timeout) -> seq. Takes any object with the buffer protocol; a
+// non-contiguous buffer is gathered straight into a reservation (one copy).
+uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
+{
+    nerve_chan *c = ch.use();
+    struct nerve_put_info info;
+    Py_buffer v;
+    PyObject *obj = data.ptr();
+    nb::object coerced;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
+        PyErr_Clear();
+        if (PyObject_GetBuffer(obj, &v, PyBUF_FULL_RO) == 0) {
+            // Non-contiguous: gather into the ring.
+            void *ptr = nullptr;
+            int rc = nerve_chan_reserve(c, size_t(v.len), 0, &ptr, 0);
+            if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
+                int64_t deadline = deadline_from(timeout);
+                rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+                    return nerve_chan_reserve(c, size_t(v.len), end, &ptr,
+                                              NERVE_F_ABSTIME);
+                });
+            }
+            if (rc != 0) {
+                PyBuffer_Release(&v);
+                raise_nerve(rc, ch.name.c_str());
+            }
+            int crc = PyBuffer_ToContiguous(ptr, &v, v.len, 'C');
+            PyBuffer_Release(&v);
+            if (crc != 0) {
+                (void)nerve_chan_abort(c);
+                throw nb::python_error();
+            }
+            rc = nerve_chan_commit(c, size_t(v.len), &info);
+            if (rc != 0) {
+                raise_nerve(rc, ch.name.c_str());
+            }
+            return info.seq;
+        }
+        PyErr_Clear();
+        if (!g_coerce) {
+            throw nb::type_error("put() needs bytes or a buffer");
+        }
+        coerced = nb::steal(PyObject_CallOneArg(g_coerce, obj));
+        if (!coerced.is_valid()) {
+            throw nb::python_error();
+        }
+        if (PyObject_GetBuffer(coerced.ptr(), &v, PyBUF_SIMPLE) != 0) {
+            throw nb::python_error();
+        }
+    }
+    int rc = nerve_chan_put(c, v.buf, size_t(v.len), 0, &info, 0);
+    if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
+        // The writer lock is held by another writer: wait without the GIL.
+        try {
+            int64_t deadline = deadline_from(timeout);
+            rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+                return nerve_chan_put(c, v.buf, size_t(v.len), end, &info,
+                                      NERVE_F_ABSTIME);
+            });
+        } catch (...) {
+            PyBuffer_Release(&v);
+            throw;
+        }
+    }
+    PyBuffer_Release(&v);
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    return info.seq;
+}
+
+nb::object chan_reserve(Chan &ch, size_t len, std::optional<double> timeout)
+{
+    nerve_chan *c = ch.use();
+    void *ptr = nullptr;
+    int rc = nerve_chan_reserve(c, len, 0, &ptr, 0);
+    if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
+        int64_t deadline = deadline_from(timeout);
+        rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+            return nerve_chan_reserve(c, len, end, &ptr, NERVE_F_ABSTIME);
+        });
+    }
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    PyObject *sp = span_new(ch, ptr, len, false);
+    ch.reservation = sp;
+    return nb::steal(sp);
+}
+
+// End the open reservation's span so it exports no new buffers.
+void finish_reservation(Chan &ch)
+{
+    if (ch.reservation) {
+        reinterpret_cast<SpanObject *>(ch.reservation)->ptr = nullptr;
+        ch.reservation = nullptr;
+    }
+}
+
+uint64_t chan_commit(Chan &ch, size_t len)
+{
+    nerve_chan *c = ch.use();
+    struct nerve_put_info info;
+    int rc = nerve_chan_commit(c, len, &info);
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    finish_reservation(ch);
+    return info.seq;
+}
+
+void chan_abort(Chan &ch)
+{
+    nerve_chan *c = ch.use();
+    int rc = nerve_chan_abort(c);
+    finish_reservation(ch);
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+}
+
+void chan_close(Chan &ch)
+{
+    if (!ch.c || ch.closing) {
+        return;
+    }
+    if (ch.waiting) {
+        raise_nerve(NERVE_EBUSY, ch.name.c_str(),
+                    "channel handle is waiting in another thread; cancel() "
+                    "it first");
+    }
+    if (ch.reservation) {
+        // Give the writer lock back now, not when the last buffer goes.
+        (void)nerve_chan_abort(ch.c);
+        finish_reservation(ch);
+    }
+    if (ch.exports > 0) {
+        ch.closing = true; // the last released buffer closes the handle
+    } else {
+        chan_really_close(ch);
+    }
+}
+
+nb::dict stat_dict(const struct nerve_stat &st)
+{
+    nb::dict d;
+    d["slots"] = st.slots;
+    d["data_size"] = st.data_size;
+    d["file_size"] = st.file_size;
+    d["head_seq"] = st.head_seq;
+    d["tail_seq"] = st.tail_seq;
+    d["newest_time"] = st.newest_time_ns;
+    d["bytes_total"] = st.bytes_total;
+    d["waiters"] = st.waiters;
+    d["created"] = st.created_ns;
+    d["layout_version"] = st.layout_version;
+    d["mode"] = st.mode;
+    d["uid"] = st.uid;
+    d["gid"] = st.gid;
+    d["creator_version"] = st.creator_version;
+    return d;
+}
+
+nb::dict chan_stat(Chan &ch)
+{
+    if (!ch.c) {
+        throw nb::value_error("operation on a closed channel");
+    }
+    struct nerve_stat st;
+    int rc = nerve_chan_stat(ch.c, &st);
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    return stat_dict(st);
+}
+
+nb::tuple chan_meta(Chan &ch)
+{
+    if (!ch.c) {
+        throw nb::value_error("operation on a closed channel");
+    }
+    struct nerve_meta m;
+    int rc = nerve_chan_meta(ch.c, &m);
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    nb::object type = nb::none(), enc = nb::none(), schema = nb::none();
+    if (m.type && m.type[0]) {
+        type = nb::str(m.type);
+    }
+    if (m.encoding && m.encoding[0]) {
+        enc = nb::str(m.encoding);
+    }
+    if (m.schema && m.schema_len) {
+        schema = nb::bytes(m.schema, size_t(m.schema_len));
+    }
+    return nb::make_tuple(type, enc, schema);
+}
+
+// wait_any(chans, timeout) -> bit mask of ready channels (0 on timeout).
+uint64_t wait_any(std::vector<Chan *> chans, std::optional<double> timeout)
+{
+    if (chans.empty() || chans.size() > NERVE_WAIT_MAX) {
+        throw nb::value_error("wait_any() takes 1 to 64 channels");
+    }
+    std::vector<nerve_chan *> hs;
+    for (Chan *ch : chans) {
+        hs.push_back(ch->use());
+    }
+    uint64_t ready = 0;
+    int rc = nerve_wait_any(hs.data(), hs.size(), 0, &ready, 0);
+    if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
+        int64_t deadline = deadline_from(timeout);
+        rc = wait_sliced(chans, deadline, [&](int64_t end) {
+            return nerve_wait_any(hs.data(), hs.size(), end, &ready,
+                                  NERVE_F_ABSTIME);
+        });
+    }
+    if (rc == NERVE_ETIMEDOUT) {
+        return 0;
+    }
+    if (rc < 0) {
+        raise_nerve(rc);
+    }
+    return ready;
+}
+
+void create(const std::string &name, uint64_t slots, uint64_t size,
+            uint32_t mode, std::optional<std::string> type,
+            std::optional<std::string> encoding, std::optional<nb::bytes> schema,
+            bool exist_ok)
+{
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.flags = exist_ok ? NERVE_C_EXIST_OK : 0;
+    o.slots = slots;
+    o.data_size = size;
+    o.mode = mode;
+    o.type = type ? type->c_str() : nullptr;
+    o.encoding = encoding ? encoding->c_str() : nullptr;
+    if (schema) {
+        o.schema = schema->c_str();
+        o.schema_len = schema->size();
+    }
+    int rc;
+    {
+        nb::gil_scoped_release r;
+        rc = nerve_chan_create(name.c_str(), &o);
+    }
+    if (rc != 0) {
+        raise_nerve(rc, name.c_str());
+    }
+}
+
+int collect_name(const char *name, void *arg)
+{
+    static_cast<std::vector<std::string> *>(arg)->emplace_back(name);
+    return 0;
+}
+
+} // namespace
+
+NB_MODULE(_nerve, m)
+{
+    m.doc() = "Native binding of the nerve C library (private: use nerve).";
+
+    static PyType_Slot span_slots[] = {
+        {Py_bf_getbuffer, reinterpret_cast<void *>(span_getbuffer)},
+        {Py_bf_releasebuffer, reinterpret_cast<void *>(span_releasebuffer)},
+        {Py_tp_dealloc, reinterpret_cast<void *>(span_dealloc)},
+        {Py_tp_methods, span_methods},
+        {Py_tp_doc, const_cast<char *>(
+                        "Memory inside a channel's ring, exported through the "
+                        "buffer protocol (memoryview(span)).")},
+        {0, nullptr}};
+    static PyType_Spec span_spec = {"nerve._nerve.Span", sizeof(SpanObject), 0,
+                                    Py_TPFLAGS_DEFAULT, span_slots};
+    g_span_type = reinterpret_cast<PyTypeObject *>(PyType_FromSpec(&span_spec));
+    if (!g_span_type) {
+        throw nb::python_error();
+    }
+    m.attr("Span") = nb::borrow(reinterpret_cast<PyObject *>(g_span_type));
+
+    nb::class_<Chan>(m, "Chan", "An open channel handle (native base of "
+                                "nerve.Channel).")
+        .def(nb::init<const std::string &, bool>(), "name"_a, "write"_a = false)
+        .def("put", &chan_put, "data"_a, nb::kw_only(),
+             "timeout"_a = nb::none(),
+             "Append a copy of data (bytes, any buffer, numpy array) as one "
+             "message and return its sequence number. timeout (seconds, None "
+             "= no limit) bounds only the wait for the writer lock.")
+        .def("get", &chan_get, nb::kw_only(), "newest"_a = false,
+             "wait"_a = false, "timeout"_a = nb::none(), "seq"_a = nb::none(),
+             "at"_a = nb::none(), "repeat"_a = false,
+             "Copy a message out of the channel; see nerve.Channel.get.")
+        .def("_view", &chan_view, nb::kw_only(), "newest"_a = false,
+             "wait"_a = false, "timeout"_a = nb::none(), "seq"_a = nb::none(),
+             "at"_a = nb::none(), "repeat"_a = false)
+        .def("_reserve", &chan_reserve, "size"_a, nb::kw_only(),
+             "timeout"_a = nb::none())
+        .def("_commit", &chan_commit, "size"_a)
+        .def("_abort", &chan_abort)
+        .def("_stat", &chan_stat)
+        .def("_meta", &chan_meta)
+        .def("close", &chan_close,
+             "Close the handle. Buffers still exported from views keep the "
+             "mapping alive until they are released.")
+        .def("cancel",
+             [](Chan &ch) {
+                 if (ch.c) {
+                     nerve_chan_cancel(ch.c);
+                 }
+             },
+             "Wake every wait on this handle with nerve.Cancelled, now and "
+             "until cancel_clear(). Safe from any thread.")
+        .def("cancel_clear",
+             [](Chan &ch) {
+                 if (ch.c) {
+                     nerve_chan_cancel_clear(ch.c);
+                 }
+             },
+             "Undo cancel(): later waits wait again.")
+        .def("seek",
+             [](Chan &ch, uint64_t seq) { nerve_chan_seek(ch.use(), seq); },
+             "seq"_a,
+             "Set the cursor: the next get() returns message seq + 1.")
+        .def_prop_ro("cursor",
+                     [](Chan &ch) -> uint64_t {
+                         return ch.c ? nerve_chan_cursor(ch.c) : 0;
+                     },
+                     "Sequence number of the last message get() or view() "
+                     "returned with the default or newest selection (0 "
+                     "before the first).")
+        .def_prop_ro("name", [](Chan &ch) { return ch.name; },
+                     "The channel's name.")
+        .def_prop_ro("writable", [](Chan &ch) { return ch.writable; },
+                     "True if the handle was opened for writing.")
+        .def_prop_ro("closed", [](Chan &ch) { return !ch.c || ch.closing; },
+                     "True once close() was called.");
+
+    m.def("create", &create, "name"_a, "slots"_a, "size"_a, "mode"_a,
+          "type"_a = nb::none(), "encoding"_a = nb::none(),
+          "schema"_a = nb::none(), "exist_ok"_a = false);
+    m.def("unlink", [](const std::string &name) {
+        int rc;
+        {
+            nb::gil_scoped_release r;
+            rc = nerve_chan_unlink(name.c_str());
+        }
+        if (rc != 0) {
+            raise_nerve(rc, name.c_str());
+        }
+    });
+    m.def("list_names", []() {
+        std::vector<std::string> names;
+        int rc = nerve_list(collect_name, &names);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+        return names;
+    });
+    m.def("stat", [](const std::string &name) {
+        struct nerve_stat st;
+        int rc;
+        {
+            nb::gil_scoped_release r;
+            rc = nerve_stat(name.c_str(), &st);
+        }
+        if (rc != 0) {
+            raise_nerve(rc, name.c_str());
+        }
+        return stat_dict(st);
+    });
+    m.def("check", [](const std::string &name) {
+        char msg[512] = "";
+        int rc;
+        {
+            nb::gil_scoped_release r;
+            rc = nerve_chan_check(name.c_str(), msg, sizeof msg);
+        }
+        if (rc != 0) {
+            raise_nerve(rc, name.c_str(), msg[0] ? msg : nullptr);
+        }
+    });
+    m.def("name_check", [](const std::string &name) {
+        int rc = nerve_name_check(name.c_str());
+        if (rc != 0) {
+            raise_nerve(rc, name.c_str());
+        }
+    });
+    m.def("wait_any", &wait_any, "chans"_a, "timeout"_a = nb::none());
+    m.def("now_ns", &nerve_now_ns);
+    m.def("mono_to_realtime_ns", &nerve_mono_to_realtime_ns, "mono_ns"_a);
+    m.def("error_table", []() {
+        nb::list out;
+#define NERVE_PY_ERR(name, value, msg) out.append(nb::make_tuple(#name, value, msg));
+        NERVE_ERRNO_MAP(NERVE_PY_ERR)
+#undef NERVE_PY_ERR
+        return out;
+    });
+    m.def("_set_hooks", [](nb::handle message_type, nb::handle error_factory,
+                           nb::handle coerce) {
+        if (!PyType_Check(message_type.ptr()) ||
+            !PyType_IsSubtype(
+                reinterpret_cast<PyTypeObject *>(message_type.ptr()),
+                &PyTuple_Type)) {
+            throw nb::type_error("message_type must be a tuple subclass");
+        }
+        Py_XDECREF(g_message_type);
+        Py_XDECREF(g_error_factory);
+        Py_XDECREF(g_coerce);
+        g_message_type = message_type.inc_ref().ptr();
+        g_error_factory = error_factory.inc_ref().ptr();
+        g_coerce = coerce.inc_ref().ptr();
+    });
+    m.attr("VERSION") = NERVE_VERSION_MAJOR * 10000 + NERVE_VERSION_MINOR * 100 +
+                        NERVE_VERSION_PATCH;
+    m.attr("VERSION_STRING") =
+        nb::str("{}.{}.{}").format(NERVE_VERSION_MAJOR, NERVE_VERSION_MINOR,
+                                   NERVE_VERSION_PATCH);
+    m.attr("LAYOUT_VERSION") = NERVE_LAYOUT_VERSION;
+    m.attr("NAME_MAX") = NERVE_NAME_MAX;
+    m.attr("WAIT_MAX") = NERVE_WAIT_MAX;
+}

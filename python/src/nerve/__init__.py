@@ -1,0 +1,68 @@
+"""nerve: real-time shared-memory channels, from Python.
+
+A channel is a named ring of messages in POSIX shared memory (see the C
+library's include/nerve/chan.h). Writers never wait for readers; readers
+take the next or the newest message, copy it (:meth:`Channel.get`) or view
+it in place (:meth:`Channel.view`), and are told how many they missed.
+
+>>> import nerve, numpy as np
+>>> with nerve.create("cam", slots=8, size=8 << 20) as w, nerve.open("cam") as r:
+...     w.put(np.zeros((1080, 1920, 3), np.uint8))
+...     with r.view(newest=True) as msg:
+...         img = msg.array(np.uint8, (1080, 1920, 3))   # no copy
+"""
+
+from . import _nerve
+from ._channel import (
+    Channel,
+    ChannelInfo,
+    Message,
+    Metadata,
+    Reservation,
+    View,
+    create,
+    list,
+    open,
+    unlink,
+    wait_any,
+)
+from ._errors import *  # noqa: F401,F403  (the exception classes)
+from ._errors import __all__ as _error_names
+
+__version__: str = _nerve.VERSION_STRING
+
+#: Longest channel name, in bytes.
+NAME_MAX: int = _nerve.NAME_MAX
+#: Most channels one wait_any() call waits on.
+WAIT_MAX: int = _nerve.WAIT_MAX
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC now in nanoseconds: the clock of ``Message.time``."""
+    return _nerve.now_ns()
+
+
+def check(name: str) -> None:
+    """Verify every invariant of channel ``name`` that can be checked without
+    the writer lock; raises :class:`CorruptChannel` with an explanation."""
+    _nerve.check(name)
+
+
+__all__ = [
+    "Channel",
+    "ChannelInfo",
+    "Message",
+    "Metadata",
+    "Reservation",
+    "View",
+    "check",
+    "create",
+    "list",
+    "now_ns",
+    "open",
+    "unlink",
+    "wait_any",
+    "NAME_MAX",
+    "WAIT_MAX",
+    *_error_names,
+]

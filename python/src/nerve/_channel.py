@@ -1,0 +1,438 @@
+"""Channels: the Python face of include/nerve/chan.h."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import concurrent.futures
+import threading
+from dataclasses import dataclass
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Iterable,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+from . import _errors, _nerve
+
+if TYPE_CHECKING:  # numpy is optional at run time
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "Channel",
+    "ChannelInfo",
+    "Message",
+    "Metadata",
+    "Reservation",
+    "View",
+    "create",
+    "list",
+    "open",
+    "unlink",
+    "wait_any",
+]
+
+Shape = Union[int, Tuple[int, ...]]
+Buffer = Union[bytes, bytearray, memoryview, Any]
+
+
+def _as_array(buf: Any, dtype: "npt.DTypeLike", shape: Optional[Shape]) -> "np.ndarray":
+    import numpy as np
+
+    arr = np.frombuffer(buf, dtype=dtype)
+    if shape is not None:
+        arr = arr.reshape(shape)
+    return arr
+
+
+class Message(NamedTuple):
+    """One message, as returned by :meth:`Channel.get` (a copy) or entered by
+    :meth:`Channel.view` (a zero-copy view, valid only inside the block)."""
+
+    #: Sequence number (1-based, strictly increasing per channel).
+    seq: int
+    #: Commit time, CLOCK_MONOTONIC nanoseconds (comparable with
+    #: :func:`time.monotonic_ns`).
+    time: int
+    #: The payload: ``bytes`` for get(), a read-only ``memoryview`` for view().
+    data: Union[bytes, memoryview]
+    #: Messages skipped since the cursor (default and newest selections).
+    missed: int
+    #: Payload size in bytes.
+    size: int
+
+    def array(self, dtype: "npt.DTypeLike" = "u1", shape: Optional[Shape] = None) -> "np.ndarray":
+        """The payload as a read-only numpy array of ``dtype`` (any dtype,
+        structured ones included), reshaped to ``shape`` if given. No copy:
+        the array shares memory with ``data``."""
+        return _as_array(self.data, dtype, shape)
+
+    def wall_time(self) -> float:
+        """Commit time as seconds since the epoch (like :func:`time.time`)."""
+        return _nerve.mono_to_realtime_ns(self.time) / 1e9
+
+
+class Metadata(NamedTuple):
+    """What a channel carries, recorded when it was created."""
+
+    type: Optional[str]
+    encoding: Optional[str]
+    schema: Optional[bytes]
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    """Facts about a channel, read without any lock (see nerve_stat)."""
+
+    name: str
+    slots: int = 0
+    data_size: int = 0
+    file_size: int = 0
+    head_seq: int = 0
+    tail_seq: int = 0
+    #: Commit time of the newest message, CLOCK_MONOTONIC ns (0: none).
+    newest_time: int = 0
+    bytes_total: int = 0
+    waiters: int = 0
+    #: Creation time, CLOCK_REALTIME ns.
+    created: int = 0
+    layout_version: int = 0
+    mode: int = 0
+    uid: int = 0
+    gid: int = 0
+    creator_version: int = 0
+    #: Why the channel could not be described (``None`` when it could).
+    error: Optional[str] = None
+
+    @property
+    def messages(self) -> int:
+        """Messages still readable in the ring."""
+        return self.head_seq + 1 - self.tail_seq if self.head_seq else 0
+
+
+def _coerce(obj: Any) -> Any:
+    """Bytes-like form of an object whose buffer cannot be exported simply
+    (numpy dtypes such as datetime64 refuse the buffer protocol)."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy missing
+        np = None
+    if np is not None and isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            raise TypeError("put(): arrays of Python objects hold pointers, not data")
+        return np.ascontiguousarray(obj).reshape(-1).view(np.uint8)
+    raise TypeError(f"put() needs bytes, a buffer or a numpy array, not {type(obj).__name__}")
+
+
+_nerve._set_hooks(Message, _errors._make, _coerce)
+
+# Threads that run the waits of get_async(): a wait holds a thread for its
+# whole length, so the pool is sized for many concurrent waits rather than
+# for CPU work (it is asyncio's default executor that would starve).
+_async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+_async_pool_lock = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _async_pool
+    with _async_pool_lock:
+        if _async_pool is None:
+            _async_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_nerve.WAIT_MAX, thread_name_prefix="nerve-wait"
+            )
+        return _async_pool
+
+
+class View:
+    """Context manager returned by :meth:`Channel.view`.
+
+    Entering it yields a :class:`Message` whose ``data`` is a read-only
+    memoryview into the ring (or ``None`` when there was nothing new and
+    ``wait`` was false). Leaving it validates the view: if a writer began to
+    overwrite the message meanwhile, :class:`nerve.StaleView` is raised and
+    whatever was computed from the bytes must be discarded."""
+
+    __slots__ = ("_ch", "_kw", "_span", "_mv", "_msg")
+
+    def __init__(self, ch: "Channel", kw: dict) -> None:
+        self._ch = ch
+        self._kw = kw
+        self._span: Any = None
+        self._mv: Optional[memoryview] = None
+        self._msg: Optional[Message] = None
+
+    def __enter__(self) -> Optional[Message]:
+        r = self._ch._view(**self._kw)
+        if r is None:
+            return None
+        span, seq, time, missed, size = r
+        self._span = span
+        self._mv = memoryview(span)
+        self._msg = Message(seq, time, self._mv, missed, size)
+        return self._msg
+
+    def valid(self) -> bool:
+        """True while no writer has begun to overwrite the message."""
+        return self._span is not None and self._span.valid()
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        span = self._span
+        if span is None:
+            return
+        self._span = None
+        self._msg = None
+        if self._mv is not None:
+            try:
+                self._mv.release()
+            except BufferError:
+                pass  # numpy arrays still export it; they keep the mapping
+            self._mv = None
+        if et is None:
+            span.check()
+
+
+class Reservation:
+    """Context manager returned by :meth:`Channel.reserve`.
+
+    Entering it yields a writable buffer inside the ring: a memoryview of
+    ``size`` bytes, or a numpy array when ``dtype`` was given. The message is
+    committed when the block ends without an exception and discarded
+    otherwise. Set :attr:`size` inside the block to publish fewer bytes.
+    Do not keep the buffer after the block: the ring memory belongs to later
+    messages."""
+
+    __slots__ = ("_ch", "size", "_dtype", "_shape", "_timeout", "_span", "_mv", "_arr", "seq")
+
+    def __init__(self, ch: "Channel", size: int, dtype: Any, shape: Optional[Shape], timeout: Optional[float]) -> None:
+        self._ch = ch
+        #: Bytes to publish at commit (at most the reserved size).
+        self.size = size
+        self._dtype = dtype
+        self._shape = shape
+        self._timeout = timeout
+        self._span: Any = None
+        self._mv: Optional[memoryview] = None
+        self._arr: Any = None
+        #: Sequence number of the committed message (None until committed).
+        self.seq: Optional[int] = None
+
+    def __enter__(self) -> Any:
+        self._span = self._ch._reserve(self.size, timeout=self._timeout)
+        self._mv = memoryview(self._span)
+        if self._dtype is not None:
+            import numpy as np
+
+            arr = np.frombuffer(self._mv, dtype=self._dtype)
+            if self._shape is not None:
+                arr = arr.reshape(self._shape)
+            self._arr = arr
+            return arr
+        return self._mv
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
+        if self._arr is not None:
+            # Best effort against writes into the ring after the block.
+            self._arr.flags.writeable = False
+            self._arr = None
+        if self._mv is not None:
+            try:
+                self._mv.release()
+            except BufferError:
+                pass
+            self._mv = None
+        self._span = None
+        if et is None:
+            self.seq = self._ch._commit(self.size)
+        else:
+            self._ch._abort()
+
+
+class Channel(_nerve.Chan):
+    """An open channel handle: made by :func:`nerve.create` or
+    :func:`nerve.open`; a context manager that closes the handle.
+
+    A handle has one cursor, so it is for one reader at a time: a thread
+    that waits on it makes every other call on it raise :class:`nerve.Busy`
+    (open one handle per thread). ``put`` and ``get`` are implemented in C
+    and do not release the GIL unless they must wait."""
+
+    def __enter__(self) -> "Channel":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("rw" if self.writable else "r")
+        return f"<nerve.Channel {self.name!r} {state}>"
+
+    # put() and get() come from the native base class; see _nerve.pyi.
+
+    def view(
+        self,
+        newest: bool = False,
+        wait: bool = False,
+        timeout: Optional[float] = None,
+        seq: Optional[int] = None,
+        at: Optional[int] = None,
+        repeat: bool = False,
+    ) -> View:
+        """Zero-copy read: ``with ch.view() as msg:`` gives a
+        :class:`Message` whose ``data`` is a read-only memoryview into the
+        ring (``msg.array(dtype, shape)`` for numpy), or ``None``. The view
+        is validated when the block ends; :class:`nerve.StaleView` is raised
+        if a writer overwrote the message meanwhile. Arguments as
+        :meth:`get`."""
+        return View(self, dict(newest=newest, wait=wait, timeout=timeout, seq=seq, at=at, repeat=repeat))
+
+    def reserve(
+        self,
+        size: Optional[int] = None,
+        dtype: "Optional[npt.DTypeLike]" = None,
+        shape: Optional[Shape] = None,
+        timeout: Optional[float] = None,
+    ) -> Reservation:
+        """Zero-copy write: ``with ch.reserve(n) as buf:`` gives a writable
+        memoryview of ``n`` bytes inside the ring; with ``dtype`` (and
+        ``shape``) a writable numpy array instead, its size computed from
+        them. Committed when the block ends without error, discarded
+        otherwise. The writer lock is held for the whole block."""
+        if dtype is not None:
+            import numpy as np
+
+            dt = np.dtype(dtype)
+            count = 1
+            if shape is not None:
+                for d in (shape,) if isinstance(shape, int) else shape:
+                    count *= int(d)
+            nbytes = dt.itemsize * count
+            if size is not None and size != nbytes:
+                raise ValueError(f"size {size} does not match dtype and shape ({nbytes} bytes)")
+            size = nbytes
+        if size is None:
+            raise TypeError("reserve() needs a size or a dtype")
+        return Reservation(self, size, dtype, shape, timeout)
+
+    def follow(self, newest: bool = False, timeout: Optional[float] = None) -> Iterator[Message]:
+        """Iterate over messages as they arrive, waiting for each: every
+        message in order (``newest=False``; ``msg.missed`` tells how many
+        were overwritten before this reader got to them) or only the newest
+        (``newest=True``, skipping what arrived meanwhile). The iteration
+        ends when no message arrives within ``timeout`` seconds (None: never
+        ends); Ctrl-C interrupts it."""
+        while True:
+            try:
+                msg = self.get(newest=newest, wait=True, timeout=timeout)
+            except _errors.Timeout:
+                return
+            if msg is not None:
+                yield msg
+
+    async def get_async(
+        self,
+        newest: bool = False,
+        timeout: Optional[float] = None,
+        seq: Optional[int] = None,
+    ) -> Message:
+        """Wait for a message without blocking the event loop. A message
+        already there is returned at once; otherwise the wait runs in a
+        worker thread, and cancelling the awaiting task cancels that wait
+        (through nerve_chan_cancel). Raises :class:`nerve.Timeout` after
+        ``timeout`` seconds."""
+        msg = self.get(newest=newest, seq=seq)
+        if msg is not None:
+            return msg
+        cf = _pool().submit(self.get, newest=newest, wait=True, timeout=timeout, seq=seq)
+        try:
+            return await asyncio.wrap_future(cf)
+        except asyncio.CancelledError:
+            if not cf.cancel():  # already running: wake it
+                self.cancel()
+                try:
+                    await asyncio.wrap_future(cf)
+                except BaseException:
+                    pass
+                finally:
+                    self.cancel_clear()
+            raise
+
+    @property
+    def metadata(self) -> Metadata:
+        """Type name, encoding and schema recorded at creation."""
+        return Metadata(*self._meta())
+
+    def stat(self) -> ChannelInfo:
+        """Facts about the channel (geometry, sequence numbers, counters)."""
+        return ChannelInfo(name=self.name, **self._stat())
+
+    def check(self) -> None:
+        """Verify the channel file's invariants; raises
+        :class:`nerve.CorruptChannel` with an explanation on a problem."""
+        _nerve.check(self.name)
+
+
+def create(
+    name: str,
+    slots: int = 1024,
+    size: int = 1 << 20,
+    mode: int = 0o644,
+    type: Optional[str] = None,
+    encoding: Optional[str] = None,
+    schema: Optional[Union[str, bytes]] = None,
+    exist_ok: bool = False,
+) -> Channel:
+    """Create channel ``name`` and return it open for writing.
+
+    ``slots`` is the number of index entries (messages kept at most),
+    ``size`` the data ring in bytes (rounded up to pages; also the largest
+    message), ``mode`` the permission bits. ``type``, ``encoding`` (raw,
+    cdr, ros1msg, protobuf, json, ...) and ``schema`` are recorded as
+    metadata. With ``exist_ok`` an existing channel of equal geometry and
+    metadata is reused; otherwise :class:`nerve.ChannelExists`."""
+    if isinstance(schema, str):
+        schema = schema.encode()
+    _nerve.create(name, slots, size, mode, type, encoding, schema, exist_ok)
+    return Channel(name, True)
+
+
+def open(name: str, write: bool = False) -> Channel:
+    """Open an existing channel, read-only unless ``write``. Readers need
+    only read permission and never write to the channel."""
+    return Channel(name, write)
+
+
+def unlink(name: str) -> None:
+    """Remove channel ``name``; open handles keep working until closed."""
+    _nerve.unlink(name)
+
+
+def list() -> List[ChannelInfo]:
+    """Describe every channel in /dev/shm, sorted by name. A channel that
+    cannot be read (permissions, corruption) is listed with ``error``."""
+    out = []
+    for name in sorted(_nerve.list_names()):
+        try:
+            out.append(ChannelInfo(name=name, **_nerve.stat(name)))
+        except _errors.ChannelNotFound:
+            continue  # removed meanwhile
+        except _errors.Error as e:
+            out.append(ChannelInfo(name=name, error=str(e)))
+    return out
+
+
+def wait_any(channels: Sequence[Channel], timeout: Optional[float] = None) -> List[Channel]:
+    """Wait until at least one of ``channels`` (at most 64) has a message
+    after its cursor and return those that have; ``[]`` when ``timeout``
+    seconds pass first. Reads nothing and moves no cursor. Releases the GIL
+    and can be interrupted with Ctrl-C."""
+    chans = builtins.list(channels)
+    mask = _nerve.wait_any(chans, timeout)
+    return [c for i, c in enumerate(chans) if mask >> i & 1]
