@@ -44,7 +44,13 @@ test-tsan: deps
 	    -DNERVE_SANITIZE=thread -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF
 	cmake --build build-tsan -j$(JOBS)
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	    ctest $(CTEST_FLAGS) -L 'unit|mp'
+	    ctest $(CTEST_FLAGS) -L unit
+	@# TSan sees one process only: a writer lock recovered from a dead
+	@# process looks to it like an unlock of a mutex nobody locked. Its
+	@# mutex-misuse reports are off for the multi-process tests; data races
+	@# are still reported.
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 report_mutex_bugs=0" \
+	    ctest $(CTEST_FLAGS) -L mp
 
 # Install into a scratch prefix and build a consumer with find_package(nerve)
 # and with pkg-config.

@@ -109,6 +109,8 @@ static inline void nerve__racy_copy(void *dst, const void *src, uint64_t n)
 {
     const unsigned char *s = src;
     unsigned char *d = dst;
+    if (n == 0)
+        return; /* dst may be NULL for an empty message */
 #if defined(NERVE_TSAN)
     /* TSan intercepts memcpy even inside a no_sanitize function. */
     for (uint64_t i = 0; i < n; i++)
