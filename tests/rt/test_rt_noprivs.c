@@ -115,6 +115,7 @@ int main(void)
         drop_limits();
         return unprivileged_checks();
     }
+    fflush(stdout); /* or the child repeats the buffered lines */
     pid_t pid = fork();
     NT_ASSERT(pid >= 0);
     if (pid == 0) {

@@ -1,0 +1,30 @@
+# make demo: the robot pipeline of issue 7 (demo/demo.c). An IMU process at
+# 1 kHz, a controller woken by each sample, an actuator, a 100 Hz planner, a
+# logger and a deliberately slow reader; halfway through the logger and
+# the planner are killed with SIGKILL. Prints end-to-end latency
+# percentiles, each task's jitter and the missed counts.
+#
+#   make demo                  5 s run
+#   make demo DEMO_SECONDS=2   short run (CI)
+#   make cyclic-bench          nerve-cyclic vs cyclictest, 1 kHz SCHED_FIFO,
+#                              idle and under stress-ng (needs root);
+#                              writes bench/results/cyclic-<host>.md
+
+DEMO_SECONDS ?= 5
+CYCLIC_BENCH_SECONDS ?= 30
+
+# stress-ng: load for `nerve cyclic --load stress`; rt-tests: cyclictest.
+DEPS_PKGS += stress-ng rt-tests
+
+.PHONY: cyclic-bench
+
+demo: deps
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j$(JOBS) --target nerve-demo
+	$(BUILD)/demo/nerve-demo --seconds $(DEMO_SECONDS)
+
+cyclic-bench: deps
+	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j$(JOBS) --target nerve-cyclic
+	DUR=$(CYCLIC_BENCH_SECONDS) OUT=bench/results/cyclic-$$(hostname).md \
+	    tools/cyclic/cyclic-vs-cyclictest.sh $(BUILD)/tools/cyclic/nerve-cyclic
