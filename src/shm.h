@@ -41,7 +41,7 @@
 /* "NERVECH1" read as a little-endian u64. */
 #define NERVE__MAGIC 0x314843455652454eull
 /* "NERVEBL1": the bell file. */
-#define NERVE__BELL_MAGIC 0x314c424556524e45ull
+#define NERVE__BELL_MAGIC 0x314c42455652454eull
 /* Stored as written; reads back differently on a big-endian machine. */
 #define NERVE__ABI_ENDIAN 0x01020304u
 /* The header region is one page of this size on every supported platform

@@ -32,8 +32,12 @@
 #include <nerve/errors.h>
 #include <nerve/version.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+
+#include <sched.h>
+#include <unistd.h>
 #include <vector>
 
 namespace nb = nanobind;
@@ -84,6 +88,54 @@ int64_t deadline_from(std::optional<double> timeout)
     return nerve_now_ns() + static_cast<int64_t>(t * 1e9);
 }
 
+// ---- the GIL and interpreter exit ------------------------------------------
+//
+// Python 3.11-3.13 end a daemon thread that tries to take the GIL after
+// finalization began with pthread_exit(), which unwinds the stack. Unwinding
+// through this module's C++ frames would abort the process (nanobind's
+// dispatch catches everything, and a destructor that retakes the GIL is
+// noexcept). So the GIL is retaken only through reacquire_gil(), and an
+// atexit hook (at_exit(), run before finalization starts) closes the door:
+// a thread that finds g_exiting set parks forever instead (the process is
+// ending), and at_exit() waits, with the GIL released, for threads already
+// past the check to get the GIL. The seq_cst increment-then-load here and
+// store-then-load in at_exit() make the two sides agree (Dekker): either the
+// thread sees g_exiting, or at_exit() sees it counted.
+std::atomic<bool> g_exiting{false};
+std::atomic<int> g_reacquiring{0};
+
+void reacquire_gil(PyThreadState *ts)
+{
+    g_reacquiring.fetch_add(1, std::memory_order_seq_cst);
+    if (g_exiting.load(std::memory_order_seq_cst)) {
+        g_reacquiring.fetch_sub(1, std::memory_order_seq_cst);
+        for (;;) {
+            pause();
+        }
+    }
+    PyEval_RestoreThread(ts);
+    g_reacquiring.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+// Run f() (a C call that cannot throw) without the GIL.
+template <class F> auto without_gil(F &&f)
+{
+    PyThreadState *ts = PyEval_SaveThread();
+    auto r = f();
+    reacquire_gil(ts);
+    return r;
+}
+
+void at_exit()
+{
+    g_exiting.store(true, std::memory_order_seq_cst);
+    Py_BEGIN_ALLOW_THREADS
+    while (g_reacquiring.load(std::memory_order_seq_cst) > 0) {
+        sched_yield();
+    }
+    Py_END_ALLOW_THREADS
+}
+
 struct Chan;
 void chan_really_close(Chan &ch);
 
@@ -102,12 +154,10 @@ struct Chan {
     Chan(const std::string &n, bool write) : name(n), writable(write)
     {
         nerve_chan *h = nullptr;
-        int rc;
-        {
-            nb::gil_scoped_release r;
-            rc = nerve_chan_open(n.c_str(), write ? NERVE_O_WRITE : NERVE_O_READ,
-                                 &h);
-        }
+        int rc = without_gil([&] {
+            return nerve_chan_open(n.c_str(),
+                                   write ? NERVE_O_WRITE : NERVE_O_READ, &h);
+        });
         if (rc != 0) {
             raise_nerve(rc, n.c_str());
         }
@@ -172,11 +222,7 @@ int wait_sliced(std::vector<Chan *> chans, int64_t deadline, F &&call)
         if (deadline >= 0 && deadline < end) {
             end = deadline;
         }
-        int rc;
-        {
-            nb::gil_scoped_release r;
-            rc = call(end);
-        }
+        int rc = without_gil([&] { return call(end); });
         if (rc == NERVE_ETIMEDOUT || rc == NERVE_EINTR) {
             if (PyErr_CheckSignals() != 0) {
                 throw nb::python_error();
@@ -448,6 +494,30 @@ nb::object chan_view(Chan &ch, bool newest, bool wait,
                           v.info.missed, v.info.len);
 }
 
+// True if a buffer format string has Python object items ('O' outside the
+// ":name:" field names of a struct format): their bytes are pointers.
+bool format_has_objects(const char *f)
+{
+    bool in_name = false;
+    for (; f && *f; f++) {
+        if (*f == ':') {
+            in_name = !in_name;
+        } else if (!in_name && *f == 'O') {
+            return true;
+        }
+    }
+    return false;
+}
+
+void refuse_objects(Py_buffer &v)
+{
+    if (format_has_objects(v.format)) {
+        PyBuffer_Release(&v);
+        throw nb::type_error(
+            "put(): arrays of Python objects hold pointers, not data");
+    }
+}
+
 // put(data, timeout) -> seq. Takes any object with the buffer protocol; a
 // non-contiguous buffer is gathered straight into a reservation (one copy).
 uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
@@ -457,9 +527,10 @@ uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
     Py_buffer v;
     PyObject *obj = data.ptr();
     nb::object coerced;
-    if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) != 0) {
+    if (PyObject_GetBuffer(obj, &v, PyBUF_FORMAT) != 0) {
         PyErr_Clear();
         if (PyObject_GetBuffer(obj, &v, PyBUF_FULL_RO) == 0) {
+            refuse_objects(v);
             // Non-contiguous: gather into the ring.
             void *ptr = nullptr;
             int rc = nerve_chan_reserve(c, size_t(v.len), 0, &ptr, 0);
@@ -498,6 +569,7 @@ uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
             throw nb::python_error();
         }
     }
+    refuse_objects(v);
     int rc = nerve_chan_put(c, v.buf, size_t(v.len), 0, &info, 0);
     if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
         // The writer lock is held by another writer: wait without the GIL.
@@ -691,11 +763,7 @@ void create(const std::string &name, uint64_t slots, uint64_t size,
         o.schema = schema->c_str();
         o.schema_len = schema->size();
     }
-    int rc;
-    {
-        nb::gil_scoped_release r;
-        rc = nerve_chan_create(name.c_str(), &o);
-    }
+    int rc = without_gil([&] { return nerve_chan_create(name.c_str(), &o); });
     if (rc != 0) {
         raise_nerve(rc, name.c_str());
     }
@@ -712,6 +780,9 @@ int collect_name(const char *name, void *arg)
 NB_MODULE(_nerve, m)
 {
     m.doc() = "Native binding of the nerve C library (private: use nerve).";
+    // Daemon threads parked at exit (see reacquire_gil) still reference
+    // channels; that is expected, not a reference-counting bug.
+    nb::set_leak_warnings(false);
 
     static PyType_Slot span_slots[] = {
         {Py_bf_getbuffer, reinterpret_cast<void *>(span_getbuffer)},
@@ -791,11 +862,7 @@ NB_MODULE(_nerve, m)
           "type"_a = nb::none(), "encoding"_a = nb::none(),
           "schema"_a = nb::none(), "exist_ok"_a = false);
     m.def("unlink", [](const std::string &name) {
-        int rc;
-        {
-            nb::gil_scoped_release r;
-            rc = nerve_chan_unlink(name.c_str());
-        }
+        int rc = without_gil([&] { return nerve_chan_unlink(name.c_str()); });
         if (rc != 0) {
             raise_nerve(rc, name.c_str());
         }
@@ -810,11 +877,7 @@ NB_MODULE(_nerve, m)
     });
     m.def("stat", [](const std::string &name) {
         struct nerve_stat st;
-        int rc;
-        {
-            nb::gil_scoped_release r;
-            rc = nerve_stat(name.c_str(), &st);
-        }
+        int rc = without_gil([&] { return nerve_stat(name.c_str(), &st); });
         if (rc != 0) {
             raise_nerve(rc, name.c_str());
         }
@@ -822,11 +885,8 @@ NB_MODULE(_nerve, m)
     });
     m.def("check", [](const std::string &name) {
         char msg[512] = "";
-        int rc;
-        {
-            nb::gil_scoped_release r;
-            rc = nerve_chan_check(name.c_str(), msg, sizeof msg);
-        }
+        int rc = without_gil(
+            [&] { return nerve_chan_check(name.c_str(), msg, sizeof msg); });
         if (rc != 0) {
             raise_nerve(rc, name.c_str(), msg[0] ? msg : nullptr);
         }
@@ -838,6 +898,8 @@ NB_MODULE(_nerve, m)
         }
     });
     m.def("wait_any", &wait_any, "chans"_a, "timeout"_a = nb::none());
+    m.def("_at_exit", &at_exit,
+          "Called by atexit: from now on no waiting thread retakes the GIL.");
     m.def("now_ns", &nerve_now_ns);
     m.def("mono_to_realtime_ns", &nerve_mono_to_realtime_ns, "mono_ns"_a);
     m.def("error_table", []() {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import builtins
 import concurrent.futures
 import threading
@@ -133,12 +134,20 @@ def _coerce(obj: Any) -> Any:
 
 
 _nerve._set_hooks(Message, _errors._make, _coerce)
+# Before finalization begins, stop waiting threads from retaking the GIL (see
+# the comment on reacquire_gil() in _nerve.cpp).
+atexit.register(_nerve._at_exit)
 
 # Threads that run the waits of get_async(): a wait holds a thread for its
 # whole length, so the pool is sized for many concurrent waits rather than
 # for CPU work (it is asyncio's default executor that would starve).
 _async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 _async_pool_lock = threading.Lock()
+
+
+# Channels with a get_async() wait in a pool thread. The pool's threads are
+# joined at interpreter exit, so those waits are cancelled first.
+_async_waits: "set[Channel]" = set()
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -149,6 +158,18 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
                 max_workers=_nerve.WAIT_MAX, thread_name_prefix="nerve-wait"
             )
         return _async_pool
+
+
+def _cancel_async_waits() -> None:
+    with _async_pool_lock:
+        for ch in builtins.list(_async_waits):
+            ch.cancel()
+
+
+# Runs before the interpreter joins the pool's threads (LIFO after
+# concurrent.futures' own hook, which is registered at its import above).
+if hasattr(threading, "_register_atexit"):
+    threading._register_atexit(_cancel_async_waits)
 
 
 class View:
@@ -350,7 +371,10 @@ class Channel(_nerve.Chan):
         msg = self.get(newest=newest, seq=seq)
         if msg is not None:
             return msg
-        cf = _pool().submit(self.get, newest=newest, wait=True, timeout=timeout, seq=seq)
+        pool = _pool()
+        with _async_pool_lock:
+            _async_waits.add(self)
+        cf = pool.submit(self.get, newest=newest, wait=True, timeout=timeout, seq=seq)
         try:
             return await asyncio.wrap_future(cf)
         except asyncio.CancelledError:
@@ -363,6 +387,9 @@ class Channel(_nerve.Chan):
                 finally:
                     self.cancel_clear()
             raise
+        finally:
+            with _async_pool_lock:
+                _async_waits.discard(self)
 
     @property
     def metadata(self) -> Metadata:
