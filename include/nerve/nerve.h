@@ -6,5 +6,6 @@
 #include "version.h"
 #include "errors.h"
 #include "chan.h"
+#include "rt.h"
 
 #endif
