@@ -663,7 +663,7 @@ void chan_close(Chan &ch)
     }
 }
 
-nb::dict stat_dict(const struct nerve_stat &st)
+nb::dict stat_dict(const struct nerve_stats &st)
 {
     nb::dict d;
     d["slots"] = st.slots;
@@ -688,7 +688,7 @@ nb::dict chan_stat(Chan &ch)
     if (!ch.c) {
         throw nb::value_error("operation on a closed channel");
     }
-    struct nerve_stat st;
+    struct nerve_stats st;
     int rc = nerve_chan_stat(ch.c, &st);
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
@@ -876,7 +876,7 @@ NB_MODULE(_nerve, m)
         return names;
     });
     m.def("stat", [](const std::string &name) {
-        struct nerve_stat st;
+        struct nerve_stats st;
         int rc = without_gil([&] { return nerve_stat(name.c_str(), &st); });
         if (rc != 0) {
             raise_nerve(rc, name.c_str());

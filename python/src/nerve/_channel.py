@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import builtins
 import concurrent.futures
+import concurrent.futures.thread  # registers its exit hook before ours
 import threading
 from dataclasses import dataclass
 from typing import (
