@@ -1314,7 +1314,7 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
 
 /* ---- facts for tools ---------------------------------------------------- */
 
-int nerve_chan_stat(const nerve_chan *c, struct nerve_stat *st)
+int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
 {
     if (!c || !st)
         return NERVE_EINVAL;
@@ -1355,7 +1355,7 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stat *st)
     return 0;
 }
 
-int nerve_stat(const char *name, struct nerve_stat *st)
+int nerve_stat(const char *name, struct nerve_stats *st)
 {
     nerve_chan *c;
     int r = nerve_chan_open(name, NERVE_O_READ, &c);

@@ -129,7 +129,7 @@ struct nerve_view {
 /* Channel facts for tools, read without any lock. Counters are exact for a
  * channel whose writers never died; a writer killed between its commit and
  * its statistics update leaves bytes_total short by that message. */
-struct nerve_stat {
+struct nerve_stats {
     uint64_t slots;          /* index ring entries */
     uint64_t data_size;      /* data ring bytes (largest message) */
     uint64_t file_size;      /* bytes of the channel file */
@@ -321,13 +321,13 @@ NERVE_API NERVE_NODISCARD int nerve_wait_any(nerve_chan *const *chans,
 /* Fill *st from the handle without any lock. Returns 0 or NERVE_ECORRUPT.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: not safe. */
 NERVE_API NERVE_NODISCARD int nerve_chan_stat(const nerve_chan *c,
-                                              struct nerve_stat *st);
+                                              struct nerve_stats *st);
 
 /* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_API NERVE_NODISCARD int nerve_stat(const char *name,
-                                         struct nerve_stat *st);
+                                         struct nerve_stats *st);
 
 /* Verify every invariant of the channel file that can be checked without
  * the writer lock: header, geometry, every index entry still readable (its

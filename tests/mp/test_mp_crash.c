@@ -129,7 +129,7 @@ static void check_usable(nerve_chan *w, nerve_chan *r, uint32_t *recovered)
     /* Bounded: a dead owner must never make the lock unobtainable. */
     NT_OK(nerve_chan_put(w, buf, 64, 5000000000ll, &pi, 0));
     *recovered = pi.recovered;
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(r, &st));
     for (uint64_t s = st.tail_seq; s <= st.head_seq; s++) {
         struct nerve_get_info gi;

@@ -58,7 +58,7 @@ static void test_create_open(void)
 
     NT_OK(nerve_chan_open(n, NERVE_O_READ, &c));
     NT_ASSERT(strcmp(nerve_chan_name(c), n) == 0);
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(c, &st));
     NT_EQ(st.slots, 1024);
     NT_EQ(st.data_size, 1 << 20);
@@ -156,7 +156,7 @@ static void test_options(void)
     small.size = 8;
     small.slots = 3; /* beyond size: ignored, default used */
     NT_OK(nerve_chan_create(n, &small));
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_stat(n, &st));
     NT_EQ(st.slots, 1024);
     NT_OK(nerve_chan_unlink(n));
@@ -182,7 +182,7 @@ static void test_metadata(void)
     NT_ASSERT(strcmp(m.encoding, "cdr") == 0);
     NT_EQ(m.schema_len, strlen(o.schema));
     NT_ASSERT(memcmp(m.schema, o.schema, m.schema_len) == 0);
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(c, &st));
     NT_EQ(st.mode, 0600);
     nerve_chan_close(c);
@@ -291,7 +291,7 @@ static void test_put_get(void)
     NT_OK(nerve_chan_put(w, big, 4096, 0, &pi, 0));
     NT_EQ(pi.seq, 4);
 
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(r, &st));
     NT_EQ(st.head_seq, 4);
     /* The full-ring message destroyed the others, except the empty message

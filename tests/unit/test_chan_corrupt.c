@@ -235,7 +235,7 @@ static void test_random_corruption(void)
                     NT_ASSERT(r == 0 || r == NERVE_ESTALE);
                 }
             }
-            struct nerve_stat s2;
+            struct nerve_stats s2;
             r = nerve_chan_stat(c, &s2);
             NT_ASSERT(r == 0 || r == NERVE_ECORRUPT);
             nerve_chan_close(c);
@@ -289,7 +289,7 @@ static void reader_only(const char *name)
     NT_RC(nerve_chan_get(c, b, sizeof b, 0, 1000000, &gi, NERVE_F_WAIT),
           NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_put(c, "x", 1, 0, NULL, 0), NERVE_EROFS);
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(c, &st));
     NT_EQ(st.waiters, 0);
     nerve_chan_close(c);

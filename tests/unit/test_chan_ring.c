@@ -96,7 +96,7 @@ static void verify_all(nerve_chan *r)
                              NERVE_GET_SEQ),
               NERVE_EOVERWRITTEN);
     }
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(r, &st));
     NT_EQ(st.head_seq, head);
     NT_EQ(st.tail_seq, oldest);

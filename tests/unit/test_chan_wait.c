@@ -16,7 +16,7 @@ static void *putter(void *arg)
     nerve_chan *w = arg;
     /* Wait until the reader announced itself (waiters > 0) so the wake-up
      * path with a sleeping reader is the one exercised. */
-    struct nerve_stat st;
+    struct nerve_stats st;
     do {
         NT_OK(nerve_chan_stat(w, &st));
     } while (st.waiters == 0);
@@ -58,7 +58,7 @@ static void test_wake(void)
     NT_ASSERT(memcmp(v.data, "wake", 4) == 0);
     NT_OK(nerve_chan_view_check(r, &v));
     pthread_join(t, NULL);
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(r, &st));
     NT_EQ(st.waiters, 0);
     nerve_chan_close(w);
@@ -95,7 +95,7 @@ static void test_timeouts(void)
 static void *canceller(void *arg)
 {
     (void)arg;
-    struct nerve_stat st;
+    struct nerve_stats st;
     do {
         NT_OK(nerve_chan_stat(g_r, &st));
     } while (st.waiters == 0);
@@ -112,7 +112,7 @@ static void on_usr1(int sig)
 static void *signaller(void *arg)
 {
     pthread_t target = *(pthread_t *)arg;
-    struct nerve_stat st;
+    struct nerve_stats st;
     do {
         NT_OK(nerve_chan_stat(g_r, &st));
     } while (st.waiters == 0);
@@ -156,7 +156,7 @@ static void test_cancel(void)
           NERVE_ECANCELED);
     pthread_join(t, NULL);
     nerve_chan_cancel_clear(g_r);
-    struct nerve_stat st;
+    struct nerve_stats st;
     NT_OK(nerve_chan_stat(g_r, &st));
     NT_EQ(st.waiters, 0);
     nerve_chan_close(g_r);
@@ -171,7 +171,7 @@ struct multi {
 static void *put_after_wait(void *arg)
 {
     struct multi *m = arg;
-    struct nerve_stat st;
+    struct nerve_stats st;
     do {
         NT_OK(nerve_chan_stat(m->w, &st));
     } while (st.waiters == 0);
