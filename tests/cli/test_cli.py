@@ -1,0 +1,450 @@
+#!/usr/bin/env python3
+"""Tests of the `nerve` command: every verb, every error path, the JSON
+outputs (against golden files with the volatile fields normalised) and the
+external-verb lookup.
+
+usage: test_cli.py PATH/TO/nerve
+
+Exit 0 pass, 1 fail, 77 skip. Channel names start with "nt-<pid>-" so that
+the shm_clean fixture sees leftovers; every channel made here is removed.
+Standard library only."""
+
+import base64
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+NERVE = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+HERE = os.path.dirname(os.path.abspath(__file__))
+PREFIX = "nt-%d-" % os.getpid()
+FAILURES = []
+MADE = set()
+
+
+def name(tag):
+    n = PREFIX + tag
+    MADE.add(n)
+    return n
+
+
+def run(*args, input=None, env=None, timeout=30, exe=None):
+    p = subprocess.run([exe or NERVE] + [str(a) for a in args],
+                       input=input, capture_output=True, env=env,
+                       timeout=timeout)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def expect(args, rc, out_has=None, err_has=None, input=None, env=None):
+    got_rc, out, err = run(*args, input=input, env=env)
+    what = "nerve %s" % " ".join(str(a) for a in args)
+    check(got_rc == rc, "%s: exit %d, want %d (stderr: %s)"
+          % (what, got_rc, rc, err.strip()))
+    if out_has is not None:
+        check(out_has.encode() in out if isinstance(out_has, str)
+              else out_has in out,
+              "%s: stdout lacks %r: %r" % (what, out_has, out[:300]))
+    if err_has is not None:
+        check(err_has in err, "%s: stderr lacks %r: %r" % (what, err_has, err))
+    return out, err
+
+
+def normalise(obj, volatile):
+    """Replace volatile fields by a marker saying only whether they were
+    null, so golden files pin names, types and stable values."""
+    out = {}
+    for k, v in obj.items():
+        if k in volatile:
+            out[k] = "<null>" if v is None else "<%s>" % type(v).__name__
+        else:
+            out[k] = v
+    return out
+
+
+def golden(tag, obj):
+    path = os.path.join(HERE, "golden", tag + ".json")
+    if os.environ.get("NERVE_UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            json.dump(obj, f, indent=2, sort_keys=True)
+            f.write("\n")
+    with open(path) as f:
+        want = json.load(f)
+    check(obj == want, "golden %s differs:\n got  %s\n want %s"
+          % (tag, json.dumps(obj, sort_keys=True),
+             json.dumps(want, sort_keys=True)))
+
+
+INFO_VOLATILE = {"name", "created", "created_ns", "newest_time",
+                 "newest_time_ns", "newest_age_ns", "uid", "gid",
+                 "creator_version"}
+
+
+def test_help():
+    out, _ = expect(["help"], 0, out_has="verbs:")
+    for verb in ["create", "rm", "ls", "info", "put", "get", "cat", "chmod",
+                 "check", "bench", "help"]:
+        check(("  %s " % verb).encode() in out, "help lists " + verb)
+        o, _ = expect([verb, "--help"], 0, out_has="usage: nerve " + verb)
+        o2, _ = expect(["help", verb], 0)
+        check(o == o2, "help %s equals %s --help" % (verb, verb))
+    expect([], 2, err_has="usage: nerve VERB")
+    expect(["no-such-verb-xyz"], 2, err_has="not a nerve verb")
+    expect(["help", "no-such-verb-xyz"], 2, err_has="not a nerve verb")
+    expect(["--bogus"], 2)
+    expect(["get", "--help"], 0, out_has="-1.5s")  # --at forms documented
+
+
+def test_external_verbs():
+    tmp = tempfile.mkdtemp(prefix="nerve-cli-")
+    try:
+        beside = os.path.join(tmp, "bin")
+        onpath = os.path.join(tmp, "path")
+        os.mkdir(beside)
+        os.mkdir(onpath)
+        copy = os.path.join(beside, "nerve")
+        shutil.copy2(NERVE, copy)
+
+        def script(d, verb, body):
+            p = os.path.join(d, "nerve-" + verb)
+            with open(p, "w") as f:
+                f.write("#!/bin/sh\n" + body + "\n")
+            os.chmod(p, 0o755)
+
+        script(onpath, "hello", 'echo "hello $#:$*"; exit 3')
+        script(onpath, "which", "echo path")
+        script(beside, "which", "echo beside")
+        env = dict(os.environ, PATH=onpath + ":" + os.environ.get("PATH", ""))
+        rc, out, _ = run("hello", "a", "b c", env=env)
+        check(rc == 3 and out == b"hello 2:a b c\n",
+              "external verb runs with its arguments and exit code: %d %r"
+              % (rc, out))
+        rc, out, _ = run("which", env=env, exe=copy)
+        check(rc == 0 and out == b"beside\n",
+              "nerve-VERB beside the executable wins over PATH: %r" % out)
+        rc, out, _ = run("which", env=env)
+        check(out == b"path\n", "nerve-VERB found on PATH: %r" % out)
+        rc, out, _ = run("help", env=env, exe=copy)
+        check(rc == 0 and b"external verbs" in out and b"  hello\n" in out
+              and b"  which\n" in out, "help lists external verbs: %r" % out)
+    finally:
+        shutil.rmtree(tmp)
+
+
+def test_create_rm():
+    a = name("a")
+    expect(["create", a], 0)
+    check(os.path.exists("/dev/shm/nerve." + a), "create makes the file")
+    expect(["create", a], 1, err_has="EEXIST")
+    expect(["create", a, "--exist-ok"], 0)
+    expect(["create", a, "--exist-ok", "--slots", "8"], 1, err_has="EMISMATCH")
+    expect(["create", "bad/name"], 1, err_has="EINVAL")
+    expect(["create", ".hidden"], 1, err_has="EINVAL")
+    expect(["create", "x" * 300], 1, err_has="ENAMETOOLONG")
+    expect(["create", name("m"), "--mode", "9z"], 2, err_has="bad --mode")
+    expect(["create", name("m"), "--mode", "77777"], 2)
+    expect(["create", name("m"), "--slots", "-1"], 2)
+    expect(["create", name("m"), "--size", "lots"], 2)
+    expect(["create", name("m"), "--frob"], 2, err_has="unknown option")
+    expect(["create"], 2, err_has="missing NAME")
+    expect(["create", name("m"), "extra"], 2)
+    expect(["create", name("m"), "--schema", "/nonexistent/schema"], 1)
+    expect(["rm", a], 0)
+    check(not os.path.exists("/dev/shm/nerve." + a), "rm removes the file")
+    check(not os.path.exists("/dev/shm/nerve-bell." + a), "rm removes bell")
+    expect(["rm", a], 1, err_has="ENOENT")
+    b = name("b")
+    expect(["create", b], 0)
+    expect(["rm", name("missing"), b], 1, err_has="ENOENT")
+    check(not os.path.exists("/dev/shm/nerve." + b),
+          "rm goes on after a failure")
+    expect(["rm"], 2)
+    expect(["rm", "bad/name"], 1, err_has="EINVAL")
+
+
+def test_info_ls():
+    c = name("info")
+    with tempfile.NamedTemporaryFile("w", delete=False) as f:
+        f.write("float64 x\nfloat64 y\n")
+        schema = f.name
+    try:
+        expect(["create", c, "--slots", "16", "--size", "64K", "--mode",
+                "0640", "--type", "geometry/Point", "--encoding", "ros1msg",
+                "--schema", schema], 0)
+    finally:
+        os.unlink(schema)
+    out, _ = expect(["info", c, "--json"], 0)
+    info = json.loads(out)
+    check(info["name"] == c, "info name")
+    check(info["created"].endswith("Z") and info["newest_time"] is None,
+          "info times: %r" % info)
+    golden("info_empty", normalise(info, INFO_VOLATILE))
+    expect(["put", c, "hello"], 0)
+    expect(["put", c, "world!"], 0)
+    info = json.loads(expect(["info", c, "--json"], 0)[0])
+    check(info["newest_time_ns"] > 0 and info["newest_age_ns"] >= 0,
+          "info newest after put")
+    golden("info_two", normalise(info, INFO_VOLATILE))
+    out, _ = expect(["info", c], 0, out_has="geometry/Point")
+    check(b"float64 x" in out and b"0640" in out, "info text: %r" % out)
+    ls = json.loads(expect(["ls", "--json"], 0)[0])
+    check(isinstance(ls, list), "ls --json is an array")
+    mine = [e for e in ls if e["name"] == c]
+    check(len(mine) == 1, "ls --json lists the channel")
+    if mine:
+        golden("ls_entry", normalise(mine[0], {"name", "newest_age_ns"}))
+    out, _ = expect(["ls"], 0, out_has=c)
+    check(out.startswith(b"NAME"), "ls header")
+    # A file that is not a channel is listed with its error.
+    bad = name("notchan")
+    with open("/dev/shm/nerve." + bad, "wb") as f:
+        f.write(b"not a channel at all" * 10)
+    ls = json.loads(expect(["ls", "--json"], 0)[0])
+    ent = [e for e in ls if e["name"] == bad]
+    check(len(ent) == 1 and ent[0].get("error") == "ENOTCHAN",
+          "ls lists a foreign file with its error: %r" % ent)
+    expect(["info", bad], 1, err_has="ENOTCHAN")
+    os.unlink("/dev/shm/nerve." + bad)
+    expect(["info", name("missing")], 1, err_has="ENOENT: no such channel")
+    expect(["info", "bad/name"], 1, err_has="EINVAL")
+    expect(["info"], 2)
+    expect(["ls", "extra"], 2)
+    expect(["rm", c], 0)
+
+
+def test_put_get():
+    c = name("pg")
+    expect(["create", c, "--slots", "8", "--size", "4K"], 0)
+    expect(["get", c], 1, err_has="EAGAIN")
+    expect(["get", c, "--wait", "--timeout", "0.05"], 1, err_has="ETIMEDOUT")
+    expect(["put", c, "first"], 0)
+    expect(["put", c], 0, input=b"from stdin\n")
+    out, _ = expect(["put", c, "--lines", "--json"], 0, input=b"l1\nl2\nl3\n")
+    seqs = [json.loads(line)["seq"] for line in out.splitlines()]
+    check(seqs == [3, 4, 5], "put --lines --json seqs: %r" % seqs)
+    expect(["put", c, "\xff"], 0)  # text in the shell, UTF-8 here
+    binary = bytes(range(256))
+    expect(["put", c], 0, input=binary)
+
+    out, _ = expect(["get", c], 0)
+    check(out == binary + b"\n", "get default: newest as text")
+    out, _ = expect(["get", c, "--format", "raw"], 0)
+    check(out == binary, "get raw")
+    m = json.loads(expect(["get", c, "--format", "json"], 0)[0])
+    check(base64.b64decode(m["base64"]) == binary and "text" not in m,
+          "binary payload as base64: %r" % m)
+    check(m["seq"] == 7 and m["size"] == 256, "get json seq/size")
+    check(m["time"].endswith("Z") and "T" in m["time"], "iso time")
+    golden("get_binary", normalise(m, {"time", "time_ns"}))
+    m = json.loads(expect(["get", c, "--next", "--format", "json"], 0)[0])
+    check(m["seq"] == 1 and m["text"] == "first" and m["missed"] == 0,
+          "get --next: oldest present: %r" % m)
+    golden("get_text", normalise(m, {"time", "time_ns"}))
+    m = json.loads(expect(["get", c, "--seq", "2", "--format", "json"], 0)[0])
+    check(m["text"] == "from stdin\n", "stdin message kept whole: %r" % m)
+    m = json.loads(expect(["get", c, "--seq", "6", "--format", "json"], 0)[0])
+    check(m["text"] == "\xff", "UTF-8 payload as text: %r" % m)
+    out, _ = expect(["get", c, "--seq", "1", "--format", "hex"], 0)
+    check(b"seq 1" in out and b"66 69 72 73 74" in out and b"|first|" in out,
+          "hex dump: %r" % out)
+    out, _ = expect(["get", c, "--seq", "3", "--format", "text"], 0)
+    check(out == b"l1\n", "get --seq text")
+    # --at: absolute nanoseconds and relative forms
+    t3 = json.loads(expect(["get", c, "--seq", "3", "--format", "json"],
+                           0)[0])["time_ns"]
+    m = json.loads(expect(["get", c, "--at", str(t3), "--format", "json"],
+                          0)[0])
+    check(m["seq"] >= 3 and m["time_ns"] <= t3, "--at absolute: %r" % m)
+    m = json.loads(expect(["get", c, "--at", "+0s", "--format", "json"], 0)[0])
+    check(m["seq"] == 7, "--at now gives the newest: %r" % m)
+    expect(["get", c, "--at", "1"], 1, err_has="EAGAIN")
+    expect(["get", c, "--at", "-1.5x"], 2, err_has="bad --at")
+    expect(["get", c, "--at", "-1s", "--wait"], 2)
+    expect(["get", c, "--seq", "99"], 1, err_has="EAGAIN")
+    expect(["get", c, "--seq", "99", "--wait", "--timeout", "0.05"], 1,
+           err_has="ETIMEDOUT")
+    expect(["get", c, "--seq", "0"], 2)
+    expect(["get", c, "--newest", "--next"], 2)
+    expect(["get", c, "--format", "yaml"], 2, err_has="unknown format")
+    expect(["get", c, "--timeout", "1"], 2, err_has="needs --wait")
+    expect(["get", name("missing")], 1, err_has="ENOENT")
+    expect(["get"], 2)
+    # Overwritten messages
+    for i in range(20):
+        expect(["put", c, "m%d" % i], 0)
+    expect(["get", c, "--seq", "1"], 1, err_has="EOVERWRITTEN")
+    m = json.loads(expect(["get", c, "--next", "--format", "json"], 0)[0])
+    check(m["seq"] > 1 and m["missed"] == m["seq"] - 1,
+          "--next after overwrite reports missed: %r" % m)
+    expect(["put", c], 1, input=b"x" * 8192, err_has="EMSGSIZE")
+    expect(["put", name("missing"), "x"], 1, err_has="ENOENT")
+    expect(["put"], 2)
+    expect(["put", c, "a", "b"], 2)
+    expect(["put", c, "x", "--timeout", "soon"], 2)
+    expect(["rm", c], 0)
+
+
+def wait_for_waiter(c, proc):
+    """Poll the channel's waiter count (a condition, not a sleep) until the
+    reader has announced itself."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        rc, out, _ = run("info", c, "--json")
+        if rc == 0 and json.loads(out)["waiters"] >= 1:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_cat():
+    c = name("cat")
+    expect(["create", c, "--slots", "64"], 0)
+    for i in range(5):
+        expect(["put", c, "old%d" % i], 0)
+    out, _ = expect(["cat", c, "--all", "--count", "3", "--format", "json"], 0)
+    msgs = [json.loads(line) for line in out.splitlines()]
+    check([m["text"] for m in msgs] == ["old0", "old1", "old2"],
+          "cat --all --count: %r" % msgs)
+    check(all(set(m) == {"seq", "time", "time_ns", "size", "missed", "text"}
+              for m in msgs), "cat json fields")
+    expect(["cat", c, "--timeout", "0.05"], 1, err_has="ETIMEDOUT")
+    # Following: only messages published after cat started.
+    p = subprocess.Popen([NERVE, "cat", c, "--count", "2"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        ok = wait_for_waiter(c, p)
+        check(ok, "cat waits on the channel")
+        expect(["put", c, "new1"], 0)
+        expect(["put", c, "new2"], 0)
+        out, err = p.communicate(timeout=20)
+        check(p.returncode == 0 and out == b"new1\nnew2\n",
+              "cat follows new messages: %d %r %r" % (p.returncode, out, err))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # --newest and Ctrl-C
+    p = subprocess.Popen([NERVE, "cat", c, "--newest", "--format", "json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        check(wait_for_waiter(c, p), "cat --newest waits")
+        expect(["put", c, "n1"], 0)
+        line = p.stdout.readline()
+        check(json.loads(line)["text"] == "n1", "cat --newest: %r" % line)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=20)
+        check(p.returncode == 0, "cat ends with exit 0 on SIGINT: %d"
+              % p.returncode)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    expect(["cat", c, "--count", "0"], 2)
+    expect(["cat", name("missing")], 1, err_has="ENOENT")
+    expect(["cat"], 2)
+    expect(["rm", c], 0)
+
+
+def test_chmod():
+    c = name("mode")
+    expect(["create", c], 0)
+    expect(["chmod", "0600", c], 0)
+    info = json.loads(expect(["info", c, "--json"], 0)[0])
+    check(info["mode"] == "0600", "chmod shows in info: %r" % info["mode"])
+    st = os.stat("/dev/shm/nerve." + c)
+    check(stat.S_IMODE(st.st_mode) == 0o600, "chmod sets the file mode")
+    expect(["chmod", "640", c], 0)
+    check(stat.S_IMODE(os.stat("/dev/shm/nerve." + c).st_mode) == 0o640,
+          "chmod without leading zero")
+    bell = stat.S_IMODE(os.stat("/dev/shm/nerve-bell." + c).st_mode)
+    check(bell == 0o660, "bell writable where readable: %o" % bell)
+    expect(["chmod", "8", c], 2, err_has="bad mode")
+    expect(["chmod", "rw", c], 2)
+    expect(["chmod", "17777", c], 2)
+    expect(["chmod", "0644"], 2)
+    expect(["chmod", "0644", name("missing")], 1, err_has="ENOENT")
+    expect(["chmod", "0644", "bad/name"], 1, err_has="EINVAL")
+    expect(["rm", c], 0)
+
+
+def test_check():
+    c = name("chk")
+    expect(["create", c, "--slots", "8", "--size", "4K"], 0)
+    expect(["check", c], 0, out_has=c + ": ok")
+    for i in range(12):
+        expect(["put", c, "message %d" % i], 0)
+    expect(["check", c], 0, out_has="ok")
+    src = "/dev/shm/nerve." + c
+    size = os.path.getsize(src)
+    # Garbage over the header: not a channel any more.
+    bad = name("bad-magic")
+    shutil.copyfile(src, "/dev/shm/nerve." + bad)
+    with open("/dev/shm/nerve." + bad, "r+b") as f:
+        f.write(b"\xde\xad\xbe\xef" * 16)
+    expect(["check", bad], 1, err_has="ENOTCHAN")
+    os.unlink("/dev/shm/nerve." + bad)
+    # Garbage after the magic: the header or the index no longer adds up.
+    bad = name("bad-body")
+    shutil.copyfile(src, "/dev/shm/nerve." + bad)
+    with open("/dev/shm/nerve." + bad, "r+b") as f:
+        f.seek(64)
+        f.write(bytes((i * 37 + 11) & 0xff for i in range(size - 64)))
+    rc, _, err = run("check", bad)
+    check(rc == 1 and ("ECORRUPT" in err or "ETRUNC" in err
+                       or "EVERSION" in err or "EABI" in err),
+          "check finds garbage: %d %r" % (rc, err))
+    os.unlink("/dev/shm/nerve." + bad)
+    # Truncated file.
+    bad = name("short")
+    shutil.copyfile(src, "/dev/shm/nerve." + bad)
+    os.truncate("/dev/shm/nerve." + bad, size // 2)
+    rc, _, err = run("check", bad)
+    check(rc == 1 and ("ETRUNC" in err or "ECORRUPT" in err),
+          "check finds a truncated file: %r" % err)
+    os.unlink("/dev/shm/nerve." + bad)
+    expect(["check", name("missing")], 1, err_has="ENOENT")
+    expect(["check", "bad/name"], 1, err_has="EINVAL")
+    expect(["check"], 2)
+    expect(["rm", c], 0)
+
+
+def main():
+    if NERVE is None or not os.access(NERVE, os.X_OK):
+        print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
+        return 1
+    if not os.path.isdir("/dev/shm"):
+        print("SKIP: no /dev/shm")
+        return 77
+    tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
+             test_put_get, test_cat, test_chmod, test_check]
+    try:
+        for t in tests:
+            n = len(FAILURES)
+            t()
+            print("%s: %s" % (t.__name__, "ok" if len(FAILURES) == n
+                                          else "FAILED"))
+    finally:
+        for n in MADE:
+            for p in ("/dev/shm/nerve." + n, "/dev/shm/nerve-bell." + n):
+                if os.path.exists(p):
+                    os.unlink(p)
+    if FAILURES:
+        print("%d failure(s)" % len(FAILURES), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

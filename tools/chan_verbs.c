@@ -1,0 +1,962 @@
+/* The channel verbs of the `nerve` command: create, rm, ls, info, put, get,
+ * cat, chmod and check. Each parses its own options (getopt_long), calls
+ * the public API and maps the result to an exit code: 0 success, 1 a
+ * failed operation (the library's error name and message on stderr), 2 a
+ * usage error. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum fmt { FMT_RAW, FMT_HEX, FMT_TEXT, FMT_JSON };
+
+/* Handle for the SIGINT/SIGTERM handler of get and cat: cancelling its wait
+ * is async-signal-safe by contract (nerve_chan_cancel). */
+static nerve_chan *volatile g_wait_chan;
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+    nerve_chan *c = g_wait_chan;
+    if (c != NULL) {
+        nerve_chan_cancel(c);
+    }
+}
+
+static void catch_signals(nerve_chan *c)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    g_wait_chan = c;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Common getopt handling of unknown options and missing arguments. */
+static int bad_option(const char *verb, int argc, char **argv)
+{
+    const char *opt = optind - 1 < argc ? argv[optind - 1] : "?";
+    return cli_usage(verb, "unknown option or missing value: '%s'", opt);
+}
+
+static void reset_getopt(void)
+{
+    optind = 1;
+    opterr = 0;
+}
+
+static int parse_format(const char *verb, const char *s, enum fmt *f)
+{
+    if (strcmp(s, "raw") == 0) {
+        *f = FMT_RAW;
+    } else if (strcmp(s, "hex") == 0) {
+        *f = FMT_HEX;
+    } else if (strcmp(s, "text") == 0) {
+        *f = FMT_TEXT;
+    } else if (strcmp(s, "json") == 0) {
+        *f = FMT_JSON;
+    } else {
+        return cli_usage(verb, "unknown format '%s' (raw, hex, text, json)", s);
+    }
+    return 0;
+}
+
+static int seconds_to_ns(const char *verb, const char *s, int64_t *ns)
+{
+    double sec;
+    if (cli_parse_seconds(s, &sec) != 0 || sec > 9e9) {
+        return cli_usage(verb, "bad time '%s' (seconds, e.g. 1.5)", s);
+    }
+    *ns = (int64_t)(sec * 1e9);
+    return 0;
+}
+
+/* Check a name before using it in messages and paths. */
+static int check_name(const char *verb, const char *name)
+{
+    int rc = nerve_name_check(name);
+    if (rc != 0) {
+        fprintf(stderr,
+                "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
+                "start with '.', at most %d bytes)\n",
+                verb, name, nerve_err_name(rc), nerve_strerror(rc),
+                NERVE_NAME_MAX);
+        return CLI_FAIL;
+    }
+    return 0;
+}
+
+static void print_hex(FILE *f, const unsigned char *p, size_t len)
+{
+    for (size_t off = 0; off < len; off += 16) {
+        fprintf(f, "%08zx ", off);
+        for (size_t i = 0; i < 16; i++) {
+            if (i == 8) {
+                fputc(' ', f);
+            }
+            if (off + i < len) {
+                fprintf(f, " %02x", p[off + i]);
+            } else {
+                fputs("   ", f);
+            }
+        }
+        fputs("  |", f);
+        for (size_t i = 0; i < 16 && off + i < len; i++) {
+            unsigned char c = p[off + i];
+            fputc(c >= 0x20 && c < 0x7f ? c : '.', f);
+        }
+        fputs("|\n", f);
+    }
+}
+
+static void print_message(enum fmt fmt, const void *buf,
+                          const struct nerve_get_info *info)
+{
+    switch (fmt) {
+    case FMT_RAW:
+        fwrite(buf, 1, info->len, stdout);
+        break;
+    case FMT_TEXT:
+        fwrite(buf, 1, info->len, stdout);
+        fputc('\n', stdout);
+        break;
+    case FMT_HEX: {
+        char iso[64];
+        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        printf("seq %" PRIu64 "  size %" PRIu64 "  missed %" PRIu64
+               "  time %s\n",
+               info->seq, info->len, info->missed, iso);
+        print_hex(stdout, buf, info->len);
+        break;
+    }
+    case FMT_JSON: {
+        char iso[64];
+        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        printf("{\"seq\":%" PRIu64 ",\"time\":\"%s\",\"time_ns\":%" PRId64
+               ",\"size\":%" PRIu64 ",\"missed\":%" PRIu64,
+               info->seq, iso, info->time_ns, info->len, info->missed);
+        json_payload(stdout, "text", "base64", buf, info->len);
+        fputs("}\n", stdout);
+        break;
+    }
+    }
+    fflush(stdout);
+}
+
+/* ---- create ------------------------------------------------------------ */
+
+int cli_create(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"slots", required_argument, NULL, 'n'},
+        {"size", required_argument, NULL, 's'},
+        {"mode", required_argument, NULL, 'm'},
+        {"type", required_argument, NULL, 't'},
+        {"encoding", required_argument, NULL, 'e'},
+        {"schema", required_argument, NULL, 'S'},
+        {"exist-ok", no_argument, NULL, 'x'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    const char *schema_file = NULL;
+    int c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            if (cli_parse_u64(optarg, &o.slots) != 0 || o.slots == 0) {
+                return cli_usage("create", "bad --slots '%s'", optarg);
+            }
+            break;
+        case 's':
+            if (cli_parse_size(optarg, &o.data_size) != 0 ||
+                o.data_size == 0) {
+                return cli_usage("create", "bad --size '%s'", optarg);
+            }
+            break;
+        case 'm':
+            if (cli_parse_mode(optarg, &o.mode) != 0) {
+                return cli_usage("create", "bad --mode '%s' (octal, e.g. 0640)",
+                                 optarg);
+            }
+            break;
+        case 't': o.type = optarg; break;
+        case 'e': o.encoding = optarg; break;
+        case 'S': schema_file = optarg; break;
+        case 'x': o.flags |= NERVE_C_EXIST_OK; break;
+        case 'h': return cli_print_help("create");
+        default: return bad_option("create", argc, argv);
+        }
+    }
+    if (optind != argc - 1) {
+        return cli_usage("create", optind >= argc ? "missing NAME"
+                                                  : "too many arguments");
+    }
+    const char *name = argv[optind];
+    if (check_name("create", name) != 0) {
+        return CLI_FAIL;
+    }
+    char *schema = NULL;
+    if (schema_file != NULL) {
+        FILE *f = strcmp(schema_file, "-") == 0 ? stdin
+                                                : fopen(schema_file, "rb");
+        size_t len = 0;
+        if (f == NULL || read_all(f, &schema, &len) != 0) {
+            fprintf(stderr, "nerve create: --schema %s: %s\n", schema_file,
+                    strerror(errno));
+            if (f != NULL && f != stdin) {
+                fclose(f);
+            }
+            return CLI_FAIL;
+        }
+        if (f != stdin) {
+            fclose(f);
+        }
+        o.schema = schema;
+        o.schema_len = len;
+    }
+    int rc = nerve_chan_create(name, &o);
+    free(schema);
+    if (rc != 0) {
+        return cli_err("create", name, rc);
+    }
+    return CLI_OK;
+}
+
+/* ---- rm ---------------------------------------------------------------- */
+
+int cli_rm(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            return cli_print_help("rm");
+        }
+        return bad_option("rm", argc, argv);
+    }
+    if (optind >= argc) {
+        return cli_usage("rm", "missing NAME");
+    }
+    int status = CLI_OK;
+    for (int i = optind; i < argc; i++) {
+        if (check_name("rm", argv[i]) != 0) {
+            status = CLI_FAIL;
+            continue;
+        }
+        int rc = nerve_chan_unlink(argv[i]);
+        if (rc != 0) {
+            status = cli_err("rm", argv[i], rc);
+        }
+    }
+    return status;
+}
+
+/* ---- ls ---------------------------------------------------------------- */
+
+struct name_list {
+    char **v;
+    size_t n, cap;
+};
+
+static int collect_name(const char *name, void *arg)
+{
+    struct name_list *l = arg;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 64;
+        char **v = realloc(l->v, cap * sizeof *v);
+        if (v == NULL) {
+            return NERVE_ENOMEM;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n] = strdup(name);
+    if (l->v[l->n] == NULL) {
+        return NERVE_ENOMEM;
+    }
+    l->n++;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static uint64_t present(const struct nerve_stats *st)
+{
+    return st->head_seq >= st->tail_seq ? st->head_seq - st->tail_seq + 1 : 0;
+}
+
+static void human_bytes(char *out, size_t len, uint64_t v)
+{
+    static const char *unit[] = {"", "K", "M", "G", "T"};
+    int u = 0;
+    double d = (double)v;
+    while (d >= 1024 && u < 4 && (v % 1024 == 0 || d >= 10 * 1024)) {
+        d /= 1024;
+        v /= 1024;
+        u++;
+    }
+    if (d == (double)(uint64_t)d) {
+        snprintf(out, len, "%" PRIu64 "%s", (uint64_t)d, unit[u]);
+    } else {
+        snprintf(out, len, "%.1f%s", d, unit[u]);
+    }
+}
+
+static void human_age(char *out, size_t len, int64_t ns)
+{
+    double s = (double)ns / 1e9;
+    if (s < 1e-3) {
+        snprintf(out, len, "%.0fus", s * 1e6);
+    } else if (s < 1) {
+        snprintf(out, len, "%.0fms", s * 1e3);
+    } else if (s < 120) {
+        snprintf(out, len, "%.1fs", s);
+    } else if (s < 7200) {
+        snprintf(out, len, "%.0fm", s / 60);
+    } else if (s < 172800) {
+        snprintf(out, len, "%.0fh", s / 3600);
+    } else {
+        snprintf(out, len, "%.0fd", s / 86400);
+    }
+}
+
+int cli_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': return cli_print_help("ls");
+        default: return bad_option("ls", argc, argv);
+        }
+    }
+    if (optind != argc) {
+        return cli_usage("ls", "too many arguments");
+    }
+    struct name_list l = {NULL, 0, 0};
+    int rc = nerve_list(collect_name, &l);
+    if (rc != 0) {
+        for (size_t i = 0; i < l.n; i++) {
+            free(l.v[i]);
+        }
+        free(l.v);
+        return cli_err("ls", "/dev/shm", rc);
+    }
+    qsort(l.v, l.n, sizeof l.v[0], cmp_str);
+    int64_t now = nerve_now_ns();
+    if (json) {
+        fputc('[', stdout);
+    } else {
+        printf("%-24s %7s %7s %9s %9s %8s  %s\n", "NAME", "SLOTS", "SIZE",
+               "MESSAGES", "BYTES", "NEWEST", "TYPE");
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        nerve_chan *ch = NULL;
+        struct nerve_stats st;
+        struct nerve_meta meta = {"", "", "", 0};
+        rc = nerve_chan_open(l.v[i], NERVE_O_READ, &ch);
+        if (rc == 0) {
+            rc = nerve_chan_stat(ch, &st);
+        }
+        if (rc == 0) {
+            rc = nerve_chan_meta(ch, &meta);
+        }
+        if (json) {
+            fputs(i ? ",\n " : "\n ", stdout);
+            fputs("{\"name\":", stdout);
+            json_cstr(stdout, l.v[i]);
+            if (rc != 0) {
+                printf(",\"error\":\"%s\",\"message\":", nerve_err_name(rc));
+                json_cstr(stdout, nerve_strerror(rc));
+            } else {
+                printf(",\"slots\":%" PRIu64 ",\"data_size\":%" PRIu64
+                       ",\"messages\":%" PRIu64 ",\"head_seq\":%" PRIu64
+                       ",\"bytes_total\":%" PRIu64 ",\"newest_age_ns\":",
+                       st.slots, st.data_size, present(&st), st.head_seq,
+                       st.bytes_total);
+                if (st.head_seq > 0) {
+                    printf("%" PRId64, now - st.newest_time_ns);
+                } else {
+                    fputs("null", stdout);
+                }
+                printf(",\"mode\":\"%04o\",\"type\":", st.mode);
+                json_cstr(stdout, meta.type);
+                fputs(",\"encoding\":", stdout);
+                json_cstr(stdout, meta.encoding);
+            }
+            fputc('}', stdout);
+        } else if (rc != 0) {
+            printf("%-24s %s: %s\n", l.v[i], nerve_err_name(rc),
+                   nerve_strerror(rc));
+        } else {
+            char size[32], bytes[32], age[32];
+            human_bytes(size, sizeof size, st.data_size);
+            human_bytes(bytes, sizeof bytes, st.bytes_total);
+            if (st.head_seq > 0) {
+                human_age(age, sizeof age, now - st.newest_time_ns);
+            } else {
+                snprintf(age, sizeof age, "-");
+            }
+            printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n",
+                   l.v[i], st.slots, size, present(&st), bytes, age,
+                   meta.type[0] ? meta.type : "-");
+        }
+        nerve_chan_close(ch);
+        free(l.v[i]);
+    }
+    if (json) {
+        fputs(l.n ? "\n]\n" : "]\n", stdout);
+    }
+    free(l.v);
+    return CLI_OK;
+}
+
+/* ---- info -------------------------------------------------------------- */
+
+int cli_info(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': return cli_print_help("info");
+        default: return bad_option("info", argc, argv);
+        }
+    }
+    if (optind != argc - 1) {
+        return cli_usage("info", optind >= argc ? "missing NAME"
+                                                : "too many arguments");
+    }
+    const char *name = argv[optind];
+    if (check_name("info", name) != 0) {
+        return CLI_FAIL;
+    }
+    nerve_chan *ch;
+    int rc = nerve_chan_open(name, NERVE_O_READ, &ch);
+    if (rc != 0) {
+        return cli_err("info", name, rc);
+    }
+    struct nerve_stats st;
+    struct nerve_meta meta;
+    rc = nerve_chan_stat(ch, &st);
+    if (rc == 0) {
+        rc = nerve_chan_meta(ch, &meta);
+    }
+    if (rc != 0) {
+        nerve_chan_close(ch);
+        return cli_err("info", name, rc);
+    }
+    int64_t now = nerve_now_ns();
+    char created[64], newest[64] = "";
+    iso8601(created, sizeof created, st.created_ns);
+    if (st.head_seq > 0) {
+        iso8601(newest, sizeof newest,
+                nerve_mono_to_realtime_ns(st.newest_time_ns));
+    }
+    unsigned cv = st.creator_version;
+    if (json) {
+        printf("{\"name\":");
+        json_cstr(stdout, name);
+        printf(",\"layout_version\":%u,\"creator_version\":\"%u.%u.%u\""
+               ",\"file_size\":%" PRIu64 ",\"slots\":%" PRIu64
+               ",\"data_size\":%" PRIu64 ",\"head_seq\":%" PRIu64
+               ",\"tail_seq\":%" PRIu64 ",\"messages\":%" PRIu64
+               ",\"bytes_total\":%" PRIu64 ",\"waiters\":%" PRIu64
+               ",\"created\":\"%s\",\"created_ns\":%" PRId64,
+               st.layout_version, cv / 10000, cv / 100 % 100, cv % 100,
+               st.file_size, st.slots, st.data_size, st.head_seq, st.tail_seq,
+               present(&st), st.bytes_total, st.waiters, created,
+               st.created_ns);
+        if (st.head_seq > 0) {
+            printf(",\"newest_time\":\"%s\",\"newest_time_ns\":%" PRId64
+                   ",\"newest_age_ns\":%" PRId64,
+                   newest, st.newest_time_ns, now - st.newest_time_ns);
+        } else {
+            fputs(",\"newest_time\":null,\"newest_time_ns\":null"
+                  ",\"newest_age_ns\":null",
+                  stdout);
+        }
+        printf(",\"mode\":\"%04o\",\"uid\":%u,\"gid\":%u,\"type\":", st.mode,
+               st.uid, st.gid);
+        json_cstr(stdout, meta.type);
+        fputs(",\"encoding\":", stdout);
+        json_cstr(stdout, meta.encoding);
+        printf(",\"schema_len\":%" PRIu64, meta.schema_len);
+        json_payload(stdout, "schema", "schema_base64", meta.schema,
+                     meta.schema_len);
+        fputs("}\n", stdout);
+    } else {
+        printf("name:            %s\n", name);
+        printf("layout version:  %u (creator nerve %u.%u.%u)\n",
+               st.layout_version, cv / 10000, cv / 100 % 100, cv % 100);
+        printf("file size:       %" PRIu64 " bytes\n", st.file_size);
+        printf("slots:           %" PRIu64 "\n", st.slots);
+        printf("data size:       %" PRIu64 " bytes\n", st.data_size);
+        printf("sequence:        head %" PRIu64 ", tail %" PRIu64
+               " (%" PRIu64 " messages present)\n",
+               st.head_seq, st.tail_seq, present(&st));
+        printf("bytes published: %" PRIu64 "\n", st.bytes_total);
+        if (st.head_seq > 0) {
+            char age[32];
+            human_age(age, sizeof age, now - st.newest_time_ns);
+            printf("newest:          %s (%s ago)\n", newest, age);
+        } else {
+            printf("newest:          -\n");
+        }
+        printf("waiting readers: %" PRIu64 "\n", st.waiters);
+        printf("created:         %s\n", created);
+        printf("mode:            %04o (uid %u, gid %u)\n", st.mode, st.uid,
+               st.gid);
+        printf("type:            %s\n", meta.type[0] ? meta.type : "-");
+        printf("encoding:        %s\n",
+               meta.encoding[0] ? meta.encoding : "-");
+        if (meta.schema_len == 0) {
+            printf("schema:          -\n");
+        } else if (utf8_valid(meta.schema, meta.schema_len)) {
+            printf("schema:          %" PRIu64 " bytes\n%s%s",
+                   meta.schema_len, meta.schema,
+                   meta.schema[meta.schema_len - 1] == '\n' ? "" : "\n");
+        } else {
+            printf("schema:          %" PRIu64 " bytes (binary)\n",
+                   meta.schema_len);
+        }
+    }
+    nerve_chan_close(ch);
+    return CLI_OK;
+}
+
+/* ---- put --------------------------------------------------------------- */
+
+static int put_one(nerve_chan *ch, const char *name, const void *buf,
+                   size_t len, int64_t timeout, int json)
+{
+    struct nerve_put_info info;
+    int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
+    if (rc != 0) {
+        return cli_err("put", name, rc);
+    }
+    if (info.recovered) {
+        fprintf(stderr, "nerve put: %s: recovered the writer lock from a "
+                        "writer that died\n", name);
+    }
+    if (json) {
+        printf("{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 "}\n", info.seq,
+               info.time_ns);
+    }
+    return CLI_OK;
+}
+
+int cli_put(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"lines", no_argument, NULL, 'l'},
+        {"timeout", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int lines = 0, json = 0, c;
+    int64_t timeout = NERVE_FOREVER;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': lines = 1; break;
+        case 'j': json = 1; break;
+        case 't':
+            if (seconds_to_ns("put", optarg, &timeout) != 0) {
+                return CLI_USAGE;
+            }
+            break;
+        case 'h': return cli_print_help("put");
+        default: return bad_option("put", argc, argv);
+        }
+    }
+    if (optind >= argc) {
+        return cli_usage("put", "missing NAME");
+    }
+    if (argc - optind > 2) {
+        return cli_usage("put", "too many arguments (quote DATA)");
+    }
+    const char *name = argv[optind];
+    if (check_name("put", name) != 0) {
+        return CLI_FAIL;
+    }
+    char *data;
+    size_t len;
+    int owned = 0;
+    if (optind + 1 < argc) {
+        data = argv[optind + 1];
+        len = strlen(data);
+    } else {
+        if (read_all(stdin, &data, &len) != 0) {
+            fprintf(stderr, "nerve put: standard input: %s\n",
+                    strerror(errno));
+            return CLI_FAIL;
+        }
+        owned = 1;
+    }
+    nerve_chan *ch;
+    int rc = nerve_chan_open(name, NERVE_O_WRITE, &ch);
+    if (rc != 0) {
+        if (owned) {
+            free(data);
+        }
+        return cli_err("put", name, rc);
+    }
+    int status = CLI_OK;
+    if (!lines) {
+        status = put_one(ch, name, data, len, timeout, json);
+    } else {
+        size_t start = 0;
+        while (start < len && status == CLI_OK) {
+            char *nl = memchr(data + start, '\n', len - start);
+            size_t end = nl ? (size_t)(nl - data) : len;
+            status = put_one(ch, name, data + start, end - start, timeout,
+                             json);
+            start = end + 1;
+        }
+    }
+    nerve_chan_close(ch);
+    if (owned) {
+        free(data);
+    }
+    return status;
+}
+
+/* ---- get and cat ------------------------------------------------------- */
+
+/* One get into a buffer that grows to the message size if needed. */
+static int get_grow(nerve_chan *ch, char **buf, size_t *cap, int64_t arg,
+                    int64_t timeout, struct nerve_get_info *info,
+                    uint32_t flags)
+{
+    for (;;) {
+        int rc = nerve_chan_get(ch, *buf, *cap, arg, timeout, info, flags);
+        if (rc != NERVE_EMSGSIZE) {
+            return rc;
+        }
+        char *nb = realloc(*buf, info->len);
+        if (nb == NULL) {
+            return NERVE_ENOMEM;
+        }
+        *buf = nb;
+        *cap = info->len;
+    }
+}
+
+static int open_reader(const char *verb, const char *name, nerve_chan **ch,
+                       char **buf, size_t *cap, struct nerve_stats *st)
+{
+    if (check_name(verb, name) != 0) {
+        return CLI_FAIL;
+    }
+    int rc = nerve_chan_open(name, NERVE_O_READ, ch);
+    if (rc == 0) {
+        rc = nerve_chan_stat(*ch, st);
+        if (rc != 0) {
+            nerve_chan_close(*ch);
+        }
+    }
+    if (rc != 0) {
+        return cli_err(verb, name, rc);
+    }
+    *cap = st->data_size ? st->data_size : 4096;
+    *buf = malloc(*cap);
+    if (*buf == NULL) {
+        nerve_chan_close(*ch);
+        return cli_err(verb, name, NERVE_ENOMEM);
+    }
+    return CLI_OK;
+}
+
+int cli_get(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"newest", no_argument, NULL, 'N'},
+        {"next", no_argument, NULL, 'n'},
+        {"seq", required_argument, NULL, 's'},
+        {"at", required_argument, NULL, 'a'},
+        {"wait", no_argument, NULL, 'w'},
+        {"timeout", required_argument, NULL, 't'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint32_t which = NERVE_GET_NEWEST;
+    int nwhich = 0, wait = 0, c;
+    int64_t arg = 0, timeout = NERVE_FOREVER;
+    int have_timeout = 0;
+    const char *at = NULL;
+    enum fmt fmt = FMT_TEXT;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'N': which = NERVE_GET_NEWEST; nwhich++; break;
+        case 'n': which = NERVE_GET_NEXT; nwhich++; break;
+        case 's': {
+            uint64_t v;
+            if (cli_parse_u64(optarg, &v) != 0 || v == 0 || v > INT64_MAX) {
+                return cli_usage("get", "bad --seq '%s'", optarg);
+            }
+            which = NERVE_GET_SEQ;
+            arg = (int64_t)v;
+            nwhich++;
+            break;
+        }
+        case 'a': at = optarg; which = NERVE_GET_AT; nwhich++; break;
+        case 'w': wait = 1; break;
+        case 't':
+            if (seconds_to_ns("get", optarg, &timeout) != 0) {
+                return CLI_USAGE;
+            }
+            have_timeout = 1;
+            break;
+        case 'f':
+            if (parse_format("get", optarg, &fmt) != 0) {
+                return CLI_USAGE;
+            }
+            break;
+        case 'h': return cli_print_help("get");
+        default: return bad_option("get", argc, argv);
+        }
+    }
+    if (optind != argc - 1) {
+        return cli_usage("get", optind >= argc ? "missing NAME"
+                                               : "too many arguments");
+    }
+    if (nwhich > 1) {
+        return cli_usage("get", "give at most one of --newest, --next, --seq, "
+                                "--at");
+    }
+    if (wait && which == NERVE_GET_AT) {
+        return cli_usage("get", "--wait does not apply to --at");
+    }
+    if (have_timeout && !wait) {
+        return cli_usage("get", "--timeout needs --wait");
+    }
+    if (at != NULL && cli_parse_time(at, nerve_now_ns(), &arg) != 0) {
+        return cli_usage("get", "bad --at '%s' (nanoseconds, or -1.5s, "
+                                "-200ms, -30us)", at);
+    }
+    const char *name = argv[optind];
+    nerve_chan *ch;
+    char *buf;
+    size_t cap;
+    struct nerve_stats st;
+    int status = open_reader("get", name, &ch, &buf, &cap, &st);
+    if (status != CLI_OK) {
+        return status;
+    }
+    catch_signals(ch);
+    struct nerve_get_info info;
+    uint32_t flags = which | (wait ? NERVE_F_WAIT : 0);
+    int rc = get_grow(ch, &buf, &cap, arg, wait ? timeout : 0, &info, flags);
+    if (rc == 0) {
+        print_message(fmt, buf, &info);
+    } else {
+        status = cli_err("get", name, rc);
+    }
+    g_wait_chan = NULL;
+    nerve_chan_close(ch);
+    free(buf);
+    return status;
+}
+
+int cli_cat(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"newest", no_argument, NULL, 'N'},
+        {"all", no_argument, NULL, 'a'},
+        {"count", required_argument, NULL, 'c'},
+        {"timeout", required_argument, NULL, 't'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int newest = 0, all = 0, c;
+    uint64_t count = 0;
+    int64_t timeout = NERVE_FOREVER;
+    enum fmt fmt = FMT_TEXT;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'N': newest = 1; break;
+        case 'a': all = 1; break;
+        case 'c':
+            if (cli_parse_u64(optarg, &count) != 0 || count == 0) {
+                return cli_usage("cat", "bad --count '%s'", optarg);
+            }
+            break;
+        case 't':
+            if (seconds_to_ns("cat", optarg, &timeout) != 0) {
+                return CLI_USAGE;
+            }
+            break;
+        case 'f':
+            if (parse_format("cat", optarg, &fmt) != 0) {
+                return CLI_USAGE;
+            }
+            break;
+        case 'h': return cli_print_help("cat");
+        default: return bad_option("cat", argc, argv);
+        }
+    }
+    if (optind != argc - 1) {
+        return cli_usage("cat", optind >= argc ? "missing NAME"
+                                               : "too many arguments");
+    }
+    const char *name = argv[optind];
+    nerve_chan *ch;
+    char *buf;
+    size_t cap;
+    struct nerve_stats st;
+    int status = open_reader("cat", name, &ch, &buf, &cap, &st);
+    if (status != CLI_OK) {
+        return status;
+    }
+    if (!all) {
+        /* Follow from now: the next NEXT returns head_seq + 1. */
+        nerve_chan_seek(ch, st.head_seq);
+    }
+    catch_signals(ch);
+    uint32_t flags = (newest ? NERVE_GET_NEWEST : NERVE_GET_NEXT) |
+                     NERVE_F_WAIT;
+    for (uint64_t n = 0; count == 0 || n < count; n++) {
+        struct nerve_get_info info;
+        int rc = get_grow(ch, &buf, &cap, 0, timeout, &info, flags);
+        if (rc == NERVE_ECANCELED && g_interrupted) {
+            break; /* Ctrl-C is the normal end of a follow */
+        }
+        if (rc != 0) {
+            status = cli_err("cat", name, rc);
+            break;
+        }
+        print_message(fmt, buf, &info);
+    }
+    g_wait_chan = NULL;
+    nerve_chan_close(ch);
+    free(buf);
+    return status;
+}
+
+/* ---- chmod ------------------------------------------------------------- */
+
+int cli_chmod(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            return cli_print_help("chmod");
+        }
+        return bad_option("chmod", argc, argv);
+    }
+    if (argc - optind != 2) {
+        return cli_usage("chmod", argc - optind < 2 ? "missing MODE or NAME"
+                                                    : "too many arguments");
+    }
+    uint32_t mode;
+    if (cli_parse_mode(argv[optind], &mode) != 0) {
+        return cli_usage("chmod", "bad mode '%s' (octal, e.g. 0640)",
+                         argv[optind]);
+    }
+    const char *name = argv[optind + 1];
+    if (check_name("chmod", name) != 0) {
+        return CLI_FAIL;
+    }
+    /* Only a valid channel is touched: nerve_stat validates the header. */
+    struct nerve_stats st;
+    int rc = nerve_stat(name, &st);
+    if (rc != 0) {
+        return cli_err("chmod", name, rc);
+    }
+    /* The public API has no chmod; the channel is the file
+     * /dev/shm/nerve.NAME (include/nerve/chan.h). Its bell is written by
+     * readers (the waiter count), so it gets write permission wherever
+     * the channel grants read permission. */
+    char path[64 + NERVE_NAME_MAX];
+    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
+    if (chmod(path, mode) != 0) {
+        return cli_err("chmod", name, -errno);
+    }
+    snprintf(path, sizeof path, "/dev/shm/nerve-bell.%s", name);
+    mode_t bell = (mode_t)(mode & 0777) | (mode_t)((mode & 0444) >> 1);
+    if (chmod(path, bell) != 0 && errno != ENOENT) {
+        return cli_err("chmod", name, -errno);
+    }
+    return CLI_OK;
+}
+
+/* ---- check ------------------------------------------------------------- */
+
+int cli_check(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            return cli_print_help("check");
+        }
+        return bad_option("check", argc, argv);
+    }
+    if (optind != argc - 1) {
+        return cli_usage("check", optind >= argc ? "missing NAME"
+                                                 : "too many arguments");
+    }
+    const char *name = argv[optind];
+    if (check_name("check", name) != 0) {
+        return CLI_FAIL;
+    }
+    char msg[512] = "";
+    int rc = nerve_chan_check(name, msg, sizeof msg);
+    if (strcmp(msg, nerve_strerror(rc)) == 0) {
+        msg[0] = '\0'; /* the explanation adds nothing to the message */
+    }
+    if (rc != 0) {
+        fprintf(stderr, "nerve check: %s: %s: %s%s%s\n", name,
+                nerve_err_name(rc), nerve_strerror(rc), msg[0] ? ": " : "",
+                msg);
+        return CLI_FAIL;
+    }
+    printf("%s: ok\n", name);
+    return CLI_OK;
+}
