@@ -142,7 +142,8 @@ Absolute error = wake-up - release (seed 003 eq. 2; cyclictest's
 "latency"), in microseconds. "RMS exact" is nerve's ns-resolution value;
 "RMS hist" is computed for both tools the same way from 1 us histograms
 (cyclictest truncates to whole microseconds, so this is the fair
-comparison).
+comparison); samples beyond the ${HMAX} us histogram range (overflow) are
+left out of "RMS hist" for both tools, but not out of max or RMS exact.
 
 | load | tool | round | samples | max (us) | RMS exact (us) | RMS hist (us) |
 |---|---|---|---|---|---|---|
