@@ -66,7 +66,9 @@ typedef struct nerve_chan nerve_chan;
 #define NERVE_GET_NEWEST 0x1u /* newest message */
 #define NERVE_GET_SEQ 0x2u    /* the message whose sequence number is `arg` */
 #define NERVE_GET_AT 0x3u     /* newest message committed at or before time
-                                 `arg` (CLOCK_MONOTONIC ns); never waits */
+                                 `arg` (CLOCK_MONOTONIC ns) among those
+                                 committed when the call began; never
+                                 waits */
 #define NERVE_GET_MASK 0x3u
 
 /* Modifiers. */

@@ -20,7 +20,7 @@
 #define END_ID 999
 
 static const char *chan;
-static double seconds = 2.0;
+static double seconds = 3.0;
 
 struct shared {
     atomic_ulong published[WRITERS];

@@ -264,8 +264,51 @@ static void test_no_bell(void)
     NT_OK(nerve_chan_unlink(n));
 }
 
+struct lock_ctx {
+    const char *name;
+    int rc_rel, rc_abs, rc_after;
+};
+
+static void *second_writer(void *arg)
+{
+    struct lock_ctx *l = arg;
+    nerve_chan *w2;
+    NT_OK(nerve_chan_open(l->name, NERVE_O_WRITE, &w2));
+    l->rc_rel = nerve_chan_put(w2, "b", 1, 2000000, NULL, 0);
+    l->rc_abs = nerve_chan_put(w2, "b", 1, nerve_now_ns() + 2000000, NULL,
+                               NERVE_F_ABSTIME);
+    nerve_chan_close(w2);
+    return NULL;
+}
+
+/* A writer holding the lock (here: an open reservation) makes others wait
+ * only as long as they ask: relative and absolute lock timeouts. */
+static void test_lock_timeout(void)
+{
+    const char *n = nt_name("lock");
+    nt_create(n, 8, 4096);
+    nerve_chan *w;
+    NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w));
+    void *p;
+    NT_OK(nerve_chan_reserve(w, 8, NERVE_FOREVER, &p, 0));
+    struct lock_ctx l = {n, 1, 1, 1};
+    pthread_t t;
+    pthread_create(&t, NULL, second_writer, &l);
+    pthread_join(t, NULL);
+    NT_RC(l.rc_rel, NERVE_ETIMEDOUT);
+    NT_RC(l.rc_abs, NERVE_ETIMEDOUT);
+    NT_OK(nerve_chan_commit(w, 8, NULL));
+    nerve_chan *w2;
+    NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w2));
+    NT_OK(nerve_chan_put(w2, "c", 1, 2000000, NULL, 0));
+    nerve_chan_close(w2);
+    nerve_chan_close(w);
+    NT_OK(nerve_chan_unlink(n));
+}
+
 int main(void)
 {
+    test_lock_timeout();
     nt_watchdog(60);
     test_wake();
     test_timeouts();
