@@ -308,8 +308,8 @@ static void test_lock_timeout(void)
 
 int main(void)
 {
-    test_lock_timeout();
     nt_watchdog(60);
+    test_lock_timeout();
     test_wake();
     test_timeouts();
     test_cancel();
