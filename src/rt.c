@@ -621,7 +621,7 @@ int nerve_task_create(const struct nerve_task_opts *opts, nerve_task_fn fn,
     if (o.chan) {
         uint64_t max = o.msg_max;
         if (max == 0) {
-            struct nerve_stat cs;
+            struct nerve_stats cs;
             int rc = nerve_chan_stat(o.chan, &cs);
             if (rc != 0) {
                 free(t);
