@@ -1,0 +1,297 @@
+"""Benchmarks of the Python package (run by `make bench-python`).
+
+1. Per-call overhead: Python put + get of 64-byte messages against the same
+   loop in C (put_get_loop.c, compiled here from the same core sources with
+   the module's optimisation flags), side by side in one run.
+2. One 1 MiB numpy array from producer to consumer, per message: nerve
+   zero-copy view, nerve copy, nerve reservation + view, against
+   multiprocessing.shared_memory + pickle and pyzmq over ipc://, with
+   np.copyto of the same bytes as the floor.
+
+Both are measured in one process (producer call, then consumer call), so
+they compare the CPU cost of each transport without the cross-CPU wake-up
+that would dominate and blur them on a shared 2-CPU machine. Samples are
+the mean per call of a batch (part 1) or one message each (part 2); the
+results name their host and go to bench/results/python-*.{md,jsonl}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import glob
+import json
+import os
+import pickle
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing import shared_memory
+from pathlib import Path
+
+import numpy as np
+
+import nerve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---- host and statistics -------------------------------------------------------
+
+
+def _read(path: str, default: str = "n/a") -> str:
+    try:
+        return Path(path).read_text().strip() or default
+    except OSError:
+        return default
+
+
+def host() -> dict:
+    cpu = "unknown"
+    for line in _read("/proc/cpuinfo", "").splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    uname = platform.uname()
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "kernel": uname.release,
+        "preempt_rt": "PREEMPT_RT" in uname.version,
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "isolated_cpus": _read("/sys/devices/system/cpu/isolated", "none"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "nerve": nerve.__version__,
+    }
+
+
+def summary(samples) -> dict:
+    a = np.sort(np.asarray(samples, dtype=np.float64))
+    q = lambda p: float(np.percentile(a, p))  # noqa: E731
+    return {"n": int(a.size), "p50": q(50), "p99": q(99), "p99.9": q(99.9), "max": float(a[-1])}
+
+
+# ---- 1. per-call overhead ----------------------------------------------------------
+
+
+def build_c_loop(work: Path) -> Path:
+    cc = os.environ.get("CC") or shutil.which("cc") or "gcc"
+    exe = work / "put_get_loop"
+    sources = sorted(glob.glob(str(ROOT / "src" / "*.c")) + glob.glob(str(ROOT / "src" / "platform" / "linux" / "*.c")))
+    cmd = [cc, "-std=c11", "-O3", "-DNDEBUG", "-D_GNU_SOURCE", "-DNERVE_STATIC_DEFINE",
+           f"-I{ROOT / 'include'}", f"-I{ROOT / 'src'}", *sources,
+           str(Path(__file__).with_name("put_get_loop.c")), "-o", str(exe), "-lpthread", "-lm"]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def overhead(name: str, size: int, rounds: int, batch: int, work: Path) -> dict:
+    msg = bytes(size)
+    res = {}
+    with nerve.create(name, slots=4096, size=1 << 20) as w, nerve.open(name) as r:
+        put, get = w.put, r.get
+        for _ in range(batch * 20):  # warm up
+            put(msg)
+            get()
+        puts, gets = [], []
+        clock = time.perf_counter_ns
+        for _ in range(rounds):
+            t0 = clock()
+            for _ in range(batch):
+                put(msg)
+            t1 = clock()
+            for _ in range(batch):
+                get()
+            t2 = clock()
+            puts.append((t1 - t0) / batch)
+            gets.append((t2 - t1) / batch)
+        res["python"] = {"put_ns": summary(puts), "get_ns": summary(gets),
+                         "put_get_ns": summary(np.add(puts, gets))}
+        exe = build_c_loop(work)
+        out = subprocess.run([str(exe), name, str(size), str(rounds), str(batch)],
+                             check=True, capture_output=True, text=True).stdout
+        c = json.loads(out)
+        res["c"] = {"put_ns": summary(c["put_ns"]), "get_ns": summary(c["get_ns"]),
+                    "put_get_ns": summary(np.add(c["put_ns"], c["get_ns"]))}
+    nerve.unlink(name)
+    return res
+
+
+# ---- 2. one 1 MiB numpy array --------------------------------------------------------
+
+
+def large(name: str, iters: int) -> dict:
+    shape = (512, 512, 4)  # 1 MiB of uint8
+    src = np.random.default_rng(1).integers(0, 256, size=shape, dtype=np.uint8)
+    nbytes = src.nbytes
+    clock = time.perf_counter_ns
+    out = {}
+
+    def run(label, once):
+        for _ in range(20):
+            once()
+        samples = []
+        for _ in range(iters):
+            t0 = clock()
+            once()
+            samples.append(clock() - t0)
+        out[label] = summary(samples)
+
+    with nerve.create(name, slots=16, size=8 * nbytes) as w, nerve.open(name) as r:
+
+        def nerve_view():
+            w.put(src)
+            with r.view(newest=True) as m:
+                a = m.array(np.uint8, shape)
+                a[0, 0, 0]  # touch it inside the validated block
+
+        def nerve_copy():
+            w.put(src)
+            a = r.get(newest=True).array(np.uint8, shape)
+            a[0, 0, 0]
+
+        def nerve_reserve_view():
+            with w.reserve(dtype=np.uint8, shape=shape) as dst:
+                np.copyto(dst, src)
+            with r.view(newest=True) as m:
+                m.array(np.uint8, shape)[0, 0, 0]
+
+        run("nerve put + view (zero-copy read)", nerve_view)
+        run("nerve put + get (copy read)", nerve_copy)
+        run("nerve reserve + view (one copy in all)", nerve_reserve_view)
+    nerve.unlink(name)
+
+    shm = shared_memory.SharedMemory(create=True, size=2 * nbytes)
+    try:
+        def shm_pickle():
+            data = pickle.dumps(src, protocol=pickle.HIGHEST_PROTOCOL)
+            shm.buf[: len(data)] = data
+            a = pickle.loads(shm.buf[: len(data)])
+            a[0, 0, 0]
+
+        run("multiprocessing.shared_memory + pickle", shm_pickle)
+    finally:
+        shm.close()
+        shm.unlink()
+
+    try:
+        import zmq
+    except ImportError:
+        out["pyzmq ipc://"] = {"skipped": "pyzmq not installed"}
+    else:
+        ctx = zmq.Context()
+        path = tempfile.mktemp(prefix="nerve-bench-", suffix=".ipc")
+        rx, tx = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+        rx.bind(f"ipc://{path}")
+        tx.connect(f"ipc://{path}")
+        try:
+            def zmq_ipc():
+                tx.send(src, copy=False)
+                frame = rx.recv(copy=False)
+                a = np.frombuffer(frame.buffer, np.uint8).reshape(shape)
+                a[0, 0, 0]
+
+            run("pyzmq ipc:// (PAIR, copy=False)", zmq_ipc)
+        finally:
+            tx.close(0)
+            rx.close(0)
+            ctx.term()
+            if os.path.exists(path):
+                os.unlink(path)
+
+    dst = np.empty_like(src)
+    run("floor: np.copyto of 1 MiB", lambda: np.copyto(dst, src))
+    return out
+
+
+# ---- report ---------------------------------------------------------------------------
+
+
+def fmt_us(ns: float) -> str:
+    return f"{ns / 1000:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="results directory")
+    ap.add_argument("--rounds", type=int, default=2000, help="timed batches (part 1)")
+    ap.add_argument("--batch", type=int, default=100, help="calls per batch (part 1)")
+    ap.add_argument("--iters", type=int, default=1000, help="messages (part 2)")
+    ap.add_argument("--quick", action="store_true", help="a smoke run (few samples)")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.iters = 50, 50
+
+    h = host()
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = f"nt-{os.getpid()}-bench"
+    with tempfile.TemporaryDirectory() as work:
+        ov = overhead(base + "-small", 64, args.rounds, args.batch, Path(work))
+    lg = large(base + "-large", args.iters)
+
+    py, c = ov["python"], ov["c"]
+    ratio = py["put_get_ns"]["p50"] / c["put_get_ns"]["p50"]
+    lines = [
+        f"# Python package benchmark, {stamp}",
+        "",
+        f"Host: {h['cpu']}, {h['cpus']} CPUs, Linux {h['kernel']}"
+        f"{' PREEMPT_RT' if h['preempt_rt'] else ''}, governor {h['governor']}, "
+        f"isolated CPUs {h['isolated_cpus']}; Python {h['python']}, numpy {h['numpy']}, "
+        f"nerve {h['nerve']}.",
+        "",
+        f"Command: `make bench-python` (python/bench/bench_python.py).",
+        "",
+        f"## Per-call overhead, 64 B messages ({args.rounds} batches of {args.batch} calls; "
+        "sample = mean per call of one batch)",
+        "",
+        "| loop | call | p50 µs | p99 µs | p99.9 µs | max µs | samples |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for lang, d in (("Python", py), ("C", c)):
+        for call in ("put_ns", "get_ns", "put_get_ns"):
+            s = d[call]
+            label = {"put_ns": "put", "get_ns": "get", "put_get_ns": "put + get"}[call]
+            lines.append(f"| {lang} | {label} | {fmt_us(s['p50'])} | {fmt_us(s['p99'])} | "
+                         f"{fmt_us(s['p99.9'])} | {fmt_us(s['max'])} | {s['n']} |")
+    lines += [
+        "",
+        f"Python/C ratio of the median put + get: **{ratio:.1f}x** "
+        f"(Python put {fmt_us(py['put_ns']['p50'])} µs, get {fmt_us(py['get_ns']['p50'])} µs per call).",
+        "",
+        f"## One 1 MiB numpy array, producer then consumer in one process ({args.iters} messages)",
+        "",
+        "| transport | p50 µs | p99 µs | p99.9 µs | max µs | samples |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, s in lg.items():
+        if "skipped" in s:
+            lines.append(f"| {label} | skipped: {s['skipped']} | | | | |")
+            continue
+        lines.append(f"| {label} | {fmt_us(s['p50'])} | {fmt_us(s['p99'])} | "
+                     f"{fmt_us(s['p99.9'])} | {fmt_us(s['max'])} | {s['n']} |")
+    report = "\n".join(lines) + "\n"
+    print(report)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = "quick" if args.quick else stamp
+    (out / f"python-{tag}.md").write_text(report)
+    with open(out / f"python-{tag}.jsonl", "w") as f:
+        for lang, d in (("python", py), ("c", c)):
+            for call, s in d.items():
+                f.write(json.dumps({"bench": "python-overhead", "loop": lang, "call": call,
+                                    "msg_bytes": 64, "batch": args.batch, "unit": "ns",
+                                    **s, "host": h, "time": stamp}) + "\n")
+        for label, s in lg.items():
+            f.write(json.dumps({"bench": "python-1mib", "transport": label, "msg_bytes": 1 << 20,
+                                "unit": "ns", **s, "host": h, "time": stamp}) + "\n")
+    print(f"wrote {out / f'python-{tag}.md'} and .jsonl")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
