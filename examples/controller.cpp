@@ -1,0 +1,141 @@
+// Controller: subscribes to the IMU channel through a nerve::Node and, for
+// each sample, computes a torque command and publishes it on the command
+// channel. The subscription takes only the newest sample (a controller
+// acts on the current state and would only fall behind by handling every
+// queued one); pass --every to get every sample instead.
+//
+//   controller [--imu imu] [--cmd cmd] [--duration SECONDS] [--count N]
+//              [--every] [--unlink]
+//
+// Stops on SIGINT / SIGTERM (the handler calls Node::stop(), which is
+// async-signal-safe), after --duration seconds (a timer thread calls
+// Node::stop()), or after --count commands. Creates the IMU channel if the
+// publisher has not yet, so the two may start in any order. Prints the
+// number of samples received and missed and of commands published, and
+// exits 1 if it published none.
+#include "example_common.hpp"
+#include "msgs.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+namespace {
+nerve::Node *g_node = nullptr;
+extern "C" void on_signal(int)
+{
+    if (g_node) {
+        g_node->stop();
+    }
+}
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const std::string imu_name = example::opt(argc, argv, "--imu", "imu");
+    const std::string cmd_name = example::opt(argc, argv, "--cmd", "cmd");
+    const double duration = example::opt_num(argc, argv, "--duration", 0.0);
+    const double count = example::opt_num(argc, argv, "--count", 0.0);
+
+    auto pub = nerve::Publisher<robot_msgs::Command>::create(cmd_name);
+    if (!pub) {
+        std::fprintf(stderr, "controller: %s: %s\n", cmd_name.c_str(), pub.message());
+        return 1;
+    }
+
+    nerve::Node node;
+    uint64_t commands = 0;
+    int64_t worst_age_ns = 0;
+    int rc = 0;
+    nerve::subscribe_options so;
+    so.mode = example::flag(argc, argv, "--every") ? nerve::delivery::every
+                                                    : nerve::delivery::newest;
+    // Same geometry as imu_publisher's default, should we create it first.
+    so.create = true;
+    so.channel.slots = 2000;
+    so.channel.data_size = 2000 * 64;
+    auto sub = node.subscribe<robot_msgs::Imu>(
+        imu_name,
+        [&](const robot_msgs::Imu &imu, const nerve::msg_info &info) {
+            // A PD-like law on the angular rate: enough to show the flow.
+            robot_msgs::Command c{};
+            c.imu_stamp_ns = imu.stamp_ns;
+            c.imu_seq = imu.seq;
+            for (int j = 0; j < 3; j++) {
+                c.torque[j] = -2.0f * imu.gyro[j];
+                c.torque[3 + j] = -0.5f * imu.accel[j];
+            }
+            c.stamp_ns = nerve_now_ns();
+            worst_age_ns = std::max(worst_age_ns, c.stamp_ns - info.time_ns);
+            auto r = pub->publish(c);
+            if (!r) {
+                std::fprintf(stderr, "controller: publish: %s\n", r.message());
+                rc = 1;
+                node.stop();
+                return;
+            }
+            commands++;
+            if (count > 0 && commands >= static_cast<uint64_t>(count)) {
+                node.stop();
+            }
+        },
+        so);
+    if (!sub) {
+        std::fprintf(stderr, "controller: %s: %s\n", imu_name.c_str(), sub.message());
+        return 1;
+    }
+
+    g_node = &node;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+
+    // --duration: a timer thread stops the node (stop() from another thread).
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread timer;
+    if (duration > 0) {
+        timer = std::thread([&] {
+            std::unique_lock<std::mutex> lk(m);
+            cv.wait_for(lk, std::chrono::duration<double>(duration), [&] { return done; });
+            node.stop();
+        });
+    }
+
+    auto r = node.spin();
+    if (!r) {
+        std::fprintf(stderr, "controller: spin: %s\n", r.message());
+        rc = 1;
+    }
+    if (timer.joinable()) {
+        {
+            std::lock_guard<std::mutex> lk(m);
+            done = true;
+        }
+        cv.notify_one();
+        timer.join();
+    }
+    g_node = nullptr;
+
+    const auto &st = sub->stats();
+    std::printf("controller: received %llu imu samples (missed %llu, errors %llu), "
+                "published %llu commands, worst sample age %.1f us\n",
+                static_cast<unsigned long long>(st.received),
+                static_cast<unsigned long long>(st.missed),
+                static_cast<unsigned long long>(st.errors),
+                static_cast<unsigned long long>(commands),
+                static_cast<double>(worst_age_ns) / 1e3);
+    if (example::flag(argc, argv, "--unlink")) {
+        (void)nerve::Channel::unlink(cmd_name);
+        (void)nerve::Channel::unlink(imu_name);
+    }
+    if (commands == 0) {
+        std::fprintf(stderr, "controller: no command published\n");
+        rc = 1;
+    }
+    return rc;
+}

@@ -1,0 +1,414 @@
+// nerve C++ API: the untyped channel handle, time, and read results.
+//
+// nerve::Channel owns one nerve_chan handle (RAII, move-only) and is what
+// the typed Publisher, Reader and Subscriber hold. Everything here is a thin
+// inline layer over include/nerve/chan.h: each call states the C function it
+// reaches and inherits its thread, blocking, RT and signal classes.
+#ifndef NERVE_CXX_CHANNEL_HPP
+#define NERVE_CXX_CHANNEL_HPP
+
+#include <nerve/cxx/codec.hpp>
+#include <nerve/cxx/result.hpp>
+#include <nerve/cxx/c_api.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace nerve {
+
+/// Timeouts are std::chrono durations (any unit converts); `forever`
+/// waits without bound and a zero or negative duration does not wait.
+using duration = std::chrono::nanoseconds;
+inline constexpr duration forever = duration::max();
+
+/// The clock of message times: CLOCK_MONOTONIC, as nerve_now_ns().
+struct clock {
+    using rep = int64_t;
+    using period = std::nano;
+    using duration = std::chrono::nanoseconds;
+    using time_point = std::chrono::time_point<clock>;
+    static constexpr bool is_steady = true;
+    /// Now. RT: safe (vDSO).  Signal: safe.
+    static time_point now() noexcept
+    {
+        return time_point(duration(nerve_now_ns()));
+    }
+};
+
+namespace detail {
+
+// A C timeout from a duration: NERVE_FOREVER for `forever`, 0 for
+// anything not positive.
+constexpr int64_t timeout_ns(duration d) noexcept
+{
+    return d == forever ? NERVE_FOREVER : d.count() < 0 ? 0 : d.count();
+}
+
+// A NUL-terminated copy of a channel name in caller storage, so that no
+// call allocates for a name. Returns 0 or NERVE_ENAMETOOLONG.
+struct cname {
+    char buf[NERVE_NAME_MAX + 1];
+    int rc = 0;
+    explicit cname(std::string_view n) noexcept
+    {
+        if (n.size() > NERVE_NAME_MAX) {
+            rc = NERVE_ENAMETOOLONG;
+            buf[0] = '\0';
+            return;
+        }
+        std::memcpy(buf, n.data(), n.size());
+        buf[n.size()] = '\0';
+    }
+};
+
+} // namespace detail
+
+/// What a put did (nerve_put_info).
+struct publish_info {
+    uint64_t seq = 0;      ///< sequence number given to the message
+    int64_t time_ns = 0;   ///< commit time, CLOCK_MONOTONIC ns
+    bool recovered = false; ///< the writer lock was taken over from a dead writer
+    clock::time_point time() const noexcept
+    {
+        return clock::time_point(duration(time_ns));
+    }
+};
+
+/// What a read delivered (nerve_get_info).
+struct msg_info {
+    uint64_t seq = 0;     ///< sequence number of the message
+    uint64_t missed = 0;  ///< messages skipped since the cursor (next/newest)
+    int64_t time_ns = 0;  ///< commit time, CLOCK_MONOTONIC ns
+    uint64_t len = 0;     ///< message size in bytes
+    clock::time_point time() const noexcept
+    {
+        return clock::time_point(duration(time_ns));
+    }
+};
+
+/// What a read did, the first thing a caller looks at.
+enum class read_status : uint8_t {
+    data,        ///< a message (or count() messages) was delivered
+    nothing_new, ///< nothing after the cursor (or no such seq / time yet)
+    timeout,     ///< waited the whole timeout
+    cancelled,   ///< the handle was cancelled (cancel() / Node::stop())
+    error,       ///< see code(): ECORRUPT, EMISMATCH, EOVERWRITTEN, ...
+};
+
+/// The outcome of a Reader call; never thrown. `if (r)` is true when data
+/// was delivered. Side facts come with it: the number of messages missed
+/// (overwritten before this reader got to them), the last message's
+/// sequence number and time, and for batch reads the count.
+class [[nodiscard]] read_result {
+public:
+    constexpr read_result() noexcept = default;
+    /// From a C status and the info of the (last) message delivered.
+    static read_result from(int rc, const msg_info &info,
+                            size_t count) noexcept
+    {
+        read_result r;
+        r.code_ = rc > 0 ? 0 : rc;
+        r.info_ = info;
+        r.count_ = count;
+        switch (r.code_) {
+        case 0:
+            r.status_ = read_status::data;
+            break;
+        case NERVE_EAGAIN:
+            r.status_ = read_status::nothing_new;
+            break;
+        case NERVE_ETIMEDOUT:
+            r.status_ = read_status::timeout;
+            break;
+        case NERVE_ECANCELED:
+            r.status_ = read_status::cancelled;
+            break;
+        default:
+            r.status_ = read_status::error;
+            break;
+        }
+        return r;
+    }
+
+    read_status status() const noexcept { return status_; }
+    explicit operator bool() const noexcept
+    {
+        return status_ == read_status::data;
+    }
+    bool has_data() const noexcept { return status_ == read_status::data; }
+    bool nothing_new() const noexcept
+    {
+        return status_ == read_status::nothing_new;
+    }
+    bool timed_out() const noexcept { return status_ == read_status::timeout; }
+    bool cancelled() const noexcept
+    {
+        return status_ == read_status::cancelled;
+    }
+    /// The channel file failed validation (NERVE_ECORRUPT).
+    bool corrupt() const noexcept { return code_ == NERVE_ECORRUPT; }
+    /// A message did not decode as T (wrong size or malformed;
+    /// NERVE_EMISMATCH). The message was consumed and counted as missed.
+    bool mismatch() const noexcept { return code_ == NERVE_EMISMATCH; }
+    /// 0 on data, else the NERVE_E* code (EAGAIN, ETIMEDOUT, ...).
+    int code() const noexcept { return code_; }
+    const char *name() const noexcept { return nerve_err_name(code_); }
+    const char *message() const noexcept { return nerve_strerror(code_); }
+
+    /// Messages missed before the delivered ones (summed over a batch).
+    uint64_t missed() const noexcept { return info_.missed; }
+    /// Messages delivered: 1 for single reads, the batch size otherwise.
+    size_t count() const noexcept { return count_; }
+    /// Facts of the (last) delivered message.
+    const msg_info &info() const noexcept { return info_; }
+    uint64_t seq() const noexcept { return info_.seq; }
+    int64_t time_ns() const noexcept { return info_.time_ns; }
+
+private:
+    read_status status_ = read_status::nothing_new;
+    int code_ = NERVE_EAGAIN;
+    size_t count_ = 0;
+    msg_info info_;
+};
+
+/// Geometry and permissions of a channel to create. Zero means the
+/// library's default (1024 slots, 1 MiB data ring, mode 0644).
+struct channel_options {
+    uint64_t slots = 0;     ///< index ring entries (messages kept)
+    uint64_t data_size = 0; ///< data ring bytes; also the largest message
+    uint32_t mode = 0;      ///< permission bits
+    /// Reuse an existing channel of equal geometry and metadata instead of
+    /// failing with NERVE_EEXIST.
+    bool exist_ok = true;
+};
+
+/// Metadata recorded at creation: type name, encoding and schema text.
+struct channel_meta {
+    std::string type;
+    std::string encoding;
+    std::string schema;
+};
+
+/// Open for reading only, or for reading and writing.
+enum class access : uint32_t { read = NERVE_O_READ, write = NERVE_O_WRITE };
+
+/// One open channel handle; closes it on destruction. Move-only. The typed
+/// classes build on it; use it directly for untyped bytes.
+class Channel {
+public:
+    Channel() noexcept = default;
+    /// Adopt a handle from nerve_chan_open().
+    explicit Channel(nerve_chan *c) noexcept : c_(c) {}
+    Channel(const Channel &) = delete;
+    Channel &operator=(const Channel &) = delete;
+    Channel(Channel &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    Channel &operator=(Channel &&o) noexcept
+    {
+        if (this != &o) {
+            nerve_chan_close(c_);
+            c_ = std::exchange(o.c_, nullptr);
+        }
+        return *this;
+    }
+    /// nerve_chan_close(): RT not safe (munmap).
+    ~Channel() { nerve_chan_close(c_); }
+
+    /// Create channel `name` (nerve_chan_create). With o.exist_ok an
+    /// existing channel of equal geometry and metadata is reused; other
+    /// geometry or metadata gives NERVE_EMISMATCH. Setup phase.
+    static result<void> create(std::string_view name,
+                               const channel_options &o = {},
+                               const channel_meta &meta = {}) noexcept
+    {
+        detail::cname n(name);
+        if (n.rc != 0) {
+            return fail(n.rc);
+        }
+        struct nerve_chan_opts co = NERVE_CHAN_OPTS_INIT;
+        co.flags = o.exist_ok ? NERVE_C_EXIST_OK : 0u;
+        co.slots = o.slots;
+        co.data_size = o.data_size;
+        co.mode = o.mode;
+        co.type = meta.type.empty() ? nullptr : meta.type.c_str();
+        co.encoding = meta.encoding.empty() ? nullptr : meta.encoding.c_str();
+        co.schema = meta.schema.empty() ? nullptr : meta.schema.data();
+        co.schema_len = meta.schema.size();
+        return result<void>::from_status(nerve_chan_create(n.buf, &co));
+    }
+
+    /// Open channel `name` (nerve_chan_open). Setup phase.
+    static result<Channel> open(std::string_view name,
+                                access a = access::read) noexcept
+    {
+        detail::cname n(name);
+        if (n.rc != 0) {
+            return fail(n.rc);
+        }
+        nerve_chan *c = nullptr;
+        int rc = nerve_chan_open(n.buf, static_cast<uint32_t>(a), &c);
+        if (rc < 0) {
+            return fail(rc);
+        }
+        return Channel(c);
+    }
+
+    /// Remove channel `name` (nerve_chan_unlink); open handles keep working.
+    static result<void> unlink(std::string_view name) noexcept
+    {
+        detail::cname n(name);
+        if (n.rc != 0) {
+            return fail(n.rc);
+        }
+        return result<void>::from_status(nerve_chan_unlink(n.buf));
+    }
+
+#if NERVE_CXX_EXCEPTIONS
+    /// As open(), throwing nerve::Error on failure.
+    static Channel open_or_throw(std::string_view name,
+                                 access a = access::read)
+    {
+        auto r = open(name, a);
+        if (!r) {
+            detail::raise(r.code(),
+                          ("nerve::Channel::open(" + std::string(name) + ")")
+                              .c_str());
+        }
+        return std::move(*r);
+    }
+#endif
+
+    /// The C handle (still owned by this object), or nullptr when empty.
+    nerve_chan *get() const noexcept { return c_; }
+    explicit operator bool() const noexcept { return c_ != nullptr; }
+    /// Give up ownership of the C handle.
+    nerve_chan *release() noexcept { return std::exchange(c_, nullptr); }
+
+    /// The channel name. RT: safe.
+    std::string_view name() const noexcept
+    {
+        return c_ ? std::string_view(nerve_chan_name(c_)) : std::string_view();
+    }
+
+    /// A copy of the recorded metadata. Allocates: setup phase.
+    result<channel_meta> meta() const
+    {
+        struct nerve_meta m;
+        int rc = nerve_chan_meta(c_, &m);
+        if (rc < 0) {
+            return fail(rc);
+        }
+        channel_meta out;
+        out.type = m.type ? m.type : "";
+        out.encoding = m.encoding ? m.encoding : "";
+        if (m.schema) {
+            out.schema.assign(m.schema, static_cast<size_t>(m.schema_len));
+        }
+        return out;
+    }
+
+    /// Channel facts (nerve_chan_stat). RT: safe.
+    result<struct nerve_stats> stat() const noexcept
+    {
+        struct nerve_stats st;
+        int rc = nerve_chan_stat(c_, &st);
+        if (rc < 0) {
+            return fail(rc);
+        }
+        return st;
+    }
+
+    /// Wake every wait on this handle with "cancelled", now and until
+    /// cancel_clear(). Thread: any.  Signal: safe.
+    void cancel() noexcept { nerve_chan_cancel(c_); }
+    void cancel_clear() noexcept { nerve_chan_cancel_clear(c_); }
+
+    /// The read cursor (nerve_chan_cursor / nerve_chan_seek).
+    uint64_t cursor() const noexcept { return nerve_chan_cursor(c_); }
+    void seek(uint64_t seq) noexcept { nerve_chan_seek(c_, seq); }
+
+    /// Append a copy of bytes (nerve_chan_put). RT: safe.
+    result<publish_info> put(const void *data, size_t len,
+                             duration lock_timeout = forever) noexcept
+    {
+        struct nerve_put_info pi;
+        int rc = nerve_chan_put(c_, data, len, detail::timeout_ns(lock_timeout),
+                                &pi, 0);
+        if (rc < 0) {
+            return fail(rc);
+        }
+        return publish_info{pi.seq, pi.time_ns, pi.recovered != 0};
+    }
+
+private:
+    nerve_chan *c_ = nullptr;
+};
+
+namespace detail {
+
+// The metadata a typed channel of T records. Allocates: setup phase.
+template <class T> channel_meta meta_of()
+{
+    require_codec<T>();
+    return channel_meta{codec<T>::type_name(),
+                        std::string(codec<T>::encoding()), schema_of<T>()};
+}
+
+// 0 when the channel's recorded type and encoding are T's, else
+// NERVE_EMISMATCH. An untyped channel (no type recorded) is a mismatch
+// too: a typed handle only opens channels made for its type. Setup phase.
+template <class T> int check_type(const nerve_chan *c)
+{
+    struct nerve_meta m;
+    int rc = nerve_chan_meta(c, &m);
+    if (rc < 0) {
+        return rc;
+    }
+    const std::string type = codec<T>::type_name();
+    const std::string_view enc = codec<T>::encoding();
+    if (type != std::string_view(m.type ? m.type : "") ||
+        enc != std::string_view(m.encoding ? m.encoding : "")) {
+        return NERVE_EMISMATCH;
+    }
+    return 0;
+}
+
+// Open `name` with access `a` and check that it carries T.
+template <class T> result<Channel> open_typed(std::string_view name, access a)
+{
+    auto ch = Channel::open(name, a);
+    if (!ch) {
+        return ch;
+    }
+    int rc = check_type<T>(ch->get());
+    if (rc < 0) {
+        return fail(rc);
+    }
+    return ch;
+}
+
+inline msg_info to_info(const struct nerve_get_info &gi) noexcept
+{
+    msg_info i;
+    i.seq = gi.seq;
+    i.missed = gi.missed;
+    i.time_ns = gi.time_ns;
+    i.len = gi.len;
+    return i;
+}
+
+// Raise nerve::Error for a failed setup call on channel `name`.
+[[noreturn]] inline void raise_on(int code, const char *call,
+                                  std::string_view name)
+{
+    raise(code, (std::string(call) + "(" + std::string(name) + ")").c_str());
+}
+
+} // namespace detail
+
+} // namespace nerve
+
+#endif

@@ -1,0 +1,376 @@
+// nerve C++ API: typed publishers and zero-copy loans.
+//
+// Publisher<T> writes messages of type T to one channel. publish(msg)
+// copies: for a raw (trivially copyable) T it is exactly one
+// nerve_chan_put of sizeof(T) bytes; for a codec type it reserves
+// codec<T>::size(msg) bytes in the ring, encodes straight into them and
+// commits, so a serialized message is never staged in a second buffer.
+//
+// Loans write in place. They are typed states over nerve_chan_reserve /
+// commit / abort (as iceoryx2's publisher):
+//
+//   UninitLoan<T>  --write(v) / assume_init()-->  Loan<T>  --publish()-->  done
+//
+// pub.loan() hands out a Loan<T> directly: a value-initialized T for raw
+// types, or for a codec with a `view` (std::string, std::vector<E>, a
+// LaserScan) a view of a message sized at loan time: pub.loan(n) reserves
+// room for n elements. A loan that is destroyed without publish() aborts
+// the reservation and publishes nothing. While a loan is open the writer
+// lock of the channel is held: fill it and publish promptly, and do not
+// call publish() on the same Publisher meanwhile (it returns NERVE_EBUSY).
+//
+// Every write is RT-safe when the codec's size() and encode() are (the raw
+// codec is): no allocation, one copy, a futex call only when the writer
+// lock is contended or a reader waits.
+#ifndef NERVE_CXX_PUBLISHER_HPP
+#define NERVE_CXX_PUBLISHER_HPP
+
+#include <nerve/cxx/channel.hpp>
+#include <nerve/cxx/codec.hpp>
+#include <nerve/cxx/result.hpp>
+
+#include <cstring>
+#include <new>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace nerve {
+
+template <class T> class Publisher;
+
+namespace detail {
+
+// What a loan of T exposes: the object itself (as T*) for raw types, the
+// codec's view type otherwise.
+template <class T, class = void> struct loan_view {
+    using type = T *;
+};
+template <class T>
+struct loan_view<T, std::enable_if_t<!is_raw<T>::value && has_view<T>::value>> {
+    using type = typename codec<T>::view;
+};
+
+} // namespace detail
+
+/// A reservation in the ring holding a message of type T under
+/// construction. Move-only; publish() commits it, destruction without
+/// publish() aborts it. A failed loan (bool false, code() says why)
+/// publishes nothing and returns its code from publish().
+template <class T> class [[nodiscard]] Loan {
+    using view_type = typename detail::loan_view<T>::type;
+    static constexpr bool raw_view = std::is_pointer_v<view_type>;
+
+public:
+    Loan(const Loan &) = delete;
+    Loan &operator=(const Loan &) = delete;
+    Loan(Loan &&o) noexcept
+        : c_(std::exchange(o.c_, nullptr)), v_(o.v_), len_(o.len_),
+          code_(std::exchange(o.code_, NERVE_EINVAL)), data_(o.data_)
+    {
+    }
+    Loan &operator=(Loan &&o) noexcept
+    {
+        if (this != &o) {
+            discard();
+            c_ = std::exchange(o.c_, nullptr);
+            v_ = o.v_;
+            len_ = o.len_;
+            code_ = std::exchange(o.code_, NERVE_EINVAL);
+            data_ = o.data_;
+        }
+        return *this;
+    }
+    /// Aborts an unpublished reservation (nothing is published).
+    ~Loan() { discard(); }
+
+    /// True while the loan holds a reservation.
+    bool ok() const noexcept { return c_ != nullptr; }
+    explicit operator bool() const noexcept { return ok(); }
+    /// 0 while open; the reason for a failed loan; NERVE_EINVAL once used.
+    int code() const noexcept { return code_; }
+
+    /// The message: T& for raw types, the codec's view otherwise (e.g. a
+    /// span<float> for std::vector<float>). Precondition: ok().
+    decltype(auto) operator*() noexcept
+    {
+        if constexpr (raw_view) {
+            return *v_;
+        } else {
+            return (v_);
+        }
+    }
+    auto operator->() noexcept
+    {
+        if constexpr (raw_view) {
+            return v_;
+        } else {
+            return &v_;
+        }
+    }
+    /// The reserved bytes and their number.
+    void *data() const noexcept { return data_; }
+    size_t size() const noexcept { return len_; }
+
+    /// Commit the message and release the writer lock. The loan is empty
+    /// afterwards. RT: safe (futex wake only when a reader waits).
+    result<publish_info> publish() noexcept
+    {
+        if (!c_) {
+            return fail(code_ < 0 ? code_ : NERVE_EINVAL);
+        }
+        struct nerve_put_info pi;
+        int rc = nerve_chan_commit(c_, len_, &pi);
+        if (rc < 0) {
+            return fail(rc);
+        }
+        c_ = nullptr;
+        code_ = NERVE_EINVAL;
+        return publish_info{pi.seq, pi.time_ns, pi.recovered != 0};
+    }
+
+    /// Abort the reservation now (also done by the destructor).
+    void discard() noexcept
+    {
+        if (c_) {
+            // Only fails when no reservation is open, which ok() rules out.
+            (void)nerve_chan_abort(c_);
+            c_ = nullptr;
+            code_ = NERVE_EINVAL;
+        }
+    }
+
+private:
+    friend class Publisher<T>;
+    template <class> friend class UninitLoan;
+    explicit Loan(int code) noexcept : code_(code) {}
+    Loan(nerve_chan *c, void *data, view_type v, size_t len) noexcept
+        : c_(c), v_(v), len_(len), code_(0), data_(data)
+    {
+    }
+
+    nerve_chan *c_ = nullptr;
+    view_type v_{};
+    size_t len_ = 0;
+    int code_ = NERVE_EINVAL;
+    void *data_ = nullptr;
+};
+
+/// A reservation of sizeof(T) bytes for a raw T that holds no object yet.
+/// Give it one with write(v) or, after filling ptr() by other means (a
+/// DMA, a GPU copy), assume_init(); either yields the Loan<T> to publish.
+template <class T> class [[nodiscard]] UninitLoan {
+    static_assert(detail::is_raw<T>::value,
+                  "UninitLoan is for trivially copyable (raw) types");
+
+public:
+    UninitLoan(const UninitLoan &) = delete;
+    UninitLoan &operator=(const UninitLoan &) = delete;
+    UninitLoan(UninitLoan &&o) noexcept : l_(std::move(o.l_)) {}
+    UninitLoan &operator=(UninitLoan &&o) noexcept
+    {
+        l_ = std::move(o.l_);
+        return *this;
+    }
+
+    bool ok() const noexcept { return l_.ok(); }
+    explicit operator bool() const noexcept { return ok(); }
+    int code() const noexcept { return l_.code(); }
+
+    /// The uninitialized storage (sizeof(T) bytes, 64-byte aligned).
+    void *ptr() const noexcept { return l_.data(); }
+
+    /// Copy v into the ring; the result is ready to publish.
+    Loan<T> write(const T &v) && noexcept
+    {
+        if (l_.ok()) {
+            std::memcpy(l_.data(), &v, sizeof(T));
+        }
+        return std::move(l_);
+    }
+    /// Declare ptr() filled with a valid T.
+    Loan<T> assume_init() && noexcept { return std::move(l_); }
+
+private:
+    friend class Publisher<T>;
+    explicit UninitLoan(Loan<T> &&l) noexcept : l_(std::move(l)) {}
+    Loan<T> l_;
+};
+
+/// Writes messages of type T to one channel. Move-only; closes its handle
+/// on destruction. A default-constructed Publisher is empty: only
+/// assignment and destruction are allowed on it.
+template <class T> class Publisher {
+    static_assert(!std::is_reference_v<T> && !std::is_const_v<T> &&
+                      !std::is_volatile_v<T>,
+                  "Publisher<T> needs a plain object type");
+
+public:
+    Publisher() noexcept = default;
+
+    /// Create channel `name` for T (recording T's type name, encoding and
+    /// schema) or reuse an existing one of equal geometry and metadata,
+    /// and open it for writing. NERVE_EMISMATCH when it exists with
+    /// another type or geometry. Setup phase (allocates, system calls).
+    static result<Publisher> create(std::string_view name,
+                                    const channel_options &o = {})
+    {
+        auto made = Channel::create(name, o, detail::meta_of<T>());
+        if (!made) {
+            return fail(made.code());
+        }
+        return open(name);
+    }
+
+    /// Open existing channel `name` for writing; NERVE_EMISMATCH when it
+    /// does not carry T. Setup phase.
+    static result<Publisher> open(std::string_view name)
+    {
+        detail::require_codec<T>();
+        auto ch = detail::open_typed<T>(name, access::write);
+        if (!ch) {
+            return fail(ch.code());
+        }
+        return Publisher(std::move(*ch));
+    }
+
+#if NERVE_CXX_EXCEPTIONS
+    /// As create() / open(), throwing nerve::Error on failure.
+    static Publisher create_or_throw(std::string_view name,
+                                     const channel_options &o = {})
+    {
+        auto r = create(name, o);
+        if (!r) {
+            detail::raise_on(r.code(), "nerve::Publisher::create", name);
+        }
+        return std::move(*r);
+    }
+    static Publisher open_or_throw(std::string_view name)
+    {
+        auto r = open(name);
+        if (!r) {
+            detail::raise_on(r.code(), "nerve::Publisher::open", name);
+        }
+        return std::move(*r);
+    }
+#endif
+
+    /// Publish a copy of m. Waits for the writer lock at most the lock
+    /// timeout (set_lock_timeout(); forever by default). Returns the
+    /// message's sequence number and time, or NERVE_ETIMEDOUT,
+    /// NERVE_EMSGSIZE (larger than the data ring), NERVE_EBUSY (a loan of
+    /// this publisher is open), NERVE_ECORRUPT.
+    /// Thread: one caller per Publisher.  RT: safe for raw T.
+    result<publish_info> publish(const T &m) noexcept(detail::nothrow_encode<T>)
+    {
+        return publish(m, lock_timeout_);
+    }
+    result<publish_info> publish(const T &m, duration lock_timeout) noexcept(
+        detail::nothrow_encode<T>)
+    {
+        struct nerve_put_info pi;
+        const int64_t to = detail::timeout_ns(lock_timeout);
+        if constexpr (detail::is_raw<T>::value) {
+            int rc = nerve_chan_put(ch_.get(), &m, sizeof(T), to, &pi, 0);
+            if (rc < 0) {
+                return fail(rc);
+            }
+        } else {
+            const size_t n = codec<T>::size(m);
+            void *p = nullptr;
+            int rc = nerve_chan_reserve(ch_.get(), n, to, &p, 0);
+            if (rc < 0) {
+                return fail(rc);
+            }
+            // Abort the reservation if encode() throws, so the handle
+            // does not stay busy.
+            struct abort_guard {
+                nerve_chan *c;
+                ~abort_guard()
+                {
+                    if (c) {
+                        (void)nerve_chan_abort(c);
+                    }
+                }
+            } guard{ch_.get()};
+            codec<T>::encode(m, p, n);
+            guard.c = nullptr;
+            rc = nerve_chan_commit(ch_.get(), n, &pi);
+            if (rc < 0) {
+                (void)nerve_chan_abort(ch_.get());
+                return fail(rc);
+            }
+        }
+        return publish_info{pi.seq, pi.time_ns, pi.recovered != 0};
+    }
+
+    /// A loan of sizeof(T) uninitialized bytes for a raw T.
+    UninitLoan<T> loan_uninit() noexcept
+    {
+        static_assert(detail::is_raw<T>::value,
+                      "loan_uninit() is for trivially copyable (raw) types");
+        return UninitLoan<T>(reserve_raw());
+    }
+
+    /// A loan holding a value-initialized T in the ring (raw T), or, with
+    /// arguments, a loan sized by codec<T>::loan_size(args...) whose view
+    /// codec<T>::loan_init() prepared (e.g. pub.loan(n) for n elements of
+    /// a std::vector<E>). A failed loan reports its code.
+    template <class... A> Loan<T> loan(A &&...args) noexcept
+    {
+        if constexpr (detail::is_raw<T>::value) {
+            static_assert(sizeof...(A) == 0,
+                          "a loan of a raw type takes no size arguments");
+            static_assert(std::is_nothrow_default_constructible_v<T>,
+                          "loan() value-initializes T; use loan_uninit()");
+            Loan<T> l = reserve_raw();
+            if (l.ok()) {
+                l.v_ = ::new (l.data()) T();
+            }
+            return l;
+        } else {
+            static_assert(detail::has_view<T>::value,
+                          "nerve::codec<T> has no view type: no loans for T");
+            const size_t n = codec<T>::loan_size(args...);
+            void *p = nullptr;
+            int rc = nerve_chan_reserve(ch_.get(), n,
+                                        detail::timeout_ns(lock_timeout_), &p,
+                                        0);
+            if (rc < 0) {
+                return Loan<T>(rc);
+            }
+            auto v = codec<T>::loan_init(p, n, std::forward<A>(args)...);
+            return Loan<T>(ch_.get(), p, v, n);
+        }
+    }
+
+    /// How long publish() and loan() wait for the writer lock.
+    void set_lock_timeout(duration d) noexcept { lock_timeout_ = d; }
+
+    /// The channel handle and name.
+    Channel &channel() noexcept { return ch_; }
+    std::string_view name() const noexcept { return ch_.name(); }
+    nerve_chan *native_handle() const noexcept { return ch_.get(); }
+    explicit operator bool() const noexcept { return bool(ch_); }
+
+private:
+    explicit Publisher(Channel &&ch) noexcept : ch_(std::move(ch)) {}
+
+    Loan<T> reserve_raw() noexcept
+    {
+        void *p = nullptr;
+        int rc = nerve_chan_reserve(ch_.get(), sizeof(T),
+                                    detail::timeout_ns(lock_timeout_), &p, 0);
+        if (rc < 0) {
+            return Loan<T>(rc);
+        }
+        return Loan<T>(ch_.get(), p, static_cast<T *>(p), sizeof(T));
+    }
+
+    Channel ch_;
+    duration lock_timeout_ = forever;
+};
+
+} // namespace nerve
+
+#endif

@@ -1,0 +1,210 @@
+// nerve C++ API: error codes, nerve::result<T> and the optional exception.
+//
+// Every fallible call of the C++ layer returns a value that says what
+// happened, as the C API does: nerve::result<T> for setup and writes (a T or
+// a negative NERVE_E* code) and nerve::read_result (in channel.hpp) for
+// reads. Nothing on the hot path throws. Setup calls also come in an
+// `_or_throw` form that throws nerve::Error, for code that prefers
+// exceptions; those forms exist only when exceptions are enabled, so the
+// header builds with -fno-exceptions.
+#ifndef NERVE_CXX_RESULT_HPP
+#define NERVE_CXX_RESULT_HPP
+
+#include <nerve/cxx/c_api.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define NERVE_CXX_EXCEPTIONS 1
+#else
+#define NERVE_CXX_EXCEPTIONS 0
+#endif
+
+namespace nerve {
+
+/// The error category of nerve codes, for std::error_code interop. A
+/// std::error_code holds the positive value -code (0 stays success), so
+/// std::error_code(-NERVE_EAGAIN, nerve::error_category()) prints "no new
+/// message". The category is the one place this layer overrides virtual
+/// functions: std::error_category requires it.
+inline const std::error_category &error_category() noexcept
+{
+    struct category final : std::error_category {
+        const char *name() const noexcept override { return "nerve"; }
+        std::string message(int ev) const override
+        {
+            return nerve_strerror(-ev);
+        }
+    };
+    static const category cat;
+    return cat;
+}
+
+/// The std::error_code of a nerve code (0 or a negative NERVE_E* value).
+inline std::error_code make_error_code(int code) noexcept
+{
+    return std::error_code(-code, error_category());
+}
+
+/// Marks a failed result: `return nerve::fail(NERVE_EINVAL);` converts to
+/// any nerve::result<T>. `code` must be negative.
+struct failure {
+    int code;
+};
+
+/// A failure with the given negative NERVE_E* code.
+constexpr failure fail(int code) noexcept { return failure{code}; }
+
+#if NERVE_CXX_EXCEPTIONS
+/// The exception thrown by the `_or_throw` setup calls and by
+/// result<T>::value() on a failed result. code() is the NERVE_E* value;
+/// what() names the call, the channel and the error.
+class Error : public std::system_error {
+public:
+    Error(int code, const std::string &what)
+        : std::system_error(make_error_code(code), what), code_(code)
+    {
+    }
+    /// The negative NERVE_E* code.
+    int code() const noexcept { return code_; }
+
+private:
+    int code_;
+};
+#endif
+
+namespace detail {
+
+// Throw nerve::Error, or print and abort where exceptions are disabled
+// (the only place the layer can end the process, and only on misuse or in
+// an _or_throw call, never from a hot-path status).
+[[noreturn]] inline void raise(int code, const char *what)
+{
+#if NERVE_CXX_EXCEPTIONS
+    throw Error(code, std::string(what) + ": " + nerve_strerror(code));
+#else
+    std::fprintf(stderr, "nerve: %s: %s\n", what, nerve_strerror(code));
+    std::abort();
+#endif
+}
+
+} // namespace detail
+
+/// Either a T or a negative NERVE_E* code; never both. Returned by setup
+/// calls (open, create) and writes (publish, loan). Test it with `if (r)` or
+/// r.ok(); read the value with *r, r->, or r.value() (which raises
+/// nerve::Error on a failure, so use it only where an exception is wanted).
+template <class T> class [[nodiscard]] result {
+public:
+    using value_type = T;
+
+    /// A successful result holding v.
+    result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>)
+        : v_(v)
+    {
+    }
+    result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>)
+        : v_(std::move(v))
+    {
+    }
+    /// A failed result.
+    result(failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
+
+    /// True when the result holds a value.
+    bool ok() const noexcept { return code_ == 0; }
+    explicit operator bool() const noexcept { return ok(); }
+
+    /// 0 on success, else the negative NERVE_E* code.
+    int code() const noexcept { return code_; }
+    /// The code's name ("EAGAIN") and message; "OK" / "success" on success.
+    const char *name() const noexcept { return nerve_err_name(code_); }
+    const char *message() const noexcept { return nerve_strerror(code_); }
+    /// The code as a std::error_code.
+    std::error_code error_code() const noexcept
+    {
+        return make_error_code(code_);
+    }
+
+    /// The value. Precondition: ok() (unchecked; use value() to check).
+    T &operator*() & noexcept { return *v_; }
+    const T &operator*() const & noexcept { return *v_; }
+    T &&operator*() && noexcept { return std::move(*v_); }
+    T *operator->() noexcept { return &*v_; }
+    const T *operator->() const noexcept { return &*v_; }
+
+    /// The value, or nerve::Error raised (abort without exceptions).
+    T &value() &
+    {
+        check();
+        return *v_;
+    }
+    const T &value() const &
+    {
+        check();
+        return *v_;
+    }
+    T &&value() &&
+    {
+        check();
+        return std::move(*v_);
+    }
+
+    /// The value, or `other` on a failure.
+    template <class U> T value_or(U &&other) &&
+    {
+        return ok() ? std::move(*v_) : static_cast<T>(std::forward<U>(other));
+    }
+
+private:
+    void check() const
+    {
+        if (!ok()) {
+            detail::raise(code_, "nerve::result::value()");
+        }
+    }
+
+    std::optional<T> v_;
+    int code_ = 0;
+};
+
+/// A result that carries only success or a code.
+template <> class [[nodiscard]] result<void> {
+public:
+    result() noexcept = default;
+    result(failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
+    /// From a C status: 0 (or a count) is success, negative a failure.
+    static result from_status(int rc) noexcept
+    {
+        return rc < 0 ? result(fail(rc)) : result();
+    }
+
+    bool ok() const noexcept { return code_ == 0; }
+    explicit operator bool() const noexcept { return ok(); }
+    int code() const noexcept { return code_; }
+    const char *name() const noexcept { return nerve_err_name(code_); }
+    const char *message() const noexcept { return nerve_strerror(code_); }
+    std::error_code error_code() const noexcept
+    {
+        return make_error_code(code_);
+    }
+    /// Raise nerve::Error on a failure (abort without exceptions).
+    void value() const
+    {
+        if (!ok()) {
+            detail::raise(code_, "nerve::result::value()");
+        }
+    }
+
+private:
+    int code_ = 0;
+};
+
+} // namespace nerve
+
+#endif
