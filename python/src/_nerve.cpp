@@ -545,13 +545,14 @@ uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
                 PyBuffer_Release(&v);
                 raise_nerve(rc, ch.name.c_str());
             }
-            int crc = PyBuffer_ToContiguous(ptr, &v, v.len, 'C');
+            Py_ssize_t len = v.len;
+            int crc = PyBuffer_ToContiguous(ptr, &v, len, 'C');
             PyBuffer_Release(&v);
             if (crc != 0) {
                 (void)nerve_chan_abort(c);
                 throw nb::python_error();
             }
-            rc = nerve_chan_commit(c, size_t(v.len), &info);
+            rc = nerve_chan_commit(c, size_t(len), &info);
             if (rc != 0) {
                 raise_nerve(rc, ch.name.c_str());
             }
