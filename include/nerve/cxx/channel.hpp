@@ -67,28 +67,29 @@ struct cname {
 
 } // namespace detail
 
-/// What a put did (nerve_put_info).
-struct publish_info {
-    uint64_t seq = 0;      ///< sequence number given to the message
-    int64_t time_ns = 0;   ///< commit time, CLOCK_MONOTONIC ns
-    bool recovered = false; ///< the writer lock was taken over from a dead writer
+/// What a put did: the C struct nerve_put_info (seq, time_ns, recovered),
+/// which the C call fills in place (no copy on the hot path).
+struct publish_info : nerve_put_info {
+    publish_info() noexcept : nerve_put_info{} {}
+    /// The commit time as a nerve::clock time point.
     clock::time_point time() const noexcept
     {
         return clock::time_point(duration(time_ns));
     }
 };
 
-/// What a read delivered (nerve_get_info).
-struct msg_info {
-    uint64_t seq = 0;     ///< sequence number of the message
-    uint64_t missed = 0;  ///< messages skipped since the cursor (next/newest)
-    int64_t time_ns = 0;  ///< commit time, CLOCK_MONOTONIC ns
-    uint64_t len = 0;     ///< message size in bytes
+/// What a read delivered: the C struct nerve_get_info (seq, missed,
+/// time_ns, len), filled in place by the C call.
+struct msg_info : nerve_get_info {
+    msg_info() noexcept : nerve_get_info{} {}
+    /// The commit time as a nerve::clock time point.
     clock::time_point time() const noexcept
     {
         return clock::time_point(duration(time_ns));
     }
 };
+
+template <class T> class Reader;
 
 /// What a read did, the first thing a caller looks at.
 enum class read_status : uint8_t {
@@ -102,53 +103,39 @@ enum class read_status : uint8_t {
 /// The outcome of a Reader call; never thrown. `if (r)` is true when data
 /// was delivered. Side facts come with it: the number of messages missed
 /// (overwritten before this reader got to them), the last message's
-/// sequence number and time, and for batch reads the count.
+/// sequence number and time, and for batch reads the count. It holds the
+/// C status and info as they came; status() is derived on demand, so
+/// building one on the hot path costs no more than the C call's outputs.
 class [[nodiscard]] read_result {
 public:
-    constexpr read_result() noexcept = default;
-    /// From a C status and the info of the (last) message delivered.
-    static read_result from(int rc, const msg_info &info,
-                            size_t count) noexcept
+    read_result() noexcept = default;
+    /// From a C status (0 or negative) and the info of the (last) message
+    /// delivered.
+    read_result(int rc, const msg_info &info, size_t count) noexcept
+        : code_(rc > 0 ? 0 : rc), count_(count), info_(info)
     {
-        read_result r;
-        r.code_ = rc > 0 ? 0 : rc;
-        r.info_ = info;
-        r.count_ = count;
-        switch (r.code_) {
-        case 0:
-            r.status_ = read_status::data;
-            break;
-        case NERVE_EAGAIN:
-            r.status_ = read_status::nothing_new;
-            break;
-        case NERVE_ETIMEDOUT:
-            r.status_ = read_status::timeout;
-            break;
-        case NERVE_ECANCELED:
-            r.status_ = read_status::cancelled;
-            break;
-        default:
-            r.status_ = read_status::error;
-            break;
-        }
-        return r;
     }
 
-    read_status status() const noexcept { return status_; }
-    explicit operator bool() const noexcept
+    read_status status() const noexcept
     {
-        return status_ == read_status::data;
+        switch (code_) {
+        case 0:
+            return read_status::data;
+        case NERVE_EAGAIN:
+            return read_status::nothing_new;
+        case NERVE_ETIMEDOUT:
+            return read_status::timeout;
+        case NERVE_ECANCELED:
+            return read_status::cancelled;
+        default:
+            return read_status::error;
+        }
     }
-    bool has_data() const noexcept { return status_ == read_status::data; }
-    bool nothing_new() const noexcept
-    {
-        return status_ == read_status::nothing_new;
-    }
-    bool timed_out() const noexcept { return status_ == read_status::timeout; }
-    bool cancelled() const noexcept
-    {
-        return status_ == read_status::cancelled;
-    }
+    explicit operator bool() const noexcept { return code_ == 0; }
+    bool has_data() const noexcept { return code_ == 0; }
+    bool nothing_new() const noexcept { return code_ == NERVE_EAGAIN; }
+    bool timed_out() const noexcept { return code_ == NERVE_ETIMEDOUT; }
+    bool cancelled() const noexcept { return code_ == NERVE_ECANCELED; }
     /// The channel file failed validation (NERVE_ECORRUPT).
     bool corrupt() const noexcept { return code_ == NERVE_ECORRUPT; }
     /// A message did not decode as T (wrong size or malformed;
@@ -169,7 +156,7 @@ public:
     int64_t time_ns() const noexcept { return info_.time_ns; }
 
 private:
-    read_status status_ = read_status::nothing_new;
+    template <class> friend class Reader;
     int code_ = NERVE_EAGAIN;
     size_t count_ = 0;
     msg_info info_;
@@ -334,13 +321,13 @@ public:
     result<publish_info> put(const void *data, size_t len,
                              duration lock_timeout = forever) noexcept
     {
-        struct nerve_put_info pi;
+        publish_info pi;
         int rc = nerve_chan_put(c_, data, len, detail::timeout_ns(lock_timeout),
                                 &pi, 0);
         if (rc < 0) {
             return fail(rc);
         }
-        return publish_info{pi.seq, pi.time_ns, pi.recovered != 0};
+        return pi;
     }
 
 private:
@@ -393,10 +380,7 @@ template <class T> result<Channel> open_typed(std::string_view name, access a)
 inline msg_info to_info(const struct nerve_get_info &gi) noexcept
 {
     msg_info i;
-    i.seq = gi.seq;
-    i.missed = gi.missed;
-    i.time_ns = gi.time_ns;
-    i.len = gi.len;
+    static_cast<struct nerve_get_info &>(i) = gi;
     return i;
 }
 

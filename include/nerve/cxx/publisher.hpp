@@ -119,14 +119,14 @@ public:
         if (!c_) {
             return fail(code_ < 0 ? code_ : NERVE_EINVAL);
         }
-        struct nerve_put_info pi;
+        publish_info pi;
         int rc = nerve_chan_commit(c_, len_, &pi);
         if (rc < 0) {
             return fail(rc);
         }
         c_ = nullptr;
         code_ = NERVE_EINVAL;
-        return publish_info{pi.seq, pi.time_ns, pi.recovered != 0};
+        return pi;
     }
 
     /// Abort the reservation now (also done by the destructor).
@@ -268,7 +268,7 @@ public:
     result<publish_info> publish(const T &m, duration lock_timeout) noexcept(
         detail::nothrow_encode<T>)
     {
-        struct nerve_put_info pi;
+        publish_info pi;
         const int64_t to = detail::timeout_ns(lock_timeout);
         if constexpr (detail::is_raw<T>::value) {
             int rc = nerve_chan_put(ch_.get(), &m, sizeof(T), to, &pi, 0);
@@ -301,7 +301,7 @@ public:
                 return fail(rc);
             }
         }
-        return publish_info{pi.seq, pi.time_ns, pi.recovered != 0};
+        return pi;
     }
 
     /// A loan of sizeof(T) uninitialized bytes for a raw T.

@@ -53,19 +53,18 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
     const uint32_t sel = flags & NERVE_GET_MASK;
     const bool moves_cursor = sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST;
     if constexpr (is_raw<T>::value) {
-        struct nerve_get_info gi;
-        int rc = nerve_chan_get(c, &out, sizeof(T), arg, timeout, &gi, flags);
+        int rc = nerve_chan_get(c, &out, sizeof(T), arg, timeout, &info, flags);
         if (rc == 0) {
-            info = to_info(gi);
-            return gi.len == sizeof(T) ? 0 : NERVE_EMISMATCH;
+            return info.len == sizeof(T) ? 0 : NERVE_EMISMATCH;
         }
         if (rc != NERVE_EMSGSIZE) {
             return rc;
         }
         // Larger than T. The cursor did not move; take the message as a
         // view so that it does (and the next read goes past it).
+        const uint64_t len = info.len;
         info = msg_info{};
-        info.len = gi.len;
+        info.len = len;
         if (moves_cursor) {
             struct nerve_view v;
             if (nerve_chan_view(c, arg, 0, &v, flags & ~NERVE_F_WAIT) == 0) {
@@ -268,15 +267,18 @@ private:
         slots_ = st && st->slots > 0 ? st->slots : 1024;
     }
 
+    // One message; the C call fills the result's info in place.
     read_result one(T &out, int64_t arg, int64_t timeout,
                     uint32_t flags) noexcept(detail::nothrow_decode<T>)
     {
-        msg_info info;
-        int rc = detail::read_one(ch_.get(), out, arg, timeout, flags, info);
+        read_result r;
+        int rc = detail::read_one(ch_.get(), out, arg, timeout, flags, r.info_);
+        r.code_ = rc;
+        r.count_ = rc == 0 ? 1 : 0;
         if (rc == NERVE_EMISMATCH) {
-            info.missed += 1; // the bad message itself was not delivered
+            r.info_.missed += 1; // the bad message itself was not delivered
         }
-        return read_result::from(rc, info, rc == 0 ? 1 : 0);
+        return r;
     }
 
     read_result drain(std::vector<T> &out, uint32_t first_flags,
@@ -310,13 +312,13 @@ private:
         out.erase(out.begin() + static_cast<std::ptrdiff_t>(n), out.end());
         if (n > 0) {
             last.missed = missed;
-            return read_result::from(0, last, n);
+            return read_result(0, last, n);
         }
         info.missed = missed;
         if (bad > 0 && (stop_rc == NERVE_EAGAIN || stop_rc == NERVE_ETIMEDOUT)) {
             stop_rc = NERVE_EMISMATCH;
         }
-        return read_result::from(stop_rc, info, 0);
+        return read_result(stop_rc, info, 0);
     }
 
     Channel ch_;
