@@ -159,7 +159,7 @@ __attribute__((format(printf, 1, 2))) static void rep(const char *fmt, ...)
 static void rep_task(const char *name)
 {
     struct nerve_task_stats st;
-    if (nerve_task_stats(g_task, &st) != 0)
+    if (nerve_task_get_stats(g_task, &st) != 0)
         return;
     g_rlen += (size_t)nerve_task_stats_format(&st, name, g_report + g_rlen,
                                               sizeof g_report - g_rlen);
@@ -277,7 +277,7 @@ static int role_imu(void)
     run_task(&o, imu_body, NULL, "imu");
     rep_task("imu (1 kHz periodic task)");
     struct nerve_task_stats st;
-    if (nerve_task_stats(g_task, &st) == 0)
+    if (nerve_task_get_stats(g_task, &st) == 0)
         rep("RESULT role=imu cycles=%llu overruns=%llu jitter_us=%.1f "
             "rms_us=%.1f policy=%d\n",
             (unsigned long long)st.cycles, (unsigned long long)st.overruns,

@@ -14,7 +14,7 @@
  *     thread, started, setup_done/setup_rc/mu/cv   start handshake
  *
  * OWNERSHIP. Only the loop thread writes acc and pub[]. Any thread reads
- * pub[] through nerve_task_stats(). nerve_task_stop() only stores `stop`
+ * pub[] through nerve_task_get_stats(). nerve_task_stop() only stores `stop`
  * and cancels the channel handle, both async-signal-safe.
  *
  * PROTOCOL (statistics seqlock). After every cycle the loop publishes its
@@ -475,7 +475,7 @@ int nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
 
 /* ---- periodic tasks ---------------------------------------------------- */
 
-/* What the loop accumulates and publishes (raw sums; nerve_task_stats()
+/* What the loop accumulates and publishes (raw sums; nerve_task_get_stats()
  * turns them into series, so the loop never divides or takes roots). */
 struct rt_raw {
     uint64_t cycles, overruns, skipped, timeouts, missed;
@@ -514,16 +514,16 @@ static void rt_publish(nerve_task *t)
     /* Relaxed: only the loop thread writes pub_seq; the fence orders it. */
     nerve__store_rlx(&t->pub_seq, s + 1);
     /* SYNC(task-stats) release fence: the odd sequence is visible before any
-     * word changes; pairs with the acquire fence in nerve_task_stats(). */
+     * word changes; pairs with the acquire fence in nerve_task_get_stats(). */
     nerve__fence_rel();
     for (size_t i = 0; i < RT_PUB_WORDS; i++)
         nerve__store_rlx(&t->pub[i], w[i]);
     /* SYNC(task-stats) release: every word of the snapshot is visible before
-     * the even sequence; pairs with the acquire load in nerve_task_stats(). */
+     * the even sequence; pairs with the acquire load in nerve_task_get_stats(). */
     nerve__store_rel(&t->pub_seq, s + 2);
 }
 
-int nerve_task_stats(const nerve_task *t, struct nerve_task_stats *st)
+int nerve_task_get_stats(const nerve_task *t, struct nerve_task_stats *st)
 {
     if (!t || !st)
         return NERVE_EINVAL;

@@ -167,7 +167,7 @@ struct nerve_meta {
  * size or metadata), NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM.
  * Thread: any.  Blocking: file system calls.  RT: not safe (allocates,
  * system calls).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int
+NERVE_NODISCARD NERVE_API int
 nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
 
 /* Remove channel `name` (the channel file and its bell). Handles already
@@ -175,7 +175,7 @@ nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
  * NERVE_ENAMETOOLONG, NERVE_EACCES.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_unlink(const char *name);
+NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
 
 /* Open channel `name` for reading (NERVE_O_READ) or reading and writing
  * (NERVE_O_WRITE) and store the handle in *out. The header is validated
@@ -186,7 +186,7 @@ NERVE_API NERVE_NODISCARD int nerve_chan_unlink(const char *name);
  * (inconsistent header), NERVE_ENOMEM.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_open(const char *name, uint32_t flags,
+NERVE_NODISCARD NERVE_API int nerve_chan_open(const char *name, uint32_t flags,
                                               nerve_chan **out);
 
 /* Close a handle and unmap the channel. An open reservation is discarded.
@@ -201,7 +201,7 @@ NERVE_API const char *nerve_chan_name(const nerve_chan *c);
 
 /* Metadata recorded at creation, copied at open. Returns 0.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_meta(const nerve_chan *c,
+NERVE_NODISCARD NERVE_API int nerve_chan_meta(const nerve_chan *c,
                                               struct nerve_meta *meta);
 
 /* ---- writing ---------------------------------------------------------- */
@@ -216,7 +216,7 @@ NERVE_API NERVE_NODISCARD int nerve_chan_meta(const nerve_chan *c,
  * once.  Blocking: only on the writer lock.  RT: safe (no allocation; one
  * memcpy; futex only when the lock is contended or a reader waits).
  * Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_put(nerve_chan *c, const void *buf,
+NERVE_NODISCARD NERVE_API int nerve_chan_put(nerve_chan *c, const void *buf,
                                              size_t len, int64_t timeout_ns,
                                              struct nerve_put_info *info,
                                              uint32_t flags);
@@ -229,7 +229,7 @@ NERVE_API NERVE_NODISCARD int nerve_chan_put(nerve_chan *c, const void *buf,
  * publishes nothing. Errors as nerve_chan_put().
  * Thread: one caller per handle.  Blocking: only on the writer lock.
  * RT: safe.  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_reserve(nerve_chan *c, size_t len,
+NERVE_NODISCARD NERVE_API int nerve_chan_reserve(nerve_chan *c, size_t len,
                                                  int64_t timeout_ns, void **ptr,
                                                  uint32_t flags);
 
@@ -239,14 +239,14 @@ NERVE_API NERVE_NODISCARD int nerve_chan_reserve(nerve_chan *c, size_t len,
  * stays open).
  * Thread: the reserving caller.  Blocking: no.  RT: safe (futex wake only
  * when a reader waits).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_commit(nerve_chan *c, size_t len,
+NERVE_NODISCARD NERVE_API int nerve_chan_commit(nerve_chan *c, size_t len,
                                                 struct nerve_put_info *info);
 
 /* Drop the open reservation without publishing and release the writer
  * lock. Returns 0, or NERVE_EINVAL when there is no reservation.
  * Thread: the reserving caller.  Blocking: no.  RT: safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_abort(nerve_chan *c);
+NERVE_NODISCARD NERVE_API int nerve_chan_abort(nerve_chan *c);
 
 /* ---- reading ---------------------------------------------------------- */
 
@@ -267,7 +267,7 @@ NERVE_API NERVE_NODISCARD int nerve_chan_abort(nerve_chan *c);
  *   NERVE_ECORRUPT, NERVE_EINVAL.
  * Thread: one caller per handle.  Blocking: only with NERVE_F_WAIT.
  * RT: safe (no allocation, one memcpy; futex wait only).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_get(nerve_chan *c, void *buf,
+NERVE_NODISCARD NERVE_API int nerve_chan_get(nerve_chan *c, void *buf,
                                              size_t len, int64_t arg,
                                              int64_t timeout_ns,
                                              struct nerve_get_info *info,
@@ -278,7 +278,7 @@ NERVE_API NERVE_NODISCARD int nerve_chan_get(nerve_chan *c, void *buf,
  * after use. Returns as nerve_chan_get() (never NERVE_EMSGSIZE).
  * Thread: one caller per handle.  Blocking: only with NERVE_F_WAIT.
  * RT: safe.  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_view(nerve_chan *c, int64_t arg,
+NERVE_NODISCARD NERVE_API int nerve_chan_view(nerve_chan *c, int64_t arg,
                                               int64_t timeout_ns,
                                               struct nerve_view *view,
                                               uint32_t flags);
@@ -287,7 +287,7 @@ NERVE_API NERVE_NODISCARD int nerve_chan_view(nerve_chan *c, int64_t arg,
  * writer has begun to overwrite them, NERVE_ESTALE if one has (whatever was
  * read through the view must be discarded).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_view_check(const nerve_chan *c,
+NERVE_NODISCARD NERVE_API int nerve_chan_view_check(const nerve_chan *c,
                                                     const struct nerve_view *view);
 
 /* The handle's cursor: the sequence number of the last message NEXT or
@@ -314,7 +314,7 @@ NERVE_API void nerve_chan_cancel_clear(nerve_chan *c);
  * (futex_waitv, Linux 5.16); older kernels fall back to 1 ms polling.
  * Thread: one caller per handle.  Blocking: yes.  RT: safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_wait_any(nerve_chan *const *chans,
+NERVE_NODISCARD NERVE_API int nerve_wait_any(nerve_chan *const *chans,
                                              size_t n, int64_t timeout_ns,
                                              uint64_t *ready, uint32_t flags);
 
@@ -322,13 +322,13 @@ NERVE_API NERVE_NODISCARD int nerve_wait_any(nerve_chan *const *chans,
 
 /* Fill *st from the handle without any lock. Returns 0 or NERVE_ECORRUPT.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_stat(const nerve_chan *c,
+NERVE_NODISCARD NERVE_API int nerve_chan_stat(const nerve_chan *c,
                                               struct nerve_stats *st);
 
 /* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_stat(const char *name,
+NERVE_NODISCARD NERVE_API int nerve_stat(const char *name,
                                          struct nerve_stats *st);
 
 /* Verify every invariant of the channel file that can be checked without
@@ -338,7 +338,7 @@ NERVE_API NERVE_NODISCARD int nerve_stat(const char *name,
  * msg[0..len) (may be NULL). Returns 0 when consistent.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_chan_check(const char *name, char *msg,
+NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,
                                                size_t len);
 
 /* Call fn(name, arg) for every channel in /dev/shm, in no particular order;
@@ -346,12 +346,12 @@ NERVE_API NERVE_NODISCARD int nerve_chan_check(const char *name, char *msg,
  * NERVE_EACCES / NERVE_ENOENT if /dev/shm cannot be read.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_API NERVE_NODISCARD int nerve_list(int (*fn)(const char *name, void *arg),
+NERVE_NODISCARD NERVE_API int nerve_list(int (*fn)(const char *name, void *arg),
                                          void *arg);
 
 /* Check a channel name: 0, NERVE_EINVAL or NERVE_ENAMETOOLONG.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API NERVE_NODISCARD int nerve_name_check(const char *name);
+NERVE_NODISCARD NERVE_API int nerve_name_check(const char *name);
 
 /* ---- time ------------------------------------------------------------- */
 

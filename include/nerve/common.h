@@ -9,7 +9,9 @@
 #define NERVE_API __attribute__((visibility("default")))
 #endif
 
-/* A status that the caller must look at. */
+/* A status that the caller must look at. Declarations put it first
+ * (NERVE_NODISCARD NERVE_API int ...), where C++17's [[nodiscard]] must
+ * stand; C callers get GCC's and Clang's warn_unused_result. */
 #if defined(__cplusplus) && __cplusplus >= 201703L
 #define NERVE_NODISCARD [[nodiscard]]
 #elif defined(__GNUC__)

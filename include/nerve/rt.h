@@ -94,7 +94,7 @@ struct nerve_rt_prio_map {
  * period_min >= period_max, prio_min > prio_max, a priority outside 0..99,
  * or a non-zero reserved field or unknown tail).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API NERVE_NODISCARD int
+NERVE_NODISCARD NERVE_API int
 nerve_rt_prio_from_period(int64_t period_ns,
                           const struct nerve_rt_prio_map *map);
 
@@ -111,7 +111,7 @@ nerve_rt_prio_from_period(int64_t period_ns,
  * NERVE_EINVAL (unknown flags).
  * Thread: call before starting other threads.  Blocking: page faults.
  * RT: not safe (setup phase).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int
+NERVE_NODISCARD NERVE_API int
 nerve_rt_lock_memory(size_t stack_bytes, size_t heap_bytes, uint32_t flags,
                      struct nerve_rt_applied *applied);
 
@@ -122,7 +122,7 @@ nerve_rt_lock_memory(size_t stack_bytes, size_t heap_bytes, uint32_t flags,
  * instead, 0 is returned and applied->fallback_err = NERVE_EPERM).
  * Thread: acts on the calling thread.  Blocking: no.  RT: not safe (system
  * call; setup phase).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int
+NERVE_NODISCARD NERVE_API int
 nerve_rt_sched_set(int policy, int priority, uint32_t flags,
                    struct nerve_rt_applied *applied);
 
@@ -130,14 +130,14 @@ nerve_rt_sched_set(int policy, int priority, uint32_t flags,
  * other) and priority. Returns 0.
  * Thread: acts on the calling thread.  Blocking: no.  RT: not safe (system
  * call).  Signal: safe. */
-NERVE_API NERVE_NODISCARD int nerve_rt_sched_get(int *policy, int *priority);
+NERVE_NODISCARD NERVE_API int nerve_rt_sched_get(int *policy, int *priority);
 
 /* Pin the calling thread to the CPUs whose bits are set in `cpus` (bit i =
  * CPU i; CPUs 0..63). Returns 0, or NERVE_EINVAL (empty mask or no allowed
  * CPU in it), NERVE_EPERM.
  * Thread: acts on the calling thread.  Blocking: no.  RT: not safe (system
  * call).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_rt_affinity_set(uint64_t cpus);
+NERVE_NODISCARD NERVE_API int nerve_rt_affinity_set(uint64_t cpus);
 
 /* What this process may do. */
 struct nerve_rt_caps {
@@ -154,7 +154,7 @@ struct nerve_rt_caps {
  * the memory-lock limit is. Returns 0, or NERVE_ENOMEM (no thread).
  * Thread: any.  Blocking: creates and joins a thread.  RT: not safe.
  * Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_rt_probe(struct nerve_rt_caps *caps);
+NERVE_NODISCARD NERVE_API int nerve_rt_probe(struct nerve_rt_caps *caps);
 
 /* ---- timing statistics ----------------------------------------------- */
 
@@ -177,7 +177,7 @@ struct nerve_rt_series {
  * equally spaced, so skipped periods are allowed). Either output may be
  * NULL. Returns 0, or NERVE_EINVAL (NULL arrays with n > 0).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API NERVE_NODISCARD int
+NERVE_NODISCARD NERVE_API int
 nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
                         size_t n, struct nerve_rt_series *abs,
                         struct nerve_rt_series *rel);
@@ -286,7 +286,7 @@ struct nerve_task_stats {
  * no period for a clock task, unknown flags, bad policy or priority, a
  * non-zero reserved field), NERVE_ENOMEM.
  * Thread: any.  Blocking: no.  RT: not safe (allocates).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_task_create(const struct nerve_task_opts *opts,
+NERVE_NODISCARD NERVE_API int nerve_task_create(const struct nerve_task_opts *opts,
                                                 nerve_task_fn fn, void *arg,
                                                 nerve_task **out);
 
@@ -297,7 +297,7 @@ NERVE_API NERVE_NODISCARD int nerve_task_create(const struct nerve_task_opts *op
  * left running), NERVE_EBUSY (already started), NERVE_ENOMEM, NERVE_EINVAL.
  * Thread: any; one start per task.  Blocking: until the thread is set up.
  * RT: not safe.  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_task_start(nerve_task *t);
+NERVE_NODISCARD NERVE_API int nerve_task_start(nerve_task *t);
 
 /* Run the loop on the calling thread (applying the policy, priority and
  * affinity to it, and leaving them applied) until it is stopped or the
@@ -307,7 +307,7 @@ NERVE_API NERVE_NODISCARD int nerve_task_start(nerve_task *t);
  * Thread: the caller becomes the loop.  Blocking: yes, until stopped.
  * RT: the loop is (no allocation; clock_nanosleep or the channel's futex
  * wait).  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_task_run(nerve_task *t);
+NERVE_NODISCARD NERVE_API int nerve_task_run(nerve_task *t);
 
 /* Ask the loop to stop. It finishes the current body, if any, and does not
  * start another; a clock-driven loop leaves its sleep at the next release
@@ -320,14 +320,14 @@ NERVE_API void nerve_task_stop(nerve_task *t);
 /* Wait for a started loop to end and return how it ended (as
  * nerve_task_run()). NERVE_EINVAL if it was never started.
  * Thread: one joiner.  Blocking: yes.  RT: not safe.  Signal: not safe. */
-NERVE_API NERVE_NODISCARD int nerve_task_join(nerve_task *t);
+NERVE_NODISCARD NERVE_API int nerve_task_join(nerve_task *t);
 
 /* Copy the task's statistics, without a lock (the loop publishes them with
  * a sequence counter after every cycle and is never held up by a reader).
  * Returns 0.
  * Thread: any, also while the loop runs.  Blocking: no.  RT: safe.
  * Signal: safe. */
-NERVE_API NERVE_NODISCARD int nerve_task_stats(const nerve_task *t,
+NERVE_NODISCARD NERVE_API int nerve_task_get_stats(const nerve_task *t,
                                                struct nerve_task_stats *st);
 
 /* Format statistics as a few lines of text headed by `name` (may be NULL)

@@ -14,6 +14,10 @@
 
 #include <nerve/nerve.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define NT_SKIP 77
 
 /* Arm alarm(seconds) so a deadlock fails the test instead of hanging. */
@@ -31,6 +35,10 @@ void nt_create(const char *name, uint64_t slots, uint64_t data_size);
 void nt_payload_fill(void *buf, size_t len, uint32_t id, uint64_t counter);
 int nt_payload_check(const void *buf, size_t len, uint32_t *id,
                      uint64_t *counter);
+
+#ifdef __cplusplus
+}
+#endif
 
 /* Skip (exit 77) with a reason. */
 #define NT_SKIP_BECAUSE(...)                                                    \

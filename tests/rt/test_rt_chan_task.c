@@ -97,7 +97,7 @@ static void test_every_message(void)
     NT_EQ(a.got, NMSG);
     NT_EQ(a.bad, 0);
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.cycles, NMSG + a.timeouts);
     NT_EQ(st.missed, 0);
     NT_EQ(st.latency.n, NMSG);
@@ -128,7 +128,7 @@ static void test_deadline(void)
     NT_EQ(a.timeouts, 3);
     NT_EQ(a.bad, 0);
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.timeouts, 3);
     NT_EQ(st.cycles, 3);
     nerve_task_destroy(t);
@@ -140,7 +140,7 @@ static void test_deadline(void)
     NT_OK(nerve_task_start(t));
     nerve_task_stop(t);
     NT_OK(nerve_task_join(t));
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.cycles, 0);
     nerve_task_destroy(t);
     /* The handle was un-cancelled: a get polls normally again. */

@@ -67,7 +67,7 @@ static int unprivileged_checks(void)
     NT_OK(nerve_task_start(t));
     NT_OK(nerve_task_join(t));
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.cycles, 5);
     NT_EQ(st.policy, NERVE_RT_OTHER);
     NT_EQ(st.sched_err, NERVE_EPERM);

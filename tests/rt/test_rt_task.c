@@ -60,7 +60,7 @@ static void test_counts(void)
      * periodic (absolute times, no drift) unless periods were skipped. */
     NT_CMP(a.first_release, >=, before + 3 * MS);
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.cycles, 20);
     NT_EQ(a.last_release - a.first_release, (int64_t)(19 + st.skipped) * 2 * MS);
     NT_EQ(st.abs_err.n, 20);
@@ -108,7 +108,7 @@ static void test_overrun(uint32_t policy_flag)
     NT_OK(nerve_task_create(&o, slow_body, &a, &t));
     NT_OK(nerve_task_run(t));
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.cycles, 10);
     /* The two slow bodies overran; a loaded machine may add more. */
     NT_CMP(st.overruns, >=, 2);
@@ -185,11 +185,11 @@ static void test_stop(void)
     while (sem_wait(&reached) != 0) {
     }
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.running, 1);
     nerve_task_stop(t);
     NT_OK(nerve_task_join(t));
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.running, 0);
     NT_CMP(st.cycles, >=, 4);
     nerve_task_destroy(t);
@@ -210,7 +210,7 @@ static void test_stop(void)
     NT_OK(nerve_task_run(sig_task));
     __atomic_store_n(&run_done, 1, __ATOMIC_RELEASE);
     pthread_join(k, NULL);
-    NT_OK(nerve_task_stats(sig_task, &st));
+    NT_OK(nerve_task_get_stats(sig_task, &st));
     NT_CMP(st.cycles, >=, 1);
     NT_EQ(st.running, 0);
     nerve_task_destroy(sig_task);
@@ -220,7 +220,7 @@ static void test_stop(void)
     NT_OK(nerve_task_create(&o, forever_body, NULL, &t));
     nerve_task_stop(t);
     NT_OK(nerve_task_run(t));
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.cycles, 0);
     nerve_task_destroy(t);
     /* Destroying a running task stops and joins it. */
@@ -248,7 +248,7 @@ static void test_live_stats(void)
     uint64_t last = 0, reads = 0;
     for (;;) {
         struct nerve_task_stats st;
-        NT_OK(nerve_task_stats(t, &st));
+        NT_OK(nerve_task_get_stats(t, &st));
         reads++;
         /* One snapshot: every series was updated in the same cycle. */
         NT_EQ(st.abs_err.n, st.cycles);
@@ -304,12 +304,12 @@ static void test_options(void)
     o.policy = NERVE_RT_FIFO;
     NT_OK(nerve_task_create(&o, noop_body, NULL, &t));
     struct nerve_task_stats st;
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.priority, 1);
     nerve_task_destroy(t);
     o.period_ns = MS;
     NT_OK(nerve_task_create(&o, noop_body, NULL, &t));
-    NT_OK(nerve_task_stats(t, &st));
+    NT_OK(nerve_task_get_stats(t, &st));
     NT_EQ(st.priority, 56);
     NT_EQ(st.cycles, 0);
     NT_RC(nerve_task_join(t), NERVE_EINVAL); /* never started */

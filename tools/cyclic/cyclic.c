@@ -206,7 +206,7 @@ static int run_phase(const struct config *cfg, struct client *cl, int n,
         int rc = nerve_task_join(cl[i].task);
         if (rc != 0)
             err = rc;
-        if (nerve_task_stats(cl[i].task, &cl[i].st) != 0)
+        if (nerve_task_get_stats(cl[i].task, &cl[i].st) != 0)
             memset(&cl[i].st, 0, sizeof cl[i].st);
         nerve_task_destroy(cl[i].task);
         cl[i].task = NULL;

@@ -131,7 +131,7 @@ public:
     result<struct nerve_task_stats> stats() const noexcept
     {
         struct nerve_task_stats s {};
-        int rc = nerve_task_stats(t_, &s);
+        int rc = nerve_task_get_stats(t_, &s);
         if (rc != 0) {
             return fail(rc);
         }
@@ -141,7 +141,7 @@ public:
     std::string format(const char *name = nullptr) const
     {
         struct nerve_task_stats s {};
-        if (nerve_task_stats(t_, &s) != 0) {
+        if (nerve_task_get_stats(t_, &s) != 0) {
             return std::string();
         }
         int n = nerve_task_stats_format(&s, name, nullptr, 0);
