@@ -1,0 +1,360 @@
+"""nerve top: a live monitor of every channel (textual).
+
+Per channel: message rate (Hz) and bandwidth over the last ``--window``
+seconds (from the channel's counters: messages published and bytes
+published), average message size over the window (the last size read when
+nothing was published), age of the newest message, messages published in
+all, messages the monitor itself missed, the type and the geometry.
+
+"Missed by the monitor": the monitor reads every message of every channel
+in next-unseen order with zero-copy views (no payload is copied), at most
+``--read-budget`` per channel and refresh, and counts those a writer
+overwrote before it got to them (``Message.missed``) plus those overwritten
+while it looked at them. It is what a reader as fast as the monitor would
+lose: 0 on a channel whose ring is large enough for its rate.
+
+Keys: ``/`` filter (glob or substring), ``escape`` clear filter, ``s`` next
+sort column, ``r`` reverse order, clicking a column header sorts by it,
+``q`` quit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import fnmatch
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+import nerve
+
+from ._common import human_age, human_bytes
+
+PROG = "nerve top"
+
+
+@dataclass
+class Row:
+    """What the monitor shows of one channel."""
+
+    name: str
+    type: str = ""
+    encoding: str = ""
+    slots: int = 0
+    data_size: int = 0
+    total: int = 0          # messages published (head_seq)
+    rate: float = 0.0       # messages per second over the window
+    bandwidth: float = 0.0  # bytes per second over the window
+    size: float = 0.0       # average message size over the window
+    age_ns: Optional[int] = None  # age of the newest message
+    missed: int = 0         # messages the monitor missed
+    read: int = 0           # messages the monitor read
+    error: Optional[str] = None
+
+
+@dataclass
+class _State:
+    ch: Optional[nerve.Channel]
+    created: int
+    type: str = ""
+    encoding: str = ""
+    history: Deque[Tuple[int, int, int]] = field(default_factory=collections.deque)
+    missed: int = 0
+    read: int = 0
+    last_size: int = 0
+
+
+class Monitor:
+    """The numbers behind ``nerve top``: ``sample()`` returns one
+    :class:`Row` per channel matching ``patterns`` (all when empty).
+    ``clock`` gives CLOCK_MONOTONIC nanoseconds (injectable for tests)."""
+
+    def __init__(
+        self,
+        patterns: Sequence[str] = (),
+        window_s: float = 2.0,
+        read_budget: int = 10000,
+        clock: Callable[[], int] = nerve.now_ns,
+    ) -> None:
+        self.patterns = list(patterns)
+        self.window_ns = int(window_s * 1e9)
+        self.read_budget = read_budget
+        self.clock = clock
+        self._states: Dict[str, _State] = {}
+
+    def _matches(self, name: str) -> bool:
+        return not self.patterns or any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
+
+    def _open(self, info: nerve.ChannelInfo) -> _State:
+        try:
+            ch = nerve.open(info.name)
+        except nerve.Error:
+            return _State(None, info.created)
+        meta = ch.metadata
+        # Count what is missed from now on, not what was gone before.
+        ch.seek(ch.stat().head_seq)
+        return _State(ch, info.created, meta.type or "", meta.encoding or "")
+
+    def _drain(self, st: _State) -> None:
+        """Read every new message (views: no copy), counting the missed."""
+        ch = st.ch
+        assert ch is not None
+        for _ in range(self.read_budget):
+            try:
+                with ch.view() as msg:
+                    if msg is None:
+                        return
+                    st.missed += msg.missed
+                    st.last_size = msg.size
+                    st.read += 1
+            except nerve.StaleView:
+                st.missed += 1  # overwritten while the monitor looked at it
+            except nerve.Error:
+                return
+
+    def sample(self) -> List[Row]:
+        now = self.clock()
+        rows = []
+        seen = set()
+        for info in nerve.list():
+            if not self._matches(info.name):
+                continue
+            seen.add(info.name)
+            if info.error is not None:
+                rows.append(Row(info.name, error=info.error))
+                continue
+            st = self._states.get(info.name)
+            if st is None or st.created != info.created:
+                if st is not None and st.ch is not None:
+                    st.ch.close()
+                st = self._states[info.name] = self._open(info)
+            if st.ch is not None:
+                self._drain(st)
+            h = st.history
+            h.append((now, info.head_seq, info.bytes_total))
+            while len(h) > 2 and now - h[1][0] >= self.window_ns:
+                h.popleft()
+            t0, n0, b0 = h[0]
+            dt = (now - t0) / 1e9
+            dn = info.head_seq - n0
+            db = info.bytes_total - b0
+            row = Row(
+                name=info.name, type=st.type, encoding=st.encoding,
+                slots=info.slots, data_size=info.data_size, total=info.head_seq,
+                rate=dn / dt if dt > 0 else 0.0,
+                bandwidth=db / dt if dt > 0 else 0.0,
+                size=db / dn if dn > 0 else float(st.last_size),
+                age_ns=max(now - info.newest_time, 0) if info.newest_time else None,
+                missed=st.missed, read=st.read,
+                error=None if st.ch is not None else "cannot open",
+            )
+            rows.append(row)
+        for name in list(self._states):
+            if name not in seen:  # removed
+                st = self._states.pop(name)
+                if st.ch is not None:
+                    st.ch.close()
+        return rows
+
+    def close(self) -> None:
+        for st in self._states.values():
+            if st.ch is not None:
+                st.ch.close()
+        self._states.clear()
+
+
+# Columns: (title, sort key, cell text).
+COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
+    ("channel", lambda r: r.name, lambda r: r.name),
+    ("rate Hz", lambda r: r.rate, lambda r: f"{r.rate:.1f}"),
+    ("bandwidth", lambda r: r.bandwidth, lambda r: f"{human_bytes(r.bandwidth)}/s"),
+    ("size", lambda r: r.size, lambda r: human_bytes(r.size)),
+    ("age", lambda r: -1 if r.age_ns is None else r.age_ns, lambda r: human_age(r.age_ns)),
+    ("total", lambda r: r.total, lambda r: str(r.total)),
+    ("missed", lambda r: r.missed, lambda r: str(r.missed)),
+    ("type", lambda r: r.type, lambda r: r.error or (f"{r.type} ({r.encoding})" if r.encoding else r.type or "-")),
+    ("ring", lambda r: r.data_size, lambda r: f"{r.slots} x {human_bytes(r.data_size)}" if r.slots else "-"),
+]
+
+
+def cells(row: Row) -> List[str]:
+    return [text(row) for _title, _key, text in COLUMNS]
+
+
+def arrange(rows: List[Row], sort: int = 0, reverse: bool = False, filt: str = "") -> List[Row]:
+    """Filter (a glob if it has wildcards, else a substring) and sort."""
+    if filt:
+        if any(c in filt for c in "*?["):
+            rows = [r for r in rows if fnmatch.fnmatchcase(r.name, filt)]
+        else:
+            rows = [r for r in rows if filt in r.name]
+    key = COLUMNS[sort][1]
+    return sorted(rows, key=lambda r: (key(r), r.name), reverse=reverse)
+
+
+def render_table(rows: List[Row]):  # -> rich.table.Table
+    """The rows as a rich table (``--once``)."""
+    from rich.table import Table
+
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    for i, (title, _k, _t) in enumerate(COLUMNS):
+        t.add_column(title, justify="left" if i in (0, 7, 8) else "right")
+    for r in rows:
+        t.add_row(*cells(r))
+    return t
+
+
+def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bool = False):
+    """The textual application (built lazily: textual is imported here)."""
+    from textual.app import App, ComposeResult
+    from textual.binding import Binding
+    from textual.widgets import DataTable, Footer, Input, Static
+
+    class TopApp(App):
+        TITLE = "nerve top"
+        CSS = """
+        #filter { dock: bottom; display: none; }
+        #filter.shown { display: block; }
+        #status { dock: top; height: 1; }
+        """
+        BINDINGS = [
+            Binding("q", "quit", "quit"),
+            Binding("s", "next_sort", "sort"),
+            Binding("r", "reverse", "reverse"),
+            Binding("slash", "filter", "filter"),
+            Binding("escape", "clear_filter", "clear filter", show=False),
+        ]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.monitor = monitor
+            self.sort = sort
+            self.reverse = reverse
+            self.filter = ""
+            self.rows: List[Row] = []
+            self._keys: List[str] = []
+
+        def compose(self) -> ComposeResult:
+            yield Static(id="status")
+            yield DataTable(id="table", cursor_type="row", zebra_stripes=True)
+            yield Input(placeholder="filter: substring or glob, Enter to apply", id="filter")
+            yield Footer()
+
+        def on_mount(self) -> None:
+            table = self.query_one(DataTable)
+            for title, _k, _t in COLUMNS:
+                table.add_column(title, key=title)
+            self.refresh_now()
+            self.set_interval(interval, self.refresh_now)
+
+        def refresh_now(self) -> None:
+            """Sample the channels and update the table in place."""
+            self.rows = self.monitor.sample()
+            self.redraw()
+
+        def redraw(self) -> None:
+            table = self.query_one(DataTable)
+            shown = arrange(self.rows, self.sort, self.reverse, self.filter)
+            keys = [r.name for r in shown]
+            if keys == self._keys:
+                # Same rows in the same order: change only the cells (no
+                # flicker, the cursor stays where it is).
+                for r in shown:
+                    for (title, _k, _t), text in zip(COLUMNS, cells(r)):
+                        table.update_cell(r.name, title, text)
+            else:
+                cursor = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
+                table.clear()
+                for r in shown:
+                    table.add_row(*cells(r), key=r.name)
+                self._keys = keys
+                if cursor in keys:
+                    table.move_cursor(row=keys.index(cursor))
+            arrow = "v" if self.reverse else "^"
+            self.query_one("#status", Static).update(
+                f"{len(shown)}/{len(self.rows)} channels  sort: {COLUMNS[self.sort][0]} {arrow}"
+                + (f"  filter: {self.filter}" if self.filter else ""))
+
+        def action_next_sort(self) -> None:
+            self.sort = (self.sort + 1) % len(COLUMNS)
+            self.redraw()
+
+        def action_reverse(self) -> None:
+            self.reverse = not self.reverse
+            self.redraw()
+
+        def action_filter(self) -> None:
+            box = self.query_one(Input)
+            box.add_class("shown")
+            box.value = self.filter
+            box.focus()
+
+        def action_clear_filter(self) -> None:
+            box = self.query_one(Input)
+            box.remove_class("shown")
+            self.filter = ""
+            self.query_one(DataTable).focus()
+            self.redraw()
+
+        def on_input_changed(self, event: Input.Changed) -> None:
+            self.filter = event.value.strip()
+            self.redraw()
+
+        def on_input_submitted(self, event: Input.Submitted) -> None:
+            self.query_one(Input).remove_class("shown")
+            self.query_one(DataTable).focus()
+
+        def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+            titles = [c[0] for c in COLUMNS]
+            i = titles.index(str(event.column_key.value))
+            if i == self.sort:
+                self.reverse = not self.reverse
+            else:
+                self.sort, self.reverse = i, False
+            self.redraw()
+
+    return TopApp()
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Live monitor of every channel.")
+    p.add_argument("patterns", nargs="*", metavar="PATTERN", help="only channels matching these globs")
+    p.add_argument("-i", "--interval", type=float, default=0.5, help="refresh period in seconds (0.5)")
+    p.add_argument("-w", "--window", type=float, default=2.0, help="rates over the last SEC seconds (2)")
+    p.add_argument("--sort", choices=[c[0] for c in COLUMNS], default="channel")
+    p.add_argument("--reverse", action="store_true")
+    p.add_argument("--read-budget", type=int, default=10000, metavar="N",
+                   help="messages read per channel and refresh at most (10000)")
+    p.add_argument("--once", action="store_true",
+                   help="print one table (rates over --interval) and exit, for scripts")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    if args.interval <= 0 or args.window <= 0:
+        parser().error("--interval and --window must be positive")
+    sort = [c[0] for c in COLUMNS].index(args.sort)
+    monitor = Monitor(args.patterns, window_s=args.window, read_budget=args.read_budget)
+    try:
+        if args.once:
+            import time
+
+            from rich.console import Console
+
+            monitor.sample()
+            time.sleep(args.interval)
+            rows = arrange(monitor.sample(), sort, args.reverse)
+            Console().print(render_table(rows))
+            return 0
+        make_app(monitor, args.interval, sort, args.reverse).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        monitor.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
