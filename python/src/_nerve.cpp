@@ -26,15 +26,21 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <nerve/chan.h>
 #include <nerve/errors.h>
+#include <nerve/rt.h>
 #include <nerve/version.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <sched.h>
 #include <unistd.h>
@@ -776,6 +782,582 @@ int collect_name(const char *name, void *arg)
     return 0;
 }
 
+// ---- real-time helpers (include/nerve/rt.h) --------------------------------
+//
+// The helpers are plain forwarding. RtTask is not: it runs a nerve_task whose
+// body is Python, in one of two modes.
+//
+// call mode (nerve.rt.Task): the body trampoline takes the GIL on the loop's
+// thread for every cycle and calls the callable. The C loop keeps the timing
+// (absolute sleeps, statistics) and holds no GIL while it sleeps; the body's
+// execution time, and its wait for the GIL, are Python's.
+//
+// step mode (nerve.rt.periodic): the body trampoline never touches the GIL.
+// It hands the tick to the Python thread iterating the loop and waits until
+// that thread asks for the next tick, so one cycle's "body" is the Python
+// code between two iterations. Handshake, under RtTask::mu:
+//   loop:   state IDLE -> READY (tick posted), wait until IDLE or stopping
+//   Python: READY -> TAKEN (tick copied); on the next request TAKEN -> IDLE
+// The wait on the loop side needs no lost-wakeup argument beyond the
+// condition variable's: every state change happens under mu and notifies.
+//
+// The loop ends in a joiner thread (a plain C++ thread that calls
+// nerve_task_join and records the status) so that Python's join() can wait
+// in slices, with the GIL released, and still answer Ctrl-C.
+
+struct RtTask;
+PyObject *g_tick_type = nullptr; // nerve.rt.Tick, set by _set_rt_hooks
+
+// The exit gate of reacquire_gil(), for a thread that takes the GIL through
+// PyGILState_Ensure (it may have no thread state of its own). Returns false
+// once the interpreter is exiting: the caller must then not touch Python.
+bool gil_ensure(PyGILState_STATE *st)
+{
+    g_reacquiring.fetch_add(1, std::memory_order_seq_cst);
+    if (g_exiting.load(std::memory_order_seq_cst)) {
+        g_reacquiring.fetch_sub(1, std::memory_order_seq_cst);
+        return false;
+    }
+    *st = PyGILState_Ensure();
+    g_reacquiring.fetch_sub(1, std::memory_order_seq_cst);
+    return true;
+}
+
+nb::tuple series_tuple(const struct nerve_rt_series &s)
+{
+    return nb::make_tuple(s.n, s.min_ns, s.max_ns, s.max_abs_ns, s.mean_ns,
+                          s.rms_ns);
+}
+
+nb::tuple applied_tuple(const struct nerve_rt_applied &a)
+{
+    return nb::make_tuple(a.policy, a.priority, a.fallback_err,
+                          bool(a.mem_locked), nb::str(a.msg));
+}
+
+struct nerve_rt_prio_map prio_map_of(nb::handle t)
+{
+    struct nerve_rt_prio_map m = NERVE_RT_PRIO_MAP_INIT;
+    auto v = nb::cast<std::tuple<int32_t, int32_t, int64_t, int64_t>>(t);
+    m.prio_min = std::get<0>(v);
+    m.prio_max = std::get<1>(v);
+    m.period_min_ns = std::get<2>(v);
+    m.period_max_ns = std::get<3>(v);
+    return m;
+}
+
+int rt_prio_from_period(int64_t period_ns, nb::object map)
+{
+    struct nerve_rt_prio_map m = NERVE_RT_PRIO_MAP_INIT;
+    if (!map.is_none()) {
+        m = prio_map_of(map);
+    }
+    int rc = nerve_rt_prio_from_period(period_ns, &m);
+    if (rc < 0) {
+        raise_nerve(rc);
+    }
+    return rc;
+}
+
+nb::tuple rt_lock_memory(size_t stack, size_t heap, uint32_t flags)
+{
+    struct nerve_rt_applied a;
+    std::memset(&a, 0, sizeof a);
+    int rc = without_gil(
+        [&] { return nerve_rt_lock_memory(stack, heap, flags, &a); });
+    if (rc != 0) {
+        raise_nerve(rc, nullptr, a.msg[0] ? a.msg : nullptr);
+    }
+    return applied_tuple(a);
+}
+
+nb::tuple rt_sched_set(int policy, int priority, uint32_t flags)
+{
+    struct nerve_rt_applied a;
+    std::memset(&a, 0, sizeof a);
+    int rc = nerve_rt_sched_set(policy, priority, flags, &a);
+    if (rc != 0) {
+        raise_nerve(rc, nullptr, a.msg[0] ? a.msg : nullptr);
+    }
+    return applied_tuple(a);
+}
+
+nb::tuple rt_probe()
+{
+    struct nerve_rt_caps c;
+    std::memset(&c, 0, sizeof c);
+    int rc = without_gil([&] { return nerve_rt_probe(&c); });
+    if (rc != 0) {
+        raise_nerve(rc);
+    }
+    return nb::make_tuple(bool(c.fifo_ok), c.fifo_max_prio, c.memlock_max,
+                          bool(c.preempt_rt));
+}
+
+// A C-contiguous buffer of int64 (format q, or l where long is 64 bits).
+struct I64Buffer {
+    Py_buffer v;
+    explicit I64Buffer(nb::handle obj)
+    {
+        if (PyObject_GetBuffer(obj.ptr(), &v,
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+            throw nb::python_error();
+        }
+        const char *f = v.format ? v.format : "B";
+        if (*f == '@' || *f == '=' || *f == '<') {
+            f++;
+        }
+        bool ok = v.itemsize == 8 &&
+                  (std::strcmp(f, "q") == 0 ||
+                   (std::strcmp(f, "l") == 0 && sizeof(long) == 8));
+        if (!ok) {
+            PyBuffer_Release(&v);
+            throw nb::type_error("timestamps must be a contiguous buffer of "
+                                 "int64 (array('q'), numpy int64)");
+        }
+    }
+    ~I64Buffer() { PyBuffer_Release(&v); }
+    const int64_t *data() const { return static_cast<const int64_t *>(v.buf); }
+    size_t size() const { return size_t(v.len / 8); }
+};
+
+nb::tuple rt_timing_compute(nb::handle release, nb::handle wake)
+{
+    I64Buffer r(release), w(wake);
+    if (r.size() != w.size()) {
+        throw nb::value_error("release and wake must have the same length");
+    }
+    struct nerve_rt_series a, b;
+    int rc = nerve_rt_timing_compute(r.data(), w.data(), r.size(), &a, &b);
+    if (rc != 0) {
+        raise_nerve(rc);
+    }
+    return nb::make_tuple(series_tuple(a), series_tuple(b));
+}
+
+int call_body(void *arg, const struct nerve_task_tick *tk);
+int step_body(void *arg, const struct nerve_task_tick *tk);
+
+enum class Hand { IDLE, READY, TAKEN };
+
+struct RtTask {
+    nerve_task *t = nullptr;
+    bool step;              // step mode (periodic iterator)
+    nb::object body;        // call mode: the callable
+    nb::object chan_obj;    // channel-driven: keeps the channel alive
+    Chan *chan = nullptr;
+    struct nerve_rt_prio_map map;
+    PyObject *exc = nullptr; // owned: the body's exception, raised by join
+    bool started = false;    // [GIL]
+    bool in_run = false;     // [GIL] run() is executing
+    std::atomic<bool> stop_sent{false}; // nerve_task_stop() was called
+    std::thread joiner;      // [GIL] started by start()
+    bool join_claimed = false; // [GIL] a join() has taken joiner.join()
+    std::thread::id loop_tid; // set by the loop thread's first body call
+
+    // Under mu:
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;  // the loop has ended; rc is its status
+    int rc = 0;
+    bool stopping = false;  // stop() was called
+    Hand hand = Hand::IDLE; // step mode handshake
+    const struct nerve_task_tick *cur = nullptr; // READY/TAKEN: the tick
+
+    RtTask(nb::object body_, bool step_, int64_t period_ns, int64_t start_ns,
+           int64_t offset_ns, uint32_t flags, int policy,
+           std::optional<int> priority, uint64_t cpus, nb::object prio_map,
+           uint64_t stack_prefault, nb::object chan_, bool newest,
+           int64_t deadline_ns, uint64_t msg_max)
+        : step(step_), body(std::move(body_))
+    {
+        if (!step && !PyCallable_Check(body.ptr())) {
+            throw nb::type_error("the task body must be callable");
+        }
+        struct nerve_task_opts o = NERVE_TASK_OPTS_INIT;
+        o.flags = flags;
+        o.period_ns = period_ns;
+        o.start_ns = start_ns;
+        o.offset_ns = offset_ns;
+        o.policy = policy;
+        o.priority = priority ? *priority : NERVE_TASK_PRIO_AUTO;
+        o.cpus = cpus;
+        map = NERVE_RT_PRIO_MAP_INIT;
+        if (!prio_map.is_none()) {
+            map = prio_map_of(prio_map);
+            o.prio_map = &map;
+        }
+        o.stack_prefault = stack_prefault;
+        if (!chan_.is_none()) {
+            chan = nb::cast<Chan *>(chan_);
+            o.chan = chan->use();
+            chan_obj = chan_;
+            o.chan_which = newest ? NERVE_GET_NEWEST : NERVE_GET_NEXT;
+            o.deadline_ns = deadline_ns;
+            o.msg_max = msg_max;
+        }
+        int rc = nerve_task_create(&o, step ? step_body : call_body, this, &t);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+    }
+    RtTask(const RtTask &) = delete;
+    RtTask &operator=(const RtTask &) = delete;
+
+    ~RtTask()
+    {
+        // Called with the GIL held. A started loop is stopped and waited
+        // for with the GIL released, since a call-mode body needs it (at
+        // exit the bodies no longer take it: see gil_ensure).
+        stop();
+        if (joiner.joinable() && !join_claimed) {
+            Py_BEGIN_ALLOW_THREADS
+            joiner.join();
+            Py_END_ALLOW_THREADS
+        }
+        nerve_task_destroy(t);
+        release_chan();
+        Py_XDECREF(exc);
+    }
+
+    // The channel handle is the loop's while it may run: other calls on it
+    // raise Busy meanwhile (see Chan::use).
+    void hold_chan()
+    {
+        if (chan) {
+            chan->use();
+            chan->waiting = true;
+        }
+    }
+    void release_chan()
+    {
+        if (chan) {
+            chan->waiting = false;
+            if (stop_sent && chan->c) {
+                // A stop that raced with the loop's own end may have left
+                // the handle cancelled; the loop is over, so clear it.
+                nerve_chan_cancel_clear(chan->c);
+            }
+        }
+    }
+
+    // Any thread, also the body. The C stop is sent only to a loop that may
+    // be running: for a channel-driven task it cancels the handle, and only
+    // the loop's end (or release_chan) clears that again.
+    void stop()
+    {
+        bool send;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            stopping = true;
+            send = started && !finished;
+        }
+        cv.notify_all();
+        if (send) {
+            stop_sent = true;
+            nerve_task_stop(t);
+        }
+    }
+
+    void start()
+    {
+        if (started) {
+            raise_nerve(NERVE_EBUSY, nullptr, "the task was already started");
+        }
+        hold_chan();
+        bool pre_stopped;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            pre_stopped = stopping;
+        }
+        if (pre_stopped) {
+            // stop() before start(): the loop ends before its first cycle.
+            stop_sent = true;
+            nerve_task_stop(t);
+        }
+        int r = without_gil([&] { return nerve_task_start(t); });
+        if (r != 0) {
+            release_chan();
+            raise_nerve(r);
+        }
+        started = true;
+        joiner = std::thread([this] {
+            int jr = nerve_task_join(t);
+            {
+                std::lock_guard<std::mutex> lk(mu);
+                finished = true;
+                rc = jr;
+            }
+            cv.notify_all();
+        });
+    }
+
+    void run()
+    {
+        if (step) {
+            throw nb::type_error("run() needs a task with a body");
+        }
+        if (started) {
+            raise_nerve(NERVE_EBUSY, nullptr, "the task was already started");
+        }
+        hold_chan();
+        started = true;
+        in_run = true;
+        bool pre_stopped;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            pre_stopped = stopping;
+        }
+        if (pre_stopped) {
+            stop_sent = true;
+            nerve_task_stop(t);
+        }
+        int r = without_gil([&] { return nerve_task_run(t); });
+        in_run = false;
+        {
+            std::lock_guard<std::mutex> lk(mu);
+            finished = true;
+            rc = r;
+        }
+        release_chan();
+        raise_outcome();
+    }
+
+    // Raise the body's exception or the loop's error, if any.
+    void raise_outcome()
+    {
+        if (exc) {
+            PyObject *tb = PyException_GetTraceback(exc);
+            Py_INCREF(exc);
+            PyObject *tp = reinterpret_cast<PyObject *>(Py_TYPE(exc));
+            Py_INCREF(tp);
+            PyErr_Restore(tp, exc, tb);
+            throw nb::python_error();
+        }
+        if (rc < 0) {
+            raise_nerve(rc);
+        }
+    }
+
+    // Wait (GIL released, in slices that answer Ctrl-C) until pred() holds
+    // under mu or the deadline (-1: none) passes. Returns pred().
+    template <class P> bool wait_for(int64_t deadline, P &&pred)
+    {
+        for (;;) {
+            int64_t now = nerve_now_ns();
+            int64_t end = now + SLICE_NS;
+            if (deadline >= 0 && deadline < end) {
+                end = deadline;
+            }
+            bool ok = without_gil([&] {
+                std::unique_lock<std::mutex> lk(mu);
+                cv.wait_for(lk, std::chrono::nanoseconds(end - now),
+                            [&] { return pred(); });
+                return pred();
+            });
+            if (ok) {
+                return true;
+            }
+            if (PyErr_CheckSignals() != 0) {
+                throw nb::python_error();
+            }
+            if (deadline >= 0 && nerve_now_ns() >= deadline) {
+                return false;
+            }
+        }
+    }
+
+    bool join(std::optional<double> timeout)
+    {
+        if (!started) {
+            raise_nerve(NERVE_EINVAL, nullptr, "the task was never started");
+        }
+        if (std::this_thread::get_id() == loop_tid) {
+            throw nb::value_error("join() called from the task's own body");
+        }
+        if (!wait_for(deadline_from(timeout), [&] { return finished; })) {
+            return false;
+        }
+        if (joiner.joinable() && !join_claimed) {
+            // One caller joins the (already ending) thread; a concurrent
+            // join() only needs `finished`, which it has seen.
+            join_claimed = true;
+            without_gil([&] {
+                joiner.join();
+                return 0;
+            });
+        }
+        release_chan();
+        raise_outcome();
+        return true;
+    }
+
+    // Step mode: finish the previous tick, wait for the next one. Returns
+    // the Tick, or None once the loop has ended (raising its error if any).
+    nb::object next_tick(std::optional<double> timeout);
+
+    bool finished_now()
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        return finished;
+    }
+
+    nb::tuple stats() const
+    {
+        struct nerve_task_stats s;
+        int r = nerve_task_get_stats(t, &s);
+        if (r != 0) {
+            raise_nerve(r);
+        }
+        return nb::make_tuple(s.cycles, s.overruns, s.skipped, s.timeouts,
+                              s.missed, series_tuple(s.abs_err),
+                              series_tuple(s.rel_err), series_tuple(s.latency),
+                              series_tuple(s.exec), s.period_ns, s.policy,
+                              s.priority, s.sched_err, bool(s.running));
+    }
+
+    std::string format(std::optional<std::string> name) const
+    {
+        struct nerve_task_stats s;
+        int r = nerve_task_get_stats(t, &s);
+        if (r != 0) {
+            raise_nerve(r);
+        }
+        const char *nm = name ? name->c_str() : nullptr;
+        int n = nerve_task_stats_format(&s, nm, nullptr, 0);
+        std::string out(size_t(n) + 1, '\0');
+        nerve_task_stats_format(&s, nm, &out[0], out.size());
+        out.resize(size_t(n));
+        return out;
+    }
+};
+
+// The Tick for one cycle (GIL held). The message, if any, is copied.
+PyObject *make_tick(const struct nerve_task_tick *tk)
+{
+    PyObject *msg = Py_None;
+    Py_INCREF(msg);
+    if (tk->msg) {
+        Py_DECREF(msg);
+        PyObject *data = PyBytes_FromStringAndSize(
+            static_cast<const char *>(tk->msg), Py_ssize_t(tk->msg_info.len));
+        if (!data) {
+            return nullptr;
+        }
+        try {
+            msg = make_message(tk->msg_info, data);
+        } catch (nb::python_error &e) {
+            e.restore();
+            return nullptr;
+        }
+    }
+    return PyObject_CallFunction(g_tick_type, "KLLKNi",
+                                 (unsigned long long)tk->cycle,
+                                 (long long)tk->release_ns,
+                                 (long long)tk->wake_ns,
+                                 (unsigned long long)tk->skipped, msg,
+                                 int(tk->msg_status));
+}
+
+int call_body(void *arg, const struct nerve_task_tick *tk)
+{
+    auto *s = static_cast<RtTask *>(arg);
+    PyGILState_STATE st;
+    if (!gil_ensure(&st)) {
+        return 1; // the interpreter is exiting: end the loop
+    }
+    if (tk->cycle == 0) {
+        s->loop_tid = std::this_thread::get_id();
+    }
+    int rc = 0;
+    PyObject *tick = make_tick(tk);
+    PyObject *res = tick ? PyObject_CallOneArg(s->body.ptr(), tick) : nullptr;
+    Py_XDECREF(tick);
+    if (res) {
+        int truth = PyObject_IsTrue(res);
+        Py_DECREF(res);
+        rc = truth > 0 ? 1 : 0;
+        if (truth < 0) {
+            res = nullptr;
+        } else if (PyErr_CheckSignals() != 0) {
+            // run() on the main thread: Ctrl-C ends the loop here.
+            res = nullptr;
+        }
+    }
+    if (!res) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb && value) {
+            PyException_SetTraceback(value, tb);
+        }
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        if (!s->exc) {
+            s->exc = value;
+        } else {
+            Py_XDECREF(value);
+        }
+        rc = NERVE_ECANCELED; // stops the loop; join() raises s->exc
+    }
+    PyGILState_Release(st);
+    return rc;
+}
+
+int step_body(void *arg, const struct nerve_task_tick *tk)
+{
+    auto *s = static_cast<RtTask *>(arg);
+    std::unique_lock<std::mutex> lk(s->mu);
+    if (s->stopping) {
+        return 1;
+    }
+    s->cur = tk;
+    s->hand = Hand::READY;
+    s->cv.notify_all();
+    s->cv.wait(lk, [&] { return s->hand == Hand::IDLE || s->stopping; });
+    s->cur = nullptr;
+    s->hand = Hand::IDLE;
+    return s->stopping ? 1 : 0;
+}
+
+nb::object RtTask::next_tick(std::optional<double> timeout)
+{
+    if (!step) {
+        throw nb::type_error("next_tick() is for periodic() loops");
+    }
+    if (!started) {
+        start();
+    }
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        if (hand == Hand::TAKEN) {
+            hand = Hand::IDLE;
+        }
+    }
+    cv.notify_all();
+    int64_t deadline = deadline_from(timeout);
+    bool got = wait_for(deadline,
+                        [&] { return hand == Hand::READY || finished; });
+    if (!got) {
+        raise_nerve(NERVE_ETIMEDOUT);
+    }
+    std::unique_lock<std::mutex> lk(mu);
+    if (hand != Hand::READY) {
+        lk.unlock();
+        join(std::nullopt);
+        return nb::none();
+    }
+    // The loop waits for us while the tick (and its message) is copied.
+    hand = Hand::TAKEN;
+    const struct nerve_task_tick *tk = cur;
+    lk.unlock();
+    PyObject *tick = make_tick(tk);
+    if (!tick) {
+        throw nb::python_error();
+    }
+    return nb::steal(tick);
+}
+
 } // namespace
 
 NB_MODULE(_nerve, m)
@@ -925,6 +1507,60 @@ NB_MODULE(_nerve, m)
         g_error_factory = error_factory.inc_ref().ptr();
         g_coerce = coerce.inc_ref().ptr();
     });
+    // Real-time helpers (nerve.rt wraps them).
+    m.def("rt_prio_from_period", &rt_prio_from_period, "period_ns"_a,
+          "prio_map"_a = nb::none());
+    m.def("rt_lock_memory", &rt_lock_memory, "stack"_a, "heap"_a, "flags"_a);
+    m.def("rt_sched_set", &rt_sched_set, "policy"_a, "priority"_a, "flags"_a);
+    m.def("rt_sched_get", []() {
+        int policy = 0, priority = 0;
+        int rc = nerve_rt_sched_get(&policy, &priority);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+        return nb::make_tuple(policy, priority);
+    });
+    m.def("rt_affinity_set", [](uint64_t cpus) {
+        int rc = nerve_rt_affinity_set(cpus);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+    }, "cpus"_a);
+    m.def("rt_probe", &rt_probe);
+    m.def("rt_timing_compute", &rt_timing_compute, "release"_a, "wake"_a);
+    m.def("_set_rt_hooks", [](nb::handle tick_type) {
+        Py_XDECREF(g_tick_type);
+        g_tick_type = tick_type.inc_ref().ptr();
+    });
+    m.attr("RT_OTHER") = NERVE_RT_OTHER;
+    m.attr("RT_FIFO") = NERVE_RT_FIFO;
+    m.attr("RT_RR") = NERVE_RT_RR;
+    m.attr("RT_BEST_EFFORT") = NERVE_RT_BEST_EFFORT;
+    m.attr("TASK_SKIP") = NERVE_TASK_SKIP;
+    m.attr("TASK_CATCH_UP") = NERVE_TASK_CATCH_UP;
+    m.attr("TASK_MLOCK") = NERVE_TASK_MLOCK;
+
+    nb::class_<RtTask>(m, "RtTask",
+                       "A nerve_task running Python (used by nerve.rt.Task "
+                       "and nerve.rt.Loop).",
+                       nb::is_weak_referenceable())
+        .def(nb::init<nb::object, bool, int64_t, int64_t, int64_t, uint32_t,
+                      int, std::optional<int>, uint64_t, nb::object, uint64_t,
+                      nb::object, bool, int64_t, uint64_t>(),
+             "body"_a.none(), "step"_a, "period_ns"_a, "start_ns"_a,
+             "offset_ns"_a, "flags"_a, "policy"_a, "priority"_a.none(),
+             "cpus"_a, "prio_map"_a.none(), "stack_prefault"_a,
+             "chan"_a.none(), "newest"_a, "deadline_ns"_a, "msg_max"_a)
+        .def("start", &RtTask::start)
+        .def("run", &RtTask::run)
+        .def("stop", &RtTask::stop)
+        .def("join", &RtTask::join, "timeout"_a = nb::none())
+        .def("next_tick", &RtTask::next_tick, "timeout"_a = nb::none())
+        .def("stats", &RtTask::stats)
+        .def("format", &RtTask::format, "name"_a = nb::none())
+        .def_prop_ro("started", [](RtTask &t) { return t.started; })
+        .def_prop_ro("finished", &RtTask::finished_now);
+
     m.attr("VERSION") = NERVE_VERSION_MAJOR * 10000 + NERVE_VERSION_MINOR * 100 +
                         NERVE_VERSION_PATCH;
     m.attr("VERSION_STRING") =

@@ -28,6 +28,7 @@ from ._channel import (
 )
 from ._errors import *  # noqa: F401,F403  (the exception classes)
 from ._errors import __all__ as _error_names
+from . import rt  # real-time helpers and periodic loops
 
 __version__: str = _nerve.VERSION_STRING
 
@@ -60,6 +61,7 @@ __all__ = [
     "list",
     "now_ns",
     "open",
+    "rt",
     "unlink",
     "wait_any",
     "NAME_MAX",
