@@ -70,9 +70,12 @@ class Bridge:
             print(f"{PROG}: {name}: {e}", file=sys.stderr)
             return
         enc = to_mcap(ch.metadata)
-        schema = None
         if enc.schema_encoding:
             schema = fg.Schema(name=enc.schema_name, encoding=enc.schema_encoding, data=enc.schema)
+        else:
+            # Schemaless (raw bytes, schemaless JSON): an empty schema, as
+            # the protocol advertises such channels.
+            schema = fg.Schema(name=enc.schema_name, encoding="", data=b"")
         fox = fg.Channel(name, schema=schema, message_encoding=enc.message_encoding or RAW,
                          context=self.context, metadata={"nerve.type": ch.metadata.type or ""})
         ch.seek(ch.stat().head_seq)  # live: from the next message on

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -45,7 +46,6 @@ from ._common import (
     is_pattern,
     realtime_offset_ns,
     select,
-    sigterm_as_interrupt,
     to_mcap,
 )
 
@@ -189,6 +189,7 @@ class Recorder:
                               compression=comp, enable_data_crcs=True)
         self._writer.start(profile="", library=LIBRARY)
         self._file_started_ns = nerve.now_ns()
+        self._file_bytes = 0  # message records added, compressed or not
         self._file_missed = {}
         self.files.append(name)
         for src in self._sources.values():
@@ -226,7 +227,13 @@ class Recorder:
 
     def _maybe_split(self) -> None:
         assert self._stream is not None
-        if self.split_bytes and self._stream.tell() >= self.split_bytes:
+        if self._file_bytes == 0:
+            return  # never leave a file empty
+        # Chunks reach the stream only when full (or at the end), so the
+        # size of the file so far is estimated from the messages added to
+        # it: at most the uncompressed size, which is what a size limit on
+        # the disk must assume anyway.
+        if self.split_bytes and max(self._stream.tell(), self._file_bytes) >= self.split_bytes:
             pass
         elif self.split_seconds and (nerve.now_ns() - self._file_started_ns) >= self.split_seconds * 1e9:
             pass
@@ -252,6 +259,8 @@ class Recorder:
                 msg = src.ch.get()
                 if msg is None:
                     break
+                if self.split_bytes or self.split_seconds:
+                    self._maybe_split()
                 assert self._writer is not None
                 mcap_id = src.mcap_id if src.mcap_id is not None else self._register(name, src)
                 t = msg.time + self._offset
@@ -264,10 +273,9 @@ class Recorder:
                     st.first_ns = msg.time
                 st.messages += 1
                 st.bytes += msg.size
+                self._file_bytes += msg.size + 31  # + the Message record's fields
                 st.last_ns = msg.time
                 n += 1
-                if self.split_bytes or self.split_seconds:
-                    self._maybe_split()
         return n
 
     def wait(self, timeout: float = 0.2) -> None:
@@ -382,7 +390,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from rich.live import Live
 
     console = Console(stderr=True)
-    sigterm_as_interrupt()
+    # Ctrl-C and SIGTERM only set a flag: an exception in the middle of
+    # writing a record would leave the file without its summary. A wait in
+    # progress ends within its timeout (0.25 s), then the loop stops.
+    stop = []
+    signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
+    signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     try:
         rec = Recorder(args.output, args.channels, all_channels=args.all,
                        from_start=args.from_start, split_bytes=args.split_size,
@@ -400,7 +413,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         live = Live(_table(rec, 0), console=console, refresh_per_second=4, transient=True)
         live.start()
     try:
-        while True:
+        while not stop:
             left = None if args.count is None else args.count - rec.total.messages
             if left is not None and left <= 0:
                 break
@@ -412,8 +425,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             rec.poll(limit=left)
             if live is not None:
                 live.update(_table(rec, elapsed))
-    except KeyboardInterrupt:
-        pass
+        if stop:
+            # Everything committed before the signal is in the file.
+            left = None if args.count is None else args.count - rec.total.messages
+            rec.poll(limit=left)
     finally:
         if live is not None:
             live.stop()

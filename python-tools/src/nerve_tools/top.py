@@ -346,7 +346,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             monitor.sample()
             time.sleep(args.interval)
             rows = arrange(monitor.sample(), sort, args.reverse)
-            Console().print(render_table(rows))
+            out = Console()
+            if not out.is_terminal:  # a pipe: full lines, no colour codes
+                out = Console(width=1000, no_color=True, highlight=False)
+            out.print(render_table(rows))
             return 0
         make_app(monitor, args.interval, sort, args.reverse).run()
     except KeyboardInterrupt:

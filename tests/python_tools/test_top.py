@@ -1,0 +1,105 @@
+"""nerve top: the numbers (with an injected clock) and the textual app,
+driven headlessly by textual's test pilot."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+
+from conftest import tool
+
+import nerve
+from nerve_tools._common import human_age
+from nerve_tools.top import Monitor, make_app
+
+
+def test_monitor_numbers(name) -> None:
+    a, b = name("a"), name("b")
+    nerve.create(a, slots=4, size=4096, type="demo/Thing", encoding="json").close()
+    nerve.create(b, slots=64, size=1 << 16).close()
+    t0 = nerve.now_ns()
+    now = [t0]
+    mon = Monitor([a, b], clock=lambda: now[0])
+    try:
+        rows = {r.name: r for r in mon.sample()}
+        assert set(rows) == {a, b} and rows[a].total == 0 and rows[a].age_ns is None
+        with nerve.open(a, write=True) as wa, nerve.open(b, write=True) as wb:
+            for _ in range(10):  # 4 slots: the monitor misses 6
+                wa.put(b"x" * 100)
+            for _ in range(6):
+                wb.put(b"y" * 10)
+            newest = wa.stat().newest_time
+        now[0] = t0 + 2_000_000_000
+        rows = {r.name: r for r in mon.sample()}
+    finally:
+        mon.close()
+    ra, rb = rows[a], rows[b]
+    assert (ra.rate, ra.bandwidth, ra.size, ra.total, ra.missed, ra.read) == (5.0, 500.0, 100.0, 10, 6, 4)
+    assert (rb.rate, rb.bandwidth, rb.size, rb.total, rb.missed, rb.read) == (3.0, 30.0, 10.0, 6, 0, 6)
+    assert ra.age_ns == now[0] - newest
+    assert (ra.type, ra.encoding, ra.slots, ra.data_size) == ("demo/Thing", "json", 4, 4096)
+
+
+def test_app_renders_sorts_and_filters(name) -> None:
+    a, b = name("top-a"), name("top-b")
+    nerve.create(a, slots=4, size=4096, type="demo/Thing", encoding="json").close()
+    nerve.create(b, slots=64, size=1 << 16).close()
+    t0 = nerve.now_ns()
+    now = [t0]
+    mon = Monitor([a, b], clock=lambda: now[0])
+    app = make_app(mon, interval=3600)  # refreshed by hand below
+
+    async def drive() -> None:
+        from textual.widgets import DataTable
+
+        async with app.run_test(size=(160, 30)) as pilot:
+            with nerve.open(a, write=True) as wa, nerve.open(b, write=True) as wb:
+                for _ in range(10):
+                    wa.put(b"x" * 100)
+                for _ in range(6):
+                    wb.put(b"y" * 10)
+                newest = wa.stat().newest_time
+            now[0] = t0 + 1_500_000_000
+            app.refresh_now()
+            await pilot.pause()
+            table = app.query_one(DataTable)
+            assert table.row_count == 2
+            assert table.get_row(a) == [a, "6.7", "667 B/s", "100 B", human_age(now[0] - newest),
+                                        "10", "6", "demo/Thing (json)", "4 x 4.0 KiB"]
+            row_b = table.get_row(b)
+            assert row_b[5:7] == ["6", "0"] and row_b[7] == "-"
+            # The rendered screen shows the same numbers.
+            screen = app.export_screenshot()
+            assert a.replace("-", "") in screen.replace("-", "").replace("&#160;", "")
+            # Sort: by name, then (s) by rate, (r) reversed: a (6.7 Hz) first.
+            assert [table.get_row_at(i)[0] for i in range(2)] == [a, b]
+            await pilot.press("s", "r")
+            assert [table.get_row_at(i)[0] for i in range(2)] == [a, b]
+            await pilot.press("r")
+            assert [table.get_row_at(i)[0] for i in range(2)] == [b, a]
+            # Filter: "/" then a substring; escape clears it.
+            await pilot.press("slash", *"top-b")
+            await pilot.pause()
+            assert table.row_count == 1 and table.get_row_at(0)[0] == b
+            await pilot.press("escape")
+            await pilot.pause()
+            assert table.row_count == 2
+            await pilot.press("q")
+
+    try:
+        asyncio.run(drive())
+    finally:
+        mon.close()
+    assert app.return_code in (0, None)
+
+
+def test_once_prints_a_table(name) -> None:
+    a = name("once")
+    with nerve.create(a, slots=8, size=4096, type="demo/Once", encoding="json") as w:
+        for _ in range(3):
+            w.put(b"abc")
+    r = subprocess.run([tool("top"), "--once", "--interval", "0.05", a],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if a in ln)
+    assert "demo/Once (json)" in line and " 3 " in line + " " and "8 x 4.0 KiB" in line
