@@ -500,6 +500,25 @@ int nerve_chan_unlink(const char *name)
     return 0;
 }
 
+int nerve_chan_chmod(const char *name, uint32_t mode)
+{
+    int r = nerve_name_check(name);
+    if (r)
+        return r;
+    if (mode & ~0777u)
+        return NERVE_EINVAL;
+    char path[PATH_MAX];
+    path_of(path, sizeof path, CHAN_PREFIX, name);
+    if (chmod(path, mode) != 0)
+        return errno_to_nerve(errno);
+    /* The bell follows the rule of make_bell(). A missing bell is not an
+     * error: the channel works without one. */
+    path_of(path, sizeof path, BELL_PREFIX, name);
+    if (chmod(path, mode | ((mode & 0444u) >> 1)) != 0 && errno != ENOENT)
+        return errno_to_nerve(errno);
+    return 0;
+}
+
 /* ---- opening ------------------------------------------------------------ */
 
 /* Validate a header read from a file of st_size bytes. Each failure has its
@@ -816,7 +835,8 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
      * visible to readers that load head with acquire in locate(). */
     nerve__store_rel(&h->head, seq);
     NERVE_CRASHPOINT("put.after-commit");
-    nerve__add_rlx(&h->bytes_total, len);
+    /* [stat], written only under the lock: a plain add, not a locked RMW. */
+    nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
     /* SYNC(wake-check) seq_cst: orders the head store before the waiters
      * load; pairs with SYNC(wait-announce) in wait_change(). */
     nerve__fence_sc();
@@ -966,7 +986,8 @@ static const unsigned char *msg_ptr(const nerve_chan *c, const struct msg *m)
  * decision was based on, for waiting), NERVE_EOVERWRITTEN, or
  * NERVE_EINVAL. */
 static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
-                  uint64_t *seq, uint64_t *missed, uint64_t *head_seen)
+                  unsigned retries, uint64_t *seq, uint64_t *missed,
+                  uint64_t *head_seen)
 {
     const struct nerve__shm_hdr *h = c->hdr;
     /* SYNC(pub-seq) acquire: message head's slot and payload are visible;
@@ -994,6 +1015,15 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
             want = tail;
         if (want > head)
             return NERVE_EAGAIN; /* every message is being overwritten */
+        if (retries && want < head) {
+            /* The previous attempt's message was overwritten while it was
+             * read: a writer is lapping this reader, and the oldest message
+             * is the next to go. Aim closer to head on every retry (halving
+             * the distance) rather than chase the tail. */
+            uint64_t ahead = head - ((head - want) >> (retries < 63 ? retries : 63));
+            if (ahead > want)
+                want = ahead;
+        }
         *seq = want;
         *missed = want - cur - 1;
         return 0;
@@ -1175,7 +1205,8 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
         if (mode == NERVE_GET_AT) {
             r = locate_at(c, arg, &seq);
         } else {
-            r = locate(c, mode, arg, &seq, &missed, &head_seen);
+            r = locate(c, mode, arg, (unsigned)retries, &seq, &missed,
+                       &head_seen);
             if (r == 0 && mode == NERVE_GET_NEWEST && seq <= c->cursor &&
                 !(flags & NERVE_F_REPEAT))
                 r = NERVE_EAGAIN;
@@ -1340,8 +1371,15 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
         uint64_t tail = nerve__load_acq(&h->tail);
         if (head >= c->nslots && tail < head - c->nslots + 1)
             tail = head - c->nslots + 1;
+        if (tail == 0 || tail > head + 1) {
+            /* Writers raise tail to at most head + 1; more is possible only
+             * if puts happened between the loads. */
+            if (nerve__load_acq(&h->head) != head)
+                continue;
+            return NERVE_ECORRUPT;
+        }
         st->head_seq = head;
-        st->tail_seq = tail > head + 1 ? head + 1 : tail;
+        st->tail_seq = tail;
         st->newest_time_ns = 0;
         if (head == 0 || tail > head)
             return 0;
@@ -1366,7 +1404,8 @@ int nerve_stat(const char *name, struct nerve_stats *st)
     return r;
 }
 
-static int say(char *msg, size_t len, int code, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int
+say(char *msg, size_t len, int code, const char *fmt, ...)
 {
     if (msg && len) {
         va_list ap;

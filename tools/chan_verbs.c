@@ -905,19 +905,9 @@ int cli_chmod(int argc, char **argv)
     if (rc != 0) {
         return cli_err("chmod", name, rc);
     }
-    /* The public API has no chmod; the channel is the file
-     * /dev/shm/nerve.NAME (include/nerve/chan.h). Its bell is written by
-     * readers (the waiter count), so it gets write permission wherever
-     * the channel grants read permission. */
-    char path[64 + NERVE_NAME_MAX];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
-    if (chmod(path, mode) != 0) {
-        return cli_err("chmod", name, -errno);
-    }
-    snprintf(path, sizeof path, "/dev/shm/nerve-bell.%s", name);
-    mode_t bell = (mode_t)(mode & 0777) | (mode_t)((mode & 0444) >> 1);
-    if (chmod(path, bell) != 0 && errno != ENOENT) {
-        return cli_err("chmod", name, -errno);
+    rc = nerve_chan_chmod(name, mode);
+    if (rc != 0) {
+        return cli_err("chmod", name, rc);
     }
     return CLI_OK;
 }

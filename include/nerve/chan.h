@@ -177,6 +177,15 @@ nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
 
+/* Change the permission bits of channel `name` to `mode` (<= 0777); its
+ * bell gets the same bits plus write wherever read is granted, so that
+ * every reader can wait. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,
+ * NERVE_ENAMETOOLONG, NERVE_EACCES (not the owner).
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name,
+                                               uint32_t mode);
+
 /* Open channel `name` for reading (NERVE_O_READ) or reading and writing
  * (NERVE_O_WRITE) and store the handle in *out. The header is validated
  * before anything else is read. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,

@@ -324,8 +324,16 @@ static void test_permissions(void)
         o.mode = 0600;
         NT_OK(nerve_chan_create(n, &o));
         NT_EQ(as_nobody(no_access, n), 0);
+        /* Granting read later lets the same user read and wait. */
+        NT_OK(nerve_chan_chmod(n, 0644));
+        NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w));
+        NT_OK(nerve_chan_put(w, "secret", 6, 0, NULL, 0));
+        nerve_chan_close(w);
+        NT_EQ(as_nobody(reader_only, n), 0);
+        NT_RC(nerve_chan_chmod(n, 01777), NERVE_EINVAL);
     }
     NT_OK(nerve_chan_unlink(n));
+    NT_RC(nerve_chan_chmod(n, 0644), NERVE_ENOENT);
 }
 
 int main(void)
