@@ -17,7 +17,7 @@ import fnmatch
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 import nerve
 from mcap.reader import make_reader
