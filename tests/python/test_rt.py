@@ -161,6 +161,8 @@ def test_timing_compute_inputs() -> None:
         rt.timing_compute([1, 2], [1])
     with pytest.raises(TypeError):
         rt.timing_compute(array("d", [1.0]), array("d", [1.0]))
+    with pytest.raises(TypeError):
+        rt.timing_compute(release.astype(float), wake.astype(float))
 
 
 # ---- periodic tasks --------------------------------------------------------
@@ -541,6 +543,25 @@ def test_fallback_without_privileges() -> None:
     assert p.stdout.startswith("OK"), p.stdout + p.stderr
     if os.geteuid() == 0:
         assert p.stdout.split()[1] == "65534"
+
+
+def test_lock_memory_in_a_subprocess() -> None:
+    # mlockall() acts on the whole process for good: not on pytest's.
+    code = textwrap.dedent("""
+        from nerve import rt
+        caps = rt.probe()
+        a = rt.lock_memory(1 << 16, 1 << 20, best_effort=True)
+        print(caps.memlock_max is None, a.mem_locked, a.fallback is None,
+              bool(a.message))
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=100)
+    assert p.returncode == 0, p.stderr
+    unlimited, locked, no_fallback, has_msg = p.stdout.split()
+    assert has_msg == "True"
+    assert locked == no_fallback  # locked, or a fallback that says why
+    if unlimited == "True":  # CAP_IPC_LOCK or no limit: it must lock
+        assert locked == "True"
 
 
 def test_exit_with_loops_still_running() -> None:

@@ -313,6 +313,9 @@ def _int64_buffer(x: Any) -> Any:
     if type(x).__module__ == "numpy":
         import numpy as np
 
+        if x.dtype.kind not in "iu":
+            # Float nanoseconds have lost precision already; say so.
+            raise TypeError(f"timestamps must be integer nanoseconds, not {x.dtype}")
         return np.ascontiguousarray(x, dtype=np.int64).reshape(-1)
     if isinstance(x, array) and x.typecode == "q":
         return x
