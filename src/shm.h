@@ -98,7 +98,10 @@ struct nerve__shm_hdr {
     nerve__a64 wpos;          /* [W:lock] absolute position of the next
                                  message; relaxed (no reader uses it;
                                  atomic so nerve check may read it) */
-    uint8_t reserved1[64 - 8];
+    nerve__a64 bytes_total;   /* [stat] payload bytes committed; on this
+                                 writer-only line so that updating it does
+                                 not pull the line readers poll */
+    uint8_t reserved1[64 - 16];
 
     /* The ring state readers poll, on its own cache line. */
     nerve__a64 head;          /* [W:lock][R:acq] newest committed seq, 0 = none;
@@ -106,8 +109,7 @@ struct nerve__shm_hdr {
                                  SYNC(pub-seq) */
     nerve__a64 tail;          /* [W:lock][R:acq] oldest valid seq;
                                  > head means none. SYNC(tail-inval) */
-    nerve__a64 bytes_total;   /* [stat] payload bytes committed */
-    uint8_t reserved2[64 - 24];
+    uint8_t reserved2[64 - 16];
 };
 
 _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex does not fit its slot");
@@ -118,6 +120,7 @@ _Static_assert(offsetof(struct nerve__shm_hdr, lock) == 128, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, wpos) == 256, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, head) == 320, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, tail) == 328, "layout");
+_Static_assert(offsetof(struct nerve__shm_hdr, bytes_total) == 264, "layout");
 _Static_assert(sizeof(struct nerve__shm_hdr) == 384, "layout");
 _Static_assert(sizeof(struct nerve__shm_hdr) <= NERVE__HDR_REGION, "layout");
 _Static_assert(sizeof(struct nerve__shm_slot) == 32, "layout");
