@@ -735,7 +735,8 @@ static int rt_loop_clock(nerve_task *t)
         skipped_now = 0;
         if (end > next) {
             a->overruns++;
-            if (!(t->o.flags & NERVE_TASK_CATCH_UP)) {
+            /* Periods are skipped only if the loop goes on. */
+            if (rc == 0 && !(t->o.flags & NERVE_TASK_CATCH_UP)) {
                 /* The first release still in the future. */
                 int64_t k = (end - release) / period + 1;
                 skipped_now = (uint64_t)(k - 1);

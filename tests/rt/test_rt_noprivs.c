@@ -40,7 +40,13 @@ static int unprivileged_checks(void)
     NT_OK(nerve_rt_sched_get(&pol, &prio));
     NT_EQ(pol, NERVE_RT_OTHER);
 
-    /* Memory locking refused (RLIMIT_MEMLOCK is 0). */
+    /* Memory locking refused (RLIMIT_MEMLOCK is 0). AddressSanitizer
+     * replaces mlockall() with a call that does nothing and succeeds, so
+     * the refusal cannot be observed in that build. */
+#if defined(__SANITIZE_ADDRESS__)
+    printf("note: mlock refusal not checked under AddressSanitizer "
+           "(its mlockall() always succeeds)\n");
+#else
     int rc = nerve_rt_lock_memory(0, 0, 0, &ap);
     NT_ASSERT(rc == NERVE_EPERM || rc == NERVE_ENOMEM);
     NT_EQ(ap.mem_locked, 0);
@@ -48,6 +54,7 @@ static int unprivileged_checks(void)
     NT_EQ(ap.mem_locked, 0);
     NT_ASSERT(ap.fallback_err == NERVE_EPERM || ap.fallback_err == NERVE_ENOMEM);
     NT_ASSERT(strstr(ap.msg, "not locked") != NULL);
+#endif
 
     /* A FIFO task: strict start fails and leaves no thread; best effort
      * runs under SCHED_OTHER and reports why. */
