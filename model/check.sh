@@ -1,0 +1,141 @@
+#!/bin/sh
+# Model-check the channel protocol (model/nerve.pml) with SPIN.
+#
+#   model/check.sh            every check below; exit 0 only if all pass
+#   model/check.sh -q         the same, one line per check
+#
+# Three kinds of run, all exhaustive (SAFETY: assertions + invalid end
+# states, which covers deadlock, lost wake-ups and writers stuck after a
+# death):
+#   verify   the real protocol at several bounds: must find no error and
+#            must finish the search (not stop at the memory limit);
+#   broken   deliberately wrong variants: SPIN must report the expected
+#            error, or the model would be vacuous;
+#   witness  WITNESS=k asserts that case k never happens: SPIN must find it,
+#            which proves the bounds reach that case (wrap, overwrite,
+#            recovery, torn copy, lost wake-up healed by the slice, ...).
+# Needs spin and a C compiler (Debian: spin, gcc). Work files go to a
+# temporary directory. JOBS (default 2) runs that many checks at once.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+model="$here/nerve.pml"
+quiet=0
+[ "${1:-}" = "-q" ] && quiet=1
+jobs=${JOBS:-2}
+memlim=${MODEL_MEMLIM_MB:-3072}
+
+command -v spin >/dev/null 2>&1 || { echo "model: spin not found (apt-get install spin)"; exit 1; }
+cc=${CC:-cc}
+work=$(mktemp -d "${TMPDIR:-/tmp}/nerve-model.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+
+# name | kind | expected (broken: text in pan's report) | spin -D flags
+checks='
+crash-2w   |verify |                          |
+modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
+wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1
+one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=7
+no-validate|broken |l==g_len[want]            |-DBROKEN_NO_VALIDATE -DWKILLS=0
+pub-early  |broken |l==g_len[want]            |-DBROKEN_PUB_EARLY -DWKILLS=0
+tail-late  |broken |l==g_len[want]            |-DBROKEN_TAIL_LATE -DWKILLS=0
+byte-check |broken |assertion violated        |-DBROKEN_BYTE_CHECK -DWKILLS=0
+no-recover |broken |invalid end state         |-DBROKEN_NO_RECOVER
+wake-fence |broken |g_wkills>0                |-DBROKEN_NO_WAKE_FENCE -DWKILLS=0 -DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+w-slot     |witness|                          |-DWITNESS=1
+w-wrap     |witness|                          |-DWITNESS=2
+w-torn     |witness|                          |-DWITNESS=3
+w-slice    |witness|                          |-DWITNESS=4
+w-recover  |witness|                          |-DWITNESS=5
+w-missed   |witness|                          |-DWITNESS=6
+w-bytes    |witness|                          |-DWITNESS=7
+w-fullring |witness|                          |-DWITNESS=8
+w-elapsed  |witness|                          |-DWITNESS=9
+'
+
+# run_one NAME KIND EXPECT FLAGS: writes $work/NAME.log and NAME.status
+run_one() {
+    name=$1 kind=$2 expect=$3 flags=$4
+    d="$work/$name"
+    mkdir -p "$d"
+    cp "$model" "$d/nerve.pml"
+    (
+        cd "$d"
+        start=$(date +%s)
+        # shellcheck disable=SC2086
+        spin -a $flags nerve.pml >spin.out 2>&1 || { cat spin.out; echo "spin -a failed"; exit 1; }
+        "$cc" -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c || exit 1
+        ./pan -m200000 -w24 >pan.out 2>&1 || true
+        end=$(date +%s)
+        states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.out | head -n1)
+        errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out | head -n1)
+        case $kind in
+        verify)
+            if [ "$errs" = 0 ] && ! grep -q "Search not completed\|reached -DMEMLIM" pan.out; then
+                echo "PASS verify  $name: $states states, no error ($((end - start)) s)"
+            else
+                cat pan.out
+                echo "FAIL verify  $name: errors=$errs (or search incomplete)"
+                [ -f nerve.pml.trail ] && spin -t -p -g -l nerve.pml 2>&1 | tail -n 60
+                exit 1
+            fi ;;
+        broken)
+            if [ "${errs:-0}" -gt 0 ] && grep -qF -- "$expect" pan.out; then
+                why=$(grep -m1 "^pan:1:" pan.out | sed 's/^pan:1: //')
+                echo "PASS broken  $name: caught: $why"
+            else
+                cat pan.out
+                echo "FAIL broken  $name: SPIN did not report '$expect'"
+                exit 1
+            fi ;;
+        witness)
+            k=$(echo "$flags" | sed 's/.*WITNESS=\([0-9]*\).*/\1/')
+            if [ "${errs:-0}" -gt 0 ] && grep -qF "assertion violated ($k!=$k)" pan.out; then
+                echo "PASS witness $name: case $k reached"
+            else
+                cat pan.out
+                echo "FAIL witness $name: case $k is not reachable at these bounds"
+                exit 1
+            fi ;;
+        esac
+    ) >"$d.log" 2>&1
+    echo $? >"$d.status"
+}
+
+n=0
+while IFS='|' read -r name kind expect flags; do
+    name=$(echo "$name" | tr -d ' ')
+    [ -n "$name" ] || continue
+    kind=$(echo "$kind" | tr -d ' ')
+    expect=$(echo "$expect" | sed 's/ *$//')
+    run_one "$name" "$kind" "$expect" "$flags" &
+    n=$((n + 1))
+    # Batches of $jobs: the machine is shared, keep to its cores.
+    if [ $((n % jobs)) = 0 ]; then
+        wait
+    fi
+done <<EOF
+$checks
+EOF
+wait
+
+fail=0
+total=0
+for st in "$work"/*.status; do
+    total=$((total + 1))
+    log="${st%.status}.log"
+    if [ "$(cat "$st")" != 0 ]; then
+        fail=$((fail + 1))
+        cat "$log"
+    elif [ $quiet = 1 ]; then
+        tail -n1 "$log"
+    else
+        cat "$log"
+    fi
+done
+if [ "$total" -lt 19 ]; then
+    echo "model: only $total of 19 checks ran"
+    exit 1
+fi
+echo "model: $((total - fail)) passed, $fail failed"
+[ "$fail" = 0 ]

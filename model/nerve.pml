@@ -1,0 +1,574 @@
+/* nerve channel protocol: a SPIN model of src/chan.c.
+ *
+ * Steps carry the names of the DESIGN block of src/chan.c (W1-W8 for a
+ * writer, R1-R4 for a reader, V1-V4 for a wait), its SYNC tags and its
+ * crash point names; model/README.md maps each one to the code.
+ *
+ * What is modelled:
+ *   - the index ring of NS slots {seq, off, len} and the data ring of DS
+ *     cells, each cell standing for one NERVE__MSG_ALIGN (64-byte) unit, so
+ *     W1's rounding is the identity; the double mapping makes absolute
+ *     position p stand for cell p % DS;
+ *   - NW writers serialised by a robust mutex. A writer can be killed
+ *     (SIGKILL) after any of its shared stores, WKILLS times in all; the
+ *     next locker gets EOWNERDEAD, runs lock_writer()'s sanity check and
+ *     wpos repair, and carries on;
+ *   - NRD lock-free readers doing NEXT (poll or untimed wait), NEWEST and
+ *     SEQ gets, each a locate (R1), a slot read and validation (R2-R3) and a
+ *     copy and validation (R4), retried on EOVERWRITTEN as read_msg() does
+ *     (RETRIES times in the model, READ_RETRIES in the code); waiting
+ *     readers can be killed (RKILLS);
+ *   - the futex: a wait sleeps only if the word still equals the value the
+ *     reader saw (compared atomically, as the kernel does under its bucket
+ *     lock); a wake wakes every sleeper; an untimed wait is sliced, which is
+ *     modelled by SPIN's `timeout`: it fires only when nothing else in the
+ *     system can move.
+ *
+ * Every payload cell written by a put attempt holds that attempt's unique
+ * id, and the ghost arrays g_id[]/g_len[] record which attempt committed
+ * which sequence number, so "a delivered copy is exactly what one writer
+ * committed" is a plain comparison.
+ *
+ * Memory model: SPIN explores sequentially consistent interleavings of the
+ * steps. The C code obtains that behaviour for these accesses from its
+ * SYNC pairs (release/acquire, the release/acquire fence pair
+ * tail-inval/read-validate, and the seq_cst pair wake-check/wait-announce);
+ * the BROKEN_* variants show what the model catches when one of those
+ * orders is lost.
+ *
+ * Knobs (spin -D...): NS, DS, MINLEN, MAXLEN, NW, PUTS, WKILLS, NRD, GETS,
+ * RKILLS, RMODES, RETRIES; BROKEN_* (deliberately wrong variants) and
+ * WITNESS=k (asserts that case k never happens, so SPIN must find it).
+ * model/check.sh runs the configurations. */
+
+#ifndef NS
+#define NS 2        /* index ring slots */
+#endif
+#ifndef DS
+#define DS 2        /* data ring cells */
+#endif
+#ifndef MINLEN
+#define MINLEN 1    /* message sizes MINLEN..MAXLEN cells */
+#endif
+#ifndef MAXLEN
+#define MAXLEN DS
+#endif
+#ifndef NW
+#define NW 2        /* writer processes */
+#endif
+#ifndef PUTS
+#define PUTS 2      /* puts each writer makes */
+#endif
+#ifndef WKILLS
+#define WKILLS 1    /* writers killed, in all */
+#endif
+#ifndef NRD
+#define NRD 1       /* reader processes */
+#endif
+#ifndef GETS
+#define GETS 2      /* gets each reader makes */
+#endif
+#ifndef RKILLS
+#define RKILLS 0    /* readers killed while waiting, in all */
+#endif
+#ifndef RMODES
+#define RMODES 3    /* bit 0 NEXT poll, 1 NEXT wait, 2 NEWEST, 3 SEQ */
+#endif
+#ifndef RETRIES
+#define RETRIES 2   /* read_msg(): READ_RETRIES */
+#endif
+#ifndef WITNESS
+#define WITNESS 0
+#endif
+
+#define MAXSEQ (NW * PUTS)
+
+#define M_NEXT 0
+#define M_WAIT 1    /* NEXT with NERVE_F_WAIT, NERVE_FOREVER */
+#define M_NEWEST 2
+#define M_SEQ 3
+
+/* ---- shared state: struct nerve__shm_hdr, slots, ring, bell ---- */
+byte head = 0;          /* SYNC(pub-seq); its low word is the futex word */
+byte tail = 1;          /* SYNC(tail-inval); > head: nothing readable */
+byte wpos = 0;          /* [W:lock] */
+typedef slot_t {
+    byte seq;
+    byte off;
+    byte size           /* `len` in shm.h (a Promela keyword here) */
+};
+slot_t slot[NS];
+byte ring[DS];          /* a cell holds the id of the attempt that wrote it */
+byte waiters = 0;       /* bell.waiters: SYNC(wait-announce) */
+
+/* Robust mutex: owner (pid + 1) or 0; `dead` once its owner died holding
+ * it (FUTEX_OWNER_DIED): the next locker gets EOWNERDEAD. */
+byte mtx = 0;
+bool mtx_dead = false;
+
+bool asleep[NRD];       /* reader r sleeps in futex_waitv on head */
+
+/* ---- ghosts: never read by the protocol ---- */
+byte g_id[MAXSEQ + 1];  /* attempt id committed as seq s */
+byte g_len[MAXSEQ + 1]; /* and its length */
+byte g_att = 0;         /* put attempts started */
+byte g_wkills = 0;
+byte g_rkills = 0;
+
+/* Witnesses: check.sh compiles with WITNESS=k and requires SPIN to find a
+ * violation, proving the bounds reach case k. */
+#define REACH(k) assert(WITNESS != k)
+
+/* Killed here? (every crash point of chan.c is one of these; the model
+ * also allows a kill after every other shared store.) */
+#define CRASH                                                               \
+    if                                                                      \
+    :: g_wkills < WKILLS -> g_wkills++; goto killed                         \
+    :: true -> skip                                                         \
+    fi
+
+/* Holding the lock, nothing is in flight: every readable message must be
+ * intact, described by its slot, in order, and behind wpos. Stronger than
+ * lock_writer()'s `sane`, which is asserted too (it returning
+ * NERVE_ECORRUPT after a mere crash would be a bug). */
+inline locked_invariants() {
+    d_step {
+        /* lock_writer(): sane */
+        assert(tail >= 1 && tail <= head + 1);
+        assert(tail > head || head - tail + 1 <= NS);
+        assert(tail > head || slot[(head - 1) % NS].seq == head);
+        q = tail;
+        do
+        :: q <= head ->
+            assert(slot[(q - 1) % NS].seq == q);
+            assert(slot[(q - 1) % NS].size == g_len[q]);
+            assert(slot[(q - 1) % NS].off + slot[(q - 1) % NS].size <= wpos);
+            if
+            :: q < head -> assert(slot[(q - 1) % NS].off +
+                                  slot[(q - 1) % NS].size <= slot[q % NS].off)
+            :: else -> skip
+            fi;
+            c = 0;
+            do
+            :: c < slot[(q - 1) % NS].size ->
+                assert(ring[(slot[(q - 1) % NS].off + c) % DS] == g_id[q]);
+                c++
+            :: else -> break
+            od;
+            q++
+        :: else -> break
+        od;
+        q = 0;
+        c = 0
+    }
+}
+
+proctype writer(byte me)
+{
+    byte n = 0, mlen, s, p, t, id, i, q, c;
+    bool rec;
+
+    do
+    :: n < PUTS ->
+        /* lock_writer(): robust mutex; EOWNERDEAD hands over a dead
+         * owner's lock. BROKEN_NO_RECOVER waits for an unlock that never
+         * comes. */
+        atomic {
+#ifdef BROKEN_NO_RECOVER
+            mtx == 0 ->
+#else
+            mtx == 0 || mtx_dead ->
+#endif
+            rec = mtx_dead;
+            mtx = me + 1;
+            mtx_dead = false
+        }
+        if
+        :: rec ->
+            REACH(5);
+            /* wpos_repaired(): never behind the newest readable message. */
+            d_step {
+                if
+                :: head > 0 && tail <= head &&
+                   wpos < slot[(head - 1) % NS].off + slot[(head - 1) % NS].size ->
+                    wpos = slot[(head - 1) % NS].off + slot[(head - 1) % NS].size
+                :: else -> skip
+                fi
+            }
+        :: else -> skip
+        fi;
+        locked_invariants();
+        select(mlen : MINLEN .. MAXLEN);
+        CRASH;                                  /* put.locked */
+
+        /* W1-W2, begin_message(): compute the new tail (this writer's own
+         * data, stable under the lock), then one store. */
+        d_step {
+            s = head + 1;
+            p = wpos;
+            t = tail;
+            if
+            :: s > NS && t + NS <= s -> t = s - NS + 1; REACH(1)
+            :: else -> skip
+            fi;
+            if
+            :: p + mlen > DS ->
+                do
+#ifdef BROKEN_BYTE_CHECK
+                :: t <= head && slot[(t - 1) % NS].off + DS + 1 < p + mlen -> t++
+#else
+                :: t <= head && slot[(t - 1) % NS].off + DS < p + mlen ->
+                    t++; REACH(7)
+#endif
+                :: else -> break
+                od
+            :: else -> skip
+            fi;
+            if
+            :: mlen == DS && t == head + 1 && head > 0 -> REACH(8)
+            :: else -> skip
+            fi;
+            g_att++;
+            id = g_att
+        }
+#ifndef BROKEN_TAIL_LATE
+        if
+        :: t != tail -> tail = t    /* SYNC(tail-inval): store, rel fence */
+        :: else -> skip
+        fi;
+#endif
+        CRASH;                                  /* put.after-tail */
+
+#ifdef BROKEN_PUB_EARLY
+        /* The commit moved before the payload: readers may see it half
+         * written. */
+        slot[(s - 1) % NS].seq = s;
+        slot[(s - 1) % NS].off = p;
+        slot[(s - 1) % NS].size = mlen;
+        atomic { head = s; g_id[s] = id; g_len[s] = mlen }
+#endif
+
+        /* W3: the payload, one cell at a time (readers may copy it
+         * meanwhile; a kill can fall between any two cells). */
+        i = 0;
+        do
+        :: i < mlen ->
+            ring[(p + i) % DS] = id;
+            if
+            :: (p + i) % DS == DS - 1 && i + 1 < mlen -> REACH(2)
+            :: else -> skip
+            fi;
+            i++;
+            CRASH                               /* put.mid-payload */
+        :: else -> break
+        od;
+        /* put.after-payload is the last CRASH of the loop. */
+
+#ifndef BROKEN_PUB_EARLY
+        /* W4: the slot, relaxed stores, one at a time. */
+        slot[(s - 1) % NS].seq = s;
+        slot[(s - 1) % NS].off = p;
+        slot[(s - 1) % NS].size = mlen;
+        CRASH;                                  /* put.after-slot */
+#endif
+#ifdef BROKEN_TAIL_LATE
+        /* Invalidation after the overwrite. */
+        if
+        :: t != tail -> tail = t
+        :: else -> skip
+        fi;
+#endif
+
+        /* W5 */
+        wpos = p + mlen;
+        CRASH;                                  /* put.after-wpos */
+
+#ifdef BROKEN_NO_WAKE_FENCE
+        /* Without the seq_cst fence the waiters load may be satisfied
+         * before the head store is visible (store-load reordering). */
+        c = waiters;
+#endif
+#ifndef BROKEN_PUB_EARLY
+        /* W6: SYNC(pub-seq) release, the commit. */
+        atomic { head = s; g_id[s] = id; g_len[s] = mlen }
+#endif
+        CRASH;                                  /* put.after-commit */
+
+        /* W7: SYNC(wake-check), seq_cst fence then waiters. */
+#ifndef BROKEN_NO_WAKE_FENCE
+        c = waiters;
+#endif
+        if
+        :: c > 0 ->
+            d_step {
+                i = 0;
+                do
+                :: i < NRD -> asleep[i] = false; i++
+                :: else -> break
+                od;
+                i = 0
+            }
+        :: else -> skip
+        fi;
+        c = 0;
+        CRASH;                                  /* put.after-wake */
+
+        /* W8 */
+        d_step {
+            mtx = 0; n++; s = 0; p = 0; t = 0; id = 0; i = 0; mlen = 0;
+            rec = false
+        }
+    :: else -> break
+    od;
+    goto end;
+
+killed:
+    /* The kernel's robust list: a lock the dead owner held now answers
+     * EOWNERDEAD. */
+    atomic {
+        if
+        :: mtx == me + 1 -> mtx_dead = true
+        :: else -> skip
+        fi
+    }
+end:
+    skip
+}
+
+proctype reader(byte me)
+{
+    byte cur = 0;           /* the handle's cursor */
+    byte g = 0, mode, h, h0, t, want, sq, o, l, i, tries, missed, v;
+    byte seen = 0;          /* ghost: delivered + missed over NEXT/NEWEST */
+    bool differs = false;   /* ghost: the copy differs from the message */
+
+    do
+    :: g < GETS ->
+        g++;
+        atomic {
+            if
+            :: RMODES & 1 -> mode = M_NEXT
+            :: RMODES & 2 -> mode = M_WAIT
+            :: RMODES & 4 -> mode = M_NEWEST
+            :: RMODES & 8 -> mode = M_SEQ; select(want : 1 .. MAXSEQ)
+            fi;
+            if                      /* ghost: head when NEWEST began */
+            :: mode == M_NEWEST -> h0 = head
+            :: else -> skip
+            fi
+        }
+
+locate:
+        /* R1, locate(): SYNC(pub-seq) acquire, then tail acquire. */
+        h = head;
+        t = tail;
+        d_step {
+            if
+            :: h >= NS && t < h - NS + 1 -> t = h - NS + 1
+            :: else -> skip
+            fi;
+            if
+            :: mode == M_NEXT || mode == M_WAIT ->
+                want = cur + 1;
+                if
+                :: want > h -> v = 1            /* EAGAIN */
+                :: else ->
+                    if
+                    :: want < t -> want = t
+                    :: else -> skip
+                    fi;
+                    if
+                    :: want > h -> v = 1        /* all being overwritten */
+                    :: else ->
+                        /* A retry aims closer to head. */
+                        if
+                        :: tries > 0 && want < h &&
+                           h - ((h - want) >> tries) > want ->
+                            want = h - ((h - want) >> tries)
+                        :: else -> skip
+                        fi;
+                        missed = want - cur - 1
+                    fi
+                fi
+            :: mode == M_NEWEST ->
+                if
+                :: h == 0 || h < t -> v = 1
+                :: else ->
+                    want = h;
+                    if
+                    :: h > cur -> missed = h - cur - 1
+                    :: else -> missed = 0
+                    fi;
+                    if
+                    :: want <= cur -> v = 1     /* no NERVE_F_REPEAT */
+                    :: else -> skip
+                    fi
+                fi
+            :: mode == M_SEQ ->
+                if
+                :: want > h -> v = 1
+                :: want < t -> v = 2            /* EOVERWRITTEN */
+                :: else -> skip
+                fi
+            fi
+        }
+        if
+        :: v == 1 && mode == M_WAIT ->
+            /* wait_change(seen = h): V1-V4. */
+            v = 0;
+            waiters++;                          /* V1 SYNC(wait-announce) */
+            do
+            :: t = head;                        /* V2 seq_cst fence, head */
+               if
+               :: t != h -> break
+               :: else -> skip
+               fi;
+               if
+               :: g_rkills < RKILLS -> g_rkills++; goto rkilled
+               :: true -> skip
+               fi;
+               /* V3 futex_waitv(head word == h): compare and queue as
+                * one step, as the kernel does. */
+               atomic {
+                   if
+                   :: head == h -> asleep[me] = true
+                   :: else -> skip
+                   fi
+               }
+               if
+               :: !asleep[me] -> skip           /* woken, or head moved */
+               :: timeout ->
+                   /* The 100 ms slice ended with nothing else able to
+                    * move. If a message was committed while this reader
+                    * slept, its wake-up was lost: allowed only when the
+                    * committing writer was killed before W7. */
+                   assert(head == h || g_wkills > 0);
+                   if
+                   :: head != h -> REACH(4)
+                   :: else -> skip
+                   fi;
+                   asleep[me] = false;
+                   if
+                   :: head == h -> v = 1; break /* nothing will come */
+                   :: else -> skip
+                   fi
+               fi
+            od;
+            waiters--;                          /* V4 */
+            if
+            :: v == 1 -> goto done
+            :: else -> goto locate
+            fi
+        :: v == 1 || v == 2 -> goto done        /* EAGAIN, EOVERWRITTEN */
+        :: else -> skip
+        fi;
+
+        /* R2, read_slot(): relaxed loads. */
+        sq = slot[(want - 1) % NS].seq;
+        o = slot[(want - 1) % NS].off;
+        l = slot[(want - 1) % NS].size;
+        /* R3, still_valid(): SYNC(read-validate) acquire fence, tail. */
+#ifdef BROKEN_NO_VALIDATE
+        v = t;
+#else
+        v = tail;
+#endif
+        if
+        :: v > want -> goto overwritten
+        :: else -> skip
+        fi;
+        /* Validated: NERVE_ECORRUPT here would be a protocol bug. */
+        assert(sq == want && l <= DS);
+
+        /* R4: the copy (compared with the ghost as it goes, so the model
+         * keeps no bytes), then still_valid() again. */
+        i = 0;
+        do
+        :: i < l ->
+            atomic { differs = differs || ring[(o + i) % DS] != g_id[want];
+                     i++ }
+        :: else -> break
+        od;
+#ifdef BROKEN_NO_VALIDATE
+        v = t;
+#else
+        v = tail;                               /* SYNC(read-validate) */
+#endif
+        if
+        :: v > want -> REACH(3); goto overwritten
+        :: else -> skip
+        fi;
+
+        /* Delivered: exactly what the committing attempt wrote. */
+        assert(l == g_len[want] && !differs);
+        if
+        :: mode != M_SEQ ->
+            assert(want > cur);                 /* strictly increasing */
+            /* Without a retry, NEXT skips only invalidated messages. */
+            assert(mode == M_NEWEST || missed == 0 || tries > 0 ||
+                   tail >= want);
+            if
+            :: missed > 0 && mode != M_NEWEST -> REACH(6)
+            :: else -> skip
+            fi;
+            /* Missed count exact: every seq up to the cursor was either
+             * delivered or counted as missed, once. */
+            seen = seen + missed + 1;
+            assert(seen == want);
+            cur = want
+        :: else -> skip
+        fi;
+        if
+        :: mode == M_NEWEST -> assert(want >= h0)   /* newest at an instant
+                                                       of the call */
+        :: else -> skip
+        fi;
+        goto done;
+
+overwritten:
+        skip;
+        /* EOVERWRITTEN: SEQ reports it, the others retry (ELAPPED after
+         * RETRIES). */
+        d_step {
+            differs = false; sq = 0; o = 0; l = 0; i = 0; v = 0; missed = 0
+        }
+        if
+        :: mode != M_SEQ && tries + 1 < RETRIES -> tries++; goto locate
+        :: mode != M_SEQ && tries + 1 >= RETRIES -> REACH(9)  /* ELAPPED */
+        :: else -> skip
+        fi;
+done:
+        skip;
+        d_step {
+            h = 0; h0 = 0; t = 0; want = 0; sq = 0; o = 0; l = 0; i = 0;
+            tries = 0; missed = 0; v = 0; mode = 0; differs = false
+        }
+    :: else -> break
+    od;
+    goto end;
+rkilled:
+    skip;       /* a killed reader leaves bell.waiters raised */
+end:
+    skip
+}
+
+init {
+    byte k;
+    atomic {
+        k = 0;
+        do
+        :: k < NW -> run writer(k); k++
+        :: else -> break
+        od;
+        k = 0;
+        do
+        :: k < NRD -> run reader(k); k++
+        :: else -> break
+        od
+    }
+}
+
+/* Liveness under crashes: with SAFETY, SPIN reports any state where some
+ * process is stuck and none can move (an invalid end state), so every
+ * writer that was not killed finishes all its puts after any death, and no
+ * reader waits forever for a message that was committed. */
