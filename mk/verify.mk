@@ -21,3 +21,22 @@ stress: deps
 	    -DNERVE_STRESS=ON -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF
 	cmake --build $(STRESS_BUILD) -j$(JOBS) --target stress_torture_short
 	cd $(STRESS_BUILD) && ctest --output-on-failure -L stress
+
+# Fuzz the channel-file reader for a minute with libFuzzer (clang; the
+# runtime is in libclang-rt-14-dev on Debian 12), starting from the seed
+# corpus. Any crash, hang or sanitizer report fails; the crashing input is
+# left in build-fuzz/ (add it to tests/fuzz/corpus/ once fixed).
+DEPS_PKGS += clang libclang-rt-14-dev
+TEST_TARGETS += test-fuzz
+FUZZ_SECONDS ?= 60
+.PHONY: test-fuzz
+
+test-fuzz: deps
+	cmake -S . -B build-fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNERVE_FUZZ=ON \
+	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF -DNERVE_BUILD_TOOLS=OFF
+	cmake --build build-fuzz -j$(JOBS) --target nerve_fuzz_chan
+	mkdir -p build-fuzz/corpus
+	cd build-fuzz && ./tests/fuzz/nerve_fuzz_chan -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=20480 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    corpus ../tests/fuzz/corpus
