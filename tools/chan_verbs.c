@@ -153,6 +153,26 @@ static void print_message(enum fmt fmt, const void *buf,
     fflush(stdout);
 }
 
+
+/* Parse the options of a verb that has none but --help. Returns -1 to go
+ * on with the verb, or the exit code (help printed, or a usage error). */
+static int help_only(const char *verb, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            return cli_print_help(verb);
+        }
+        return bad_option(verb, argc, argv);
+    }
+    return -1;
+}
+
 /* ---- create ------------------------------------------------------------ */
 
 int cli_create(int argc, char **argv)
@@ -238,17 +258,9 @@ int cli_create(int argc, char **argv)
 
 int cli_rm(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    reset_getopt();
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            return cli_print_help("rm");
-        }
-        return bad_option("rm", argc, argv);
+    int done = help_only("rm", argc, argv);
+    if (done >= 0) {
+        return done;
     }
     if (optind >= argc) {
         return cli_usage("rm", "missing NAME");
@@ -874,17 +886,9 @@ int cli_cat(int argc, char **argv)
 
 int cli_chmod(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    reset_getopt();
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            return cli_print_help("chmod");
-        }
-        return bad_option("chmod", argc, argv);
+    int done = help_only("chmod", argc, argv);
+    if (done >= 0) {
+        return done;
     }
     if (argc - optind != 2) {
         return cli_usage("chmod", argc - optind < 2 ? "missing MODE or NAME"
@@ -916,17 +920,9 @@ int cli_chmod(int argc, char **argv)
 
 int cli_check(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int c;
-    reset_getopt();
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            return cli_print_help("check");
-        }
-        return bad_option("check", argc, argv);
+    int done = help_only("check", argc, argv);
+    if (done >= 0) {
+        return done;
     }
     if (optind != argc - 1) {
         return cli_usage("check", optind >= argc ? "missing NAME"
