@@ -252,6 +252,20 @@ def test_task_stop_from_another_thread() -> None:
         t.start()
 
 
+def test_dropped_task_keeps_running() -> None:
+    done = threading.Event()
+
+    def body(tick: rt.Tick) -> bool:
+        if tick.cycle == 9:
+            done.set()
+            return True
+        return False
+
+    rt.Task(0.001, body).start()
+    # Only the module holds the loop now; it must still reach cycle 9.
+    assert done.wait(60)
+
+
 def test_task_join_timeout_and_stop_before_start() -> None:
     t = rt.Task(0.001, lambda tick: None)
     with pytest.raises(nerve.InvalidArgument):
@@ -468,6 +482,8 @@ def test_affinity_set_in_a_thread() -> None:
         in_thread(lambda: rt.affinity_set(set()))
     with pytest.raises(ValueError):
         rt.affinity_set({64})
+    with pytest.raises(TypeError):
+        rt.affinity_set(3)  # type: ignore[arg-type]  (CPU 3 or mask 0b11?)
 
 
 def test_probe() -> None:
@@ -584,22 +600,39 @@ def test_exit_with_loops_still_running() -> None:
     assert p.stdout.strip() == "exiting True"
 
 
-def test_ctrl_c_stops_run() -> None:
-    code = textwrap.dedent("""
-        import signal, sys
-        from nerve import rt
-        def body(tick):
-            if tick.cycle == 0:
-                print("ready", flush=True)
-        try:
+_CTRL_C = textwrap.dedent("""
+    import sys
+    from nerve import rt
+    mode = sys.argv[1]
+    def body(tick):
+        if tick.cycle == 0:
+            print("ready", flush=True)
+    loop = None
+    try:
+        if mode == "run":        # the loop on this thread: stops after a cycle
             rt.Task(0.001, body).run()
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-            sys.exit(0)
-        sys.exit("run() returned")
-    """)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        elif mode == "join":     # a join waiting in slices
+            t = rt.Task(0.001, body)
+            t.start()
+            t.join()
+        else:                    # an iterator waiting for its next tick
+            loop = rt.periodic(0.05)
+            for tick in loop:
+                body(tick)
+    except KeyboardInterrupt:
+        if loop is not None and loop.stats().running:
+            sys.exit("the iterator loop still runs")
+        print("interrupted", flush=True)
+        sys.exit(0)
+    sys.exit("the loop returned")
+""")
+
+
+@pytest.mark.parametrize("mode", ["run", "join", "iter"])
+def test_ctrl_c(mode: str) -> None:
+    p = subprocess.Popen([sys.executable, "-c", _CTRL_C, mode],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
     try:
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "ready"

@@ -234,9 +234,10 @@ def sched_get() -> Tuple[Union[Policy, int], int]:
     return _policy(policy), prio
 
 
-def _cpu_mask(cpus: Union[int, Iterable[int]]) -> int:
+def _cpu_mask(cpus: Iterable[int]) -> int:
     if isinstance(cpus, int):
-        return cpus  # already a mask
+        # A bare int could be a CPU number or a mask: refuse the guess.
+        raise TypeError("cpus takes CPU numbers, e.g. {0, 1}")
     mask = 0
     for c in cpus:
         if not 0 <= c < 64:
@@ -249,8 +250,6 @@ def affinity_set(cpus: Iterable[int]) -> None:
     """Pin the calling thread to the given CPU numbers (0..63), e.g.
     ``affinity_set({2, 3})``. Raises :class:`nerve.InvalidArgument` when no
     CPU of the set is allowed."""
-    if isinstance(cpus, int):
-        raise TypeError("affinity_set() takes CPU numbers, e.g. {0, 1}")
     _nerve.rt_affinity_set(_cpu_mask(cpus))
 
 
@@ -408,6 +407,9 @@ _OVERRUN = {"skip": _nerve.TASK_SKIP, "catch_up": _nerve.TASK_CATCH_UP}
 
 # Loops that may still be running, stopped and joined at interpreter exit.
 _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+# Started Tasks not yet joined: like a threading.Thread, a started task
+# keeps running when its Task object is dropped.
+_running: "set[Any]" = set()
 _live_lock = threading.Lock()
 
 
@@ -525,8 +527,14 @@ class Task:
     def start(self) -> None:
         """Start the loop on a new thread. Returns once the thread has applied
         its scheduling. Raises :class:`nerve.OperationNotPermitted` (real-time
-        refused without best_effort), :class:`nerve.Busy` (already started)."""
+        refused without best_effort), :class:`nerve.Busy` (already started).
+        Like a thread, a started loop runs on when this object is dropped,
+        until it is stopped, its body stops it, or the interpreter exits."""
         self._t.start()
+        with _live_lock:
+            for t in [t for t in _running if t.finished]:
+                _running.discard(t)  # ended and never joined
+            _running.add(self._t)
 
     def run(self) -> None:
         """Run the loop on the calling thread until it is stopped or the body
@@ -544,7 +552,12 @@ class Task:
         """Wait for the loop to end: True once it has, False if ``timeout``
         seconds passed first. Raises the body's exception, or the error
         that ended the loop. Waits with the GIL released; Ctrl-C works."""
-        return self._t.join(timeout)
+        try:
+            return self._t.join(timeout)
+        finally:
+            if self._t.finished:
+                with _live_lock:
+                    _running.discard(self._t)
 
     def stats(self) -> TaskStats:
         """The loop's statistics, also while it runs (lock-free)."""
