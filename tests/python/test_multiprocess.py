@@ -46,13 +46,17 @@ def _reader(name: str, total: int, use_view: bool, start, out) -> None:
         start.wait()
         while r.cursor < total:
             if use_view:
+                # Copy inside the block, trust only after it: the view is
+                # validated when the block ends, and a copy a writer tore
+                # meanwhile must be discarded, not checked.
                 try:
                     with r.view(wait=True, timeout=30) as m:
-                        wid, i = _check(bytes(m.data))
+                        data = bytes(m.data)
                         seq, m_missed = m.seq, m.missed
                 except nerve.StaleView:
                     stale += 1  # overwritten while read: discarded, counted
                     continue
+                wid, i = _check(data)
             else:
                 m = r.get(wait=True, timeout=30)
                 wid, i = _check(m.data)
