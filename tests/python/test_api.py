@@ -508,6 +508,19 @@ def test_view_error_inside_block_wins(chan):
                 raise KeyError("user error")
 
 
+def test_view_error_on_torn_data_reports_stale(name):
+    # A block that fails after a writer overwrote its message may have
+    # failed on torn bytes: StaleView is raised, the user's error chained.
+    with nerve.create(name("torn"), slots=4, size=4096) as w, nerve.open(w.name) as r:
+        w.put(b"A" * 1000)
+        with pytest.raises(nerve.StaleView) as ei:
+            with r.view():
+                for _ in range(8):
+                    w.put(b"B" * 1000)
+                raise ValueError("checksum mismatch")
+        assert isinstance(ei.value.__cause__, ValueError)
+
+
 def test_view_keeps_mapping_after_close(chan):
     chan.put(b"kept alive")
     r = nerve.open(chan.name)

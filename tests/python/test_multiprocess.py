@@ -54,7 +54,10 @@ def _reader(name: str, total: int, use_view: bool, start, out) -> None:
                         data = bytes(m.data)
                         seq, m_missed = m.seq, m.missed
                 except nerve.StaleView:
-                    stale += 1  # overwritten while read: discarded, counted
+                    # overwritten while read: discarded, counted, and the
+                    # messages skipped before it still count as missed
+                    stale += 1
+                    missed += m_missed
                     continue
                 wid, i = _check(data)
             else:

@@ -219,6 +219,14 @@ class View:
             self._mv = None
         if et is None:
             span.check()
+        elif et is not _errors.StaleView:
+            # The block failed; if a writer overwrote the message meanwhile,
+            # the failure may come from torn bytes: say so, chaining the
+            # original exception, rather than let it pass for a data error.
+            try:
+                span.check()
+            except _errors.StaleView as stale:
+                raise stale from ev
 
 
 class Reservation:
