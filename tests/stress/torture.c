@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -311,6 +312,13 @@ static void reader(int kind, uint64_t seed)
             RFAIL("get: %s", nerve_err_name(r));
         }
     }
+    /* The conductor repeats SIGUSR1 until this process is gone: no
+     * handler may touch the handle once it is closed. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    reader_chan = NULL;
     nerve_chan_close(c);
     free(last);
     free(buf);
@@ -338,8 +346,11 @@ static pid_t spawn_writer(unsigned slot, int point, long skip, int stopper)
     fflush(NULL);
     pid_t pid = fork();
     NT_ASSERT(pid >= 0);
-    if (pid == 0)
+    if (pid == 0) {
+        /* Die with the conductor (its watchdog leaves nothing running). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         writer(slot, id, s, point >= 0 ? points[point] : NULL, skip, stopper);
+    }
     wr[slot].pid = pid;
     wr[slot].point = point;
     return pid;
@@ -351,8 +362,10 @@ static pid_t spawn_reader(int i)
     fflush(NULL);
     pid_t pid = fork();
     NT_ASSERT(pid >= 0);
-    if (pid == 0)
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         reader(i % RK_KINDS, s);
+    }
     rd[i].pid = pid;
     return pid;
 }
