@@ -184,19 +184,19 @@ proctype writer(byte me)
             mtx_dead = false
         }
         if
-        :: rec ->
-            REACH(5);
-            /* wpos_repaired(): never behind the newest readable message. */
-            d_step {
-                if
-                :: head > 0 && tail <= head &&
-                   wpos < slot[(head - 1) % NS].off + slot[(head - 1) % NS].size ->
-                    wpos = slot[(head - 1) % NS].off + slot[(head - 1) % NS].size
-                :: else -> skip
-                fi
-            }
+        :: rec -> REACH(5)
         :: else -> skip
         fi;
+        /* wpos_repaired(), on every lock (not only after a death): never
+         * behind the newest readable message. */
+        d_step {
+            if
+            :: head > 0 && tail <= head &&
+               wpos < slot[(head - 1) % NS].off + slot[(head - 1) % NS].size ->
+                wpos = slot[(head - 1) % NS].off + slot[(head - 1) % NS].size
+            :: else -> skip
+            fi
+        };
         locked_invariants();
         select(mlen : MINLEN .. MAXLEN);
         CRASH;                                  /* put.locked */

@@ -153,6 +153,7 @@ struct nerve_chan {
     uint64_t cursor;              /* last seq NEXT/NEWEST returned */
     int fd;
     int writable;
+    int wake_always;              /* NERVE__COMPAT_WAKE_ALWAYS, from open */
     nerve__a32 cancel;            /* private futex word; 1 = cancelled */
     /* Open reservation (writable handles): */
     int reserved;
@@ -282,7 +283,8 @@ static int opts_read(const struct nerve_chan_opts *in,
         }
     }
     o->size = sizeof *o;
-    if (o->flags & ~NERVE_C_EXIST_OK || o->reserved0 != 0)
+    if (o->flags & ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS) ||
+        o->reserved0 != 0)
         return NERVE_EINVAL;
     if (!o->slots)
         o->slots = DEFAULT_SLOTS;
@@ -338,9 +340,12 @@ static int make_bell(const char *name, uint32_t mode, char *path, size_t plen)
         b->version = NERVE_LAYOUT_VERSION;
         b->magic = NERVE__BELL_MAGIC;
         munmap(b, NERVE__BELL_SIZE);
-        /* Whoever may read the channel may ring its bell: read bits become
-         * write bits too. */
-        if (fchmod(fd, mode | ((mode & 0444u) >> 1)) != 0)
+        /* The bell has the channel's mode: only processes that may write
+         * the channel may write (and so truncate) the bell, whose mapping
+         * every writer reads after each put. Readers that may not write
+         * poll instead, unless the channel wakes on every put
+         * (NERVE_C_WAKE_ALWAYS). See docs/design/0002-wakeup.md. */
+        if (fchmod(fd, mode) != 0)
             r = errno_to_nerve(errno);
     }
     close(fd);
@@ -390,6 +395,8 @@ static int make_channel(const char *name, const struct nerve_chan_opts *o,
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     h->created_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+    if (o->flags & NERVE_C_WAKE_ALWAYS)
+        h->compat_flags |= NERVE__COMPAT_WAKE_ALWAYS;
     /* Fresh file: no message; tail = 1 > head = 0 means empty. */
     nerve__store_rlx(&h->head, 0);
     nerve__store_rlx(&h->tail, 1);
@@ -511,10 +518,10 @@ int nerve_chan_chmod(const char *name, uint32_t mode)
     path_of(path, sizeof path, CHAN_PREFIX, name);
     if (chmod(path, mode) != 0)
         return errno_to_nerve(errno);
-    /* The bell follows the rule of make_bell(). A missing bell is not an
-     * error: the channel works without one. */
+    /* The bell keeps the channel's mode (see make_bell()). A missing bell
+     * is not an error: the channel works without one. */
     path_of(path, sizeof path, BELL_PREFIX, name);
-    if (chmod(path, mode | ((mode & 0444u) >> 1)) != 0 && errno != ENOENT)
+    if (chmod(path, mode) != 0 && errno != ENOENT)
         return errno_to_nerve(errno);
     return 0;
 }
@@ -570,9 +577,12 @@ static char *dup_bytes(const unsigned char *p, uint64_t n)
 }
 
 /* Copy the metadata out of the file; the strings must not hold a NUL. */
-static int meta_load(nerve_chan *c)
+static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h)
 {
-    const struct nerve__shm_hdr *h = c->hdr;
+    /* The lengths come from the validated private copy `h`, never from the
+     * mapping: a process rewriting them during the open must not move the
+     * reads out of the metadata region. The bytes themselves may still
+     * change under us; dup_bytes() terminates whatever it copies. */
     const unsigned char *m = c->base + NERVE__HDR_REGION;
     uint64_t tl = h->type_len, el = h->encoding_len, sl = h->schema_len;
     if (memchr(m, 0, tl) || memchr(m + tl + 1, 0, el) ||
@@ -647,6 +657,12 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     }
     /* Bytes past a short read stay zero; header_check judges st_size. */
     r = header_check(&h, (uint64_t)st.st_size, &g);
+    /* Creation reserves every page (posix_fallocate), so a channel file is
+     * never sparse. A sparse one is foreign, and mapping it with
+     * MAP_POPULATE would allocate its holes: up to data_size of /dev/shm
+     * taken by a read-only open. */
+    if (r == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
+        r = NERVE_ECORRUPT;
     if (r)
         goto fail_fd;
     nerve_chan *c = calloc(1, sizeof *c);
@@ -657,6 +673,7 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     snprintf(c->name, sizeof c->name, "%s", name);
     c->fd = fd;
     c->writable = writable;
+    c->wake_always = (h.compat_flags & NERVE__COMPAT_WAKE_ALWAYS) != 0;
     c->nslots = g.nslots;
     c->data_size = g.data_size;
     c->file_size = g.file_size;
@@ -673,7 +690,7 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     /* The mapping is the file the header came from, but a writer with
      * access could have rewritten it since: the geometry used from here on
      * is the validated copy in the handle, never re-read. */
-    r = meta_load(c);
+    r = meta_load(c, &h);
     if (r) {
         nerve_chan_close(c);
         return r;
@@ -771,9 +788,15 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
         /* The previous owner died: state is whatever its last completed
          * step left, which the invariants above accept. */
         *recovered = 1;
-        if (sane)
-            nerve__store_rlx(&h->wpos, wpos_repaired(c, head, tail));
         nerve__mutex_consistent(&h->lock.m);
+    }
+    /* Checked on every lock, not only after a death: a wpos moved behind
+     * the newest message (a foreign write) would otherwise let this put
+     * overwrite readable messages without raising tail first. */
+    if (sane) {
+        uint64_t w = wpos_repaired(c, head, tail);
+        if (w != nerve__load_rlx(&h->wpos))
+            nerve__store_rlx(&h->wpos, w);
     }
     if (!sane) {
         nerve__mutex_unlock(&h->lock.m);
@@ -804,13 +827,16 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
         while (t <= head && nerve__load_rlx(&slot_of(c, t)->off) < keep_from)
             t++;
     }
-    if (t != tail) {
+    if (t != tail)
         nerve__store_rlx(&h->tail, t);
-        /* SYNC(tail-inval) release: the raised tail is visible to every
-         * reader that observes a byte or slot field stored after this
-         * fence; pairs with the acquire fence in validate(). */
-        nerve__fence_rel();
-    }
+    /* SYNC(tail-inval) release: the tail as raised by this or an earlier
+     * writer is visible to every reader that observes a byte or slot field
+     * stored after this fence; pairs with the acquire fence in
+     * still_valid(). Issued even when this put raised nothing: the bytes it
+     * overwrites may belong to messages an earlier writer invalidated, and
+     * the C11 model needs this writer's own fence before its stores.
+     * (Free on x86.) */
+    nerve__fence_rel();
     NERVE_CRASHPOINT("put.after-tail");
     *seq = s;
     return p;
@@ -840,7 +866,8 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     /* SYNC(wake-check) seq_cst: orders the head store before the waiters
      * load; pairs with SYNC(wait-announce) in wait_change(). */
     nerve__fence_sc();
-    if (!c->bell || nerve__load32_rlx(&c->bell->waiters) > 0)
+    if (c->wake_always || !c->bell ||
+        nerve__load32_rlx(&c->bell->waiters) > 0)
         nerve__futex->wake_all((const uint32_t *)&h->head, 1);
     NERVE_CRASHPOINT("put.after-wake");
     nerve__mutex_unlock(&h->lock.m);
@@ -1097,12 +1124,15 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
 
 static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
 {
+    int64_t now;
     if (timeout_ns < 0) {
         *dl = -1;
     } else if (flags & NERVE_F_ABSTIME) {
         *dl = timeout_ns;
+    } else if (timeout_ns > INT64_MAX - (now = nerve_now_ns())) {
+        *dl = -1; /* beyond the clock's range: no deadline */
     } else {
-        *dl = nerve_now_ns() + timeout_ns;
+        *dl = now + timeout_ns;
     }
     return 0;
 }
@@ -1161,10 +1191,18 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
         if (wr == NERVE_ENOSYS) {
             /* No futex_waitv: sleep on the first channel only, in polling
              * slices, so the others and the cancel words are checked at
-             * least every NERVE__POLL_SLICE_NS. */
+             * least every NERVE__POLL_SLICE_NS. If no futex wait works at
+             * all, sleep the slice: a poll, never a spin. */
             polling = 1;
             int64_t ps = now + NERVE__POLL_SLICE_NS;
-            (void)nerve__futex->wait1(&w[0], ps < slice ? ps : slice);
+            if (ps > slice)
+                ps = slice;
+            if (nerve__futex->wait1(&w[0], ps) == NERVE_ENOSYS) {
+                struct timespec ts = {(time_t)(ps / 1000000000),
+                                      (long)(ps % 1000000000)};
+                (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+                                      NULL);
+            }
         }
         /* Woken, timed out, interrupted or spurious: re-check above. */
     }

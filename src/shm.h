@@ -44,6 +44,10 @@
 #define NERVE__BELL_MAGIC 0x314c42455652454eull
 /* Stored as written; reads back differently on a big-endian machine. */
 #define NERVE__ABI_ENDIAN 0x01020304u
+/* compat_flags bit: writers wake waiters on every put, because readers
+ * that may not write the bell (and so cannot announce themselves) wait on
+ * the futex too. Older readers may ignore it. */
+#define NERVE__COMPAT_WAKE_ALWAYS 0x1ull
 /* The header region is one page of this size on every supported platform
  * (the data ring needs page alignment; the header needs far less). */
 #define NERVE__HDR_REGION 4096u

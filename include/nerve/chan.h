@@ -9,9 +9,12 @@
  * takes no lock, copies (or views) a message and then checks that no writer
  * overwrote it meanwhile.
  *
- * A second small file, /dev/shm/nerve-bell.NAME, holds the count of waiting
- * readers, so that a put makes no system call when nobody waits. It is the
- * only thing a reader ever writes, and it holds no message data.
+ * A second small file, /dev/shm/nerve-bell.NAME, with the channel's mode,
+ * holds the count of waiting readers, so that a put makes no system call
+ * when nobody waits. It is the only thing a reader ever writes, and it
+ * holds no message data. A reader that may not write it waits by polling
+ * every millisecond, unless the channel was created with
+ * NERVE_C_WAKE_ALWAYS.
  *
  * Times are CLOCK_MONOTONIC nanoseconds (nerve_now_ns());
  * nerve_mono_to_realtime_ns() converts one to wall-clock time for display.
@@ -59,6 +62,10 @@ typedef struct nerve_chan nerve_chan;
 
 /* nerve_chan_create(), in nerve_chan_opts.flags: */
 #define NERVE_C_EXIST_OK 0x1u /* reuse an existing channel of equal geometry */
+#define NERVE_C_WAKE_ALWAYS 0x2u /* wake waiting readers on every put (one
+                                    futex system call per put), so that
+                                    readers who may not write the channel
+                                    (and its bell) wait without polling */
 
 /* Which message a get or view takes (the low two bits of flags). */
 #define NERVE_GET_NEXT 0x0u   /* next unseen after the cursor (or the oldest
@@ -271,7 +278,9 @@ NERVE_NODISCARD NERVE_API int nerve_chan_abort(nerve_chan *c);
  *   NERVE_ECANCELED     nerve_chan_cancel() was called;
  *   NERVE_EMSGSIZE      len too small: info->len is the size needed and the
  *                       cursor does not move;
- *   NERVE_EOVERWRITTEN  SEQ is older than the oldest message still present;
+ *   NERVE_EOVERWRITTEN  SEQ is older than the oldest message still present,
+ *                       or AT asks for a time before it (the answer was
+ *                       overwritten);
  *   NERVE_ELAPPED       writers overwrote the message on every attempt;
  *   NERVE_ECORRUPT, NERVE_EINVAL.
  * Thread: one caller per handle.  Blocking: only with NERVE_F_WAIT.

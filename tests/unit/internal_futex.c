@@ -88,6 +88,22 @@ int main(void)
     nerve_chan_close(g_w);
     nerve_chan_close(r);
     NT_OK(nerve_chan_unlink(n));
+
+    /* NERVE_C_WAKE_ALWAYS: every put wakes, for readers that cannot
+     * announce themselves in the bell. */
+    const char *n2 = nt_name("always");
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.slots = 8;
+    o.data_size = 4096;
+    o.flags = NERVE_C_WAKE_ALWAYS;
+    NT_OK(nerve_chan_create(n2, &o));
+    NT_OK(nerve_chan_open(n2, NERVE_O_WRITE, &g_w));
+    int before = atomic_load(&wakes);
+    for (int i = 0; i < 10; i++)
+        NT_OK(nerve_chan_put(g_w, "x", 1, 0, NULL, 0));
+    NT_EQ(atomic_load(&wakes) - before, 10);
+    nerve_chan_close(g_w);
+    NT_OK(nerve_chan_unlink(n2));
     nerve__futex = &nerve__futex_linux;
     printf("ok\n");
     return 0;

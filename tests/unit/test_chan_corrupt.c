@@ -104,6 +104,25 @@ static void test_open_errors(void)
     NT_RC(open_rc(n), NERVE_ECORRUPT);
     NT_OK(nerve_chan_unlink(n));
 
+    /* A sparse copy (holes where the ring's pages should be): refused,
+     * because mapping it would allocate every hole. */
+    nt_create(n, 8, 1 << 20);
+    {
+        struct stat st0;
+        NT_EQ(stat(path_of(n), &st0), 0);
+        char hdr[4096];
+        int fd = open(path_of(n), O_RDONLY);
+        NT_EQ(read(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+        close(fd);
+        NT_EQ(unlink(path_of(n)), 0);
+        fd = open(path_of(n), O_RDWR | O_CREAT, 0644);
+        NT_EQ(ftruncate(fd, st0.st_size), 0);
+        NT_EQ(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+        close(fd);
+        NT_RC(open_rc(n), NERVE_ECORRUPT);
+    }
+    NT_OK(nerve_chan_unlink(n));
+
     /* Truncated, and grown. */
     nt_create(n, 8, 4096);
     struct stat st;
@@ -156,6 +175,14 @@ static void test_damaged_ring(void)
     /* Repaired by hand, it works again. */
     poke64(n, OFF_TAIL, 1);
     NT_OK(nerve_chan_put(w, "x", 1, 0, NULL, 0));
+    NT_OK(nerve_chan_check(n, msg, sizeof msg));
+    /* A write position moved back over readable messages is repaired at
+     * the next lock: the next put goes after them, not over them. */
+    NT_OK(nerve_chan_get(r, b, sizeof b, 2, 0, &gi, NERVE_GET_SEQ));
+    poke64(n, 256 /* wpos */, 0);
+    NT_OK(nerve_chan_put(w, "zzzzzz", 6, 0, NULL, 0));
+    NT_OK(nerve_chan_get(r, b, sizeof b, 2, 0, &gi, NERVE_GET_SEQ));
+    NT_ASSERT(memcmp(b, "abcdef", 6) == 0);
     NT_OK(nerve_chan_check(n, msg, sizeof msg));
     /* A huge head does not make a reader loop or read out of bounds. */
     poke64(n, OFF_HEAD, UINT64_MAX - 5);

@@ -42,19 +42,28 @@ static void test_wake(void)
         NT_EQ(gi.seq, (uint64_t)i + 1);
         pthread_join(t, NULL);
     }
+    /* A relative timeout too large for the clock means no deadline. */
+    {
+        pthread_t t2;
+        pthread_create(&t2, NULL, putter, w);
+        NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, INT64_MAX, &gi,
+                             NERVE_GET_NEXT | NERVE_F_WAIT));
+        NT_EQ(gi.seq, 51);
+        pthread_join(t2, NULL);
+    }
     /* Waiting for a sequence number that is not yet published. */
     pthread_t t;
     pthread_create(&t, NULL, putter, w);
-    NT_OK(nerve_chan_get(r, buf, sizeof buf, 51, NERVE_FOREVER, &gi,
+    NT_OK(nerve_chan_get(r, buf, sizeof buf, 52, NERVE_FOREVER, &gi,
                          NERVE_GET_SEQ | NERVE_F_WAIT));
-    NT_EQ(gi.seq, 51);
+    NT_EQ(gi.seq, 52);
     pthread_join(t, NULL);
-    /* A zero-copy view waits the same way (SEQ left the cursor at 50). */
-    nerve_chan_seek(r, 51);
+    /* A zero-copy view waits the same way (SEQ left the cursor at 51). */
+    nerve_chan_seek(r, 52);
     pthread_create(&t, NULL, putter, w);
     struct nerve_view v;
     NT_OK(nerve_chan_view(r, 0, NERVE_FOREVER, &v, NERVE_F_WAIT));
-    NT_EQ(v.info.seq, 52);
+    NT_EQ(v.info.seq, 53);
     NT_ASSERT(memcmp(v.data, "wake", 4) == 0);
     NT_OK(nerve_chan_view_check(r, &v));
     pthread_join(t, NULL);

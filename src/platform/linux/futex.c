@@ -43,11 +43,14 @@ static int map_errno(int e)
         return NERVE_ETIMEDOUT;
     case EINTR:
         return NERVE_EINTR;
-    case ENOSYS:
-        return NERVE_ENOSYS;
-    default:
-        /* EAGAIN: a word already differed, which is a wake-up. */
+    case EAGAIN:
+        /* A word already differed from its expected value: a wake-up. */
         return 0;
+    default:
+        /* ENOSYS (kernel before 5.16), or EPERM/EINVAL/EFAULT (a seccomp
+         * filter, an unusual mapping): the caller must not treat it as a
+         * wake-up, or its wait loop would spin. */
+        return NERVE_ENOSYS;
     }
 }
 

@@ -10,6 +10,7 @@
  * Uncontended lock and unlock are user-space compare-and-swaps. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "../../platform.h"
@@ -41,6 +42,8 @@ static int64_t mono_now(void)
 int nerve__mutex_lock(pthread_mutex_t *m, int64_t timeout_ns, int abstime)
 {
     int r;
+    if (timeout_ns > 0 && !abstime && timeout_ns > INT64_MAX - mono_now())
+        timeout_ns = -1; /* beyond the clock's range: wait without bound */
     if (timeout_ns < 0) {
         r = pthread_mutex_lock(m);
     } else if (timeout_ns == 0 && !abstime) {
@@ -66,8 +69,10 @@ int nerve__mutex_lock(pthread_mutex_t *m, int64_t timeout_ns, int abstime)
             struct timespec rt;
             clock_gettime(CLOCK_REALTIME, &rt);
             int64_t left = deadline - mono_now();
-            int64_t rdl = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec +
-                          (left > 0 ? left : 0);
+            int64_t rnow = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+            if (left < 0)
+                left = 0;
+            int64_t rdl = left > INT64_MAX - rnow ? INT64_MAX : rnow + left;
             ts.tv_sec = (time_t)(rdl / 1000000000);
             ts.tv_nsec = (long)(rdl % 1000000000);
             r = pthread_mutex_timedlock(m, &ts);
