@@ -208,6 +208,8 @@ static int errno_to_nerve(int e)
         return NERVE_ENOMEM;
     case EROFS:
         return NERVE_EACCES;
+    case ELOOP: /* O_NOFOLLOW met a symlink */
+        return NERVE_ENOTCHAN;
     default:
         return NERVE_EINVAL;
     }
@@ -604,7 +606,7 @@ static void bell_open(nerve_chan *c)
 {
     char path[PATH_MAX];
     path_of(path, sizeof path, BELL_PREFIX, c->name);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return;
     struct stat st;
@@ -634,7 +636,10 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     char path[PATH_MAX];
     path_of(path, sizeof path, CHAN_PREFIX, name);
     int writable = (flags & NERVE_O_WRITE) != 0;
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    /* O_NOFOLLOW: /dev/shm is world-writable; a symlink planted under a
+     * channel's name must not redirect an open to another file. */
+    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC |
+                            O_NOFOLLOW);
     if (fd < 0)
         return errno_to_nerve(errno);
     struct stat st;

@@ -80,6 +80,18 @@ static void test_open_errors(void)
     NT_ASSERT(strstr(msg, "not a nerve channel") != NULL);
     NT_EQ(unlink(path_of(n)), 0);
 
+    /* A symlink under a channel's name is not followed. */
+    {
+        const char *real = nt_name("real");
+        nt_create(real, 8, 4096);
+        char target[256];
+        snprintf(target, sizeof target, "/dev/shm/nerve.%s", real);
+        NT_EQ(symlink(target, path_of(n)), 0);
+        NT_RC(open_rc(n), NERVE_ENOTCHAN);
+        NT_EQ(unlink(path_of(n)), 0);
+        NT_OK(nerve_chan_unlink(real));
+    }
+
     /* Other layout version, unknown incompatible flag, other ABI. */
     nt_create(n, 8, 4096);
     poke32(n, OFF_VERSION, 99);
