@@ -969,6 +969,15 @@ int nerve_chan_abort(nerve_chan *c)
     return 0;
 }
 
+int nerve_chan_ring(const nerve_chan *c, void **base, uint64_t *len)
+{
+    if (!c || !base || !len)
+        return NERVE_EINVAL;
+    *base = c->ring;
+    *len = 2 * c->data_size;
+    return 0;
+}
+
 /* ---- reading ------------------------------------------------------------ */
 
 /* SYNC(read-validate) acquire: if any slot field or ring byte read before

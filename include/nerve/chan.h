@@ -264,6 +264,16 @@ NERVE_NODISCARD NERVE_API int nerve_chan_commit(nerve_chan *c, size_t len,
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_abort(nerve_chan *c);
 
+/* The data ring's mapping: *len bytes (twice data_size: the ring is mapped
+ * twice back to back) from *base, inside which every reservation and every
+ * view lies. For registering the ring once with a DMA engine -- e.g.
+ * cudaHostRegister(), an RDMA memory region -- so that a device copies
+ * straight into reservations (one copy, no staging buffer). The mapping is
+ * read-only for a read-only handle. Returns 0, or NERVE_EINVAL.
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_ring(const nerve_chan *c,
+                                              void **base, uint64_t *len);
+
 /* ---- reading ---------------------------------------------------------- */
 
 /* Copy a message into buf[0..len). Which message: flags & NERVE_GET_MASK

@@ -243,6 +243,16 @@ static void test_reserve(void)
     nerve_chan_close(w2);
     NT_OK(nerve_chan_put(w, "last", 4, 0, &pi, 0));
     NT_EQ(pi.seq, 3);
+    /* Every reservation lies inside the ring mapping that DMA engines
+     * register once. */
+    void *rb;
+    uint64_t rl;
+    NT_OK(nerve_chan_ring(w, &rb, &rl));
+    NT_EQ(rl, 2 * 4096);
+    NT_OK(nerve_chan_reserve(w, 100, 0, &p, 0));
+    NT_ASSERT((char *)p >= (char *)rb && (char *)p + 100 <= (char *)rb + rl);
+    NT_OK(nerve_chan_abort(w));
+    NT_RC(nerve_chan_ring(w, NULL, &rl), NERVE_EINVAL);
     /* A view across the wrap is contiguous. */
     char big[3000];
     memset(big, 'q', sizeof big);
