@@ -42,7 +42,9 @@
 #include <string>
 #include <thread>
 
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 #include <vector>
 
@@ -91,7 +93,20 @@ int64_t deadline_from(std::optional<double> timeout)
     if (t != t || t < 0) {
         throw nb::value_error("timeout must be None or >= 0");
     }
+    // Casting inf or a float beyond int64 is undefined: a timeout of more
+    // than a century (or inf) waits forever, as None does.
+    if (t > 3e9) {
+        return -1;
+    }
     return nerve_now_ns() + static_cast<int64_t>(t * 1e9);
+}
+
+// Refuse a bad timeout whether or not the call will have to wait.
+void check_timeout(std::optional<double> timeout)
+{
+    if (timeout && (*timeout != *timeout || *timeout < 0)) {
+        throw nb::value_error("timeout must be None or >= 0");
+    }
 }
 
 // ---- the GIL and interpreter exit ------------------------------------------
@@ -153,6 +168,7 @@ struct Chan {
     bool writable = false;
     bool closing = false;  // close() asked while buffers were exported
     bool waiting = false;  // a call waits with the GIL released
+    bool reserved = false; // a reservation is open in the C handle
     Py_ssize_t exports = 0; // live buffer exports of Spans on this handle
     PyObject *reservation = nullptr; // borrowed: the open reservation's Span
     size_t hint = MIN_HINT; // size of the last message a get copied
@@ -191,6 +207,18 @@ struct Chan {
         }
         return c;
     }
+
+    // Refuse to hand the handle to a wait while a reservation is open: the
+    // reserving thread could then neither commit nor abort (Busy) and the
+    // writer lock would stay taken.
+    void check_not_reserved()
+    {
+        if (reserved) {
+            raise_nerve(NERVE_EBUSY, name.c_str(),
+                        "a reservation is open on this handle; commit or "
+                        "abort it before waiting on the handle");
+        }
+    }
 };
 
 // Marks handles busy for the duration of a wait, exception-safe.
@@ -198,6 +226,9 @@ struct WaitGuard {
     std::vector<Chan *> chans;
     explicit WaitGuard(std::vector<Chan *> v) : chans(std::move(v))
     {
+        for (Chan *ch : chans) {
+            ch->check_not_reserved();
+        }
         for (Chan *ch : chans) {
             ch->waiting = true;
         }
@@ -415,9 +446,10 @@ nb::object chan_get(Chan &ch, bool newest, bool wait,
                     std::optional<uint64_t> seq, std::optional<int64_t> at,
                     bool repeat)
 {
-    nerve_chan *c = ch.use();
+    ch.use();
     Which w = which_of(newest, seq, at, repeat);
     bool can_wait = wait && (w.flags & NERVE_GET_MASK) != NERVE_GET_AT;
+    check_timeout(timeout);
     int64_t deadline = can_wait ? deadline_from(timeout) : 0;
     size_t cap = ch.hint;
     struct nerve_get_info info;
@@ -429,6 +461,15 @@ nb::object chan_get(Chan &ch, bool newest, bool wait,
             if (!buf) {
                 throw nb::python_error();
             }
+        }
+        // The allocation may run Python (a collection's finalizers), which
+        // may close the handle: take it only now, and again on a retry.
+        nerve_chan *c;
+        try {
+            c = ch.use();
+        } catch (...) {
+            Py_DECREF(buf);
+            throw;
         }
         char *p = PyBytes_AS_STRING(buf);
         rc = nerve_chan_get(c, p, cap, w.arg, 0, &info, w.flags);
@@ -476,6 +517,7 @@ nb::object chan_view(Chan &ch, bool newest, bool wait,
     nerve_chan *c = ch.use();
     Which w = which_of(newest, seq, at, repeat);
     bool can_wait = wait && (w.flags & NERVE_GET_MASK) != NERVE_GET_AT;
+    check_timeout(timeout);
     int64_t deadline = can_wait ? deadline_from(timeout) : 0;
     struct nerve_view v;
     int rc = nerve_chan_view(c, w.arg, 0, &v, w.flags);
@@ -493,6 +535,11 @@ nb::object chan_view(Chan &ch, bool newest, bool wait,
     }
     PyObject *sp = span_new(ch, const_cast<void *>(v.data), size_t(v.info.len),
                             true);
+    if (!ch.c || ch.closing) {
+        // Allocating the span ran Python that closed the handle.
+        Py_DECREF(sp);
+        throw nb::value_error("operation on a closed channel");
+    }
     auto *s = reinterpret_cast<SpanObject *>(sp);
     s->has_view = 1;
     s->view = v;
@@ -515,83 +562,97 @@ bool format_has_objects(const char *f)
     return false;
 }
 
-void refuse_objects(Py_buffer &v)
-{
-    if (format_has_objects(v.format)) {
-        PyBuffer_Release(&v);
-        throw nb::type_error(
-            "put(): arrays of Python objects hold pointers, not data");
+// A Py_buffer released when it goes out of scope.
+struct BufferGuard {
+    Py_buffer v;
+    bool held = false;
+    BufferGuard() = default;
+    BufferGuard(const BufferGuard &) = delete;
+    BufferGuard &operator=(const BufferGuard &) = delete;
+    ~BufferGuard()
+    {
+        if (held) {
+            PyBuffer_Release(&v);
+        }
     }
-}
+};
 
 // put(data, timeout) -> seq. Takes any object with the buffer protocol; a
 // non-contiguous buffer is gathered straight into a reservation (one copy).
+// Everything that may run Python (exporting the buffer, the coerce hook)
+// happens before the handle is taken, since that Python code may close it.
 uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
 {
-    nerve_chan *c = ch.use();
+    ch.use();
+    check_timeout(timeout);
     struct nerve_put_info info;
-    Py_buffer v;
+    BufferGuard b;
+    Py_buffer &v = b.v;
     PyObject *obj = data.ptr();
     nb::object coerced;
-    if (PyObject_GetBuffer(obj, &v, PyBUF_FORMAT) != 0) {
+    bool gather = false;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_FORMAT) == 0) {
+        b.held = true;
+    } else {
         PyErr_Clear();
         if (PyObject_GetBuffer(obj, &v, PyBUF_FULL_RO) == 0) {
-            refuse_objects(v);
-            // Non-contiguous: gather into the ring.
-            void *ptr = nullptr;
-            int rc = nerve_chan_reserve(c, size_t(v.len), 0, &ptr, 0);
-            if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
-                int64_t deadline = deadline_from(timeout);
-                rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
-                    return nerve_chan_reserve(c, size_t(v.len), end, &ptr,
-                                              NERVE_F_ABSTIME);
-                });
+            b.held = true;
+            gather = true; // non-contiguous: gather into the ring
+        } else {
+            PyErr_Clear();
+            if (!g_coerce) {
+                throw nb::type_error("put() needs bytes or a buffer");
             }
-            if (rc != 0) {
-                PyBuffer_Release(&v);
-                raise_nerve(rc, ch.name.c_str());
-            }
-            Py_ssize_t len = v.len;
-            int crc = PyBuffer_ToContiguous(ptr, &v, len, 'C');
-            PyBuffer_Release(&v);
-            if (crc != 0) {
-                (void)nerve_chan_abort(c);
+            coerced = nb::steal(PyObject_CallOneArg(g_coerce, obj));
+            if (!coerced.is_valid()) {
                 throw nb::python_error();
             }
-            rc = nerve_chan_commit(c, size_t(len), &info);
-            if (rc != 0) {
-                raise_nerve(rc, ch.name.c_str());
+            if (PyObject_GetBuffer(coerced.ptr(), &v, PyBUF_SIMPLE) != 0) {
+                throw nb::python_error();
             }
-            return info.seq;
-        }
-        PyErr_Clear();
-        if (!g_coerce) {
-            throw nb::type_error("put() needs bytes or a buffer");
-        }
-        coerced = nb::steal(PyObject_CallOneArg(g_coerce, obj));
-        if (!coerced.is_valid()) {
-            throw nb::python_error();
-        }
-        if (PyObject_GetBuffer(coerced.ptr(), &v, PyBUF_SIMPLE) != 0) {
-            throw nb::python_error();
+            b.held = true;
         }
     }
-    refuse_objects(v);
+    if (format_has_objects(v.format)) {
+        throw nb::type_error(
+            "put(): arrays of Python objects hold pointers, not data");
+    }
+    nerve_chan *c = ch.use();
+    if (gather) {
+        void *ptr = nullptr;
+        int rc = nerve_chan_reserve(c, size_t(v.len), 0, &ptr, 0);
+        if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
+            int64_t deadline = deadline_from(timeout);
+            rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+                return nerve_chan_reserve(c, size_t(v.len), end, &ptr,
+                                          NERVE_F_ABSTIME);
+            });
+        }
+        if (rc != 0) {
+            raise_nerve(rc, ch.name.c_str());
+        }
+        // Plain memory copies: no Python runs until the commit.
+        Py_ssize_t len = v.len;
+        if (PyBuffer_ToContiguous(ptr, &v, len, 'C') != 0) {
+            (void)nerve_chan_abort(c);
+            throw nb::python_error();
+        }
+        rc = nerve_chan_commit(c, size_t(len), &info);
+        if (rc != 0) {
+            (void)nerve_chan_abort(c);
+            raise_nerve(rc, ch.name.c_str());
+        }
+        return info.seq;
+    }
     int rc = nerve_chan_put(c, v.buf, size_t(v.len), 0, &info, 0);
     if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
         // The writer lock is held by another writer: wait without the GIL.
-        try {
-            int64_t deadline = deadline_from(timeout);
-            rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
-                return nerve_chan_put(c, v.buf, size_t(v.len), end, &info,
-                                      NERVE_F_ABSTIME);
-            });
-        } catch (...) {
-            PyBuffer_Release(&v);
-            throw;
-        }
+        int64_t deadline = deadline_from(timeout);
+        rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
+            return nerve_chan_put(c, v.buf, size_t(v.len), end, &info,
+                                  NERVE_F_ABSTIME);
+        });
     }
-    PyBuffer_Release(&v);
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
     }
@@ -601,6 +662,7 @@ uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
 nb::object chan_reserve(Chan &ch, size_t len, std::optional<double> timeout)
 {
     nerve_chan *c = ch.use();
+    check_timeout(timeout);
     void *ptr = nullptr;
     int rc = nerve_chan_reserve(c, len, 0, &ptr, 0);
     if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
@@ -612,7 +674,23 @@ nb::object chan_reserve(Chan &ch, size_t len, std::optional<double> timeout)
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
     }
-    PyObject *sp = span_new(ch, ptr, len, false);
+    ch.reserved = true;
+    PyObject *sp;
+    try {
+        sp = span_new(ch, ptr, len, false);
+    } catch (...) {
+        if (ch.reserved && ch.c) {
+            (void)nerve_chan_abort(ch.c);
+            ch.reserved = false;
+        }
+        throw;
+    }
+    if (!ch.c || ch.closing) {
+        // Allocating the span ran Python that closed the handle (which
+        // aborted the reservation).
+        Py_DECREF(sp);
+        throw nb::value_error("operation on a closed channel");
+    }
     ch.reservation = sp;
     return nb::steal(sp);
 }
@@ -620,6 +698,7 @@ nb::object chan_reserve(Chan &ch, size_t len, std::optional<double> timeout)
 // End the open reservation's span so it exports no new buffers.
 void finish_reservation(Chan &ch)
 {
+    ch.reserved = false;
     if (ch.reservation) {
         reinterpret_cast<SpanObject *>(ch.reservation)->ptr = nullptr;
         ch.reservation = nullptr;
@@ -632,6 +711,10 @@ uint64_t chan_commit(Chan &ch, size_t len)
     struct nerve_put_info info;
     int rc = nerve_chan_commit(c, len, &info);
     if (rc != 0) {
+        // A failed commit leaves the reservation open (chan.h); nothing
+        // could publish it later, and it holds the writer lock: drop it.
+        (void)nerve_chan_abort(c);
+        finish_reservation(ch);
         raise_nerve(rc, ch.name.c_str());
     }
     finish_reservation(ch);
@@ -658,7 +741,7 @@ void chan_close(Chan &ch)
                     "channel handle is waiting in another thread; cancel() "
                     "it first");
     }
-    if (ch.reservation) {
+    if (ch.reserved) {
         // Give the writer lock back now, not when the last buffer goes.
         (void)nerve_chan_abort(ch.c);
         finish_reservation(ch);
@@ -732,8 +815,13 @@ uint64_t wait_any(std::vector<Chan *> chans, std::optional<double> timeout)
     if (chans.empty() || chans.size() > NERVE_WAIT_MAX) {
         throw nb::value_error("wait_any() takes 1 to 64 channels");
     }
+    check_timeout(timeout);
     std::vector<nerve_chan *> hs;
     for (Chan *ch : chans) {
+        if (!ch) {
+            throw nb::type_error("wait_any() takes nerve.Channel objects, "
+                                 "not None");
+        }
         hs.push_back(ch->use());
     }
     uint64_t ready = 0;
@@ -950,9 +1038,11 @@ struct RtTask {
     PyObject *exc = nullptr; // owned: the body's exception, raised by join
     bool started = false;    // [GIL]
     bool in_run = false;     // [GIL] run() is executing
+    pthread_t run_thread{};  // [GIL] in_run: the thread executing run()
     std::atomic<bool> stop_sent{false}; // nerve_task_stop() was called
     std::thread joiner;      // [GIL] started by start()
     bool join_claimed = false; // [GIL] a join() has taken joiner.join()
+    bool held = false;       // [GIL] hold_chan() marked the handle busy
     std::thread::id loop_tid; // set by the loop thread's first body call
 
     // Under mu:
@@ -1026,12 +1116,18 @@ struct RtTask {
     {
         if (chan) {
             chan->use();
+            chan->check_not_reserved();
             chan->waiting = true;
+            held = true;
         }
     }
+    // Only the holder clears the mark: a second join(), dropping the task
+    // or a task never started must not free a handle that another thread
+    // is waiting on now.
     void release_chan()
     {
-        if (chan) {
+        if (chan && held) {
+            held = false;
             chan->waiting = false;
             if (stop_sent && chan->c) {
                 // A stop that raced with the loop's own end may have left
@@ -1103,6 +1199,7 @@ struct RtTask {
         hold_chan();
         started = true;
         in_run = true;
+        run_thread = pthread_self();
         bool pre_stopped;
         {
             std::lock_guard<std::mutex> lk(mu);
@@ -1114,6 +1211,9 @@ struct RtTask {
         }
         int r = without_gil([&] { return nerve_task_run(t); });
         in_run = false;
+        // The calling thread is no longer the loop's: join() may be called
+        // from it now.
+        loop_tid = std::thread::id();
         {
             std::lock_guard<std::mutex> lk(mu);
             finished = true;
@@ -1121,6 +1221,19 @@ struct RtTask {
         }
         release_chan();
         raise_outcome();
+    }
+
+    // Ctrl-C while run() executes (from nerve.rt's watcher thread, which
+    // saw SIGINT arrive): stop the loop and wake the running thread from a
+    // clock sleep (the loop re-checks its stop flag on EINTR). The GIL,
+    // held here, keeps that thread from returning to Python before the
+    // signal lands, so its pending SIGINT raises one KeyboardInterrupt.
+    void interrupt()
+    {
+        stop();
+        if (in_run) {
+            pthread_kill(run_thread, SIGINT);
+        }
     }
 
     // Raise the body's exception or the loop's error, if any.
@@ -1554,6 +1667,7 @@ NB_MODULE(_nerve, m)
         .def("start", &RtTask::start)
         .def("run", &RtTask::run)
         .def("stop", &RtTask::stop)
+        .def("_interrupt", &RtTask::interrupt)
         .def("join", &RtTask::join, "timeout"_a = nb::none())
         .def("next_tick", &RtTask::next_tick, "timeout"_a = nb::none())
         .def("stats", &RtTask::stats)

@@ -139,32 +139,38 @@ _nerve._set_hooks(Message, _errors._make, _coerce)
 # the comment on reacquire_gil() in _nerve.cpp).
 atexit.register(_nerve._at_exit)
 
-# Threads that run the waits of get_async(): a wait holds a thread for its
-# whole length, so the pool is sized for many concurrent waits rather than
-# for CPU work (it is asyncio's default executor that would starve).
-_async_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-_async_pool_lock = threading.Lock()
+# Each get_async() wait that must block runs on a thread of its own: a wait
+# holds its thread for its whole length, so a bounded pool would let some
+# waits never start (starvation) while others sleep on quiet channels.
+_async_lock = threading.Lock()
 
 
-# Channels with a get_async() wait in a pool thread. The pool's threads are
-# joined at interpreter exit, so those waits are cancelled first.
+# Channels with a get_async() wait in a thread. Those threads are joined at
+# interpreter exit, so their waits are cancelled first.
 _async_waits: "set[Channel]" = set()
 
 
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _async_pool
-    with _async_pool_lock:
-        if _async_pool is None:
-            _async_pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=_nerve.WAIT_MAX, thread_name_prefix="nerve-wait"
-            )
-        return _async_pool
-
-
 def _cancel_async_waits() -> None:
-    with _async_pool_lock:
+    with _async_lock:
         for ch in builtins.list(_async_waits):
             ch.cancel()
+
+
+def _run_in_thread(fn: Any, **kw: Any) -> "concurrent.futures.Future[Any]":
+    """Run fn(**kw) on a new thread; its future, already running."""
+    cf: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
+    cf.set_running_or_notify_cancel()
+
+    def work() -> None:
+        try:
+            res = fn(**kw)
+        except BaseException as e:
+            cf.set_exception(e)
+        else:
+            cf.set_result(res)
+
+    threading.Thread(target=work, name="nerve-wait").start()
+    return cf
 
 
 # Runs before the interpreter joins the pool's threads (LIFO after
@@ -211,22 +217,28 @@ class View:
             return
         self._span = None
         self._msg = None
-        if self._mv is not None:
-            try:
-                self._mv.release()
-            except BufferError:
-                pass  # numpy arrays still export it; they keep the mapping
-            self._mv = None
-        if et is None:
-            span.check()
-        elif et is not _errors.StaleView:
-            # The block failed; if a writer overwrote the message meanwhile,
-            # the failure may come from torn bytes: say so, chaining the
-            # original exception, rather than let it pass for a data error.
-            try:
+        # Validate while our memoryview still keeps the mapping alive: a
+        # close() inside the block only marks the handle closing, and the
+        # munmap waits for the release below.
+        try:
+            if et is None:
                 span.check()
-            except _errors.StaleView as stale:
-                raise stale from ev
+            elif et is not _errors.StaleView:
+                # The block failed; if a writer overwrote the message
+                # meanwhile, the failure may come from torn bytes: say so,
+                # chaining the original exception, rather than let it pass
+                # for a data error.
+                try:
+                    span.check()
+                except _errors.StaleView as stale:
+                    raise stale from ev
+        finally:
+            if self._mv is not None:
+                try:
+                    self._mv.release()
+                except BufferError:
+                    pass  # numpy arrays still export it; they keep the mapping
+                self._mv = None
 
 
 class Reservation:
@@ -280,9 +292,23 @@ class Reservation:
             self._mv = None
         self._span = None
         if et is None:
-            self.seq = self._ch._commit(self.size)
+            try:
+                self.seq = self._ch._commit(self.size)
+            except BaseException:
+                # A commit that failed (bad size, closed or busy handle)
+                # must not leave the writer lock taken: every writer of the
+                # channel would time out. _commit aborts a reservation the C
+                # commit refused; this covers failures before it got there.
+                self._abort_quietly()
+                raise
         else:
             self._ch._abort()
+
+    def _abort_quietly(self) -> None:
+        try:
+            self._ch._abort()
+        except (_errors.Error, ValueError):
+            pass  # already aborted (failed commit) or the handle is closed
 
 
 class Channel(_nerve.Chan):
@@ -375,29 +401,43 @@ class Channel(_nerve.Chan):
         """Wait for a message without blocking the event loop. A message
         already there is returned at once; otherwise the wait runs in a
         worker thread, and cancelling the awaiting task cancels that wait
-        (through nerve_chan_cancel). Raises :class:`nerve.Timeout` after
-        ``timeout`` seconds."""
+        (through nerve_chan_cancel); a message the wait had already taken is
+        not lost: the cursor is put back, so the next get() returns it.
+        Raises :class:`nerve.Timeout` after ``timeout`` seconds."""
         msg = self.get(newest=newest, seq=seq)
         if msg is not None:
             return msg
-        pool = _pool()
-        with _async_pool_lock:
+        cursor = self.cursor
+        with _async_lock:
             _async_waits.add(self)
-        cf = pool.submit(self.get, newest=newest, wait=True, timeout=timeout, seq=seq)
+        try:
+            cf = _run_in_thread(self.get, newest=newest, wait=True, timeout=timeout, seq=seq)
+        except BaseException:
+            with _async_lock:
+                _async_waits.discard(self)
+            raise
         try:
             return await asyncio.wrap_future(cf)
         except asyncio.CancelledError:
-            if not cf.cancel():  # already running: wake it
-                self.cancel()
-                try:
-                    await asyncio.wrap_future(cf)
-                except BaseException:
-                    pass
-                finally:
-                    self.cancel_clear()
+            # Wake the wait and let it end before the handle is used again.
+            # A second cancellation must not end this wait early: clearing
+            # the cancel before the thread saw it would leave it waiting.
+            self.cancel()
+            try:
+                while not cf.done():
+                    try:
+                        await asyncio.wrap_future(cf)
+                    except BaseException:
+                        pass  # cancelled again, or the wait's error: see cf
+            finally:
+                self.cancel_clear()
+            if cf.exception() is None and cf.result() is not None:
+                # The wait took a message before the cancel reached it: put
+                # the cursor back so that the next get() returns it again.
+                self.seek(cursor)
             raise
         finally:
-            with _async_pool_lock:
+            with _async_lock:
                 _async_waits.discard(self)
 
     @property

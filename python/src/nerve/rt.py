@@ -31,6 +31,8 @@ from __future__ import annotations
 import atexit
 import datetime
 import enum
+import os
+import signal
 import threading
 import weakref
 from array import array
@@ -464,6 +466,57 @@ def _make_native(
     return native
 
 
+def _run_interruptible(native: "_nerve.RtTask") -> None:
+    """native.run() on this thread, stopped by Ctrl-C.
+
+    While the loop runs the thread sits in C (a clock sleep, a wait for a
+    message) and cannot run Python's signal handlers. So on the main thread
+    a pipe becomes the signal wakeup fd for the run, and a watcher thread
+    reading it stops the loop when SIGINT arrives (the thread then raises
+    KeyboardInterrupt as it returns). Bytes for other signals are passed on
+    to the wakeup fd that was set before, if any."""
+    if threading.current_thread() is not threading.main_thread():
+        native.run()  # signal handlers run on the main thread only
+        return
+    r, w = os.pipe2(os.O_CLOEXEC)
+    os.set_blocking(w, False)
+    try:
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):  # pragma: no cover - no wakeup fd here
+        os.close(r)
+        os.close(w)
+        native.run()
+        return
+
+    def watch() -> None:
+        sent = False
+        while True:
+            data = os.read(r, 256)
+            sigs = data.replace(b"\0", b"")
+            if sigs and old >= 0:
+                try:
+                    os.write(old, sigs)
+                except OSError:
+                    pass
+            if (not sent and signal.SIGINT in sigs
+                    and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+                native._interrupt()
+                sent = True
+            if not data or b"\0" in data:  # run() has returned
+                return
+
+    watcher = threading.Thread(target=watch, name="nerve-ctrl-c", daemon=True)
+    watcher.start()
+    try:
+        native.run()
+    finally:
+        signal.set_wakeup_fd(old)
+        os.write(w, b"\0")
+        watcher.join()
+        os.close(r)
+        os.close(w)
+
+
 class Task:
     """A periodic (or channel-driven) loop calling ``body(tick)`` from its own
     thread, once per cycle.
@@ -539,9 +592,11 @@ class Task:
     def run(self) -> None:
         """Run the loop on the calling thread until it is stopped or the body
         stops it (the GIL is released while the loop sleeps). The thread
-        keeps the loop's scheduling afterwards. Ctrl-C stops the loop
-        after the current cycle and raises KeyboardInterrupt."""
-        self._t.run()
+        keeps the loop's scheduling afterwards. On the main thread, Ctrl-C
+        (SIGINT under Python's default handler) stops the loop at once, also
+        while it sleeps or waits for a message, and raises
+        KeyboardInterrupt; other signals' handlers run at the next cycle."""
+        _run_interruptible(self._t)
 
     def stop(self) -> None:
         """Ask the loop to stop (any thread, also the body). A clock loop
