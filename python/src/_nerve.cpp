@@ -786,6 +786,24 @@ nb::dict chan_stat(Chan &ch)
     return stat_dict(st);
 }
 
+// The ring mapping (nerve_chan_ring), as (address, length), for
+// registering it once with a DMA engine, e.g. cupy's
+// cuda.runtime.hostRegister, so device copies go straight into
+// reservations.
+nb::tuple chan_ring(Chan &ch)
+{
+    if (!ch.c) {
+        throw nb::value_error("operation on a closed channel");
+    }
+    void *base;
+    uint64_t len;
+    int rc = nerve_chan_ring(ch.c, &base, &len);
+    if (rc != 0) {
+        raise_nerve(rc, ch.name.c_str());
+    }
+    return nb::make_tuple((uintptr_t)base, len);
+}
+
 nb::tuple chan_meta(Chan &ch)
 {
     if (!ch.c) {
@@ -1518,6 +1536,11 @@ NB_MODULE(_nerve, m)
         .def("_abort", &chan_abort)
         .def("_stat", &chan_stat)
         .def("_meta", &chan_meta)
+        .def("ring", &chan_ring,
+             "The ring mapping as (address, length): every reservation and "
+             "view lies inside it. Register it once with a DMA engine (e.g. "
+             "cupy.cuda.runtime.hostRegister) so device copies into "
+             "reservations are one DMA transfer.")
         .def("close", &chan_close,
              "Close the handle. Buffers still exported from views keep the "
              "mapping alive until they are released.")

@@ -620,3 +620,16 @@ def test_permission_denied(name):
     if p.returncode not in (0, 3) and "EACCES" not in p.stdout:
         pytest.skip(f"cannot run Python as an unprivileged user here: {p.stderr.strip()[-200:]}")
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_ring_mapping_contains_reservations(name):
+    # Channel.ring() is what a GPU user registers once (cudaHostRegister):
+    # every reservation lies inside it.
+    import numpy as np
+    with nerve.create(name("ring"), slots=4, size=8192) as w:
+        base, length = w.ring()
+        assert length == 2 * 8192 and base > 0
+        with w.reserve(dtype=np.uint8, shape=(1000,)) as buf:
+            addr = buf.__array_interface__["data"][0]
+            assert base <= addr and addr + 1000 <= base + length
+            buf[:] = 1
