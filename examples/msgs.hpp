@@ -117,8 +117,14 @@ template <> struct nerve::codec<robot_msgs::LaserScan> {
         }
         return true;
     }
+    // SIZE_MAX (loan() then fails with NERVE_EMSGSIZE) when the size
+    // would wrap or the count does not fit the header's uint32_t.
     static constexpr size_t loan_size(size_t n) noexcept
     {
+        if (n > UINT32_MAX ||
+            n > (SIZE_MAX - sizeof(robot_msgs::LaserScanHeader)) / sizeof(float)) {
+            return SIZE_MAX;
+        }
         return sizeof(robot_msgs::LaserScanHeader) + n * sizeof(float);
     }
     static view loan_init(void *dst, size_t, size_t n) noexcept

@@ -52,4 +52,6 @@ check COPY 'deleted'
 check DISCARD 'nodiscard'
 check UNINIT_WRITE_LVALUE "qualifiers|rvalue ref-qualifier"
 check RAW_LOAN_SIZE 'takes no size arguments'
+check OVERALIGNED_LOAN '64-byte aligned'
+check OVERALIGNED_UNINIT '64-byte aligned'
 exit $rc

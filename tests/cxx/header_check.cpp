@@ -79,6 +79,24 @@ struct Plain {
 {
     (void)p.loan(size_t{3}).publish();
 }
+#elif defined(NERVE_MISUSE_OVERALIGNED_LOAN)
+// A reservation is 64-byte aligned: no loan of a T that needs more.
+struct alignas(128) Wide {
+    int x;
+};
+[[maybe_unused]] void misuse(nerve::Publisher<Wide> &p)
+{
+    (void)p.loan().publish();
+}
+#elif defined(NERVE_MISUSE_OVERALIGNED_UNINIT)
+struct alignas(128) Wide {
+    int x;
+};
+[[maybe_unused]] void misuse(nerve::Publisher<Wide> &p)
+{
+    auto u = p.loan_uninit();
+    (void)std::move(u).write(Wide{}).publish();
+}
 #endif
 
 } // namespace

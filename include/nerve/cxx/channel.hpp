@@ -310,12 +310,31 @@ public:
 
     /// Wake every wait on this handle with "cancelled", now and until
     /// cancel_clear(). Thread: any.  Signal: safe.
-    void cancel() noexcept { nerve_chan_cancel(c_); }
-    void cancel_clear() noexcept { nerve_chan_cancel_clear(c_); }
+    /// On an empty handle these do nothing (cursor() is 0).
+    void cancel() noexcept
+    {
+        if (c_ != nullptr) {
+            nerve_chan_cancel(c_);
+        }
+    }
+    void cancel_clear() noexcept
+    {
+        if (c_ != nullptr) {
+            nerve_chan_cancel_clear(c_);
+        }
+    }
 
     /// The read cursor (nerve_chan_cursor / nerve_chan_seek).
-    uint64_t cursor() const noexcept { return nerve_chan_cursor(c_); }
-    void seek(uint64_t seq) noexcept { nerve_chan_seek(c_, seq); }
+    uint64_t cursor() const noexcept
+    {
+        return c_ != nullptr ? nerve_chan_cursor(c_) : 0;
+    }
+    void seek(uint64_t seq) noexcept
+    {
+        if (c_ != nullptr) {
+            nerve_chan_seek(c_, seq);
+        }
+    }
 
     /// Append a copy of bytes (nerve_chan_put). RT: safe.
     result<publish_info> put(const void *data, size_t len,

@@ -29,7 +29,8 @@
 // and optionally, for zero-copy loans of variable size sized at loan time:
 //
 //   using view = ...;                        // what the loan exposes
-//   static size_t loan_size(Args...);        // bytes for these arguments
+//   static size_t loan_size(Args...);        // bytes for these arguments,
+//                                            // SIZE_MAX if that overflows
 //   static view loan_init(void *dst, size_t len, Args...);
 //
 // decode() may be handed bytes that a writer is overwriting at that moment
@@ -215,6 +216,9 @@ template <class E, class A> struct codec<std::vector<E, A>> {
     static_assert(std::is_trivially_copyable_v<E>,
                   "nerve::codec<std::vector<E>> needs a trivially copyable E");
     static_assert(alignof(E) <= 64, "ring space is 64-byte aligned");
+    static_assert(!std::is_same_v<E, bool>,
+                  "std::vector<bool> packs bits and has no data(): use "
+                  "std::vector<uint8_t>");
     using view = span<E>;
     static std::string type_name()
     {
@@ -244,9 +248,11 @@ template <class E, class A> struct codec<std::vector<E, A>> {
         }
         return true;
     }
+    /// SIZE_MAX (no ring holds it: loan() fails with NERVE_EMSGSIZE)
+    /// when n * sizeof(E) does not fit in a size_t.
     static constexpr size_t loan_size(size_t n) noexcept
     {
-        return n * sizeof(E);
+        return n > SIZE_MAX / sizeof(E) ? SIZE_MAX : n * sizeof(E);
     }
     static view loan_init(void *dst, size_t, size_t n) noexcept
     {

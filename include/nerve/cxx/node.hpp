@@ -10,6 +10,10 @@
 // across all subscribers, as a k-way merge: each ready subscriber holds its
 // next message, the one with the earliest time is delivered, and that
 // subscriber then reads its next. Equal times go in subscription order.
+// The merge only sees messages committed before the wait returned (a time
+// snapshot taken then): anything newer, including what a callback itself
+// publishes, waits for the next spin_once(), so a later message on one
+// channel never overtakes an earlier one on another.
 // So a controller subscribed to an IMU and a joint-state channel sees
 // their messages in the order they were published, not grouped by
 // channel. Per subscriber:
@@ -18,7 +22,7 @@
 //     cannot hold the node forever; messages overwritten before they were
 //     read are counted in stats().missed;
 //   - delivery::newest calls back at most once per spin_once(), with the
-//     newest message, skipping the calls a slow consumer does not need
+//     newest message committed before the snapshot, skipping the calls a slow consumer does not need
 //     (fuRom's remark on callback subscribers).
 // Only channels the wait reported ready are read in that round.
 //
@@ -31,7 +35,14 @@
 // table it walks); spinning is the only thing it may race with.
 //
 // THREADS. One thread spins a Node; subscribe and unsubscribe from that
-// thread (a callback may unsubscribe any subscriber, itself included).
+// thread (a callback may unsubscribe any subscriber, itself included: a
+// subscriber that unsubscribes itself from its callback is freed when the
+// callback returns).
+//
+// EXCEPTIONS. A callback may throw; spin_once() lets the exception through
+// after putting back every message already read for other subscribers but
+// not yet delivered, so the next spin_once() delivers them (none is lost).
+// The message whose callback threw counts as delivered.
 // Nothing in spin_once() allocates except what the callbacks and codecs
 // do: a raw T is read straight into a buffer the subscriber owns.
 #ifndef NERVE_CXX_NODE_HPP
@@ -83,8 +94,9 @@ namespace detail {
 // pointers (no virtual functions), plus the merge state of a spin.
 struct sub_entry {
     void *state = nullptr;
-    int (*load)(void *state, int64_t *time_ns) = nullptr;
+    int (*load)(void *state, int64_t limit_ns, int64_t *time_ns) = nullptr;
     void (*deliver)(void *state) = nullptr;
+    void (*restore)(void *state) = nullptr; // un-read the loaded message
     Node **node = nullptr;     // the state's back pointer, cleared by ~Node
     uint64_t max_reads = 0; // reads per spin: slot count (every) or 1 (newest)
     uint64_t budget = 0;  // reads left this spin
@@ -138,13 +150,15 @@ public:
         uint64_t ready = 0;
         int rc = nerve_wait_any(chans_, n_, detail::timeout_ns(timeout),
                                 &ready, 0);
+        // The snapshot: what was committed by now is this spin's to deliver.
+        const int64_t limit = nerve_now_ns();
         if (rc == NERVE_ETIMEDOUT) {
             return size_t{0};
         }
         if (rc < 0) {
             return fail(rc);
         }
-        return dispatch(ready);
+        return dispatch(ready, limit);
     }
 
     /// spin_once() until stop(). Returns success when stopped, else the
@@ -228,15 +242,16 @@ private:
         }
     }
 
-    // Load a message into entry i (respecting its budget) and mark it
-    // pending. Records the first hard error in *hard.
-    void load(size_t i, int *hard)
+    // Load a message committed at or before `limit` into entry i
+    // (respecting its budget) and mark it pending. Records the first hard
+    // error in *hard.
+    void load(size_t i, int64_t limit, int *hard)
     {
         detail::sub_entry &e = entries_[i];
         e.pending = false;
         while (e.budget > 0) {
             e.budget--;
-            int rc = e.load(e.state, &e.time_ns);
+            int rc = e.load(e.state, limit, &e.time_ns);
             if (rc == 0) {
                 e.pending = true;
                 return;
@@ -251,15 +266,46 @@ private:
         }
     }
 
-    result<size_t> dispatch(uint64_t ready)
+    // A subscriber state that unsubscribed itself from its own callback:
+    // freed once that callback has returned (or thrown).
+    void free_doomed() noexcept
     {
+        if (doomed_ != nullptr) {
+            void *d = doomed_;
+            doomed_ = nullptr;
+            doomed_destroy_(d);
+        }
+    }
+
+    // Runs when dispatch() ends, normally or by a callback's exception:
+    // un-read the messages loaded but not delivered, free a doomed state.
+    struct dispatch_guard {
+        Node &n;
+        ~dispatch_guard()
+        {
+            n.delivering_ = nullptr;
+            n.free_doomed();
+            for (size_t i = 0; i < n.n_; i++) {
+                if (n.entries_[i].pending) {
+                    n.entries_[i].pending = false;
+                    n.entries_[i].restore(n.entries_[i].state);
+                }
+            }
+        }
+    };
+
+    result<size_t> dispatch(uint64_t ready, int64_t limit)
+    {
+        dispatch_guard guard{*this};
         int hard = 0;
         for (size_t i = 0; i < n_; i++) {
             entries_[i].pending = false;
             entries_[i].budget = 0;
+        }
+        for (size_t i = 0; i < n_; i++) {
             if (ready & (uint64_t{1} << i)) {
                 entries_[i].budget = entries_[i].max_reads;
-                load(i, &hard);
+                load(i, limit, &hard);
             }
         }
         size_t calls = 0;
@@ -277,7 +323,10 @@ private:
             void *st = entries_[best].state;
             entries_[best].pending = false;
             const uint64_t before = mutations_;
+            delivering_ = st;
             entries_[best].deliver(st);
+            delivering_ = nullptr;
+            free_doomed();
             calls++;
             if (mutations_ != before) {
                 // The callback (un)subscribed: find the entry again.
@@ -291,7 +340,7 @@ private:
                     continue;
                 }
             }
-            load(best, &hard);
+            load(best, limit, &hard);
         }
         if (hard != 0) {
             return fail(hard);
@@ -303,6 +352,9 @@ private:
     nerve_chan *chans_[NERVE_WAIT_MAX] = {};
     size_t n_ = 0;
     uint64_t mutations_ = 0;
+    void *delivering_ = nullptr; // the state whose callback is running
+    void *doomed_ = nullptr;     // see free_doomed()
+    void (*doomed_destroy_)(void *) = nullptr;
     std::atomic<bool> stop_{false};
 };
 
@@ -324,13 +376,38 @@ template <class T> struct sub_state {
     {
     }
 
-    static int load(void *p, int64_t *time_ns)
+    // Read the next (every) or newest (newest) message committed at or
+    // before limit_ns; a newer one is left for the next spin.
+    static int load(void *p, int64_t limit_ns, int64_t *time_ns)
     {
         auto *s = static_cast<sub_state *>(p);
-        const uint32_t flags =
-            s->mode == delivery::every ? NERVE_GET_NEXT : NERVE_GET_NEWEST;
-        int rc = read_one(s->reader.native_handle(), s->msg, 0, 0, flags,
-                          s->info);
+        nerve_chan *c = s->reader.native_handle();
+        int rc;
+        if (s->mode == delivery::every) {
+            rc = read_one(c, s->msg, 0, 0, NERVE_GET_NEXT, s->info);
+            if (rc == 0 && s->info.time_ns > limit_ns) {
+                // Too new for this spin: un-read it. The losses before it
+                // are counted now (a re-read starts from it).
+                s->stats.missed += s->info.missed;
+                nerve_chan_seek(c, s->info.seq - 1);
+                return NERVE_EAGAIN;
+            }
+        } else {
+            // The newest message at the snapshot; the cursor says whether
+            // it was already delivered (as NERVE_GET_NEWEST does).
+            const uint64_t cur = nerve_chan_cursor(c);
+            rc = read_one(c, s->msg, limit_ns, 0, NERVE_GET_AT, s->info);
+            if (rc == NERVE_EOVERWRITTEN) {
+                return NERVE_EAGAIN; // everything present is newer
+            }
+            if (rc == 0 || rc == NERVE_EMISMATCH) {
+                if (s->info.seq <= cur) {
+                    return NERVE_EAGAIN;
+                }
+                s->info.missed = s->info.seq - cur - 1;
+                nerve_chan_seek(c, s->info.seq);
+            }
+        }
         if (rc == 0) {
             *time_ns = s->info.time_ns;
             s->stats.missed += s->info.missed;
@@ -343,6 +420,15 @@ template <class T> struct sub_state {
         }
         return rc;
     }
+
+    // Put the loaded, undelivered message back (its losses stay counted).
+    static void restore(void *p) noexcept
+    {
+        auto *s = static_cast<sub_state *>(p);
+        s->reader.seek(s->info.seq - 1);
+    }
+
+    static void destroy(void *p) noexcept { delete static_cast<sub_state *>(p); }
 
     static void deliver(void *p)
     {
@@ -375,18 +461,36 @@ public:
     void unsubscribe() noexcept
     {
         if (s_ && s_->node) {
-            s_->node->detach(s_.get());
+            Node *n = s_->node;
+            n->detach(s_.get());
             s_->node = nullptr;
+            if (n->delivering_ == s_.get()) {
+                // Called from this subscriber's own callback, which is
+                // still running in its state: the node frees it after.
+                n->doomed_ = s_.release();
+                n->doomed_destroy_ = &detail::sub_state<T>::destroy;
+                return;
+            }
         }
         s_.reset();
     }
 
-    /// Counters; read them from the spinning thread.
-    const subscriber_stats &stats() const noexcept { return s_->stats; }
-    delivery mode() const noexcept { return s_->mode; }
-    std::string_view name() const noexcept { return s_->reader.name(); }
+    /// Counters; read them from the spinning thread. An empty (default or
+    /// moved-from) Subscriber has zero counters, no name, mode every and
+    /// an empty reader.
+    const subscriber_stats &stats() const noexcept
+    {
+        static const subscriber_stats none{};
+        return s_ ? s_->stats : none;
+    }
+    delivery mode() const noexcept { return s_ ? s_->mode : delivery::every; }
+    std::string_view name() const noexcept
+    {
+        return s_ ? s_->reader.name() : std::string_view{};
+    }
     /// The subscriber's reader, e.g. for get_by_timestamp() on the same
     /// channel from a callback. Do not move its cursor outside callbacks.
+    /// Only for a non-empty Subscriber.
     Reader<T> &reader() noexcept { return s_->reader; }
     explicit operator bool() const noexcept { return bool(s_); }
 
@@ -438,6 +542,7 @@ result<Subscriber<T>> Node::subscribe(std::string_view name, F &&cb,
     e.state = st.get();
     e.load = &detail::sub_state<T>::load;
     e.deliver = &detail::sub_state<T>::deliver;
+    e.restore = &detail::sub_state<T>::restore;
     e.node = &st->node;
     e.max_reads = reads;
     int rc = attach(st->reader.native_handle(), e);

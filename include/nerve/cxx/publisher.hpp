@@ -29,6 +29,7 @@
 #include <nerve/cxx/codec.hpp>
 #include <nerve/cxx/result.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -162,6 +163,9 @@ private:
 template <class T> class [[nodiscard]] UninitLoan {
     static_assert(detail::is_raw<T>::value,
                   "UninitLoan is for trivially copyable (raw) types");
+    static_assert(alignof(T) <= 64,
+                  "a reservation is only 64-byte aligned: no loans of T "
+                  "with alignof(T) > 64 (publish() copies it instead)");
 
 public:
     UninitLoan(const UninitLoan &) = delete;
@@ -309,6 +313,9 @@ public:
     {
         static_assert(detail::is_raw<T>::value,
                       "loan_uninit() is for trivially copyable (raw) types");
+        static_assert(alignof(T) <= 64,
+                      "a reservation is only 64-byte aligned: no loans of T "
+                      "with alignof(T) > 64 (publish() copies it instead)");
         return UninitLoan<T>(reserve_raw());
     }
 
@@ -323,6 +330,9 @@ public:
                           "a loan of a raw type takes no size arguments");
             static_assert(std::is_nothrow_default_constructible_v<T>,
                           "loan() value-initializes T; use loan_uninit()");
+            static_assert(alignof(T) <= 64,
+                          "a reservation is only 64-byte aligned: no loans "
+                          "of T with alignof(T) > 64 (use publish())");
             Loan<T> l = reserve_raw();
             if (l.ok()) {
                 l.v_ = ::new (l.data()) T();
@@ -332,6 +342,10 @@ public:
             static_assert(detail::has_view<T>::value,
                           "nerve::codec<T> has no view type: no loans for T");
             const size_t n = codec<T>::loan_size(args...);
+            if (n == SIZE_MAX) {
+                // loan_size() says the size overflowed: no ring holds it.
+                return Loan<T>(NERVE_EMSGSIZE);
+            }
             void *p = nullptr;
             int rc = nerve_chan_reserve(ch_.get(), n,
                                         detail::timeout_ns(lock_timeout_), &p,

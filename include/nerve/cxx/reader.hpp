@@ -60,16 +60,14 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
         if (rc != NERVE_EMSGSIZE) {
             return rc;
         }
-        // Larger than T. The cursor did not move; take the message as a
-        // view so that it does (and the next read goes past it).
-        const uint64_t len = info.len;
-        info = msg_info{};
-        info.len = len;
+        // Larger than T. The cursor did not move, but the core said which
+        // message it was (info.seq): step over exactly that one, so the
+        // next read returns the message after it. Re-reading NEWEST/NEXT
+        // here could land on a newer, valid message and drop it unread.
         if (moves_cursor) {
-            struct nerve_view v;
-            if (nerve_chan_view(c, arg, 0, &v, flags & ~NERVE_F_WAIT) == 0) {
-                info = to_info(v.info);
-            }
+            nerve_chan_seek(c, info.seq);
+        } else {
+            info.missed = 0;
         }
         return NERVE_EMISMATCH;
     } else {
@@ -96,6 +94,9 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
             flags &= ~NERVE_F_WAIT;
             timeout = 0;
         }
+        // The cursor is back where it was, so the retry reports the same
+        // losses again: report none here, or they would count twice.
+        info = msg_info{};
         return NERVE_ELAPPED;
     }
 }
@@ -275,8 +276,12 @@ private:
         int rc = detail::read_one(ch_.get(), out, arg, timeout, flags, r.info_);
         r.code_ = rc;
         r.count_ = rc == 0 ? 1 : 0;
-        if (rc == NERVE_EMISMATCH) {
-            r.info_.missed += 1; // the bad message itself was not delivered
+        const uint32_t sel = flags & NERVE_GET_MASK;
+        if (rc == NERVE_EMISMATCH &&
+            (sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST)) {
+            // The bad message was consumed (the cursor went past it) and
+            // not delivered. get_seq / get_by_timestamp consume nothing.
+            r.info_.missed += 1;
         }
         return r;
     }
