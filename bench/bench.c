@@ -1120,7 +1120,10 @@ int bench_main(int argc, char **argv)
             }
             break;
         case 'r':
-            if (parse_double(optarg, &o.rate) != 0 || o.rate > 1e8) {
+            /* 0 is back-to-back; below 1e-3 Hz the period would not fit
+             * the nanosecond clock arithmetic. */
+            if (parse_double(optarg, &o.rate) != 0 || o.rate > 1e8 ||
+                (o.rate > 0 && o.rate < 1e-3)) {
                 return usage("bad --rate '%s'", optarg);
             }
             o.have_rate = 1;
@@ -1222,6 +1225,12 @@ int bench_main(int argc, char **argv)
                                  BT_PIPE, BT_UNIX, BT_MQ};
         memcpy(o.transports, wl, sizeof wl);
         o.ntransports = 6;
+    }
+    /* Every sample is kept (preallocated, none dropped), so bound how many
+     * one measurement may take: 20 M samples are 80 MB per receiver. */
+    if (o.rate * o.duration * o.senders > 2e7) {
+        return usage("%s", "--rate x --duration x --senders exceeds 20 M "
+                           "samples per receiver; shorten the run");
     }
     if (o.workload && (o.have_rate || o.nreceivers > 1 || o.senders > 1)) {
         return usage("%s", "--workload fixes --rate, --senders and "

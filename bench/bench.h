@@ -44,7 +44,7 @@
     "                    8 KB at 100 Hz, 1 MB at 10 Hz (1 to 1); both over\n"  \
     "                    nerve, futex, condvar, pipe, unix and mq unless\n"    \
     "                    --transport is given\n"                                \
-    "  --json FILE       append one JSON line per measurement ('-': stdout,\n" \
+    "  --json FILE       write one JSON line per measurement ('-': stdout,\n" \
     "                    then the table goes to stderr); fields in\n"          \
     "                    docs/cli.md\n"                                         \
     "  --histogram FILE  write each measurement's latency histogram (TSV)\n"   \

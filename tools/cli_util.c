@@ -1,6 +1,7 @@
 /* Helpers shared by the verbs: errors, parsing and JSON output. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -41,7 +42,8 @@ int cli_print_help(const char *verb)
 int cli_parse_u64(const char *s, uint64_t *out)
 {
     char *end;
-    if (s == NULL || *s == '\0' || *s == '-' || *s == '+') {
+    /* A digit first: strtoull() would skip blanks and accept a sign. */
+    if (s == NULL || !isdigit((unsigned char)*s)) {
         return -1;
     }
     errno = 0;
@@ -56,7 +58,7 @@ int cli_parse_u64(const char *s, uint64_t *out)
 int cli_parse_size(const char *s, uint64_t *out)
 {
     char *end;
-    if (s == NULL || *s == '\0' || *s == '-' || *s == '+') {
+    if (s == NULL || !isdigit((unsigned char)*s)) {
         return -1;
     }
     errno = 0;
@@ -90,12 +92,13 @@ int cli_parse_size(const char *s, uint64_t *out)
 int cli_parse_mode(const char *s, uint32_t *out)
 {
     char *end;
-    if (s == NULL || *s == '\0' || *s == '-' || *s == '+') {
+    if (s == NULL || !isdigit((unsigned char)*s)) {
         return -1;
     }
     errno = 0;
     unsigned long v = strtoul(s, &end, 8);
-    if (errno != 0 || *end != '\0' || v > 07777) {
+    /* Permission bits only: the library refuses setuid/setgid/sticky. */
+    if (errno != 0 || *end != '\0' || v > 0777) {
         return -1;
     }
     *out = (uint32_t)v;
@@ -166,33 +169,48 @@ int cli_parse_time(const char *s, int64_t now_ns, int64_t *out)
     return 0;
 }
 
+/* One byte of a JSON string, escaped as needed. With `latin1`, bytes
+ * >= 0x80 are written as \u00XX (the byte read as Latin-1). */
+static void json_byte(FILE *f, unsigned char c, int latin1)
+{
+    switch (c) {
+    case '"': fputs("\\\"", f); break;
+    case '\\': fputs("\\\\", f); break;
+    case '\n': fputs("\\n", f); break;
+    case '\r': fputs("\\r", f); break;
+    case '\t': fputs("\\t", f); break;
+    case '\b': fputs("\\b", f); break;
+    case '\f': fputs("\\f", f); break;
+    default:
+        if (c < 0x20 || c == 0x7f || (latin1 && c >= 0x80)) {
+            fprintf(f, "\\u%04x", c);
+        } else {
+            fputc(c, f);
+        }
+    }
+}
+
 void json_str(FILE *f, const char *s, size_t len)
 {
     fputc('"', f);
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        case '\b': fputs("\\b", f); break;
-        case '\f': fputs("\\f", f); break;
-        default:
-            if (c < 0x20 || c == 0x7f) {
-                fprintf(f, "\\u%04x", c);
-            } else {
-                fputc(c, f);
-            }
-        }
+        json_byte(f, (unsigned char)s[i], 0);
     }
     fputc('"', f);
 }
 
+/* A C string as a JSON string. Metadata strings are bytes the library does
+ * not check; one that is not UTF-8 is written with each byte >= 0x80 as
+ * \u00XX (read as Latin-1), so the output is always valid JSON. */
 void json_cstr(FILE *f, const char *s)
 {
-    json_str(f, s ? s : "", s ? strlen(s) : 0);
+    size_t n = s ? strlen(s) : 0;
+    int latin1 = n > 0 && !utf8_valid(s, n);
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        json_byte(f, (unsigned char)s[i], latin1);
+    }
+    fputc('"', f);
 }
 
 /* RFC 3629: rejects overlong forms, surrogates and code points past

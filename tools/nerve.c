@@ -258,6 +258,9 @@ int cli_help(int argc, char **argv)
         if (cli_print_help(argv[1]) == CLI_OK) {
             return CLI_OK;
         }
+        if (argv[1][0] == '-' || strchr(argv[1], '/') != NULL) {
+            return cli_usage("help", "'%s' is not a nerve verb", argv[1]);
+        }
         char path[PATH_MAX];
         if (find_external(argv[1], path, sizeof path) == 0) {
             execl(path, path, "--help", (char *)NULL);
@@ -269,6 +272,18 @@ int cli_help(int argc, char **argv)
     usage_all(stdout);
     list_external(stdout);
     return CLI_OK;
+}
+
+/* A verb whose output could not be written (a full disk, a closed pipe)
+ * has failed, whatever it returned. */
+static int output_ok(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "nerve: cannot write the output: %s\n",
+                strerror(errno));
+        return rc == CLI_OK ? CLI_FAIL : rc;
+    }
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -288,7 +303,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < cli_nverbs; i++) {
         if (strcmp(cli_verbs[i].name, verb) == 0) {
-            return cli_verbs[i].run(argc - 1, argv + 1);
+            return output_ok(cli_verbs[i].run(argc - 1, argv + 1));
         }
     }
     if (verb[0] == '-' || strchr(verb, '/') != NULL) {

@@ -420,6 +420,33 @@ def test_check():
     expect(["rm", c], 0)
 
 
+def test_review_regressions():
+    """Bad input found in review: each is a usage error or a clean failure,
+    and JSON stays valid whatever bytes the metadata holds."""
+    c = name("rev")
+    expect(["create", c, "--type", os.fsdecode(b"\xff\xfeimu")], 0)
+    info = json.loads(expect(["info", c, "--json"], 0)[0])  # valid JSON
+    check(info["type"] == "\u00ff\u00feimu",
+          "non-UTF-8 type read as Latin-1: %r" % info["type"])
+    listed = json.loads(expect(["ls", "--json"], 0)[0])
+    check(any(e["name"] == c for e in listed), "ls --json lists the channel")
+    expect(["put", c, "x"], 0)
+    expect(["get", c, "--seq", " -18446744073709551615"], 2)
+    expect(["create", name("rev2"), "--slots", " -1"], 2)
+    expect(["chmod", "4755", c], 2)
+    expect(["create", name("rev3"), "--mode", "07777"], 2)
+    expect(["bench", "--rate", "1e-12", "--duration", "0.3"], 2)
+    expect(["bench", "--rate", "1e6", "--duration", "3600"], 2)
+    expect(["help", "d/../x"], 2)
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "wb") as full:
+            p = subprocess.run([NERVE, "ls"], stdout=full,
+                               stderr=subprocess.PIPE, timeout=30)
+        check(p.returncode == 1, "nerve ls > /dev/full: exit %d, want 1"
+              % p.returncode)
+    expect(["rm", c], 0)
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -428,7 +455,8 @@ def main():
         print("SKIP: no /dev/shm")
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
-             test_put_get, test_cat, test_chmod, test_check]
+             test_put_get, test_cat, test_chmod, test_check,
+             test_review_regressions]
     try:
         for t in tests:
             n = len(FAILURES)
