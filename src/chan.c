@@ -189,30 +189,10 @@ static uint64_t round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
+/* One mapping from errno values to codes for the whole library. */
 static int errno_to_nerve(int e)
 {
-    switch (e) {
-    case ENOENT:
-        return NERVE_ENOENT;
-    case EACCES:
-    case EPERM:
-        return NERVE_EACCES;
-    case EEXIST:
-        return NERVE_EEXIST;
-    case ENOSPC:
-    case EFBIG:
-        return NERVE_ENOSPC;
-    case ENOMEM:
-    case EMFILE:
-    case ENFILE:
-        return NERVE_ENOMEM;
-    case EROFS:
-        return NERVE_EACCES;
-    case ELOOP: /* O_NOFOLLOW met a symlink */
-        return NERVE_ENOTCHAN;
-    default:
-        return NERVE_EINVAL;
-    }
+    return nerve__err_from_errno(e);
 }
 
 int nerve_name_check(const char *name)
@@ -265,6 +245,50 @@ static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
 
 /* ---- creation ----------------------------------------------------------- */
 
+/* Whether s[0..n) is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). The type and the encoding are text
+ * for every binding and tool (Python str, JSON, MCAP), so they must be
+ * UTF-8: rejected at create, NERVE_ECORRUPT at open. The schema is bytes. */
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t k;
+        unsigned lo = 0x80, hi = 0xbf;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            if (c == 0xe0)
+                lo = 0xa0; /* overlong */
+            else if (c == 0xed)
+                hi = 0x9f; /* surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            if (c == 0xf0)
+                lo = 0x90; /* overlong */
+            else if (c == 0xf4)
+                hi = 0x8f; /* above U+10FFFF */
+        } else {
+            return 0;
+        }
+        if (n - i <= k)
+            return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (size_t j = 2; j <= k; j++) {
+            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
+                return 0;
+        }
+        i += k + 1;
+    }
+    return 1;
+}
+
 static int opts_read(const struct nerve_chan_opts *in,
                      struct nerve_chan_opts *o)
 {
@@ -296,9 +320,13 @@ static int opts_read(const struct nerve_chan_opts *in,
         o->mode = DEFAULT_MODE;
     if (o->mode & ~0777u)
         return NERVE_EINVAL;
-    if (o->type && strlen(o->type) > NERVE_TYPE_MAX)
+    if (o->type && (strlen(o->type) > NERVE_TYPE_MAX ||
+                    !utf8_valid((const unsigned char *)o->type,
+                                strlen(o->type))))
         return NERVE_EINVAL;
-    if (o->encoding && strlen(o->encoding) > NERVE_ENCODING_MAX)
+    if (o->encoding && (strlen(o->encoding) > NERVE_ENCODING_MAX ||
+                        !utf8_valid((const unsigned char *)o->encoding,
+                                    strlen(o->encoding))))
         return NERVE_EINVAL;
     if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
         return NERVE_EINVAL;
@@ -307,57 +335,38 @@ static int opts_read(const struct nerve_chan_opts *in,
     return 0;
 }
 
-/* Write a temporary file of `size` bytes with its memory reserved (so a
- * full /dev/shm fails here with NERVE_ENOSPC, not later with SIGBUS), and
- * return its fd and path. */
-static int tmp_file(const char *name, const char *kind, uint64_t size,
-                    char *path, size_t plen, int *fdp)
+/* Write the bell into the new unnamed file t (NERVE__BELL_SIZE bytes). */
+static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
 {
-    static nerve__a32 counter;
-    snprintf(path, plen, SHM_DIR ".nerve-tmp-%s-%d-%u.%s", kind, (int)getpid(),
-             (unsigned)nerve__add32_sc(&counter, 1), name);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return errno_to_nerve(errno);
-    int r = posix_fallocate(fd, 0, (off_t)size);
-    if (r != 0) {
-        close(fd);
-        unlink(path);
-        return errno_to_nerve(r);
-    }
-    *fdp = fd;
-    return 0;
-}
-
-static int make_bell(const char *name, uint32_t mode, char *path, size_t plen)
-{
-    int fd, r = tmp_file(name, "bell", NERVE__BELL_SIZE, path, plen, &fd);
+    int r = nerve__shm_tmp_create(SHM_DIR, NERVE__BELL_SIZE, t);
     if (r)
         return r;
-    struct nerve__shm_bell *b =
-        mmap(NULL, NERVE__BELL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    struct nerve__shm_bell *b = mmap(NULL, NERVE__BELL_SIZE,
+                                     PROT_READ | PROT_WRITE, MAP_SHARED,
+                                     t->fd, 0);
     if (b == MAP_FAILED) {
         r = errno_to_nerve(errno);
     } else {
         b->version = NERVE_LAYOUT_VERSION;
         b->magic = NERVE__BELL_MAGIC;
         munmap(b, NERVE__BELL_SIZE);
-        /* The bell has the channel's mode: only processes that may write
-         * the channel may write (and so truncate) the bell, whose mapping
-         * every writer reads after each put. Readers that may not write
-         * poll instead, unless the channel wakes on every put
+        /* The bell has the channel's mode (and owner and group): only
+         * processes that may write the channel may write (and so
+         * truncate) the bell, whose mapping every writer reads after each
+         * put. bell_open() uses no other bell. Readers that may not write
+         * it poll instead, unless the channel wakes on every put
          * (NERVE_C_WAKE_ALWAYS). See docs/design/0002-wakeup.md. */
-        if (fchmod(fd, mode) != 0)
+        if (fchmod(t->fd, mode) != 0)
             r = errno_to_nerve(errno);
     }
-    close(fd);
     if (r)
-        unlink(path);
+        nerve__shm_tmp_discard(t);
     return r;
 }
 
-static int make_channel(const char *name, const struct nerve_chan_opts *o,
-                        char *path, size_t plen)
+/* Write a complete channel into the new unnamed file t. */
+static int make_channel(const struct nerve_chan_opts *o,
+                        struct nerve__shm_tmp *t)
 {
     uint64_t tlen = o->type ? strlen(o->type) : 0;
     uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
@@ -367,12 +376,11 @@ static int make_channel(const char *name, const struct nerve_chan_opts *o,
                         page, &g);
     if (r)
         return r;
-    int fd;
-    r = tmp_file(name, "chan", g.file_size, path, plen, &fd);
+    r = nerve__shm_tmp_create(SHM_DIR, g.file_size, t);
     if (r)
         return r;
     unsigned char *m = mmap(NULL, g.index_off, PROT_READ | PROT_WRITE,
-                            MAP_SHARED, fd, 0);
+                            MAP_SHARED, t->fd, 0);
     if (m == MAP_FAILED) {
         r = errno_to_nerve(errno);
         goto out;
@@ -413,7 +421,7 @@ static int make_channel(const char *name, const struct nerve_chan_opts *o,
     r = nerve__mutex_init(&h->lock.m);
     if (r == 0) {
         /* The magic last: the file becomes a channel only when complete.
-         * (It is also invisible under its final name until link().) */
+         * (It is also invisible under its final name until linked.) */
         h->magic = NERVE__MAGIC;
         if (msync(m, g.index_off, MS_SYNC) != 0)
             r = errno_to_nerve(errno);
@@ -421,12 +429,11 @@ static int make_channel(const char *name, const struct nerve_chan_opts *o,
         r = NERVE_ENOMEM;
     }
     munmap(m, g.index_off);
-    if (r == 0 && fchmod(fd, o->mode) != 0)
+    if (r == 0 && fchmod(t->fd, o->mode) != 0)
         r = errno_to_nerve(errno);
 out:
-    close(fd);
     if (r)
-        unlink(path);
+        nerve__shm_tmp_discard(t);
     return r;
 }
 
@@ -456,6 +463,24 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
     return r;
 }
 
+/* Give the channel `name`, which this process has just linked, its bell.
+ * The bell is linked with no-replace semantics too: a file already at the
+ * bell's name is a stale bell or one planted by someone else. It is
+ * removed where this user may (its own, or any as root) and otherwise
+ * left alone: bell_open() will not use a bell whose owner, group or mode
+ * differ from the channel's, so the channel then works without one
+ * (waiting readers poll) and nerve_chan_check() says so. */
+static void link_bell(const char *name, struct nerve__shm_tmp *bell)
+{
+    char path[PATH_MAX];
+    path_of(path, sizeof path, BELL_PREFIX, name);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int r = nerve__shm_tmp_link(bell, path);
+        if (r != NERVE_EEXIST || unlink(path) != 0)
+            break;
+    }
+}
+
 int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
 {
     struct nerve_chan_opts o;
@@ -464,35 +489,32 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
         r = opts_read(opts, &o);
     if (r)
         return r;
-    char tmp_chan[PATH_MAX], tmp_bell[PATH_MAX], path[PATH_MAX];
-    r = make_channel(name, &o, tmp_chan, sizeof tmp_chan);
+    /* Temporaries of creators killed mid-create (only where files cannot
+     * be made unnamed, or by older versions) are removed here. */
+    nerve__shm_tmp_sweep(SHM_DIR);
+    struct nerve__shm_tmp chan, bell;
+    r = make_channel(&o, &chan);
     if (r)
         return r;
-    r = make_bell(name, o.mode, tmp_bell, sizeof tmp_bell);
+    r = make_bell(&bell, o.mode);
     if (r) {
-        unlink(tmp_chan);
+        nerve__shm_tmp_discard(&chan);
         return r;
     }
-    /* link() is the atomic, exclusive creation: the channel appears fully
-     * initialised under its name, or the name was taken. The bell is then
-     * renamed into place, replacing a stale one left by a crash. */
+    /* Linking the complete, unnamed file is the atomic, exclusive
+     * creation: the channel appears fully initialised under its name, or
+     * the name was taken (by anything: a channel, or a file planted
+     * there) and nothing of ours is adopted or left behind. */
+    char path[PATH_MAX];
     path_of(path, sizeof path, CHAN_PREFIX, name);
-    if (link(tmp_chan, path) != 0) {
-        r = errno_to_nerve(errno);
-        unlink(tmp_chan);
-        unlink(tmp_bell);
-        if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
-            r = check_compatible(name, &o);
-        return r;
-    }
-    unlink(tmp_chan);
-    path_of(path, sizeof path, BELL_PREFIX, name);
-    if (rename(tmp_bell, path) != 0) {
-        /* The channel works without a bell (waiters poll); report nothing
-         * but clean up. */
-        unlink(tmp_bell);
-    }
-    return 0;
+    r = nerve__shm_tmp_link(&chan, path);
+    nerve__shm_tmp_discard(&chan);
+    if (r == 0)
+        link_bell(name, &bell);
+    nerve__shm_tmp_discard(&bell);
+    if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
+        r = check_compatible(name, &o);
+    return r;
 }
 
 int nerve_chan_unlink(const char *name)
@@ -501,12 +523,50 @@ int nerve_chan_unlink(const char *name)
     if (r)
         return r;
     char path[PATH_MAX];
-    path_of(path, sizeof path, BELL_PREFIX, name);
-    (void)unlink(path);
+    struct stat st;
     path_of(path, sizeof path, CHAN_PREFIX, name);
+    /* Only a regular file is a channel (or the remains of one): a
+     * directory, FIFO, socket or symlink under the name is not removed. */
+    if (lstat(path, &st) != 0)
+        return errno_to_nerve(errno);
+    if (!S_ISREG(st.st_mode))
+        return NERVE_ENOTCHAN;
     if (unlink(path) != 0)
         return errno_to_nerve(errno);
+    /* The bell after the channel: a failed unlink keeps both. A bell this
+     * user may not remove (planted by another user) stays, harmlessly: no
+     * channel of this user's will use it (see link_bell()). */
+    path_of(path, sizeof path, BELL_PREFIX, name);
+    (void)unlink(path);
     return 0;
+}
+
+/* chmod one file in /dev/shm through a descriptor: chmod(2) would follow a
+ * symlink planted under the name to another of the caller's files. */
+static int chmod_file(const char *path, uint32_t mode)
+{
+    struct stat st;
+    int fd = nerve__shm_open(path, 0, &st);
+    if (fd == NERVE_EACCES) {
+        /* No read permission (mode 0200, say): O_PATH needs none. */
+        fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return errno_to_nerve(errno);
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            return NERVE_ENOTCHAN;
+        }
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        int r = chmod(proc, mode) == 0 ? 0 : errno_to_nerve(errno);
+        close(fd);
+        return r;
+    }
+    if (fd < 0)
+        return fd;
+    int r = fchmod(fd, mode) == 0 ? 0 : errno_to_nerve(errno);
+    close(fd);
+    return r;
 }
 
 int nerve_chan_chmod(const char *name, uint32_t mode)
@@ -518,53 +578,126 @@ int nerve_chan_chmod(const char *name, uint32_t mode)
         return NERVE_EINVAL;
     char path[PATH_MAX];
     path_of(path, sizeof path, CHAN_PREFIX, name);
-    if (chmod(path, mode) != 0)
-        return errno_to_nerve(errno);
-    /* The bell keeps the channel's mode (see make_bell()). A missing bell
-     * is not an error: the channel works without one. */
+    r = chmod_file(path, mode);
+    if (r)
+        return r;
+    /* The bell keeps the channel's mode (see make_bell()). A missing or
+     * foreign bell is not an error: the channel works without one. */
     path_of(path, sizeof path, BELL_PREFIX, name);
-    if (chmod(path, mode) != 0 && errno != ENOENT)
-        return errno_to_nerve(errno);
+    r = chmod_file(path, mode);
+    if (r && r != NERVE_ENOENT && r != NERVE_ENOTCHAN && r != NERVE_EACCES)
+        return r;
     return 0;
 }
 
 /* ---- opening ------------------------------------------------------------ */
 
-/* Validate a header read from a file of st_size bytes. Each failure has its
- * own code: a file that is not a channel, another version, another ABI,
- * a truncated file, inconsistent fields. */
-static int header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
-                        struct geometry *g)
+__attribute__((format(printf, 4, 5))) static int
+say(char *msg, size_t len, int code, const char *fmt, ...)
 {
-    if (st_size < sizeof h->magic || h->magic != NERVE__MAGIC)
-        return NERVE_ENOTCHAN;
+    if (msg && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* Validate a header read from a file of st_size bytes. Each failure has its
+ * own code (a file that is not a channel, another version, another ABI, a
+ * truncated file, inconsistent fields) and, into msg, the field and why. */
+static int header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
+                        struct geometry *g, char *msg, size_t len)
+{
+    if (st_size < sizeof h->magic)
+        return say(msg, len, NERVE_ENOTCHAN,
+                   "not a nerve channel: file is %" PRIu64 " bytes",
+                   st_size);
+    if (h->magic != NERVE__MAGIC)
+        return say(msg, len, NERVE_ENOTCHAN,
+                   "not a nerve channel: magic 0x%016" PRIx64
+                   " (a channel's is 0x%016llx)",
+                   h->magic, NERVE__MAGIC);
     if (st_size < 16)
-        return NERVE_ETRUNC;
-    if (h->layout_version != NERVE_LAYOUT_VERSION || h->incompat_flags != 0)
-        return NERVE_EVERSION;
+        return say(msg, len, NERVE_ETRUNC,
+                   "file is %" PRIu64 " bytes, shorter than the header",
+                   st_size);
+    if (h->layout_version != NERVE_LAYOUT_VERSION)
+        return say(msg, len, NERVE_EVERSION,
+                   "layout_version %u; this library reads %u",
+                   h->layout_version, NERVE_LAYOUT_VERSION);
+    if (h->incompat_flags != 0)
+        return say(msg, len, NERVE_EVERSION,
+                   "incompat_flags 0x%" PRIx64 " holds unknown features",
+                   h->incompat_flags);
     if (st_size < sizeof *h)
-        return NERVE_ETRUNC;
-    if (h->abi_endian != NERVE__ABI_ENDIAN ||
-        h->abi_mutex_size != sizeof(pthread_mutex_t) ||
-        h->page_size != nerve__page_size())
-        return NERVE_EABI;
+        return say(msg, len, NERVE_ETRUNC,
+                   "file is %" PRIu64 " bytes, shorter than the %zu-byte "
+                   "header",
+                   st_size, sizeof *h);
+    if (h->abi_endian != NERVE__ABI_ENDIAN)
+        return say(msg, len, NERVE_EABI,
+                   "abi_endian 0x%08x: made on a machine of other byte order",
+                   h->abi_endian);
+    if (h->abi_mutex_size != sizeof(pthread_mutex_t))
+        return say(msg, len, NERVE_EABI,
+                   "abi_mutex_size %u; this platform's mutex is %zu bytes",
+                   h->abi_mutex_size, sizeof(pthread_mutex_t));
+    if (h->page_size != nerve__page_size())
+        return say(msg, len, NERVE_EABI,
+                   "page_size %u; this kernel's page is %u bytes",
+                   h->page_size, nerve__page_size());
     if (h->header_size != sizeof *h)
-        return NERVE_ECORRUPT;
+        return say(msg, len, NERVE_ECORRUPT,
+                   "header_size %u, expected %zu", h->header_size, sizeof *h);
+    if (h->type_len > NERVE_TYPE_MAX)
+        return say(msg, len, NERVE_ECORRUPT, "type_len %u exceeds %d",
+                   h->type_len, NERVE_TYPE_MAX);
+    if (h->encoding_len > NERVE_ENCODING_MAX)
+        return say(msg, len, NERVE_ECORRUPT, "encoding_len %u exceeds %d",
+                   h->encoding_len, NERVE_ENCODING_MAX);
+    if (h->schema_len > NERVE_SCHEMA_MAX)
+        return say(msg, len, NERVE_ECORRUPT,
+                   "schema_len %" PRIu64 " exceeds %u", h->schema_len,
+                   NERVE_SCHEMA_MAX);
+    if (h->nslots < 1 || h->nslots > MAX_SLOTS)
+        return say(msg, len, NERVE_ECORRUPT,
+                   "nslots %" PRIu64 " is outside [1, %llu]", h->nslots,
+                   MAX_SLOTS);
+    if (h->data_size < 1 || h->data_size > MAX_DATA)
+        return say(msg, len, NERVE_ECORRUPT,
+                   "data_size %" PRIu64 " is outside [1, %llu]", h->data_size,
+                   MAX_DATA);
     uint64_t meta_bytes =
         (uint64_t)h->type_len + h->encoding_len + h->schema_len + 3;
-    if (h->type_len > NERVE_TYPE_MAX || h->encoding_len > NERVE_ENCODING_MAX ||
-        h->schema_len > NERVE_SCHEMA_MAX)
-        return NERVE_ECORRUPT;
     if (geometry_of(h->nslots, h->data_size, meta_bytes, h->page_size, g))
-        return NERVE_ECORRUPT;
-    if (g->data_size != h->data_size || h->meta_off != NERVE__HDR_REGION ||
-        h->meta_len != g->meta_len || h->index_off != g->index_off ||
-        h->data_off != g->data_off || h->file_size != g->file_size)
-        return NERVE_ECORRUPT;
+        return say(msg, len, NERVE_ECORRUPT, "geometry out of range");
+    if (g->data_size != h->data_size)
+        return say(msg, len, NERVE_ECORRUPT,
+                   "data_size %" PRIu64 " is not a multiple of the page size "
+                   "%u",
+                   h->data_size, h->page_size);
+#define FIELD_IS(field, want)                                                  \
+    if (h->field != (want))                                                    \
+        return say(msg, len, NERVE_ECORRUPT,                                   \
+                   #field " %" PRIu64 ", expected %" PRIu64 " for this "       \
+                   "geometry",                                                 \
+                   (uint64_t)h->field, (uint64_t)(want));
+    FIELD_IS(meta_off, NERVE__HDR_REGION)
+    FIELD_IS(meta_len, g->meta_len)
+    FIELD_IS(index_off, g->index_off)
+    FIELD_IS(data_off, g->data_off)
+    FIELD_IS(file_size, g->file_size)
+#undef FIELD_IS
     if (st_size < g->file_size)
-        return NERVE_ETRUNC;
+        return say(msg, len, NERVE_ETRUNC,
+                   "file is %" PRIu64 " bytes, header says %" PRIu64,
+                   st_size, g->file_size);
     if (st_size > g->file_size)
-        return NERVE_ECORRUPT;
+        return say(msg, len, NERVE_ECORRUPT,
+                   "file is %" PRIu64 " bytes, header says %" PRIu64,
+                   st_size, g->file_size);
     return 0;
 }
 
@@ -578,54 +711,105 @@ static char *dup_bytes(const unsigned char *p, uint64_t n)
     return s;
 }
 
-/* Copy the metadata out of the file; the strings must not hold a NUL. */
-static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h)
+/* Copy the metadata out of the file. The copies are what is validated:
+ * no NUL inside any field, type and encoding well-formed UTF-8. */
+static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h, char *msg,
+                     size_t len)
 {
     /* The lengths come from the validated private copy `h`, never from the
      * mapping: a process rewriting them during the open must not move the
      * reads out of the metadata region. The bytes themselves may still
-     * change under us; dup_bytes() terminates whatever it copies. */
+     * change under us, so only the private copies are checked and used. */
     const unsigned char *m = c->base + NERVE__HDR_REGION;
     uint64_t tl = h->type_len, el = h->encoding_len, sl = h->schema_len;
-    if (memchr(m, 0, tl) || memchr(m + tl + 1, 0, el) ||
-        memchr(m + tl + el + 2, 0, sl))
-        return NERVE_ECORRUPT;
     c->type = dup_bytes(m, tl);
     c->encoding = dup_bytes(m + tl + 1, el);
     c->schema = dup_bytes(m + tl + el + 2, sl);
     c->schema_len = sl;
     if (!c->type || !c->encoding || !c->schema)
         return NERVE_ENOMEM;
+    if (memchr(c->type, 0, tl))
+        return say(msg, len, NERVE_ECORRUPT, "type holds a NUL byte");
+    if (memchr(c->encoding, 0, el))
+        return say(msg, len, NERVE_ECORRUPT, "encoding holds a NUL byte");
+    if (memchr(c->schema, 0, sl))
+        return say(msg, len, NERVE_ECORRUPT, "schema holds a NUL byte");
+    if (!utf8_valid((const unsigned char *)c->type, tl))
+        return say(msg, len, NERVE_ECORRUPT, "type is not valid UTF-8");
+    if (!utf8_valid((const unsigned char *)c->encoding, el))
+        return say(msg, len, NERVE_ECORRUPT, "encoding is not valid UTF-8");
     return 0;
 }
 
-/* Map the bell, read-write. A reader without write permission on it, or a
- * missing or foreign bell, leaves c->bell NULL: the handle then waits by
- * polling and, if it writes, wakes on every put. */
-static void bell_open(nerve_chan *c)
+/* Open the bell of channel `name`, whose file is described by *cst, and
+ * verify it is one this channel's creator made: a regular file with the
+ * channel's owner, group and mode and one link, large enough, with the
+ * bell's magic and version. Anyone may create files in /dev/shm, so a bell
+ * that fails any of these was planted (or is left from a changed channel)
+ * and is not used: mapping a file someone else owns would let them
+ * truncate it under every writer (SIGBUS) or hold `waiters` at will.
+ * Returns the bell mapped (read-write if `writable`), or NULL with the
+ * reason in msg (when given). */
+static struct nerve__shm_bell *bell_map(const char *name,
+                                        const struct stat *cst, int writable,
+                                        char *msg, size_t len)
 {
     char path[PATH_MAX];
-    path_of(path, sizeof path, BELL_PREFIX, c->name);
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return;
+    path_of(path, sizeof path, BELL_PREFIX, name);
     struct stat st;
-    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= NERVE__BELL_SIZE) {
-        void *b = mmap(NULL, NERVE__BELL_SIZE, PROT_READ | PROT_WRITE,
-                       MAP_SHARED, fd, 0);
-        if (b != MAP_FAILED) {
-            c->bell = b;
-            if (c->bell->magic != NERVE__BELL_MAGIC ||
-                c->bell->version != NERVE_LAYOUT_VERSION) {
-                munmap(b, NERVE__BELL_SIZE);
-                c->bell = NULL;
+    int fd = nerve__shm_open(path, writable, &st);
+    if (fd == NERVE_ENOENT) {
+        say(msg, len, 0, "no bell file");
+        return NULL;
+    }
+    if (fd == NERVE_EACCES) {
+        say(msg, len, 0, "no write permission on the bell");
+        return NULL;
+    }
+    if (fd < 0) {
+        say(msg, len, 0, "bell is %s",
+            fd == NERVE_ENOTCHAN ? "not a regular file" : nerve_strerror(fd));
+        return NULL;
+    }
+    struct nerve__shm_bell *b = NULL;
+    if (st.st_uid != cst->st_uid || st.st_gid != cst->st_gid) {
+        say(msg, len, 0,
+            "bell is owned by uid %u gid %u, the channel by uid %u gid %u",
+            (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)cst->st_uid,
+            (unsigned)cst->st_gid);
+    } else if ((st.st_mode & 07777) != (cst->st_mode & 07777)) {
+        say(msg, len, 0, "bell mode %04o differs from the channel's %04o",
+            (unsigned)(st.st_mode & 07777), (unsigned)(cst->st_mode & 07777));
+    } else if (st.st_nlink != 1) {
+        say(msg, len, 0, "bell has %lu links (a bell has one)",
+            (unsigned long)st.st_nlink);
+    } else if ((uint64_t)st.st_size < NERVE__BELL_SIZE) {
+        say(msg, len, 0, "bell is %" PRIu64 " bytes, expected %u",
+            (uint64_t)st.st_size, NERVE__BELL_SIZE);
+    } else {
+        void *p = mmap(NULL, NERVE__BELL_SIZE,
+                       PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
+                       fd, 0);
+        if (p == MAP_FAILED) {
+            say(msg, len, 0, "bell cannot be mapped: %s",
+                nerve_strerror(errno_to_nerve(errno)));
+        } else {
+            b = p;
+            if (b->magic != NERVE__BELL_MAGIC ||
+                b->version != NERVE_LAYOUT_VERSION) {
+                say(msg, len, 0, "bell has a wrong magic or version");
+                munmap(p, NERVE__BELL_SIZE);
+                b = NULL;
             }
         }
     }
     close(fd);
+    return b;
 }
 
-int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
+/* nerve_chan_open(), with the reason for a failure written into msg. */
+static int chan_open(const char *name, uint32_t flags, nerve_chan **out,
+                     char *msg, size_t len)
 {
     if (!out || (flags & ~NERVE_O_WRITE))
         return NERVE_EINVAL;
@@ -636,24 +820,20 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     char path[PATH_MAX];
     path_of(path, sizeof path, CHAN_PREFIX, name);
     int writable = (flags & NERVE_O_WRITE) != 0;
-    /* O_NOFOLLOW: /dev/shm is world-writable; a symlink planted under a
-     * channel's name must not redirect an open to another file. */
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC |
-                            O_NOFOLLOW);
-    if (fd < 0)
-        return errno_to_nerve(errno);
+    /* Never blocks, never follows a symlink, and only a regular file is
+     * opened (nerve__shm_open): /dev/shm is world-writable. */
     struct stat st;
+    int fd = nerve__shm_open(path, writable, &st);
+    if (fd < 0) {
+        if (fd == NERVE_ENOTCHAN)
+            say(msg, len, fd,
+                "not a nerve channel: not a regular file (FIFO, socket, "
+                "device, directory or symlink)");
+        return fd;
+    }
     struct nerve__shm_hdr h;
     struct geometry g;
     memset(&h, 0, sizeof h);
-    if (fstat(fd, &st) != 0) {
-        r = errno_to_nerve(errno);
-        goto fail_fd;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        r = NERVE_ENOTCHAN;
-        goto fail_fd;
-    }
     /* Validate the header from a private copy before mapping anything. */
     ssize_t n = pread(fd, &h, sizeof h, 0);
     if (n < 0) {
@@ -661,13 +841,16 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
         goto fail_fd;
     }
     /* Bytes past a short read stay zero; header_check judges st_size. */
-    r = header_check(&h, (uint64_t)st.st_size, &g);
+    r = header_check(&h, (uint64_t)st.st_size, &g, msg, len);
     /* Creation reserves every page (posix_fallocate), so a channel file is
      * never sparse. A sparse one is foreign, and mapping it with
      * MAP_POPULATE would allocate its holes: up to data_size of /dev/shm
      * taken by a read-only open. */
     if (r == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
-        r = NERVE_ECORRUPT;
+        r = say(msg, len, NERVE_ECORRUPT,
+                "file is sparse: %" PRIu64 " of its %" PRIu64
+                " bytes are allocated (nerve_chan_create allocates all)",
+                (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
     if (r)
         goto fail_fd;
     nerve_chan *c = calloc(1, sizeof *c);
@@ -695,17 +878,22 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     /* The mapping is the file the header came from, but a writer with
      * access could have rewritten it since: the geometry used from here on
      * is the validated copy in the handle, never re-read. */
-    r = meta_load(c, &h);
+    r = meta_load(c, &h, msg, len);
     if (r) {
         nerve_chan_close(c);
         return r;
     }
-    bell_open(c);
+    c->bell = bell_map(name, &st, 1, NULL, 0);
     *out = c;
     return 0;
 fail_fd:
     close(fd);
     return r;
+}
+
+int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
+{
+    return chan_open(name, flags, out, NULL, 0);
 }
 
 void nerve_chan_close(nerve_chan *c)
@@ -1456,18 +1644,6 @@ int nerve_stat(const char *name, struct nerve_stats *st)
     return r;
 }
 
-__attribute__((format(printf, 4, 5))) static int
-say(char *msg, size_t len, int code, const char *fmt, ...)
-{
-    if (msg && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* One pass of nerve_chan_check over [tail, head]. Returns 0, ECORRUPT (with
  * msg), or EOVERWRITTEN when a writer moved the ring during the pass. */
 static int check_pass(const nerve_chan *c, char *msg, size_t len)
@@ -1543,12 +1719,37 @@ static int check_pass(const nerve_chan *c, char *msg, size_t len)
     return 0;
 }
 
+/* The verdict on a consistent channel: "ok", or "ok" with why its bell is
+ * not used, which only makes waiting readers poll (see bell_map()). */
+static void check_bell(const nerve_chan *c, char *msg, size_t len)
+{
+    char why[200] = "";
+    struct stat st;
+    /* Verified read-only: the checker need not be a writer. */
+    if (fstat(c->fd, &st) == 0) {
+        struct nerve__shm_bell *b =
+            bell_map(c->name, &st, 0, why, sizeof why);
+        if (b)
+            munmap(b, NERVE__BELL_SIZE);
+    }
+    if (why[0])
+        say(msg, len, 0,
+            "ok, but the bell is not used (%s): waiting readers poll", why);
+    else
+        say(msg, len, 0, "ok");
+}
+
 int nerve_chan_check(const char *name, char *msg, size_t len)
 {
     nerve_chan *c;
-    int r = nerve_chan_open(name, NERVE_O_READ, &c);
-    if (r)
-        return say(msg, len, r, "%s", nerve_strerror(r));
+    if (msg && len)
+        msg[0] = 0;
+    int r = chan_open(name, NERVE_O_READ, &c, msg, len);
+    if (r) {
+        if (!msg || !len || !msg[0])
+            say(msg, len, r, "%s", nerve_strerror(r));
+        return r;
+    }
     for (int attempt = 0; attempt < 1000; attempt++) {
         r = check_pass(c, msg, len);
         if (r != NERVE_EOVERWRITTEN)
@@ -1558,7 +1759,7 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
         r = say(msg, len, NERVE_ELAPPED,
                 "writers changed the ring during every check attempt");
     else if (r == 0)
-        say(msg, len, 0, "ok");
+        check_bell(c, msg, len);
     nerve_chan_close(c);
     return r;
 }

@@ -59,6 +59,45 @@ void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
                         uint64_t data_size, int writable);
 void nerve__unmap_double(void *base, uint64_t file_size, uint64_t data_size);
 
+/* ---- files in the shared-memory directory (shm.c) ---- */
+
+struct stat;
+
+/* The nerve error code for an errno value (src/errors.c): the errno's own
+ * code where nerve has one, NERVE_ENOTCHAN where the name holds something
+ * that is not a regular file, NERVE_EMFILE/ENFILE for descriptor limits,
+ * and -e for any other errno (never a silent NERVE_EINVAL). */
+int nerve__err_from_errno(int e);
+
+/* Open the existing regular file `path` read-only or read-write without
+ * blocking and without following a symlink, and fstat it into *st.
+ * Returns the descriptor, NERVE_ENOTCHAN if anything but a regular file
+ * is there (FIFO, socket, device, directory, symlink), or another negative
+ * nerve error. */
+int nerve__shm_open(const char *path, int writable, struct stat *st);
+
+/* A file being created: unnamed (O_TMPFILE, path "") where the kernel and
+ * /proc allow, else a named `.nerve-tmp-PID-RANDOM` file in the same
+ * directory. */
+struct nerve__shm_tmp {
+    int fd;
+    char path[4096];
+};
+
+/* Make a new file of `size` bytes, all pages reserved, mode 0600, in `dir`
+ * (ending in '/'). Returns 0 or a negative nerve error. */
+int nerve__shm_tmp_create(const char *dir, uint64_t size,
+                          struct nerve__shm_tmp *t);
+/* Give the file the name `path`, never replacing an existing file there
+ * (NERVE_EEXIST). The descriptor stays open. */
+int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path);
+/* Close the descriptor and remove the temporary name, if any. */
+void nerve__shm_tmp_discard(struct nerve__shm_tmp *t);
+/* Remove this user's named temporaries in `dir` whose creator died. */
+void nerve__shm_tmp_sweep(const char *dir);
+/* Tests: non-zero makes nerve__shm_tmp_create use a named temporary. */
+extern int nerve__shm_force_named_tmp;
+
 /* The running kernel's page size. */
 uint32_t nerve__page_size(void);
 

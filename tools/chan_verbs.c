@@ -248,6 +248,20 @@ int cli_create(int argc, char **argv)
     }
     int rc = nerve_chan_create(name, &o);
     free(schema);
+    if (rc == NERVE_EINVAL) {
+        /* Say which field: type and encoding must be UTF-8 text. */
+        const char *bad = o.type && !utf8_valid(o.type, strlen(o.type))
+                              ? "--type"
+                          : o.encoding &&
+                                  !utf8_valid(o.encoding, strlen(o.encoding))
+                              ? "--encoding"
+                              : NULL;
+        if (bad != NULL) {
+            fprintf(stderr, "nerve create: %s: EINVAL: %s is not valid "
+                            "UTF-8\n", name, bad);
+            return CLI_FAIL;
+        }
+    }
     if (rc != 0) {
         return cli_err("create", name, rc);
     }

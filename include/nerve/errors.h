@@ -6,6 +6,12 @@
  * means the same thing (NERVE_EAGAIN == -EAGAIN); the codes that have no
  * errno take the reserved range from -1000 down.
  *
+ * A system call failing with an errno that nerve gives no meaning of its own
+ * is reported as that errno, negated (e.g. -EIO): never folded into
+ * NERVE_EINVAL or another code, so the cause stays retrievable as -code.
+ * nerve_strerror() and nerve_err_name() describe such a code with the C
+ * library's text and name for the errno ("input/output error", "EIO").
+ *
  * The X-macro NERVE_ERRNO_MAP is the single table of codes: it produces the
  * enum below and the name/message tables behind nerve_err_name() and
  * nerve_strerror(), so the three can never disagree. */
@@ -40,6 +46,8 @@ extern "C" {
     XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                      \
     XX(ESTALE, -ESTALE, "view was overwritten by a writer")                     \
     XX(ECANCELED, -ECANCELED, "wait cancelled")                                 \
+    XX(EMFILE, -EMFILE, "too many open files in this process")                  \
+    XX(ENFILE, -ENFILE, "too many open files in the system")                    \
     XX(ECORRUPT, -1000, "channel file is corrupt")                              \
     XX(EVERSION, -1001, "channel file has an unsupported layout version")       \
     XX(ENOTCHAN, -1002, "file is not a nerve channel")                          \
@@ -56,13 +64,14 @@ enum nerve_error {
 #undef NERVE__ERR_ENUM
 };
 
-/* A one-line English message for an error code ("unknown error" for a code
- * that is not in the table, including positive values).
+/* A one-line English message for an error code: the table's, the C
+ * library's description for another -errno, "unknown error" otherwise
+ * (including positive values).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API const char *nerve_strerror(int err);
 
-/* The code's name without the prefix, e.g. "ECORRUPT" ("OK" for 0, "UNKNOWN"
- * for a code that is not in the table).
+/* The code's name without the prefix, e.g. "ECORRUPT" ("OK" for 0; the
+ * errno's name, e.g. "EIO", for another -errno; "UNKNOWN" otherwise).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API const char *nerve_err_name(int err);
 

@@ -424,10 +424,14 @@ def test_review_regressions():
     """Bad input found in review: each is a usage error or a clean failure,
     and JSON stays valid whatever bytes the metadata holds."""
     c = name("rev")
-    expect(["create", c, "--type", os.fsdecode(b"\xff\xfeimu")], 0)
+    # Type and encoding are UTF-8 text: anything else is refused at create.
+    expect(["create", c, "--type", os.fsdecode(b"\xff\xfeimu")], 1,
+           err_has="--type is not valid UTF-8")
+    expect(["create", c, "--encoding", os.fsdecode(b"caf\xe9")], 1,
+           err_has="--encoding is not valid UTF-8")
+    expect(["create", c, "--type", "caf\u00e9/Imu"], 0)
     info = json.loads(expect(["info", c, "--json"], 0)[0])  # valid JSON
-    check(info["type"] == "\u00ff\u00feimu",
-          "non-UTF-8 type read as Latin-1: %r" % info["type"])
+    check(info["type"] == "caf\u00e9/Imu", "UTF-8 type: %r" % info["type"])
     listed = json.loads(expect(["ls", "--json"], 0)[0])
     check(any(e["name"] == c for e in listed), "ls --json lists the channel")
     expect(["put", c, "x"], 0)
