@@ -505,12 +505,17 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
      * creation: the channel appears fully initialised under its name, or
      * the name was taken (by anything: a channel, or a file planted
      * there) and nothing of ours is adopted or left behind. */
+    NERVE_CRASHPOINT("create.filled");
     char path[PATH_MAX];
     path_of(path, sizeof path, CHAN_PREFIX, name);
     r = nerve__shm_tmp_link(&chan, path);
     nerve__shm_tmp_discard(&chan);
-    if (r == 0)
+    if (r == 0) {
+        /* Killed here: a complete channel without a bell; its waiting
+         * readers poll, and nerve_chan_check() says so. */
+        NERVE_CRASHPOINT("create.linked");
         link_bell(name, &bell);
+    }
     nerve__shm_tmp_discard(&bell);
     if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
         r = check_compatible(name, &o);

@@ -95,7 +95,8 @@ int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path);
 void nerve__shm_tmp_discard(struct nerve__shm_tmp *t);
 /* Remove this user's named temporaries in `dir` whose creator died. */
 void nerve__shm_tmp_sweep(const char *dir);
-/* Tests: non-zero makes nerve__shm_tmp_create use a named temporary. */
+/* Test builds (NERVE_CRASHPOINTS): non-zero makes nerve__shm_tmp_create
+ * use a named temporary, as on a system without O_TMPFILE or /proc. */
 extern int nerve__shm_force_named_tmp;
 
 /* The running kernel's page size. */

@@ -81,7 +81,12 @@ void nerve__unmap_double(void *base, uint64_t file_size, uint64_t data_size)
 /* A named temporary file older than this whose creator is gone is stale. */
 #define TMP_STALE_S 60
 
-int nerve__shm_force_named_tmp;
+#ifdef NERVE_CRASHPOINTS
+int nerve__shm_force_named_tmp; /* test builds only: see platform.h */
+#define FORCE_NAMED_TMP nerve__shm_force_named_tmp
+#else
+#define FORCE_NAMED_TMP 0
+#endif
 
 int nerve__shm_open(const char *path, int writable, struct stat *st)
 {
@@ -152,7 +157,7 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
     t->path[0] = 0;
     if (size > (uint64_t)INT64_MAX)
         return NERVE_ENOSPC;
-    if (!nerve__shm_force_named_tmp) {
+    if (!FORCE_NAMED_TMP) {
         /* An unnamed file: nobody can open, replace or pre-plant it, and
          * it vanishes with the last descriptor if the creator dies. */
         t->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
