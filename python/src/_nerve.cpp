@@ -814,12 +814,22 @@ nb::tuple chan_meta(Chan &ch)
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
     }
+    // The library opens only channels whose type and encoding are valid
+    // UTF-8 (NERVE_ECORRUPT otherwise), so the strict decode cannot fail;
+    // "replace" keeps any future slip a str and never a conversion error.
+    auto text = [](const char *s) -> nb::object {
+        PyObject *o = PyUnicode_DecodeUTF8(s, Py_ssize_t(strlen(s)), "replace");
+        if (!o) {
+            throw nb::python_error();
+        }
+        return nb::steal(o);
+    };
     nb::object type = nb::none(), enc = nb::none(), schema = nb::none();
     if (m.type && m.type[0]) {
-        type = nb::str(m.type);
+        type = text(m.type);
     }
     if (m.encoding && m.encoding[0]) {
-        enc = nb::str(m.encoding);
+        enc = text(m.encoding);
     }
     if (m.schema && m.schema_len) {
         schema = nb::bytes(m.schema, size_t(m.schema_len));
@@ -870,6 +880,12 @@ void create(const std::string &name, uint64_t slots, uint64_t size,
     o.slots = slots;
     o.data_size = size;
     o.mode = mode;
+    // A NUL inside a Python str would silently cut the C string short.
+    if ((type && type->find('\0') != std::string::npos) ||
+        (encoding && encoding->find('\0') != std::string::npos)) {
+        raise_nerve(NERVE_EINVAL, name.c_str(),
+                    "type and encoding must not contain NUL characters");
+    }
     o.type = type ? type->c_str() : nullptr;
     o.encoding = encoding ? encoding->c_str() : nullptr;
     if (schema) {
@@ -1609,6 +1625,7 @@ NB_MODULE(_nerve, m)
         if (rc != 0) {
             raise_nerve(rc, name.c_str(), msg[0] ? msg : nullptr);
         }
+        return std::string(msg);
     });
     m.def("name_check", [](const std::string &name) {
         int rc = nerve_name_check(name.c_str());

@@ -54,6 +54,8 @@ class Bridge:
             supported_encodings=["json", "cdr", "ros1", "protobuf", "flatbuffer", "cbor"])
         self.host = host
         self.links: Dict[str, _Link] = {}
+        # Channels that could not be served, by their creation time.
+        self._refused: Dict[str, Optional[int]] = {}
         self._offset = realtime_offset_ns()
         self._last_scan = 0.0
         self.scan()
@@ -63,12 +65,24 @@ class Bridge:
         return int(self.server.port)
 
     def _advertise(self, name: str, info: nerve.ChannelInfo) -> None:
-        fg = self._foxglove
+        if self._refused.get(name) == info.created:
+            return  # reported once; tried again only if re-created
         try:
-            ch = nerve.open(name)
-        except nerve.Error as e:
-            print(f"{PROG}: {name}: {e}", file=sys.stderr)
-            return
+            self._advertise_one(name, info)
+        except Exception as e:  # one strange channel must not stop the others
+            self._refused[name] = info.created
+            print(f"{PROG}: {name}: not served: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def _advertise_one(self, name: str, info: nerve.ChannelInfo) -> None:
+        ch = nerve.open(name)
+        try:
+            self._link(name, info, ch)
+        except BaseException:
+            ch.close()
+            raise
+
+    def _link(self, name: str, info: nerve.ChannelInfo, ch: nerve.Channel) -> None:
+        fg = self._foxglove
         enc = to_mcap(ch.metadata)
         if enc.schema_encoding:
             schema = fg.Schema(name=enc.schema_name, encoding=enc.schema_encoding, data=enc.schema)

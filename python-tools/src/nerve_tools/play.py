@@ -136,26 +136,39 @@ class Player:
         return Target(chan.topic, name, slots, data_size, typ, enc, sch)
 
     def open(self) -> None:
-        """Open (or create) every target channel for writing."""
-        for t in self.targets.values():
-            need = max(t.data_size, 2 * _pow2(max(t.largest, 1)), MIN_DATA)
+        """Open (or create) every target channel for writing. A target that
+        cannot be opened (not a channel, corrupt, no permission) is
+        reported and dropped, so that the other topics still play; it is an
+        error only when no target is left."""
+        for topic, t in list(self.targets.items()):
             try:
-                ch = nerve.open(t.name, write=True)
-            except nerve.ChannelNotFound:
-                try:
-                    nerve.create(t.name, slots=t.slots, size=need, type=t.type,
-                                 encoding=t.encoding, schema=t.schema).close()
-                    t.created = True
-                except nerve.ChannelExists:  # created meanwhile by someone else
-                    pass
-                ch = nerve.open(t.name, write=True)
-            size = ch.stat().data_size
-            if size < t.largest:
-                ch.close()
-                raise ValueError(f"channel {t.name!r} exists with a data ring of {size} bytes, "
-                                 f"smaller than its largest message ({t.largest} bytes); "
-                                 "remove it or --rename")
-            t.ch = ch
+                self._open_target(t)
+            except nerve.Error as e:
+                print(f"{PROG}: {t.name}: {e}; not playing {topic!r}", file=sys.stderr)
+                self.total -= t.count
+                del self.targets[topic]
+        if not self.targets:
+            raise ValueError("no channel to play into")
+
+    def _open_target(self, t: Target) -> None:
+        need = max(t.data_size, 2 * _pow2(max(t.largest, 1)), MIN_DATA)
+        try:
+            ch = nerve.open(t.name, write=True)
+        except nerve.ChannelNotFound:
+            try:
+                nerve.create(t.name, slots=t.slots, size=need, type=t.type,
+                             encoding=t.encoding, schema=t.schema).close()
+                t.created = True
+            except nerve.ChannelExists:  # created meanwhile by someone else
+                pass
+            ch = nerve.open(t.name, write=True)
+        size = ch.stat().data_size
+        if size < t.largest:
+            ch.close()
+            raise ValueError(f"channel {t.name!r} exists with a data ring of {size} bytes, "
+                             f"smaller than its largest message ({t.largest} bytes); "
+                             "remove it or --rename")
+        t.ch = ch
 
     def close(self) -> None:
         for t in self.targets.values():

@@ -104,6 +104,9 @@ class Recorder:
         self._exact = [n for n in self.names if not is_pattern(n)]
         self._patterns = [n for n in self.names if is_pattern(n)]
         self._sources: Dict[str, _Source] = {}
+        # Channels dropped after an error, by creation time (a channel
+        # created again under the name is recorded again).
+        self._dropped: Dict[str, int] = {}
         self._offset = realtime_offset_ns()
         self._started_ns = nerve.now_ns()
         self._file_started_ns = self._started_ns
@@ -139,6 +142,8 @@ class Recorder:
             src = self._sources.get(name)
             if info.error is not None or (src is not None and src.created == info.created):
                 continue
+            if self._dropped.get(name) == info.created:
+                continue
             if src is not None:  # removed and created again: a new channel
                 src.ch.close()
                 del self._sources[name]
@@ -152,7 +157,12 @@ class Recorder:
         except nerve.Error as e:
             print(f"{PROG}: {name}: {e}", file=sys.stderr)
             return False
-        st = ch.stat()
+        try:
+            st = ch.stat()
+        except nerve.Error as e:
+            ch.close()
+            print(f"{PROG}: {name}: {e}", file=sys.stderr)
+            return False
         if initial and not self.from_start:
             ch.seek(st.head_seq)
         elif initial and st.tail_seq > 1:
@@ -254,28 +264,41 @@ class Recorder:
             self._look_for_missing()
         n = 0
         for name, src in sorted(self._sources.items()):
-            st = self.stats[name]
-            while limit is None or n < limit:
-                msg = src.ch.get()
-                if msg is None:
-                    break
-                if self.split_bytes or self.split_seconds:
-                    self._maybe_split()
-                assert self._writer is not None
-                mcap_id = src.mcap_id if src.mcap_id is not None else self._register(name, src)
-                t = msg.time + self._offset
-                self._writer.add_message(mcap_id, log_time=t, data=msg.data,
-                                         publish_time=t, sequence=msg.seq & 0xFFFFFFFF)
-                if msg.missed:
-                    st.missed += msg.missed
-                    self._file_missed[name] = self._file_missed.get(name, 0) + msg.missed
-                if st.messages == 0:
-                    st.first_ns = msg.time
-                st.messages += 1
-                st.bytes += msg.size
-                self._file_bytes += msg.size + 31  # + the Message record's fields
-                st.last_ns = msg.time
-                n += 1
+            try:
+                n += self._drain(name, src, None if limit is None else limit - n)
+            except nerve.Error as e:
+                # A channel that turned bad (rewritten by a hostile or buggy
+                # writer) is dropped; the others go on being recorded.
+                print(f"{PROG}: {name}: {e}; no longer recorded", file=sys.stderr)
+                src.ch.close()
+                del self._sources[name]
+                self._dropped[name] = src.created
+        return n
+
+    def _drain(self, name: str, src: _Source, limit: Optional[int]) -> int:
+        n = 0
+        st = self.stats[name]
+        while limit is None or n < limit:
+            msg = src.ch.get()
+            if msg is None:
+                break
+            if self.split_bytes or self.split_seconds:
+                self._maybe_split()
+            assert self._writer is not None
+            mcap_id = src.mcap_id if src.mcap_id is not None else self._register(name, src)
+            t = msg.time + self._offset
+            self._writer.add_message(mcap_id, log_time=t, data=msg.data,
+                                     publish_time=t, sequence=msg.seq & 0xFFFFFFFF)
+            if msg.missed:
+                st.missed += msg.missed
+                self._file_missed[name] = self._file_missed.get(name, 0) + msg.missed
+            if st.messages == 0:
+                st.first_ns = msg.time
+            st.messages += 1
+            st.bytes += msg.size
+            self._file_bytes += msg.size + 31  # + the Message record's fields
+            st.last_ns = msg.time
+            n += 1
         return n
 
     def wait(self, timeout: float = 0.2) -> None:

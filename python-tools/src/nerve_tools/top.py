@@ -93,7 +93,11 @@ class Monitor:
             return _State(None, info.created)
         meta = ch.metadata
         # Count what is missed from now on, not what was gone before.
-        ch.seek(ch.stat().head_seq)
+        try:
+            ch.seek(ch.stat().head_seq)
+        except nerve.Error:
+            ch.close()
+            return _State(None, info.created)
         return _State(ch, info.created, meta.type or "", meta.encoding or "")
 
     def _drain(self, st: _State) -> None:

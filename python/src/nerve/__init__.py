@@ -43,10 +43,11 @@ def now_ns() -> int:
     return _nerve.now_ns()
 
 
-def check(name: str) -> None:
+def check(name: str) -> str:
     """Verify every invariant of channel ``name`` that can be checked without
-    the writer lock; raises :class:`CorruptChannel` with an explanation."""
-    _nerve.check(name)
+    the writer lock; raises :class:`CorruptChannel` with an explanation.
+    Returns the verdict (see :meth:`Channel.check`)."""
+    return str(_nerve.check(name))
 
 
 __all__ = [

@@ -449,10 +449,13 @@ class Channel(_nerve.Chan):
         """Facts about the channel (geometry, sequence numbers, counters)."""
         return ChannelInfo(name=self.name, **self._stat())
 
-    def check(self) -> None:
+    def check(self) -> str:
         """Verify the channel file's invariants; raises
-        :class:`nerve.CorruptChannel` with an explanation on a problem."""
-        _nerve.check(self.name)
+        :class:`nerve.CorruptChannel` with an explanation on a problem.
+        Returns the verdict: ``"ok"``, or ``"ok, but the bell is not used
+        (why): waiting readers poll"`` when the channel's bell file is
+        missing or not its creator's (see nerve_chan_check)."""
+        return str(_nerve.check(self.name))
 
 
 def create(
@@ -475,6 +478,17 @@ def create(
     metadata is reused; otherwise :class:`nerve.ChannelExists`."""
     if isinstance(schema, str):
         schema = schema.encode()
+    for field, text in (("type", type), ("encoding", encoding)):
+        # The library takes UTF-8 text without NUL (its one rule for
+        # metadata); a str that cannot be encoded is refused here, as the
+        # library refuses such bytes, with nerve's error.
+        if text is None:
+            continue
+        try:
+            text.encode("utf-8")
+        except (UnicodeEncodeError, AttributeError):
+            raise _errors._make(_errors.InvalidArgument.code,
+                                f"{field} must be a str of valid UTF-8 text", name) from None
     _nerve.create(name, slots, size, mode, type, encoding, schema, exist_ok)
     return Channel(name, True)
 

@@ -10,6 +10,7 @@ TimeoutError`` work as a Python programmer expects.
 
 from __future__ import annotations
 
+import errno as _errno
 from typing import Dict, Optional, Type
 
 from . import _nerve
@@ -34,6 +35,9 @@ __all__ = [
     "Timeout",
     "StaleView",
     "Cancelled",
+    "TooManyOpenFiles",
+    "TooManyOpenFilesInSystem",
+    "SystemCallFailed",
     "CorruptChannel",
     "VersionMismatch",
     "NotAChannel",
@@ -129,6 +133,20 @@ class Cancelled(Error, OSError):
     """ECANCELED: the wait was cancelled with Channel.cancel()."""
 
 
+class TooManyOpenFiles(Error, OSError):
+    """EMFILE: this process has used up its file descriptors (each open
+    channel holds one)."""
+
+
+class TooManyOpenFilesInSystem(Error, OSError):
+    """ENFILE: the system's table of open files is full."""
+
+
+class SystemCallFailed(Error, OSError):
+    """A system call failed with an errno nerve gives no meaning of its own
+    (the code is -errno; ``exc.errno`` holds it)."""
+
+
 # Codes without an errno.
 class CorruptChannel(Error):
     """ECORRUPT: the channel file is inconsistent."""
@@ -181,6 +199,8 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "ETIMEDOUT": Timeout,
     "ESTALE": StaleView,
     "ECANCELED": Cancelled,
+    "EMFILE": TooManyOpenFiles,
+    "ENFILE": TooManyOpenFilesInSystem,
     "ECORRUPT": CorruptChannel,
     "EVERSION": VersionMismatch,
     "ENOTCHAN": NotAChannel,
@@ -204,6 +224,12 @@ del _name, _code, _msg, _cls
 def _make(code: int, message: str, name: Optional[str] = None) -> Error:
     """Build the exception for a C status (called by the native module)."""
     cls = BY_CODE.get(code)
+    if cls is None and -1000 < code < 0:
+        # Any other errno, passed through by the library as -errno.
+        exc: Error = SystemCallFailed(-code, message, *([name] if name else []))
+        exc.code = code
+        exc.code_name = _errno.errorcode.get(-code, "UNKNOWN")
+        return exc
     if cls is None:
         exc = Error(f"{message} (code {code})")
         exc.code = code
