@@ -957,6 +957,7 @@ int cli_check(int argc, char **argv)
                 msg);
         return CLI_FAIL;
     }
-    printf("%s: ok\n", name);
+    /* "ok", or "ok, but the bell is not used (why): ..." */
+    printf("%s: %s\n", name, msg[0] ? msg : "ok");
     return CLI_OK;
 }

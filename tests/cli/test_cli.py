@@ -420,6 +420,45 @@ def test_check():
     expect(["rm", c], 0)
 
 
+def test_strange_files():
+    """Anything a user can place in /dev/shm: every verb answers ENOTCHAN
+    for a FIFO or a directory at a channel's name (never hangs, never
+    'invalid argument'), ls lists it beside the good channels, and check
+    says when a channel's bell is not used."""
+    good, fifo, dirn = name("good"), name("fifo"), name("dir")
+    expect(["create", good, "--slots", "8", "--size", "4K"], 0)
+    os.mkfifo("/dev/shm/nerve." + fifo)
+    os.mkdir("/dev/shm/nerve." + dirn)
+    try:
+        for n in (fifo, dirn):
+            for verb in (["info", n], ["check", n], ["get", n], ["put", n, "x"],
+                         ["rm", n], ["chmod", "0600", n]):
+                expect(verb, 1, err_has="ENOTCHAN")
+        expect(["rm", dirn], 1,
+               err_has="nerve rm: %s: ENOTCHAN: file is not a nerve channel" % dirn)
+        expect(["create", fifo], 1, err_has="EEXIST")
+        check(os.path.isdir("/dev/shm/nerve." + dirn), "rm left the directory")
+        out, _ = expect(["ls"], 0)
+        lines = out.decode().splitlines()
+        for n in (fifo, dirn):
+            line = next((ln for ln in lines if ln.startswith(n + " ")), "")
+            check("ENOTCHAN" in line, "ls shows %s as not a channel: %r" % (n, line))
+        check(any(ln.startswith(good + " ") and " 8 " in ln for ln in lines),
+              "ls still shows the good channel: %r" % lines)
+        listed = {e["name"]: e for e in json.loads(expect(["ls", "--json"], 0)[0])}
+        check(listed[fifo].get("error") == "ENOTCHAN", "ls --json: %r" % listed[fifo])
+        check(listed[good].get("slots") == 8, "ls --json good: %r" % listed[good])
+        # A bell that is not the creator's is not used, and check says so.
+        os.chmod("/dev/shm/nerve-bell." + good, 0o666)
+        expect(["check", good], 0,
+               out_has="ok, but the bell is not used (bell mode 0666 differs")
+    finally:
+        os.unlink("/dev/shm/nerve." + fifo)
+        os.rmdir("/dev/shm/nerve." + dirn)
+    expect(["rm", good], 0)
+    check(not os.path.exists("/dev/shm/nerve-bell." + good), "rm removed the bell")
+
+
 def test_review_regressions():
     """Bad input found in review: each is a usage error or a clean failure,
     and JSON stays valid whatever bytes the metadata holds."""
@@ -460,7 +499,7 @@ def main():
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
-             test_review_regressions]
+             test_strange_files, test_review_regressions]
     try:
         for t in tests:
             n = len(FAILURES)
