@@ -9,12 +9,27 @@
  * takes no lock, copies (or views) a message and then checks that no writer
  * overwrote it meanwhile.
  *
- * A second small file, /dev/shm/nerve-bell.NAME, with the channel's mode,
- * holds the count of waiting readers, so that a put makes no system call
- * when nobody waits. It is the only thing a reader ever writes, and it
- * holds no message data. A reader that may not write it waits by polling
+ * A second small file, /dev/shm/nerve-bell.NAME, with the channel's owner,
+ * group and mode, holds the count of waiting readers, so that a put makes
+ * no system call when nobody waits. It is the only thing a reader ever
+ * writes, and it holds no message data; only processes that may write the
+ * channel may write it. A reader that may not write it waits by polling
  * every millisecond, unless the channel was created with
  * NERVE_C_WAKE_ALWAYS.
+ *
+ * /dev/shm is writable by every local user, so nothing found there is
+ * trusted: every call opens files there without blocking and without
+ * following symlinks, and anything but a regular file under a channel's
+ * name (a FIFO, socket, device, directory or symlink) is NERVE_ENOTCHAN.
+ * Both files are created unnamed and linked into place only when complete,
+ * never replacing a file someone else put there. A bell that is not a
+ * regular file of the channel's owner, group and mode with one link and
+ * the bell's size and magic is never mapped: the channel then works
+ * without it (waiting readers poll) and nerve_chan_check() says why.
+ *
+ * Each open handle holds one file descriptor (the channel file) for its
+ * lifetime; the bell's descriptor is closed once it is mapped. Opening
+ * more handles than RLIMIT_NOFILE allows fails with NERVE_EMFILE.
  *
  * Times are CLOCK_MONOTONIC nanoseconds (nerve_now_ns());
  * nerve_mono_to_realtime_ns() converts one to wall-clock time for display.
@@ -98,9 +113,12 @@ struct nerve_chan_opts {
                                default 1 MiB; also the largest message */
     uint32_t mode;          /* permission bits; default 0644 */
     uint32_t reserved0;     /* must be 0 */
-    const char *type;       /* type name, e.g. "sensor_msgs/msg/Imu"; NULL */
-    const char *encoding;   /* "raw", "cdr", "ros1msg", "json", ...; NULL */
-    const char *schema;     /* schema text (need not be NUL-terminated) */
+    const char *type;       /* type name, e.g. "sensor_msgs/msg/Imu"; NULL;
+                               valid UTF-8 */
+    const char *encoding;   /* "raw", "cdr", "ros1msg", "json", ...; NULL;
+                               valid UTF-8 */
+    const char *schema;     /* schema: any bytes but NUL (need not be
+                               NUL-terminated) */
     uint64_t schema_len;    /* bytes of schema */
 };
 
@@ -157,7 +175,9 @@ struct nerve_stats {
 };
 
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
- * the handle, valid until nerve_chan_close(); empty when not set. */
+ * the handle, valid until nerve_chan_close(); empty when not set. type and
+ * encoding are always valid UTF-8 (a file holding anything else does not
+ * open); the schema is bytes. */
 struct nerve_meta {
     const char *type;
     const char *encoding;
@@ -168,38 +188,51 @@ struct nerve_meta {
 /* ---- channel lifecycle (setup phase) ---------------------------------- */
 
 /* Create channel `name` with `opts` (NULL: all defaults). The file appears
- * fully initialised or not at all. Returns 0, or NERVE_EINVAL (bad name,
- * options or metadata), NERVE_ENAMETOOLONG, NERVE_EEXIST (exists, and
- * NERVE_C_EXIST_OK not given), NERVE_EMISMATCH (exists with other slots,
- * size or metadata), NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM.
+ * fully initialised or not at all, and a creator killed at any point
+ * leaves no temporary file. Returns 0, or NERVE_EINVAL (bad name, options
+ * or metadata: a type or encoding that is not valid UTF-8, a NUL in the
+ * schema), NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a
+ * channel, and NERVE_C_EXIST_OK not given, or by any other file),
+ * NERVE_EMISMATCH (exists with other slots, size or metadata),
+ * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
+ * NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE.
  * Thread: any.  Blocking: file system calls.  RT: not safe (allocates,
  * system calls).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int
 nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
 
-/* Remove channel `name` (the channel file and its bell). Handles already
- * open keep working until closed. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,
- * NERVE_ENAMETOOLONG, NERVE_EACCES.
+/* Remove channel `name` (the channel file, then its bell). Handles already
+ * open keep working until closed. Only a regular file is removed: a FIFO,
+ * socket, directory or symlink under the name is NERVE_ENOTCHAN and stays.
+ * A bell this user may not remove (another user's, in the sticky /dev/shm)
+ * stays too, and is never used by a channel of this user. Returns 0, or
+ * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
+ * NERVE_ENOTCHAN.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
 
-/* Change the permission bits of channel `name` to `mode` (<= 0777); its
- * bell gets the same bits plus write wherever read is granted, so that
- * every reader can wait. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,
- * NERVE_ENAMETOOLONG, NERVE_EACCES (not the owner).
+/* Change the permission bits of channel `name` to `mode` (<= 0777), and
+ * its bell's to the same bits (a bell is used only while its mode equals
+ * the channel's). Neither file is reached through a symlink. Returns 0, or
+ * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES (not the
+ * owner), NERVE_ENOTCHAN (not a regular file).
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name,
                                                uint32_t mode);
 
 /* Open channel `name` for reading (NERVE_O_READ) or reading and writing
- * (NERVE_O_WRITE) and store the handle in *out. The header is validated
- * before anything else is read. Returns 0, or NERVE_ENOENT, NERVE_EINVAL,
- * NERVE_ENAMETOOLONG, NERVE_EACCES, NERVE_ENOTCHAN (not a nerve channel),
+ * (NERVE_O_WRITE) and store the handle in *out. Never blocks on what is
+ * in /dev/shm; the header is validated before anything else is read. The
+ * handle holds one file descriptor until closed. Returns 0, or
+ * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
+ * NERVE_ENOTCHAN (not a nerve channel, or not a regular file),
  * NERVE_EVERSION (other layout version), NERVE_EABI (other platform),
  * NERVE_ETRUNC (file shorter than its header says), NERVE_ECORRUPT
- * (inconsistent header), NERVE_ENOMEM.
+ * (inconsistent header, a sparse file, or a type or encoding that is not
+ * valid UTF-8), NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE; another system
+ * error as -errno (see errors.h).
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_open(const char *name, uint32_t flags,
@@ -362,15 +395,20 @@ NERVE_NODISCARD NERVE_API int nerve_stat(const char *name,
 /* Verify every invariant of the channel file that can be checked without
  * the writer lock: header, geometry, every index entry still readable (its
  * sequence number, bounds, order and times). On a problem returns
- * NERVE_ECORRUPT (or the open error) and writes an explanation into
- * msg[0..len) (may be NULL). Returns 0 when consistent.
+ * NERVE_ECORRUPT (or the open error) and writes an explanation naming the
+ * field and why into msg[0..len) (may be NULL). Returns 0 when consistent,
+ * with msg "ok", or "ok, but the bell is not used (why): waiting readers
+ * poll" when the bell is missing or is not the channel creator's.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,
                                                size_t len);
 
-/* Call fn(name, arg) for every channel in /dev/shm, in no particular order;
- * stop early and return fn's value if it returns non-zero. Returns 0, or
+/* Call fn(name, arg) for every name in /dev/shm that a channel could have
+ * (nerve.NAME with a valid NAME), in no particular order, without opening
+ * anything: an entry that is not a channel (a FIFO, a directory, a
+ * corrupt file) is listed too, and opening it gives its error. Stop early
+ * and return fn's value if it returns non-zero. Returns 0, or
  * NERVE_EACCES / NERVE_ENOENT if /dev/shm cannot be read.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
