@@ -317,8 +317,9 @@ static int as_nobody(void (*fn)(const char *), const char *name)
 static void reader_only(const char *name)
 {
     nerve_chan *c;
-    /* Read permission only: reading works, waiting works (the bell is
-     * writable by readers), writing is refused. */
+    /* Read permission only: reading works, waiting works (by polling: the
+     * bell has the channel's mode, so this reader may not write it),
+     * writing is refused. */
     NT_RC(nerve_chan_open(name, NERVE_O_WRITE, &c), NERVE_EACCES);
     NT_OK(nerve_chan_open(name, NERVE_O_READ, &c));
     char b[16];
