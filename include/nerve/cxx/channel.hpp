@@ -173,11 +173,11 @@ struct channel_options {
     bool exist_ok = true;
 };
 
-/// Metadata recorded at creation: type name, encoding and schema text.
+/// Metadata recorded at creation: type name, encoding and schema.
 struct channel_meta {
-    std::string type;
-    std::string encoding;
-    std::string schema;
+    std::string type;     ///< valid UTF-8 (create: NERVE_EINVAL otherwise)
+    std::string encoding; ///< valid UTF-8 (create: NERVE_EINVAL otherwise)
+    std::string schema;   ///< any bytes but NUL (may be binary)
 };
 
 /// Open for reading only, or for reading and writing.
