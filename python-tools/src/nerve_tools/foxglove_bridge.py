@@ -116,20 +116,31 @@ class Bridge:
         if time.monotonic() - self._last_scan >= RESCAN_S:
             self.scan()
         n = 0
-        for link in self.links.values():
-            if not link.fox.has_sinks():  # type: ignore[attr-defined]
-                # Nobody subscribed: skip to the newest, so that a
-                # subscriber gets live data and not a backlog.
-                link.ch.seek(link.ch.stat().head_seq)
-                continue
-            while True:
-                msg = link.ch.get()
-                if msg is None:
-                    break
-                link.missed += msg.missed
-                link.fox.log(msg.data, log_time=msg.time + self._offset)  # type: ignore[attr-defined]
-                link.forwarded += 1
-                n += 1
+        for name, link in list(self.links.items()):
+            try:
+                n += self._forward(link)
+            except nerve.Error as e:
+                # A channel that turned bad is withdrawn; the others go on.
+                print(f"{PROG}: {name}: {e}; withdrawn", file=sys.stderr)
+                self._refused[name] = link.created
+                self._withdraw(name)
+        return n
+
+    def _forward(self, link: _Link) -> int:
+        if not link.fox.has_sinks():  # type: ignore[attr-defined]
+            # Nobody subscribed: skip to the newest, so that a
+            # subscriber gets live data and not a backlog.
+            link.ch.seek(link.ch.stat().head_seq)
+            return 0
+        n = 0
+        while True:
+            msg = link.ch.get()
+            if msg is None:
+                break
+            link.missed += msg.missed
+            link.fox.log(msg.data, log_time=msg.time + self._offset)  # type: ignore[attr-defined]
+            link.forwarded += 1
+            n += 1
         return n
 
     def wait(self, timeout: float = 0.1) -> None:
