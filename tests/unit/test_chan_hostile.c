@@ -324,6 +324,25 @@ static void victim_unlink(const char *name)
     NT_OK(nerve_chan_unlink(name));
 }
 
+/* As a user without CAP_DAC_OVERRIDE: chmod reaches a file its owner may
+ * not read (mode 0200) through O_PATH, never through the name. */
+static void chmod_unreadable(const char *name)
+{
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.mode = 0200;
+    NT_OK(nerve_chan_create(name, &o));
+    NT_OK(nerve_chan_chmod(name, 0640));
+    struct stat st;
+    NT_EQ(stat(chan_path(name), &st), 0);
+    NT_EQ(st.st_mode & 0777, 0640);
+    NT_EQ(stat(bell_path(name), &st), 0);
+    NT_EQ(st.st_mode & 0777, 0640);
+    char msg[256];
+    NT_OK(nerve_chan_check(name, msg, sizeof msg));
+    NT_ASSERT(strcmp(msg, "ok") == 0);
+    NT_OK(nerve_chan_unlink(name));
+}
+
 static void foreign_bell(void)
 {
     if (geteuid() != 0) {
@@ -352,6 +371,8 @@ static void foreign_bell(void)
     NT_EQ(as_user(OTHER, victim_unlink, n), 0);
     NT_ASSERT(access(chan_path(n), F_OK) != 0);
     NT_EQ(unlink(bp), 0); /* the sticky directory kept it from OTHER */
+
+    NT_EQ(as_user(OTHER, chmod_unreadable, nt_name("chmod")), 0);
 
     /* Root creating over a planted bell removes it (root may). */
     NT_EQ(as_user(NOBODY, plant_bell, n), 0);
