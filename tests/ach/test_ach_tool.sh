@@ -6,6 +6,9 @@
 set -u
 ACH=$1
 NERVE=$2
+for b in "$ACH" "$NERVE"; do
+    [ -x "$b" ] || { echo "SKIP: $b is not built"; exit 77; }
+done
 p=nt-$$
 fails=0
 cleanup() {
