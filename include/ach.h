@@ -39,11 +39,11 @@
 #endif
 
 /* The clock of ach_get() timeouts unless ach_create_attr_set_clock() chose
- * another. */
+ * another. (Strict ISO C hides CLOCK_MONOTONIC; its Linux value is 1.) */
 #ifdef CLOCK_MONOTONIC
 #define ACH_DEFAULT_CLOCK CLOCK_MONOTONIC
 #else
-#define ACH_DEFAULT_CLOCK CLOCK_REALTIME
+#define ACH_DEFAULT_CLOCK ((clockid_t)1)
 #endif
 
 /* Geometry used by ach_create() for a frame count or size of 0. */
@@ -55,6 +55,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct timespec; /* complete in <time.h> under POSIX; declared for ISO C */
 
 /* Where a channel lives. On nerve: DEFAULT, USER and KERNEL are all the
  * shared-memory channel /dev/shm/nerve.NAME (nerve needs no kernel module

@@ -118,10 +118,15 @@ typedef enum ach_status ach_get_fun(void *cx, void **obj_dst,
 typedef enum ach_status ach_put_fun(void *cx, void *chan_dst,
                                     const void *obj_src);
 
-/* Kernel-module get options (kept for the size of ach_channel_t). */
+/* Kernel-module get options (kept for the size of ach_channel_t; unused
+ * on nerve). `reltime` has struct timespec's layout, spelled out so that
+ * the header also compiles in strict ISO C99. */
 typedef struct achk_opt {
     int options;
-    struct timespec reltime;
+    struct {
+        time_t tv_sec;
+        long tv_nsec;
+    } reltime;
 } achk_opt_t;
 
 #ifdef __cplusplus
