@@ -302,6 +302,31 @@ static void test_kill_writers(void)
     NT_EQ(ach_unlink(name), ACH_OK);
 }
 
+/* A handle opened before fork() works in both processes (Ach's benchmark
+ * and examples rely on it). */
+static void test_fork_handle(void)
+{
+    const char *name = nt_name("fork");
+    ach_channel_t c;
+    NT_EQ(ach_create(name, 8, 16, NULL), ACH_OK);
+    NT_EQ(ach_open(&c, name, NULL), ACH_OK);
+    pid_t p = fork();
+    NT_ASSERT(p >= 0);
+    if (p == 0) {
+        int v = 77;
+        _exit(ach_put(&c, &v, sizeof v) == ACH_OK ? 0 : 1);
+    }
+    int v = 0;
+    size_t fs;
+    struct timespec ts = {10, 0};
+    NT_EQ(ach_get(&c, &v, sizeof v, &fs, &ts, ACH_O_WAIT | ACH_O_RELTIME),
+          ACH_OK);
+    NT_EQ(v, 77);
+    NT_EQ(wait_all(&p, 1), 0);
+    NT_EQ(ach_close(&c), ACH_OK);
+    NT_EQ(ach_unlink(name), ACH_OK);
+}
+
 int main(void)
 {
     nt_watchdog(240);
@@ -309,6 +334,7 @@ int main(void)
                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     NT_ASSERT(g_sh != MAP_FAILED);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    test_fork_handle();
     test_many();
     test_cancel_signal();
     test_kill_writers();
