@@ -97,4 +97,50 @@ cc -std=c11 -Wall -Wextra -Werror -o "$tmp/hello" "$tmp/hello.c" $pcflags
 LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$tmp/hello" "$p-hello"
 
+if [ -f "$prefix/include/ach.h" ]; then
+    echo "== C program with pkg-config ach (Ach's API on nerve)"
+    for f in include/ach/generic.h include/ach/experimental.h bin/nerve-ach; do
+        [ -f "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
+    done
+    cat >"$tmp/hello_ach.c" <<'CEOF'
+#include <stdio.h>
+#include <string.h>
+
+#include <ach.h>
+
+/* Create an Ach channel, put one frame, get it back, remove it. */
+int main(int argc, char **argv)
+{
+    const char *name = argc > 1 ? argv[1] : "hello-ach";
+    ach_channel_t c;
+    char buf[16] = {0};
+    size_t n = 0;
+    enum ach_status r = ach_create(name, 4, 16, NULL);
+    if (r == ACH_OK)
+        r = ach_open(&c, name, NULL);
+    if (r == ACH_OK)
+        r = ach_put(&c, "hello", 5);
+    if (r == ACH_OK)
+        r = ach_get(&c, buf, sizeof buf, &n, NULL, ACH_O_LAST);
+    if (r == ACH_OK)
+        r = ach_close(&c);
+    if (ach_unlink(name) != ACH_OK && r == ACH_OK)
+        r = ACH_BUG;
+    if (r != ACH_OK || n != 5 || memcmp(buf, "hello", 5) != 0) {
+        fprintf(stderr, "hello_ach: %s\n", ach_result_to_string(r));
+        return 1;
+    }
+    printf("hello_ach: Ach API round trip ok\n");
+    return 0;
+}
+CEOF
+    achflags=$(pkg-config --define-variable=prefix="$prefix" --cflags --libs ach)
+    echo "pkg-config ach: $achflags"
+    # shellcheck disable=SC2086
+    cc -std=c11 -Wall -Wextra -Werror -o "$tmp/hello_ach" "$tmp/hello_ach.c" $achflags
+    LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$tmp/hello_ach" "$p-hello-ach"
+    "$prefix/bin/nerve-ach" -V >/dev/null
+fi
+
 echo "test-install: ok"
