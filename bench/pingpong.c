@@ -20,9 +20,12 @@
  *              pong spins until it sees it and stores 2k+2 (the floor of a
  *              polling reader: one line moves per hop)
  *   lines-K    K cache lines per direction, each in its own page: the
- *              writer stores lines 2..K, then line 1 with release; the
- *              reader spins on line 1, then loads lines 2..K (a model of a
- *              message that moves K lines; K = 1 is one line per direction)
+ *              writer stores lines K..2, then line 1 with release; the
+ *              reader spins on line 1, then follows a dependent chain: the
+ *              address of line j + 1 is read from line j, as a reader of
+ *              nerve reads head, then the index slot, then the payload at
+ *              the slot's offset (a model of a message that moves K lines
+ *              one after the other; K = 1 is one line per direction)
  *   futex      one shared word, FUTEX_WAKE always, FUTEX_WAIT while
  *              unchanged (the floor of a blocking reader)
  *   memcpy     memcpy of the payload alone, source and destination warm in
@@ -231,36 +234,64 @@ static int spin_pong(struct pp_proc *p)
     return 1;
 }
 
-/* lines-K: region a2b at shm, b2a at shm + half; line j at j * stride. */
-static _Atomic uint64_t *line_of(struct pp_proc *p, int a2b, unsigned j)
+/* lines-K: region a2b at shm, b2a at shm + half; line j at j * stride.
+ * Word 0 of a line is the message value, word 1 the byte offset of the
+ * next line from the region's start (written once, by the parent; it
+ * travels with the line, so the reader cannot know the next address
+ * before the line has arrived). */
+static size_t lines_half(unsigned lines)
 {
-    size_t half = (size_t)p->row->lines * PP_LINE_STRIDE + 4096;
-    half = (half + 4095) / 4096 * 4096;
-    return (_Atomic uint64_t *)(p->shm + (a2b ? 0 : half) +
-                                (size_t)j * PP_LINE_STRIDE);
+    size_t half = (size_t)lines * PP_LINE_STRIDE + 4096;
+    return (half + 4095) / 4096 * 4096;
+}
+
+static _Atomic uint64_t *line_at(unsigned char *region, uint64_t off)
+{
+    return (_Atomic uint64_t *)(region + off);
+}
+
+static unsigned char *lines_region(struct pp_proc *p, int a2b)
+{
+    return p->shm + (a2b ? 0 : lines_half(p->row->lines));
+}
+
+static void lines_init(unsigned char *shm, unsigned lines)
+{
+    for (int r = 0; r < 2; r++) {
+        unsigned char *region = shm + (r ? lines_half(lines) : 0);
+        for (unsigned j = 0; j + 1 < lines; j++) {
+            uint64_t *w = (uint64_t *)(region + (size_t)j * PP_LINE_STRIDE);
+            w[1] = (uint64_t)(j + 1) * PP_LINE_STRIDE;
+        }
+    }
 }
 
 static void lines_send(struct pp_proc *p, int a2b, uint64_t v)
 {
-    for (unsigned j = 1; j < p->row->lines; j++) {
-        atomic_store_explicit(line_of(p, a2b, j), v, memory_order_relaxed);
+    unsigned char *region = lines_region(p, a2b);
+    for (unsigned j = p->row->lines - 1; j >= 1; j--) {
+        atomic_store_explicit(line_at(region, (size_t)j * PP_LINE_STRIDE), v,
+                              memory_order_relaxed);
     }
-    atomic_store_explicit(line_of(p, a2b, 0), v, memory_order_release);
+    atomic_store_explicit(line_at(region, 0), v, memory_order_release);
 }
 
 static void lines_recv(struct pp_proc *p, int a2b, uint64_t v)
 {
-    _Atomic uint64_t *flag = line_of(p, a2b, 0);
+    unsigned char *region = lines_region(p, a2b);
+    _Atomic uint64_t *line = line_at(region, 0);
     int64_t since = 0;
     unsigned n = 0;
-    while (atomic_load_explicit(flag, memory_order_acquire) != v) {
+    while (atomic_load_explicit(line, memory_order_acquire) != v) {
         if (++n % 4096 == 0) {
             pp_check(p, &since);
         }
     }
     for (unsigned j = 1; j < p->row->lines; j++) {
-        uint64_t got = atomic_load_explicit(line_of(p, a2b, j),
-                                            memory_order_relaxed);
+        /* The next address comes out of the line just read. */
+        uint64_t next = ((volatile uint64_t *)line)[1];
+        line = line_at(region, next);
+        uint64_t got = atomic_load_explicit(line, memory_order_relaxed);
         if (got != v) {
             pp_fail(p, "line %u holds %" PRIu64 ", want %" PRIu64, j, got,
                     v);
@@ -683,6 +714,9 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
         if (p.shm == MAP_FAILED) {
             snprintf(r->error, sizeof r->error, "mmap: %s", strerror(errno));
             return;
+        }
+        if (r->kind == PP_LINES) {
+            lines_init(p.shm, r->lines);
         }
     } else if (r->kind == PP_NERVE) {
         snprintf(p.name_a2b, sizeof p.name_a2b, "%s-%ld-pp-a2b", o->prefix,
