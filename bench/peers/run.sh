@@ -30,7 +30,14 @@ HOST=$(hostname -s 2>/dev/null || hostname)
 OUT=
 NOTE=
 KEEP=
-CMDLINE="bench/peers/run.sh $*"
+# The command as typed, for the report (arguments with spaces quoted).
+CMDLINE=bench/peers/run.sh
+for a in "$@"; do
+    case $a in
+    *[!A-Za-z0-9_./,:=+-]*) CMDLINE="$CMDLINE \"$a\"" ;;
+    *) CMDLINE="$CMDLINE $a" ;;
+    esac
+done
 
 while [ $# -gt 0 ]; do
     case $1 in
