@@ -52,13 +52,23 @@ struct group {
 struct opts {
     int transports[BT_COUNT];
     unsigned ntransports;
-    unsigned senders;
+    unsigned senders[16];
+    unsigned nsenders;
     unsigned receivers[16];
     unsigned nreceivers;
     double rate, duration;
-    int have_rate, have_size, have_duration, have_transport;
-    uint64_t size;
+    int have_rate, have_size, have_duration, have_transport, have_rounds;
+    uint64_t sizes[PP_MAX_SIZES];
+    unsigned nsizes;
     unsigned rounds;
+    /* --pingpong */
+    int pingpong, have_rows, have_iterations, have_warmup;
+    int have_senders, have_receivers;
+    unsigned pp_rows;
+    unsigned lines[8];
+    unsigned nlines;
+    uint64_t iterations;
+    int64_t warmup;
     int wait, zero_copy, newest, fifo, quiet;
     int cpus[BENCH_MAX_CPUS];
     unsigned ncpus;
@@ -225,25 +235,88 @@ static int parse_transports(const char *s, struct opts *o)
     return o->ntransports ? 0 : -1;
 }
 
-static int parse_receivers(const char *s, struct opts *o)
+/* A comma-separated list of at most `max` counts in [lo, hi]. */
+static int parse_uint_list(const char *s, unsigned lo, unsigned hi,
+                           unsigned *out, unsigned max, unsigned *n)
 {
-    o->nreceivers = 0;
+    *n = 0;
     while (*s) {
         const char *comma = strchr(s, ',');
         char tmp[16];
         size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        if (len == 0 || len >= sizeof tmp || o->nreceivers == 16) {
+        if (len == 0 || len >= sizeof tmp || *n == max) {
             return -1;
         }
         memcpy(tmp, s, len);
         tmp[len] = '\0';
-        if (parse_uint(tmp, 1, BENCH_MAX_PROCS,
-                       &o->receivers[o->nreceivers++]) != 0) {
+        if (parse_uint(tmp, lo, hi, &out[(*n)++]) != 0) {
             return -1;
         }
         s += len + (comma ? 1 : 0);
     }
-    return o->nreceivers ? 0 : -1;
+    return *n ? 0 : -1;
+}
+
+/* A comma-separated list of sizes (K, M suffixes), each in [lo, hi]. */
+static int parse_size_list(const char *s, uint64_t lo, uint64_t hi,
+                           struct opts *o)
+{
+    o->nsizes = 0;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        char tmp[32];
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (len == 0 || len >= sizeof tmp || o->nsizes == PP_MAX_SIZES) {
+            return -1;
+        }
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+        uint64_t v;
+        if (parse_size(tmp, &v) != 0 || v < lo || v > hi) {
+            return -1;
+        }
+        o->sizes[o->nsizes++] = v;
+        s += len + (comma ? 1 : 0);
+    }
+    return o->nsizes ? 0 : -1;
+}
+
+/* --rows of --pingpong. */
+static int parse_pp_rows(const char *s, struct opts *o)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {
+        {"spin", PP_ROW_SPIN},
+        {"futex", PP_ROW_FUTEX},
+        {"memcpy", PP_ROW_MEMCPY},
+        {"poll-zc", PP_ROW_POLL_ZC},
+        {"poll-copy", PP_ROW_POLL_COPY},
+        {"wait-zc", PP_ROW_WAIT_ZC},
+        {"wait-copy", PP_ROW_WAIT_COPY},
+        {"floors", PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY},
+        {"nerve", PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC |
+                      PP_ROW_WAIT_COPY},
+    };
+    o->pp_rows = 0;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        unsigned i, nn = sizeof names / sizeof names[0];
+        for (i = 0; i < nn; i++) {
+            if (strlen(names[i].name) == len &&
+                strncmp(names[i].name, s, len) == 0) {
+                break;
+            }
+        }
+        if (i == nn) {
+            return -1;
+        }
+        o->pp_rows |= names[i].bit;
+        s += len + (comma ? 1 : 0);
+    }
+    return o->pp_rows ? 0 : -1;
 }
 
 /* ---- host description ---------------------------------------------------- */
@@ -287,7 +360,33 @@ static void cpu_model(char *out, size_t len)
     fclose(f);
 }
 
-static void json_string(FILE *f, const char *s)
+/* Whether /proc/cpuinfo lists `flag` (e.g. "hypervisor": a virtual
+ * machine). */
+static int cpu_flag(const char *flag)
+{
+    char line[4096];
+    int found = 0;
+    size_t n = strlen(flag);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL) {
+        return 0;
+    }
+    while (!found && fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "flags", 5) != 0) {
+            continue;
+        }
+        for (char *p = strstr(line, flag); p != NULL && !found;
+             p = strstr(p + 1, flag)) {
+            found = (p == line || p[-1] == ' ') &&
+                    (p[n] == ' ' || p[n] == '\n' || p[n] == '\0');
+        }
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -304,14 +403,7 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-struct host {
-    char cpu[256], kernel[512], governor[64], isolated[256];
-    long cores;
-    int preempt_rt;
-    int rt; /* -1 not requested, 0 denied, 1 granted */
-};
-
-static void host_probe(struct host *h, int fifo)
+void host_probe(struct host *h, int fifo)
 {
     struct utsname u;
     cpu_model(h->cpu, sizeof h->cpu);
@@ -328,6 +420,7 @@ static void host_probe(struct host *h, int fifo)
     char rt[16];
     read_line("/sys/kernel/realtime", rt, sizeof rt);
     h->preempt_rt = strcmp(rt, "1") == 0 || strstr(h->kernel, "PREEMPT_RT");
+    h->vm = cpu_flag("hypervisor");
     h->rt = -1;
     if (fifo > 0) {
         struct sched_param sp = {.sched_priority = fifo};
@@ -339,7 +432,7 @@ static void host_probe(struct host *h, int fifo)
     }
 }
 
-static void host_json(FILE *f, const struct host *h)
+void host_json(FILE *f, const struct host *h)
 {
     fputs("{\"cpu\":", f);
     json_string(f, h->cpu);
@@ -353,8 +446,8 @@ static void host_json(FILE *f, const struct host *h)
     }
     fputs(",\"isolated\":", f);
     json_string(f, h->isolated);
-    fprintf(f, ",\"preempt_rt\":%s,\"rt_granted\":%s}",
-            h->preempt_rt ? "true" : "false",
+    fprintf(f, ",\"vm\":%s,\"preempt_rt\":%s,\"rt_granted\":%s}",
+            h->vm ? "true" : "false", h->preempt_rt ? "true" : "false",
             h->rt < 0 ? "null" : h->rt ? "true" : "false");
 }
 
@@ -1060,6 +1153,97 @@ static int run_group(const struct opts *o, const struct group *g,
     return status;
 }
 
+/* `--pingpong`: check the options that apply and run pingpong.c's plan.
+ * `modes`: 1 --wait, 2 --poll given. */
+static int pingpong_main(struct opts *o, int modes)
+{
+    const char *bad = o->have_transport ? "--transport"
+                      : o->have_senders ? "--senders"
+                      : o->have_receivers ? "--receivers"
+                      : o->have_rate ? "--rate"
+                      : o->workload ? "--workload"
+                      : o->newest ? "--newest"
+                      : o->histogram ? "--histogram" : NULL;
+    if (bad) {
+        return usage("%s does not apply to --pingpong", bad);
+    }
+    struct pp_opts p;
+    memset(&p, 0, sizeof p);
+    p.rows = o->pp_rows;
+    if (modes == 1) { /* --wait: the blocking rows and their floor */
+        p.rows &= PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_WAIT_ZC |
+                  PP_ROW_WAIT_COPY;
+    } else if (modes == 2) {
+        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_POLL_ZC |
+                  PP_ROW_POLL_COPY;
+    }
+    if (o->zero_copy) {
+        p.rows &= ~(PP_ROW_MEMCPY | PP_ROW_POLL_COPY | PP_ROW_WAIT_COPY);
+    }
+    memcpy(p.lines, o->lines, sizeof p.lines);
+    p.nlines = modes == 1 ? 0 : o->nlines;
+    if (p.rows == 0 && p.nlines == 0) {
+        return usage("%s", "--pingpong: the options leave no row to run");
+    }
+    if (o->have_size) {
+        for (unsigned i = 0; i < o->nsizes; i++) {
+            if (o->sizes[i] < 8) {
+                return usage("bad --size %" PRIu64 " (at least 8 bytes)",
+                             o->sizes[i]);
+            }
+            p.sizes[i] = o->sizes[i];
+        }
+        p.nsizes = o->nsizes;
+    } else {
+        static const uint64_t def[] = {64, 4096, 65536, 1u << 20};
+        memcpy(p.sizes, def, sizeof def);
+        p.nsizes = 4;
+    }
+    if (o->ncpus == 1) {
+        return usage("%s", "--pingpong --cpus needs two CPUs (ping, pong)");
+    }
+    if (o->ncpus >= 2) {
+        p.cpus[0] = o->cpus[0];
+        p.cpus[1] = o->cpus[1];
+        p.pinned = 1;
+        p.cpus_text = o->cpus_text;
+    }
+    p.duration = o->duration;
+    p.iterations = o->iterations;
+    p.warmup = o->warmup;
+    p.rounds = o->have_rounds ? o->rounds : 3;
+    if (p.rounds > PP_MAX_ROUNDS) {
+        return usage("bad --rounds %u (at most %u with --pingpong)", p.rounds,
+                     PP_MAX_ROUNDS);
+    }
+    p.fifo = o->fifo;
+    p.prefix = o->prefix;
+    p.table = o->quiet ? NULL : stdout;
+    if (o->json) {
+        if (strcmp(o->json, "-") == 0) {
+            p.json = stdout;
+            p.table = o->quiet ? NULL : stderr;
+        } else if ((p.json = fopen(o->json, "w")) == NULL) {
+            fprintf(stderr, "nerve bench: %s: %s\n", o->json,
+                    strerror(errno));
+            return 1;
+        }
+    }
+    struct host h;
+    host_probe(&h, o->fifo);
+    if (o->fifo > 0 && h.rt != 1) {
+        fprintf(stderr, "nerve bench: SCHED_FIFO priority %d is not "
+                        "permitted here; running with normal scheduling\n",
+                o->fifo);
+    }
+    int status = pingpong_run(&p, &h);
+    if (p.json && p.json != stdout && fclose(p.json) != 0) {
+        fprintf(stderr, "nerve bench: %s: %s\n", o->json, strerror(errno));
+        status = status ? status : 1;
+    }
+    return status;
+}
+
 int bench_main(int argc, char **argv)
 {
     static const struct option lopts[] = {
@@ -1081,6 +1265,11 @@ int bench_main(int argc, char **argv)
         {"histogram", required_argument, NULL, 'H'},
         {"name", required_argument, NULL, 'N'},
         {"quiet", no_argument, NULL, 'q'},
+        {"pingpong", no_argument, NULL, 'P'},
+        {"rows", required_argument, NULL, 'O'},
+        {"lines", required_argument, NULL, 'L'},
+        {"iterations", required_argument, NULL, 'I'},
+        {"warmup", required_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1088,12 +1277,16 @@ int bench_main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.transports[0] = BT_NERVE;
     o.ntransports = 1;
-    o.senders = 1;
+    o.senders[0] = 1;
+    o.nsenders = 1;
     o.receivers[0] = 1;
     o.nreceivers = 1;
     o.rate = 1000;
     o.duration = 1;
-    o.size = 64;
+    o.sizes[0] = 64;
+    o.nsizes = 1;
+    o.warmup = -1;
+    o.pp_rows = PP_ROW_ALL;
     o.wait = 1;
     o.prefix = "nerve-bench";
     int c, modes = 0;
@@ -1109,15 +1302,20 @@ int bench_main(int argc, char **argv)
             o.have_transport = 1;
             break;
         case 'S':
-            if (parse_uint(optarg, 1, BENCH_MAX_PROCS, &o.senders) != 0) {
-                return usage("bad --senders '%s' (1 to 64)", optarg);
+            if (parse_uint_list(optarg, 1, BENCH_MAX_PROCS, o.senders, 16,
+                                &o.nsenders) != 0) {
+                return usage("bad --senders '%s' (1 to 64, or a list)",
+                             optarg);
             }
+            o.have_senders = 1;
             break;
         case 'R':
-            if (parse_receivers(optarg, &o) != 0) {
+            if (parse_uint_list(optarg, 1, BENCH_MAX_PROCS, o.receivers, 16,
+                                &o.nreceivers) != 0) {
                 return usage("bad --receivers '%s' (1 to 64, or a list)",
                              optarg);
             }
+            o.have_receivers = 1;
             break;
         case 'r':
             /* 0 is back-to-back; below 1e-3 Hz the period would not fit
@@ -1129,9 +1327,11 @@ int bench_main(int argc, char **argv)
             o.have_rate = 1;
             break;
         case 's':
-            if (parse_size(optarg, &o.size) != 0 ||
-                o.size < sizeof(struct bench_hdr) || o.size > (256u << 20)) {
-                return usage("bad --size '%s' (24 bytes to 256M)", optarg);
+            /* The minimum (24 bytes, 8 with --pingpong) is checked once
+             * the mode is known. */
+            if (parse_size_list(optarg, 1, 256u << 20, &o) != 0) {
+                return usage("bad --size '%s' (24 bytes to 256M, or a list; "
+                             "8 bytes with --pingpong)", optarg);
             }
             o.have_size = 1;
             break;
@@ -1146,6 +1346,7 @@ int bench_main(int argc, char **argv)
             if (parse_uint(optarg, 1, 1000, &o.rounds) != 0) {
                 return usage("bad --rounds '%s'", optarg);
             }
+            o.have_rounds = 1;
             break;
         case 'w': o.wait = 1; modes |= 1; break;
         case 'p': o.wait = 0; modes |= 2; break;
@@ -1166,8 +1367,10 @@ int bench_main(int argc, char **argv)
             o.cpus_text = optarg;
             break;
         case 'W':
-            if (strcmp(optarg, "ach") != 0 && strcmp(optarg, "furom") != 0) {
-                return usage("unknown --workload '%s' (ach, furom)", optarg);
+            if (strcmp(optarg, "ach") != 0 && strcmp(optarg, "furom") != 0 &&
+                strcmp(optarg, "throughput") != 0) {
+                return usage("unknown --workload '%s' (ach, furom, "
+                             "throughput)", optarg);
             }
             o.workload = optarg;
             break;
@@ -1181,6 +1384,39 @@ int bench_main(int argc, char **argv)
             o.prefix = optarg;
             break;
         case 'q': o.quiet = 1; break;
+        case 'P': o.pingpong = 1; break;
+        case 'O':
+            if (parse_pp_rows(optarg, &o) != 0) {
+                return usage("bad --rows '%s' (spin, futex, memcpy, poll-zc, "
+                             "poll-copy, wait-zc, wait-copy, floors, nerve)",
+                             optarg);
+            }
+            o.have_rows = 1;
+            break;
+        case 'L':
+            if (parse_uint_list(optarg, 1, 8, o.lines, 8, &o.nlines) != 0) {
+                return usage("bad --lines '%s' (1 to 8, or a list)", optarg);
+            }
+            break;
+        case 'I': {
+            unsigned v;
+            if (parse_uint(optarg, 1, PP_MAX_SAMPLES, &v) != 0) {
+                return usage("bad --iterations '%s' (1 to %u)", optarg,
+                             PP_MAX_SAMPLES);
+            }
+            o.iterations = v;
+            o.have_iterations = 1;
+            break;
+        }
+        case 'U': {
+            unsigned v;
+            if (parse_uint(optarg, 0, 1000000, &v) != 0) {
+                return usage("bad --warmup '%s' (0 to 1000000)", optarg);
+            }
+            o.warmup = v;
+            o.have_warmup = 1;
+            break;
+        }
         case 'h': fputs(BENCH_HELP, stdout); return 0;
         default:
             return usage("unknown option or missing value: '%s'",
@@ -1193,15 +1429,39 @@ int bench_main(int argc, char **argv)
     if (modes == 3) {
         return usage("%s", "give --wait or --poll, not both");
     }
+    if (o.pingpong) {
+        return pingpong_main(&o, modes);
+    }
+    if (o.have_rows || o.nlines || o.have_iterations || o.have_warmup) {
+        return usage("%s", "--rows, --lines, --iterations and --warmup "
+                           "need --pingpong");
+    }
+    for (unsigned i = 0; i < o.nsizes; i++) {
+        if (o.sizes[i] < sizeof(struct bench_hdr)) {
+            return usage("bad --size %" PRIu64 " (at least 24 bytes)",
+                         o.sizes[i]);
+        }
+    }
     /* The plan. */
-    struct group groups[16];
+    struct group groups[16 * 16];
     unsigned ng = 0;
     if (o.workload && strcmp(o.workload, "ach") == 0) {
         static const unsigned sr[][2] = {{1, 1}, {1, 2}, {1, 4}, {1, 8},
                                          {2, 1}};
         for (unsigned i = 0; i < 5; i++) {
             groups[ng++] = (struct group){sr[i][0], sr[i][1],
-                                          o.have_size ? o.size : 64, 1000,
+                                          o.have_size ? o.sizes[0] : 64, 1000,
+                                          o.have_duration ? o.duration : 2};
+        }
+    } else if (o.workload && strcmp(o.workload, "throughput") == 0) {
+        /* Back-to-back 64 B to one polling receiver from 1, 2 and 4
+         * senders: the aggregate rate (recv_rate_per_s) against the
+         * pipe's. */
+        static const unsigned ws[] = {1, 2, 4};
+        o.wait = 0;
+        for (unsigned i = 0; i < 3; i++) {
+            groups[ng++] = (struct group){ws[i], 1,
+                                          o.have_size ? o.sizes[0] : 64, 0,
                                           o.have_duration ? o.duration : 2};
         }
     } else if (o.workload) {
@@ -1215,12 +1475,26 @@ int bench_main(int argc, char **argv)
             groups[ng++] = (struct group){1, 1, rows[i].size, rows[i].rate, d};
         }
     } else {
-        for (unsigned i = 0; i < o.nreceivers; i++) {
-            groups[ng++] = (struct group){o.senders, o.receivers[i], o.size,
-                                          o.rate, o.duration};
+        if (o.nsenders * o.nreceivers * o.nsizes > 16 * 16) {
+            return usage("%s", "--senders x --receivers x --size lists give "
+                               "more than 256 measurements");
+        }
+        for (unsigned a = 0; a < o.nsenders; a++) {
+            for (unsigned i = 0; i < o.nreceivers; i++) {
+                for (unsigned z = 0; z < o.nsizes; z++) {
+                    groups[ng++] = (struct group){o.senders[a],
+                                                  o.receivers[i], o.sizes[z],
+                                                  o.rate, o.duration};
+                }
+            }
         }
     }
-    if (o.workload && !o.have_transport) {
+    if (o.workload && strcmp(o.workload, "throughput") == 0 &&
+        !o.have_transport) {
+        o.transports[0] = BT_NERVE;
+        o.transports[1] = BT_PIPE;
+        o.ntransports = 2;
+    } else if (o.workload && !o.have_transport) {
         static const int wl[] = {BT_NERVE, BT_FUTEX, BT_CONDVAR,
                                  BT_PIPE, BT_UNIX, BT_MQ};
         memcpy(o.transports, wl, sizeof wl);
@@ -1228,13 +1502,19 @@ int bench_main(int argc, char **argv)
     }
     /* Every sample is kept (preallocated, none dropped), so bound how many
      * one measurement may take: 20 M samples are 80 MB per receiver. */
-    if (o.rate * o.duration * o.senders > 2e7) {
+    unsigned max_senders = 1;
+    for (unsigned i = 0; i < o.nsenders; i++) {
+        max_senders = o.senders[i] > max_senders ? o.senders[i] : max_senders;
+    }
+    if (o.rate * o.duration * max_senders > 2e7) {
         return usage("%s", "--rate x --duration x --senders exceeds 20 M "
                            "samples per receiver; shorten the run");
     }
-    if (o.workload && (o.have_rate || o.nreceivers > 1 || o.senders > 1)) {
+    if (o.workload && (o.have_rate || o.nreceivers > 1 || o.nsenders > 1 ||
+                       o.senders[0] > 1 || o.receivers[0] > 1 ||
+                       o.nsizes > 1)) {
         return usage("%s", "--workload fixes --rate, --senders and "
-                           "--receivers");
+                           "--receivers, and takes one --size");
     }
     FILE *json = NULL, *hist = NULL, *table = o.quiet ? NULL : stdout;
     if (o.json) {

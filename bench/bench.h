@@ -19,12 +19,14 @@
     "                    line polled; no payload), condvar (Ach-style ring,\n" \
     "                    readers copy under a process-shared mutex and wait on\n" \
     "                    a condition variable); default nerve\n"                \
-    "  --senders N       sender processes (default 1)\n"                        \
+    "  --senders LIST    sender processes; a list runs one measurement per\n" \
+    "                    count (default 1)\n"                                 \
     "  --receivers LIST  receiver processes; a list (1,2,4,8) runs one\n"      \
     "                    measurement per count (default 1)\n"                   \
     "  --rate HZ         messages per second per sender; 0 = back-to-back\n"   \
     "                    (default 1000)\n"                                      \
-    "  --size BYTES      message size, at least 24 (default 64; K, M suffix)\n" \
+    "  --size LIST       message size, at least 24 (default 64; K, M suffix);\n" \
+    "                    a list runs one measurement per size\n"             \
     "  --duration SEC    sending time per measurement (default 1)\n"           \
     "  --rounds N        split each measurement into N alternating rounds\n"   \
     "                    (default 5 with several transports, else 1)\n"        \
@@ -43,7 +45,9 @@
     "                    and 2 senders with 1 receiver; furom: 40 B at 2 kHz,\n" \
     "                    8 KB at 100 Hz, 1 MB at 10 Hz (1 to 1); both over\n"  \
     "                    nerve, futex, condvar, pipe, unix and mq unless\n"    \
-    "                    --transport is given\n"                                \
+    "                    --transport is given; throughput: 64 B back-to-back\n" \
+    "                    to one polling receiver from 1, 2 and 4 senders,\n" \
+    "                    over nerve and pipe unless --transport is given\n"  \
     "  --json FILE       write one JSON line per measurement ('-': stdout,\n" \
     "                    then the table goes to stderr); fields in\n"          \
     "                    docs/cli.md\n"                                         \
@@ -51,6 +55,21 @@
     "  --name PREFIX     prefix of the channel and queue names\n"              \
     "                    (default nerve-bench)\n"                               \
     "  --quiet           no table\n"                                            \
+    "Ping-pong (--pingpong): two processes pinned to --cpus A,B send a\n"     \
+    "message back and forth; the hop is total / (2 x round trips), the\n"     \
+    "percentiles are of half round trips, and the floors run in the same\n"  \
+    "rounds: spin (one shared cache line), futex (bare wake-up), memcpy.\n"  \
+    "  --pingpong        run the ping-pong plan instead; --size takes a list\n" \
+    "                    (default 64,4K,64K,1M, at least 8 bytes), --duration\n" \
+    "                    is per row over all rounds (default 1), --rounds\n"  \
+    "                    defaults to 3; --poll, --wait, --zero-copy narrow\n" \
+    "                    the rows\n"                                           \
+    "  --rows LIST       spin, futex, memcpy, poll-zc, poll-copy, wait-zc,\n"  \
+    "                    wait-copy, floors, nerve (default all)\n"            \
+    "  --lines LIST      add lines-K floors: K cache lines per hop (1-8)\n"   \
+    "  --iterations N    exactly N timed round trips per row and round\n"    \
+    "  --warmup N        untimed round trips first (default 1000 polling,\n" \
+    "                    100 blocking)\n"                                     \
     "Exit 0 when every measurement ran (a transport that cannot carry the\n"   \
     "size is reported as skipped), 1 when one failed, 2 on usage errors.\n"
 

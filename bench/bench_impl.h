@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <nerve/nerve.h>
 
@@ -137,8 +138,61 @@ struct bench_ops {
 
 extern const struct bench_ops *const bench_transports[BT_COUNT];
 
+/* The machine a result was measured on (bench.c). */
+struct host {
+    char cpu[256], kernel[512], governor[64], isolated[256];
+    long cores;
+    int vm;         /* the CPU reports a hypervisor */
+    int preempt_rt;
+    int rt; /* -1 not requested, 0 denied, 1 granted */
+};
+void host_probe(struct host *h, int fifo);
+void host_json(FILE *f, const struct host *h);
+void json_string(FILE *f, const char *s);
+
 /* Clock of every timestamp: CLOCK_MONOTONIC ns. */
 int64_t bench_now(void);
+
+/* ---- pingpong.c: `nerve bench --pingpong` ---- */
+
+#define PP_MAX_SAMPLES (1u << 21) /* round trips per row and round */
+#define PP_MAX_ROUNDS 100
+#define PP_MAX_ROWS 128
+#define PP_MAX_SIZES 16
+
+enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_NERVE };
+
+/* --rows bits */
+#define PP_ROW_SPIN 0x01u
+#define PP_ROW_FUTEX 0x02u
+#define PP_ROW_MEMCPY 0x04u
+#define PP_ROW_POLL_ZC 0x08u
+#define PP_ROW_POLL_COPY 0x10u
+#define PP_ROW_WAIT_ZC 0x20u
+#define PP_ROW_WAIT_COPY 0x40u
+#define PP_ROW_ALL 0x7fu
+
+struct pp_opts {
+    unsigned rows;               /* PP_ROW_* */
+    unsigned lines[8];           /* lines-K floors to add */
+    unsigned nlines;
+    uint64_t sizes[PP_MAX_SIZES];
+    unsigned nsizes;
+    double duration;             /* timed seconds per row, over all rounds */
+    uint64_t iterations;         /* 0: by duration; else per row and round */
+    int64_t warmup;              /* -1: 1000 polling, 100 blocking */
+    unsigned rounds;
+    int cpus[2];
+    int pinned;
+    const char *cpus_text;
+    int fifo;
+    const char *prefix;
+    FILE *table, *json;          /* NULL: not wanted */
+};
+
+/* Run the ping-pong plan; returns the exit code (0, 1 when a row failed,
+ * 2 when nothing was selected). */
+int pingpong_run(const struct pp_opts *o, const struct host *h);
 
 /* stats.c */
 unsigned hist_index(uint32_t v);

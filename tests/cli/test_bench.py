@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Smoke test of `nerve bench`: every transport runs briefly, its JSON line
 has the documented fields, and every message sent is accounted for at every
-receiver (received + missed == sent). Benchmarks are not timed tests: no
-latency is asserted, only that the numbers are present and ordered.
+receiver (received + missed == sent). The ping-pong mode (--pingpong) runs
+every row briefly: the shape of its output, positive values, and sample
+counts that add up. Benchmarks are not timed tests: no latency is
+asserted, only that the numbers are present and ordered.
 
 usage: test_bench.py PATH/TO/nerve
 
@@ -85,6 +87,123 @@ def check_row(r, transport, senders=1, receivers=1):
               what + ": nerve's missed counts disagree with the counters")
 
 
+PP_FIELDS = {"bench", "impl", "row", "mode", "copy", "size", "lines", "unit",
+             "per_sample", "rounds", "cpus", "fifo", "started", "iterations",
+             "warmup", "total_ns", "hop_ns", "p50_ns", "p99_ns", "p999_ns",
+             "max_ns", "min_ns", "samples", "round_iterations",
+             "round_hop_ns", "floor", "floor_ns", "x_floor", "host"}
+NERVE_ROWS = ["poll-zc", "poll-copy", "wait-zc", "wait-copy"]
+
+
+def two_cpus():
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[:2] if len(cpus) >= 2 else None
+
+
+def check_pp_row(r, rounds, iterations=None):
+    what = "pingpong %s %s" % (r.get("row"), r.get("size"))
+    check(r.get("bench") == "pingpong", what + ": bench")
+    check("error" not in r, what + ": error: %s" % r.get("error"))
+    missing = PP_FIELDS - set(r)
+    check(not missing, what + ": missing fields %s" % sorted(missing))
+    if missing or "error" in r:
+        return
+    check(set(r["host"]) >= HOST_FIELDS | {"vm"}, what + ": host fields")
+    check(r["rounds"] == rounds, what + ": rounds")
+    n = r["iterations"]
+    check(n > 0, what + ": no iterations")
+    # Every sample kept: one per round trip (or memcpy batch), and the
+    # rounds' counts add up to the pooled count.
+    check(r["samples"] == n, what + ": samples %d != iterations %d"
+          % (r["samples"], n))
+    check(len(r["round_iterations"]) == rounds and
+          sum(r["round_iterations"]) == n,
+          what + ": round_iterations %r do not add up to %d"
+          % (r["round_iterations"], n))
+    check(len(r["round_hop_ns"]) == rounds and
+          all(h > 0 for h in r["round_hop_ns"]), what + ": round_hop_ns")
+    if iterations is not None:
+        check(r["round_iterations"] == [iterations] * rounds,
+              what + ": --iterations %d not honoured: %r"
+              % (iterations, r["round_iterations"]))
+    check(r["per_sample"] >= 1 and r["total_ns"] > 0, what + ": totals")
+    hop = r["total_ns"] / (r["per_sample"] * n)
+    check(abs(hop - r["hop_ns"]) <= 0.06 + 1e-9 * hop,
+          what + ": hop_ns %r != total / (per_sample x iterations) %r"
+          % (r["hop_ns"], hop))
+    p = [r["min_ns"], r["p50_ns"], r["p99_ns"], r["p999_ns"], r["max_ns"]]
+    check(p == sorted(p) and p[0] >= 0 and p[-1] > 0,
+          what + ": percentiles %r" % p)
+    # The mean lies between the smallest and the largest sample.
+    check(r["min_ns"] - 0.5 <= r["hop_ns"] <= r["max_ns"] + 0.5,
+          what + ": mean outside [min, max]")
+    if r["floor"] is not None:
+        check(r["floor_ns"] > 0 and
+              abs(r["x_floor"] - r["hop_ns"] / r["floor_ns"]) < 0.01,
+              what + ": x_floor")
+
+
+def pingpong_tests():
+    cpus = two_cpus()
+    pin = ["--cpus", "%d,%d" % tuple(cpus)] if cpus else []
+    if not cpus:
+        print("note: one CPU only: ping-pong runs unpinned", file=sys.stderr)
+    # Every row, two sizes, one lines-K floor, two rounds.
+    rows = bench("--pingpong", "--size", "64,4K", "--duration", "0.3",
+                 "--rounds", "2", "--lines", "2", *pin)
+    want = ["spin", "lines-2", "futex", "memcpy", "memcpy"] + \
+        [n for n in NERVE_ROWS for _ in (0, 1)]
+    check([r.get("row") for r in rows] == want,
+          "pingpong rows: %r" % [r.get("row") for r in rows])
+    for r in rows:
+        check_pp_row(r, 2)
+        check(r.get("cpus") == (pin[1] if pin else None), "cpus reported")
+    by = {(r.get("row"), r.get("size")): r for r in rows}
+    for size in (64, 4096):
+        check(by[("memcpy", size)]["unit"] == "copy", "memcpy unit")
+        for name in NERVE_ROWS:
+            r = by.get((name, size), {})
+            check(r.get("impl") == "nerve" and r.get("unit") == "hop" and
+                  r.get("per_sample") == 2, name + ": impl and unit")
+            check(r.get("mode") == name.split("-")[0] and
+                  r.get("copy") == name.endswith("copy"),
+                  name + ": mode and copy")
+            floor = {"poll-zc": "spin", "wait-zc": "futex"}.get(
+                name, "zc+2memcpy")
+            check(r.get("floor") == floor, name + ": floor %r, want %r"
+                  % (r.get("floor"), floor))
+    check(by[("lines-2", None)]["lines"] == 2, "lines reported")
+    # Exactly --iterations round trips per round; --wait and --zero-copy
+    # narrow the rows.
+    rows = bench("--pingpong", "--rows", "spin,poll-zc,wait-copy", "--size",
+                 "100", "--iterations", "300", "--rounds", "2",
+                 "--warmup", "10", *pin)
+    check([r.get("row") for r in rows] == ["spin", "poll-zc", "wait-copy"],
+          "--rows selection")
+    for r in rows:
+        check_pp_row(r, 2, iterations=300)
+        check(r.get("warmup") == 10, "--warmup reported")
+    check(rows[-1].get("floor") is None,
+          "a copy row without its zero-copy row has no floor")
+    rows = bench("--pingpong", "--wait", "--zero-copy", "--size", "1M",
+                 "--iterations", "50", "--rounds", "1", *pin)
+    check([r.get("row") for r in rows] == ["futex", "wait-zc"],
+          "--wait --zero-copy rows: %r" % [r.get("row") for r in rows])
+    for r in rows:
+        check_pp_row(r, 1, iterations=50)
+    # The table: a header and one line per row.
+    p = subprocess.run([NERVE, "bench", "--pingpong", "--name", PREFIX,
+                        "--rows", "spin,memcpy", "--size", "64",
+                        "--iterations", "200", "--rounds", "1"] + pin,
+                       capture_output=True, timeout=120)
+    lines = p.stdout.decode().splitlines()
+    check(p.returncode == 0 and len(lines) == 3 and
+          lines[0].split()[:4] == ["IMPL", "ROW", "SIZE", "ITERS"] and
+          lines[1].split()[:2] == ["floor", "spin"] and
+          lines[2].split()[:3] == ["floor", "memcpy", "64"],
+          "pingpong table: %r" % lines)
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_bench.py PATH/TO/nerve", file=sys.stderr)
@@ -137,17 +256,47 @@ def main():
     for r in rows:
         check(r["workload"] == "furom", "workload label")
         check_row(r, r["transport"])
+    # Lists of senders and sizes: one measurement each, senders outermost.
+    rows = bench("--transport", "nerve", "--senders", "1,2", "--size",
+                 "64,100", "--rate", "2000", "--duration", "0.1")
+    check([(r["senders"], r["size"]) for r in rows] ==
+          [(1, 64), (1, 100), (2, 64), (2, 100)], "senders x sizes")
+    for r in rows:
+        check_row(r, "nerve", r["senders"])
+    # The throughput workload: 1, 2, 4 senders back-to-back, nerve and pipe.
+    rows = bench("--workload", "throughput", "--duration", "0.2",
+                 "--rounds", "1")
+    check([(r["transport"], r["senders"]) for r in rows] ==
+          [("nerve", 1), ("pipe", 1), ("nerve", 2), ("pipe", 2),
+           ("nerve", 4), ("pipe", 4)], "throughput rows")
+    for r in rows:
+        check_row(r, r["transport"], r["senders"])
+        check(r["mode"] == "poll" and r["rate"] == 0 and r["size"] == 64,
+              "throughput configuration")
+        check(r["recv_rate_per_s"] > 0, "throughput rate")
+    pingpong_tests()
     # Usage errors exit 2.
     for bad in (["--transport", "carrier-pigeon"], ["--size", "8"],
                 ["--rate", "-1"], ["--cpus", "x"], ["--wait", "--poll"],
                 ["--workload", "ach", "--rate", "5"], ["--fifo", "0"],
-                ["--bogus"]):
+                ["--bogus"], ["--size", "64,,128"], ["--senders", "0"],
+                ["--workload", "throughput", "--size", "64,128"],
+                ["--rows", "spin"], ["--iterations", "5"],
+                ["--pingpong", "--transport", "pipe"],
+                ["--pingpong", "--receivers", "2"],
+                ["--pingpong", "--cpus", "0"], ["--pingpong", "--size", "4"],
+                ["--pingpong", "--rows", "bogus"],
+                ["--pingpong", "--lines", "9"],
+                ["--pingpong", "--iterations", "0"],
+                ["--pingpong", "--rounds", "101"],
+                ["--pingpong", "--wait", "--rows", "spin"]):
         p = subprocess.run([NERVE, "bench"] + bad, capture_output=True,
                            timeout=30)
         check(p.returncode == 2, "bench %s: exit %d, want 2"
               % (bad, p.returncode))
     p = subprocess.run([NERVE, "bench", "--help"], capture_output=True)
-    check(p.returncode == 0 and b"--transport" in p.stdout, "bench --help")
+    check(p.returncode == 0 and b"--transport" in p.stdout and
+          b"--pingpong" in p.stdout, "bench --help")
     leftovers = [f for f in os.listdir("/dev/shm") if PREFIX in f]
     check(not leftovers, "bench left %r in /dev/shm" % leftovers)
     if FAILURES:
