@@ -6,6 +6,10 @@ reason otherwise)."""
 
 from __future__ import annotations
 
+import ctypes
+import sys
+import types
+
 import numpy as np
 import pytest
 
@@ -211,6 +215,48 @@ def test_register_follows_access_and_device(pair):
     refused = FakeRuntime({99: 1, 113: 1}, refuse=True)
     reg = gpu.register(r, runtime=refused)
     assert reg.mode is None and "cudaErrorNotSupported" in reg.reason
+
+
+class FakeDeviceArray(np.ndarray):
+    """Host memory posing as a cupy array: ``.data.ptr`` is its address."""
+
+    @property
+    def data(self):  # type: ignore[override]
+        return types.SimpleNamespace(ptr=self.ctypes.data)
+
+
+def test_device_helpers_pass_the_right_pointers_and_kinds(pair, monkeypatch):
+    # A stand-in cupy whose memcpyAsync is a host memmove: checks which
+    # pointer is the device side in each direction and that the stream is
+    # synchronized before the view is checked.
+    w, r = pair
+    log = []
+
+    def memcpy_async(dst, src, n, kind, stream):
+        log.append(("copy", kind, stream))
+        ctypes.memmove(dst, src, n)
+
+    stream = types.SimpleNamespace(ptr=0, synchronize=lambda: log.append(("sync",)))
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(memcpyAsync=memcpy_async),
+        get_current_stream=lambda: stream,
+    )
+    fake.empty = lambda shape, dtype: np.zeros(shape, dtype).view(FakeDeviceArray)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    src = payload(5).reshape(10, 100).view(FakeDeviceArray)
+    assert gpu.put_from_device(w, src) == 1
+    assert log == [("copy", 2, 0), ("sync",)]  # device -> host, then sync
+    log.clear()
+    got = gpu.copy_view_to_device(r)  # allocates the largest message
+    assert log == [("copy", 1, 0), ("sync",)]  # host -> device, then sync
+    assert got.seq == 1 and got.size == MSG
+    assert isinstance(got.data, FakeDeviceArray) and np.array_equal(got.data, payload(5))
+    w.put(payload(6))
+    out = np.zeros((10, 100), np.uint8).view(FakeDeviceArray)
+    got = gpu.copy_view_to_device(r, out)
+    assert got.data is out and np.array_equal(out.reshape(-1), payload(6))
 
 
 def _cupy_or_skip():
