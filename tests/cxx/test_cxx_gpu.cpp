@@ -329,6 +329,31 @@ TEST_F(CxxGpu, EmptyMessageIsDeliveredWithoutCallingTheCopier)
     EXPECT_EQ(calls, 0);
 }
 
+// A raw frame type: typed handles pass their native handle.
+struct Frame {
+    static constexpr const char *nerve_type_name = "test_msgs/Frame";
+    uint8_t px[kMsg];
+};
+
+TEST_F(CxxGpu, TypedPublisherAndReaderWork)
+{
+    const std::string n = name("typed");
+    nerve::channel_options o;
+    o.slots = 4;
+    o.data_size = 4096;
+    auto pub = nerve::Publisher<Frame>::create(n, o);
+    auto rd = nerve::Reader<Frame>::open(n);
+    ASSERT_TRUE(pub && rd);
+    auto src = payload(9);
+    auto r = gpu::put_from(*pub, src.data(), sizeof(Frame), gpu::host_copier{});
+    ASSERT_TRUE(r) << r.name();
+    Frame f{};
+    auto c = gpu::copy_view_to(*rd, &f, sizeof f, gpu::host_copier{});
+    ASSERT_TRUE(c) << c.name();
+    EXPECT_EQ(c.seq(), 1u);
+    EXPECT_EQ(0, std::memcmp(f.px, src.data(), kMsg));
+}
+
 TEST(CxxGpuPlan, RegistrationFollowsAccessAndDeviceAttributes)
 {
     using gpu::reg_mode;

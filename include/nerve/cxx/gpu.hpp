@@ -169,9 +169,8 @@ int run_copier(Copier &copy, void *dst, const void *src, size_t len,
 
 /// Copy one message from channel handle `c` into dst[0..cap) with
 /// `copy`, then validate it; see the file comment for the overwrite rule.
-/// On anything but data the destination's bytes are unspecified, the
-/// cursor is where it was (except that NEXT/NEWEST consumed nothing), and
-/// nothing was delivered.
+/// On anything but data the destination's bytes are unspecified and
+/// nothing is consumed: the cursor is where it was.
 /// Thread: one caller per handle.  Blocking: only with o.wait, and for as
 /// long as the copier runs.  RT: as the copier (safe with host_copier; no
 /// allocation here).  Signal: not safe.
@@ -231,12 +230,24 @@ copy_result copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
     return copy_result(NERVE_ELAPPED, msg_info{}, discarded, 0);
 }
 
-/// As above on a Channel (or the channel() of a Reader<T>).
+/// As above on a Channel.
 template <class Copier>
 copy_result copy_view_to(Channel &ch, void *dst, size_t cap, Copier &&copy,
                          const copy_options &o = {})
 {
     return copy_view_to(ch.get(), dst, cap, std::forward<Copier>(copy), o);
+}
+
+/// As above on a typed handle (Reader<T>, Subscriber's reader, ...): any
+/// object with native_handle(). The bytes are copied as they are; no
+/// codec runs.
+template <class Handle, class Copier,
+          class = decltype(std::declval<Handle &>().native_handle())>
+copy_result copy_view_to(Handle &h, void *dst, size_t cap, Copier &&copy,
+                         const copy_options &o = {})
+{
+    return copy_view_to(h.native_handle(), dst, cap,
+                        std::forward<Copier>(copy), o);
 }
 
 /// Publish `len` bytes from src (device or host memory, as the copier
@@ -282,12 +293,25 @@ copy_result put_from(nerve_chan *c, const void *src, size_t len,
     return copy_result(0, info, 0, 0);
 }
 
-/// As above on a Channel (or the channel() of a Publisher<T>).
+/// As above on a Channel.
 template <class Copier>
 copy_result put_from(Channel &ch, const void *src, size_t len, Copier &&copy,
                      duration lock_timeout = forever)
 {
     return put_from(ch.get(), src, len, std::forward<Copier>(copy),
+                    lock_timeout);
+}
+
+/// As above on a typed handle (Publisher<T>): any object with
+/// native_handle(). The bytes are published as they are; no codec runs,
+/// so they must be what the channel's readers expect (for a raw T,
+/// exactly sizeof(T) bytes of a T).
+template <class Handle, class Copier,
+          class = decltype(std::declval<Handle &>().native_handle())>
+copy_result put_from(Handle &h, const void *src, size_t len, Copier &&copy,
+                     duration lock_timeout = forever)
+{
+    return put_from(h.native_handle(), src, len, std::forward<Copier>(copy),
                     lock_timeout);
 }
 
@@ -520,6 +544,14 @@ inline copy_result copy_view_to_device(Channel &ch, void *dev, size_t cap,
 {
     return copy_view_to_device(ch.get(), dev, cap, stream, o);
 }
+template <class Handle,
+          class = decltype(std::declval<Handle &>().native_handle())>
+copy_result copy_view_to_device(Handle &h, void *dev, size_t cap,
+                                cudaStream_t stream,
+                                const copy_options &o = {})
+{
+    return copy_view_to_device(h.native_handle(), dev, cap, stream, o);
+}
 
 /// put_from() device memory dev[0..len) on `stream`: reserve, one DMA
 /// into the reservation (with the ring registered), commit.
@@ -536,6 +568,14 @@ inline copy_result put_from_device(Channel &ch, const void *dev, size_t len,
                                    duration lock_timeout = forever)
 {
     return put_from_device(ch.get(), dev, len, stream, lock_timeout);
+}
+template <class Handle,
+          class = decltype(std::declval<Handle &>().native_handle())>
+copy_result put_from_device(Handle &h, const void *dev, size_t len,
+                            cudaStream_t stream,
+                            duration lock_timeout = forever)
+{
+    return put_from_device(h.native_handle(), dev, len, stream, lock_timeout);
 }
 
 #endif // NERVE_CXX_HAS_CUDA
