@@ -3,6 +3,7 @@
 // and each NERVE_MISUSE_* case below must NOT compile (the check script
 // builds them one at a time and expects a failure with the given text).
 #include <nerve/nerve.hpp>
+#include <nerve/cxx/gpu.hpp> // optional part: not in the umbrella
 
 #include "msgs.hpp"
 
@@ -51,6 +52,13 @@ struct Plain {
         "nt-check", [](const std::vector<int16_t> &) {});
     (void)node.spin_once(std::chrono::milliseconds(1));
     (void)sub;
+}
+
+[[maybe_unused]] void instantiate_gpu(nerve::Channel &ch)
+{
+    unsigned char b[4] = {};
+    (void)nerve::gpu::copy_view_to(ch, b, sizeof b, nerve::gpu::host_copier{});
+    (void)nerve::gpu::put_from(ch, b, sizeof b, nerve::gpu::host_copier{});
 }
 
 #if defined(NERVE_MISUSE_NO_CODEC)
