@@ -6,12 +6,14 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum fmt { FMT_RAW, FMT_HEX, FMT_TEXT, FMT_JSON };
@@ -351,25 +353,23 @@ static void human_age(char *out, size_t len, int64_t ns)
     }
 }
 
-int cli_ls(int argc, char **argv)
+static int ls_match(const char *name, char **pat, int npat)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int json = 0, c;
-    reset_getopt();
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'h': return cli_print_help("ls");
-        default: return bad_option("ls", argc, argv);
+    if (npat == 0) {
+        return 1;
+    }
+    for (int i = 0; i < npat; i++) {
+        if (fnmatch(pat[i], name, 0) == 0) {
+            return 1;
         }
     }
-    if (optind != argc) {
-        return cli_usage("ls", "too many arguments");
-    }
+    return 0;
+}
+
+/* One listing of the channels matching any of pat[0..npat) (all when
+ * npat is 0). */
+static int ls_once(char **pat, int npat, int json)
+{
     struct name_list l = {NULL, 0, 0};
     int rc = nerve_list(collect_name, &l);
     if (rc != 0) {
@@ -387,7 +387,12 @@ int cli_ls(int argc, char **argv)
         printf("%-24s %7s %7s %9s %9s %8s  %s\n", "NAME", "SLOTS", "SIZE",
                "MESSAGES", "BYTES", "NEWEST", "TYPE");
     }
+    size_t shown = 0;
     for (size_t i = 0; i < l.n; i++) {
+        if (!ls_match(l.v[i], pat, npat)) {
+            free(l.v[i]);
+            continue;
+        }
         nerve_chan *ch = NULL;
         struct nerve_stats st;
         struct nerve_meta meta = {"", "", "", 0};
@@ -399,7 +404,7 @@ int cli_ls(int argc, char **argv)
             rc = nerve_chan_meta(ch, &meta);
         }
         if (json) {
-            fputs(i ? ",\n " : "\n ", stdout);
+            fputs(shown ? ",\n " : "\n ", stdout);
             fputs("{\"name\":", stdout);
             json_cstr(stdout, l.v[i]);
             if (rc != 0) {
@@ -440,11 +445,80 @@ int cli_ls(int argc, char **argv)
         }
         nerve_chan_close(ch);
         free(l.v[i]);
+        shown++;
     }
     if (json) {
-        fputs(l.n ? "\n]\n" : "]\n", stdout);
+        fputs(shown ? "\n]\n" : "]\n", stdout);
     }
     free(l.v);
+    fflush(stdout);
+    return CLI_OK;
+}
+
+int cli_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"watch", no_argument, NULL, 'w'},
+        {"interval", required_argument, NULL, 'i'},
+        {"count", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, watch = 0, c;
+    uint64_t count = 0;
+    int64_t interval = 1000000000;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'w': watch = 1; break;
+        case 'i':
+            if (seconds_to_ns("ls", optarg, &interval) != 0) {
+                return CLI_USAGE;
+            }
+            if (interval <= 0) {
+                return cli_usage("ls", "bad --interval '%s'", optarg);
+            }
+            break;
+        case 'c':
+            if (cli_parse_u64(optarg, &count) != 0 || count == 0) {
+                return cli_usage("ls", "bad --count '%s'", optarg);
+            }
+            break;
+        case 'h': return cli_print_help("ls");
+        default: return bad_option("ls", argc, argv);
+        }
+    }
+    if (!watch) {
+        return ls_once(argv + optind, argc - optind, json);
+    }
+    /* --watch: list again every interval until Ctrl-C (or --count
+     * listings); on a terminal each listing replaces the previous one. */
+    int tty = isatty(STDOUT_FILENO);
+    catch_signals(NULL);
+    for (uint64_t n = 0; (count == 0 || n < count) && !g_interrupted; n++) {
+        if (n > 0) {
+            struct timespec ts = {interval / 1000000000,
+                                  interval % 1000000000};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR &&
+                   !g_interrupted) {
+            }
+            if (g_interrupted) {
+                break;
+            }
+            if (!tty) {
+                fputc('\n', stdout);
+            }
+        }
+        if (tty) {
+            fputs("\033[H\033[2J", stdout);
+        }
+        int rc = ls_once(argv + optind, argc - optind, json);
+        if (rc != CLI_OK) {
+            return rc;
+        }
+    }
     return CLI_OK;
 }
 

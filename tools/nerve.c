@@ -32,11 +32,15 @@
     "keep working until closed. Every NAME is tried; exit 1 if any failed.\n"
 
 #define HELP_LS                                                                 \
-    "usage: nerve ls [--json]\n"                                                \
-    "List every channel: slots, data size, messages present, bytes published,\n" \
-    "age of the newest message and type. Channels that cannot be opened are\n"  \
-    "listed with the error.\n"                                                  \
-    "  --json           one JSON array (fields in docs/cli.md)\n"
+    "usage: nerve ls [PATTERN...] [--json] [--watch [--interval SEC]\n"        \
+    "                [--count N]]\n"                                           \
+    "List channels: slots, data size, messages present, bytes published, age\n" \
+    "of the newest message and type. Channels that cannot be opened are\n"      \
+    "listed with the error. PATTERNs are shell globs (quote them): only the\n"  \
+    "channels matching one are listed.\n"                                       \
+    "  --json           one JSON array (fields in docs/cli.md)\n"              \
+    "  --watch          list again every --interval SEC (default 1) until\n"   \
+    "                   Ctrl-C, or --count N listings\n"
 
 #define HELP_INFO                                                               \
     "usage: nerve info NAME [--json]\n"                                         \
