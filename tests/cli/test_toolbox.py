@@ -1,0 +1,344 @@
+"""The integrator's verbs of the `nerve` command, run through the C command
+(`nerve VERB` -> nerve-VERB): echo, pub, hz, bw, delay, who, graph, and
+`ls PATTERN`/`--watch`. Golden files in tests/cli/golden/ pin the printed
+text (volatile numbers normalised). Runs in `make test-toolbox` (pytest,
+the tools' virtual environment on the PATH, NERVE_CLI = the built command).
+
+Channel names start with "nt-<pid>-"; every channel made is removed and the
+session fails if one is left in /dev/shm. Processes started are killed in
+teardown; every wait has a timeout."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterator, List
+
+import pytest
+
+import nerve
+from nerve_tools import schemas
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+NERVE = os.environ.get("NERVE_CLI") or "nerve"
+PREFIX = f"nt-{os.getpid()}-"
+_counter = itertools.count()
+IMU = "sensor_msgs/msg/Imu"
+
+
+@pytest.fixture
+def name() -> Iterator[Callable[[str], str]]:
+    made: List[str] = []
+
+    def make(tag: str = "c") -> str:
+        n = f"{PREFIX}{next(_counter)}-{tag}"
+        made.append(n)
+        return n
+
+    yield make
+    for n in made:
+        try:
+            nerve.unlink(n)
+        except nerve.ChannelNotFound:
+            pass
+
+
+@pytest.fixture
+def procs() -> Iterator[List[subprocess.Popen]]:
+    ps: List[subprocess.Popen] = []
+    yield ps
+    for p in ps:
+        if p.poll() is None:
+            p.kill()
+        p.communicate(timeout=10)
+
+
+def run(*args: str, input: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([NERVE, *args], input=input, capture_output=True, timeout=timeout)
+
+
+def ok(*args: str, input: bytes | None = None) -> str:
+    p = run(*args, input=input)
+    assert p.returncode == 0, f"nerve {' '.join(args)}: exit {p.returncode}: {p.stderr.decode()}"
+    return p.stdout.decode()
+
+
+def golden(tag: str, text: str) -> None:
+    path = GOLDEN / f"{tag}.txt"
+    if os.environ.get("NERVE_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path} (NERVE_UPDATE_GOLDEN=1 writes it)"
+    assert text == path.read_text(), f"golden {tag} differs:\n{text}"
+
+
+def norm(text: str, *names: str) -> str:
+    for i, n in enumerate(names):
+        text = text.replace(n, f"<chan{i}>")
+    return text
+
+
+# ---- echo / pub round trips, one per encoding ---------------------------
+
+IMU_VALUE = "{header: {stamp: {sec: 5, nanosec: 7}, frame_id: base}, linear_acceleration: {z: 9.5}}"
+
+
+@pytest.mark.parametrize("encoding", ["cdr", "ros1msg"])
+def test_echo_pub_ros(name, encoding) -> None:
+    ch = name("imu")
+    nerve.create(ch, slots=16, size=1 << 16, **schemas.channel_options(IMU, encoding)).close()
+    out = ok("pub", ch, IMU_VALUE)
+    assert out.startswith("published 1 message")
+    text = ok("echo", ch, "--all", "--count", "1")
+    golden(f"echo_{encoding}", text)
+    # The bytes are what rosbags makes of the same message.
+    with nerve.open(ch) as r:
+        data = r.get(seq=1).data
+    msg = schemas.decode(data, IMU, encoding)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == (5, 7, "base")
+    assert msg.linear_acceleration.z == 9.5
+    js = json.loads(ok("echo", ch, "--all", "--count", "1", "--json"))
+    assert js["seq"] == 1 and js["value"]["linear_acceleration"]["z"] == 9.5
+    assert ok("echo", ch, "--all", "--count", "1", "--field", "header.frame_id") == "base\n---\n"
+    golden(f"echo_{encoding}_noarrays",
+           ok("echo", ch, "--all", "--count", "1", "--no-arrays", "--field", "header"))
+    na = ok("echo", ch, "--all", "--count", "1", "--no-arrays")
+    assert "orientation_covariance: <9 items>" in na
+
+
+def test_echo_pub_json(name) -> None:
+    ch = name("pose")
+    nerve.create(ch, slots=16, size=4096, type="demo.Pose", encoding="json").close()
+    ok("pub", ch, '{"x": 1.5, "tags": ["a", "b"], "ok": true}')
+    ok("pub", ch, "{x: 2, tags: [], ok: false}")  # YAML works too
+    golden("echo_json", ok("echo", ch, "--all", "--count", "2"))
+    lines = ok("echo", ch, "--all", "--count", "2", "--json").splitlines()
+    assert [json.loads(x)["value"]["x"] for x in lines] == [1.5, 2]
+    with nerve.open(ch) as r:
+        assert json.loads(r.get(seq=1).data) == {"x": 1.5, "tags": ["a", "b"], "ok": True}
+
+
+def _pose_descriptor_set() -> bytes:
+    from google.protobuf import descriptor_pb2
+
+    fd = descriptor_pb2.FileDescriptorProto(name="pose.proto", package="demo", syntax="proto3")
+    m = fd.message_type.add(name="Pose")
+    T = descriptor_pb2.FieldDescriptorProto
+    m.field.add(name="x", number=1, type=T.TYPE_DOUBLE, label=T.LABEL_OPTIONAL)
+    m.field.add(name="frame", number=2, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    m.field.add(name="ids", number=3, type=T.TYPE_INT32, label=T.LABEL_REPEATED)
+    return descriptor_pb2.FileDescriptorSet(file=[fd]).SerializeToString()
+
+
+def test_echo_pub_protobuf(name) -> None:
+    ch = name("pb")
+    nerve.create(ch, slots=16, size=4096, type="demo.Pose", encoding="protobuf",
+                 schema=_pose_descriptor_set()).close()
+    ok("pub", ch, "{x: 0.25, frame: map, ids: [3, 4]}")
+    golden("echo_protobuf", ok("echo", ch, "--all", "--count", "1"))
+    with nerve.open(ch) as r:
+        data = r.get(seq=1).data
+    # Decoded independently: protobuf's own parser on the message class.
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(_pose_descriptor_set()).file:
+        pool.Add(f)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("demo.Pose"))
+    m = cls.FromString(data)
+    assert (m.x, m.frame, list(m.ids)) == (0.25, "map", [3, 4])
+    p = run("pub", ch, "{nope: 1}")
+    assert p.returncode == 2 and b"nope" in p.stderr
+
+
+def test_echo_pub_raw_and_undecodable(name) -> None:
+    raw, js = name("raw"), name("js")
+    nerve.create(raw, slots=16, size=4096).close()
+    nerve.create(js, slots=16, size=4096, encoding="json").close()
+    ok("pub", raw, "hello world")
+    ok("pub", raw, "--file", "-", input=b"\x00\x01\xfe")
+    golden("echo_raw", ok("echo", raw, "--all", "--count", "2"))
+    with nerve.open(raw) as r:
+        assert r.get(seq=1).data == b"hello world" and r.get(seq=2).data == b"\x00\x01\xfe"
+    with nerve.open(js, write=True) as w:
+        w.put(b"{not json")
+    golden("echo_undecodable", ok("echo", js, "--all", "--count", "1"))
+    e = json.loads(ok("echo", js, "--all", "--count", "1", "--json"))
+    assert e["hex"] == b"{not json".hex() and "not a valid json" in e["error"]
+
+
+def test_pub_rate_count_and_errors(name) -> None:
+    ch = name("rate")
+    nerve.create(ch, slots=64, size=4096, encoding="json").close()
+    lines = ok("pub", ch, "{a: 1}", "--rate", "200", "--count", "5", "--json").splitlines()
+    assert [json.loads(x)["seq"] for x in lines] == [1, 2, 3, 4, 5]
+    assert run("pub", ch, "{a: 1}", "--rate", "0").returncode == 2
+    assert run("pub", ch).returncode == 2                       # no value
+    assert run("pub", "bad/name", "1").returncode == 2          # bad channel name
+    p = run("pub", f"{PREFIX}missing", "1")
+    assert p.returncode == 1 and b"no such channel" in p.stderr.lower(), p.stderr
+    p = run("echo", ch, "--all", "--count", "1", "--field", "b")
+    assert p.returncode == 2 and b"no field 'b'" in p.stderr
+    p = run("echo", ch, "--timeout", "0.2")
+    assert p.returncode == 1 and b"no message for 0.2 s" in p.stderr
+    small = name("small")
+    nerve.create(small, slots=4, size=4096).close()
+    p = run("pub", small, "--file", "-", input=b"x" * 10000)
+    assert p.returncode == 1 and b"EMSGSIZE: a message of 10000 bytes" in p.stderr, p.stderr
+    assert b"data ring is 4096 bytes" in p.stderr
+
+
+def test_pub_example(name) -> None:
+    ch = name("imu")
+    nerve.create(ch, slots=16, size=1 << 16, **schemas.channel_options(IMU)).close()
+    ex = json.loads(ok("pub", ch, "--example"))
+    assert ex["header"]["stamp"] == {"sec": 0, "nanosec": 0}
+    assert nerve.open(ch).stat().head_seq == 0  # --example publishes nothing
+
+
+# ---- hz, bw, delay -------------------------------------------------------
+
+def _publisher(ch: str, value: str, rate: int, count: int) -> subprocess.Popen:
+    return subprocess.Popen([NERVE, "pub", ch, value, "--rate", str(rate), "--count", str(count),
+                             "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("verb", ["hz", "bw", "delay"])
+def test_rates(name, procs, verb) -> None:
+    ch = name(verb)
+    nerve.create(ch, slots=256, size=1 << 16, **schemas.channel_options(IMU)).close()
+    mon = subprocess.Popen([NERVE, verb, ch, "--every", "0.5", "--reports", "3", "--json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    procs.append(mon)
+    time.sleep(0.3)  # the monitor follows from its start; not an assertion
+    pub = _publisher(ch, "{header: {stamp: now}}", 100, 60)
+    procs.append(pub)
+    out, err = mon.communicate(timeout=60)
+    assert mon.returncode == 0, err.decode()
+    reports = [json.loads(x) for x in out.decode().splitlines()]
+    assert len(reports) == 3
+    last = reports[-1]
+    assert last["messages"] > 2 and last["missed"] == 0
+    assert 2 <= last["window"] <= 100
+    keys = {"hz": {"rate_hz", "min_ns", "max_ns", "std_dev_ns"},
+            "bw": {"bytes_per_s", "mean_size", "min_size", "max_size"},
+            "delay": {"delay_ns", "min_ns", "max_ns", "stamp_delay_ns", "stamp_window"}}[verb]
+    assert keys <= set(last), last
+    if verb == "bw":
+        size = len(nerve.open(ch).get(newest=True).data)
+        assert last["mean_size"] == size == last["min_size"] == last["max_size"]
+    if verb == "delay":
+        assert last["delay_ns"] >= 0 and last["min_ns"] >= 0
+
+
+def test_rates_text_and_usage(name) -> None:
+    ch = name("quiet")
+    nerve.create(ch, slots=16, size=4096).close()
+    for verb in ("hz", "bw", "delay"):
+        assert ok(verb, ch, "--every", "0.1", "--reports", "1") == "no new messages\n"
+        assert run(verb, ch, "--window", "1").returncode == 2
+        assert run(verb, "bad/name").returncode == 2
+
+
+# ---- who, graph ----------------------------------------------------------
+
+HOLDER = """
+import sys, time, nerve
+r = nerve.open(sys.argv[1])
+w = nerve.open(sys.argv[2], write=True)
+with w.reserve(16):
+    print("ready", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_who_and_graph(name, procs, tmp_path) -> None:
+    a, b = name("a"), name("b")
+    for n in (a, b):
+        nerve.create(n, slots=16, size=4096).close()
+    reader = subprocess.Popen([sys.executable, "-c",
+                               "import sys, time, nerve\nr = nerve.open(sys.argv[1])\n"
+                               "print('ready', flush=True)\ntime.sleep(60)", a],
+                              stdout=subprocess.PIPE)
+    procs.append(reader)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, a, b], stdout=subprocess.PIPE)
+    procs.append(holder)
+    for p in (reader, holder):
+        assert p.stdout is not None and p.stdout.readline() == b"ready\n"
+    res = json.loads(ok("who", f"{PREFIX}*", "--json"))
+    uses = {(u["channel"], u["pid"]): u for u in res["uses"]}
+    assert uses[(a, reader.pid)]["access"] == "read"
+    assert uses[(a, holder.pid)]["access"] == "read"
+    assert uses[(b, holder.pid)]["access"] == "write"
+    assert len(uses) == 3, res
+    u = uses[(b, holder.pid)]
+    assert u["user"] and u["pidns"].startswith("pid:[") and u["same_pidns"] is True
+    assert "reserve" in Path(f"/proc/{holder.pid}/cmdline").read_text() and "python" in u["command"]
+    holders = {h["channel"]: h for h in res["lock_holders"]}
+    assert set(holders) == {b} and holders[b]["pid"] == holder.pid
+    # Text form, with the pids and the interpreter replaced.
+    text = ok("who", a, b)
+    rows = []
+    for line in text.splitlines():
+        if line.startswith(PREFIX) and ": writer lock" not in line:
+            f = line.split(None, 6)
+            if len(f) == 7:  # CHANNEL PID ACCESS USER PIDNS CONTAINER COMMAND
+                f[3], f[4], f[6] = "<user>", "<ns>", "<command>"
+                line = " ".join(f)
+        elif line.startswith(PREFIX):  # the lock holder line
+            line = re.sub(r"\(pid (\d+), .*\)$", r"(pid \1, <command>)", line)
+        rows.append(" ".join(line.split()))
+    text = "\n".join(r for r in rows if "could not be inspected" not in r) + "\n"
+    text = re.sub(r"\b%d\b" % reader.pid, "<reader>", text)
+    text = re.sub(r"\b%d\b" % holder.pid, "<holder>", text)
+    golden("who", norm(text, a, b))
+    # graph: DOT with both channels, the writer edge bold (lock holder).
+    d = ok("graph", f"{PREFIX}*")
+    assert d.startswith("digraph nerve {")
+    assert f'p{holder.pid} -> "c:{b}" [color=firebrick, style=bold, label="lock"];' in d
+    assert f'"c:{a}" -> p{reader.pid} [color=steelblue];' in d
+    assert f'"c:{a}" -> p{holder.pid} [color=steelblue];' in d
+    svg = tmp_path / "g.svg"
+    if os.path.exists("/usr/bin/dot"):
+        ok("graph", f"{PREFIX}*", "-o", str(svg))
+        assert svg.read_text().lstrip().startswith(("<?xml", "<svg"))
+    else:
+        print("SKIP svg: graphviz's dot is not installed", file=sys.stderr)
+    # Readers of who write nothing: the channel files are unchanged.
+    before = Path(f"/dev/shm/nerve.{a}").read_bytes()
+    ok("who", a)
+    assert Path(f"/dev/shm/nerve.{a}").read_bytes() == before
+    # Nobody: after the processes ended.
+    for p in (reader, holder):
+        p.kill()
+        p.communicate(timeout=10)
+    assert ok("who", a) == "no process has a matching channel open\n" or "could not be inspected" in ok("who", a)
+
+
+# ---- ls patterns and --watch (C) ------------------------------------------
+
+def test_ls_pattern_and_watch(name) -> None:
+    a, b = name("lsa"), name("lsb")
+    for n in (a, b):
+        nerve.create(n, slots=8, size=4096).close()
+    out = ok("ls", f"{PREFIX}*-lsa")
+    assert a in out and b not in out
+    out = ok("ls", f"{PREFIX}*-lsa", f"{PREFIX}*-lsb", "--json")
+    assert [e["name"] for e in json.loads(out)] == [a, b]
+    assert json.loads(ok("ls", f"{PREFIX}no-such-*", "--json")) == []
+    out = ok("ls", a, "--watch", "--count", "3", "--interval", "0.05")
+    assert out.count("NAME") == 3 and out.count(a) == 3
+    assert run("ls", "--watch", "--interval", "0").returncode == 2
+    golden("ls_pattern", re.sub(r" +", " ", norm(ok("ls", a), a)))
+
+
+def test_no_leftovers_in_shm() -> None:
+    """Runs last in this file: no channel of this process is left."""
+    left = sorted(p.name for p in Path("/dev/shm").glob(f"nerve*.{PREFIX}*"))
+    assert not left, left
