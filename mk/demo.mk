@@ -27,4 +27,4 @@ cyclic-bench: deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS) --target nerve-cyclic
 	DUR=$(CYCLIC_BENCH_SECONDS) OUT=bench/results/cyclic-$$(hostname).md \
-	    tools/cyclic/cyclic-vs-cyclictest.sh $(BUILD)/tools/cyclic/nerve-cyclic
+	    tools/cyclic/cyclic-vs-cyclictest.sh $(BUILD)/tools/nerve-cyclic

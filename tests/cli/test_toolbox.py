@@ -342,3 +342,79 @@ def test_no_leftovers_in_shm() -> None:
     """Runs last in this file: no channel of this process is left."""
     left = sorted(p.name for p in Path("/dev/shm").glob(f"nerve*.{PREFIX}*"))
     assert not left, left
+
+
+# ---- shell completion ----------------------------------------------------
+
+COMPLETION = HERE.parent.parent / "tools" / "completion"
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(NERVE).resolve().parent}:{env['PATH']}" if os.sep in NERVE else env["PATH"]
+    return env
+
+
+def _bash_complete(*words: str) -> List[str]:
+    script = ('. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _nerve; '
+              'printf "%s\\n" "${COMPREPLY[@]}"')
+    p = subprocess.run(["bash", "--norc", "-c", script, "_", str(COMPLETION / "nerve.bash"), *words],
+                       capture_output=True, text=True, timeout=60, env=_env())
+    assert p.returncode == 0, p.stderr
+    return [x for x in p.stdout.splitlines() if x]
+
+
+def test_bash_completion(name) -> None:
+    ch = name("compl")
+    nerve.create(ch, slots=4, size=4096).close()
+    assert _bash_complete("nerve", "cr") == ["create"]
+    assert "echo" in _bash_complete("nerve", "ec")          # an external verb
+    assert _bash_complete("nerve", "get", ch[:-3]) == [ch]  # a channel name
+    assert "--newest" in _bash_complete("nerve", "get", "--ne")
+    assert _bash_complete("nerve", "get", "--format", "js") == ["json"]
+    assert "--no-arrays" in _bash_complete("nerve", "echo", "--no")
+
+
+def test_zsh_completion(name) -> None:
+    """The script is registered by compinit from the fpath, and its
+    candidate lists hold verbs (external ones too) and channel names; a
+    real completion is driven through zsh's zpty (an interactive shell
+    in a pseudo-terminal) and must insert the verb."""
+    ch = name("zcompl")
+    nerve.create(ch, slots=4, size=4096).close()
+    script = r'''
+fpath=("$1" $fpath); autoload -Uz compinit; compinit -u -D
+[[ $_comps[nerve] == _nerve ]] || { print "not registered"; exit 1 }
+source "$1/_nerve"
+print -l -- "verbs:" $(_nerve_verbs) "chans:" $(_nerve_channels) "flags:" $(_nerve_flags get)
+'''
+    p = subprocess.run(["zsh", "-f", "-c", script, "_", str(COMPLETION)], capture_output=True,
+                       text=True, timeout=60, env=_env())
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = p.stdout.split()
+    verbs = out[out.index("verbs:") + 1: out.index("chans:")]
+    chans = out[out.index("chans:") + 1: out.index("flags:")]
+    flags = out[out.index("flags:") + 1:]
+    assert {"create", "get", "echo", "who"} <= set(verbs)
+    assert ch in chans and "--newest" in flags
+    # An interactive completion: "nerve crea<TAB>" becomes "nerve create ".
+    drive = r'''
+zmodload zsh/zpty
+zpty -b z 'zsh -f -i'
+zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D"
+zpty -w z "print READY"
+zpty -r -m z out '*READY*READY*' || exit 3
+zpty -w -n z $'nerve crea\t'
+sleep 1
+zpty -w -n z $'\x01print -r -- X-\x05-X\n'
+out=""
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    zpty -r -t z line && out+=$line
+    [[ $out == *X-nerve\ create*-X* ]] && { print OK; zpty -d z; exit 0 }
+    sleep 0.3
+done
+print -r -- "got: $out"; zpty -d z; exit 1
+'''
+    p = subprocess.run(["zsh", "-f", "-c", drive, "_", str(COMPLETION)], capture_output=True,
+                       text=True, timeout=60, env=_env())
+    assert "OK" in p.stdout, p.stdout + p.stderr

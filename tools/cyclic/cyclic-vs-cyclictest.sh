@@ -17,7 +17,7 @@
 # from 1 us histograms (the "hist" column); nerve's exact RMS is shown too.
 set -eu
 
-NC=${1:-build/tools/cyclic/nerve-cyclic}
+NC=${1:-build/tools/nerve-cyclic}
 DUR=${DUR:-30}
 ROUNDS=${ROUNDS:-2}
 PRIO=${PRIO:-80}
