@@ -16,10 +16,14 @@
     "usage: nerve create NAME [--slots N] [--size BYTES] [--mode OCTAL]\n"      \
     "                         [--type T] [--encoding E] [--schema FILE]\n"      \
     "                         [--exist-ok]\n"                                   \
-    "Create channel NAME (/dev/shm/nerve.NAME).\n"                              \
+    "Create channel NAME (/dev/shm/nerve.NAME) and print the memory it\n"     \
+    "committed.\n"                                                              \
     "  --slots N        index ring entries (default 1024)\n"                    \
     "  --size BYTES     data ring bytes, also the largest message; suffixes\n"  \
-    "                   K, M, G (default 1M)\n"                                 \
+    "                   K, M, G (default 1M). The channel is a file in\n"       \
+    "                   /dev/shm, i.e. memory, committed when it is created:\n" \
+    "                   --size 8G takes 8 GB of RAM at once. Sizes larger\n"    \
+    "                   than the free space of /dev/shm are refused.\n"         \
     "  --mode OCTAL     permission bits (default 0644)\n"                       \
     "  --type T         type name recorded in the metadata\n"                   \
     "  --encoding E     encoding (raw, cdr, ros1msg, protobuf, json, ...)\n"    \

@@ -481,8 +481,17 @@ def create(
 
 def open(name: str, write: bool = False) -> Channel:
     """Open an existing channel, read-only unless ``write``. Readers need
-    only read permission and never write to the channel."""
-    return Channel(name, write)
+    only read permission and never write to the channel.
+
+    The new handle's cursor is just before the oldest message present now:
+    ``get()`` returns that message with ``missed`` 0, and ``missed`` counts
+    only messages this handle could have had and lost (overwritten after it
+    opened), never the history before it."""
+    ch = Channel(name, write)
+    tail = ch._stat()["tail_seq"]
+    if tail > 1:
+        ch.seek(tail - 1)
+    return ch
 
 
 def unlink(name: str) -> None:
