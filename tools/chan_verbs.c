@@ -1172,25 +1172,32 @@ int cli_check(int argc, char **argv)
     if (done >= 0) {
         return done;
     }
-    if (optind != argc - 1) {
-        return cli_usage("check", optind >= argc ? "missing NAME"
-                                                 : "too many arguments");
+    if (optind >= argc) {
+        return cli_usage("check", "missing NAME");
     }
-    const char *name = argv[optind];
-    if (check_name("check", name) != 0) {
-        return CLI_USAGE;
+    /* Every NAME is checked (as rm tries every NAME); the worst status. */
+    int status = CLI_OK;
+    for (int i = optind; i < argc; i++) {
+        const char *name = argv[i];
+        if (check_name("check", name) != 0) {
+            status = CLI_USAGE;
+            continue;
+        }
+        char msg[512] = "";
+        int rc = nerve_chan_check(name, msg, sizeof msg);
+        if (strcmp(msg, nerve_strerror(rc)) == 0) {
+            msg[0] = '\0'; /* the explanation adds nothing to the message */
+        }
+        if (rc != 0) {
+            fprintf(stderr, "nerve check: %s: %s: %s%s%s\n", name,
+                    nerve_err_name(rc), nerve_strerror(rc), msg[0] ? ": " : "",
+                    msg);
+            if (status == CLI_OK) {
+                status = CLI_FAIL;
+            }
+            continue;
+        }
+        printf("%s: ok\n", name);
     }
-    char msg[512] = "";
-    int rc = nerve_chan_check(name, msg, sizeof msg);
-    if (strcmp(msg, nerve_strerror(rc)) == 0) {
-        msg[0] = '\0'; /* the explanation adds nothing to the message */
-    }
-    if (rc != 0) {
-        fprintf(stderr, "nerve check: %s: %s: %s%s%s\n", name,
-                nerve_err_name(rc), nerve_strerror(rc), msg[0] ? ": " : "",
-                msg);
-        return CLI_FAIL;
-    }
-    printf("%s: ok\n", name);
-    return CLI_OK;
+    return status;
 }

@@ -94,10 +94,10 @@
     "permission, writers read and write.\n"
 
 #define HELP_CHECK                                                              \
-    "usage: nerve check NAME\n"                                                 \
-    "Verify every invariant of a channel file that can be checked without\n"   \
-    "the writer lock. Exit 0 if consistent; otherwise say what is wrong and\n" \
-    "exit 1.\n"
+    "usage: nerve check NAME...\n"                                              \
+    "Verify every invariant of channel files that can be checked without\n"   \
+    "the writer lock. Prints NAME: ok for each consistent one; otherwise\n"   \
+    "says what is wrong. Every NAME is checked; exit 1 if any failed.\n"
 
 #define HELP_HELP                                                               \
     "usage: nerve help [VERB]\n"                                                \

@@ -498,3 +498,31 @@ def test_cyclic_found_in_build_tree() -> None:
 def test_help_lists_external_verbs() -> None:
     out = ok("-h")
     assert "external verbs" in out and "  echo" in out and "  who" in out
+
+
+def test_python_reprs_and_create_size(name) -> None:
+    ch = name("repr")
+    with nerve.create(ch, slots=8, size=1 << 20, mode=0o640) as w:
+        w.put(b"\x01" * 1_000_000)
+        m = w.get(newest=True, repeat=True)
+        r = repr(m)
+        assert len(r) < 300 and "size=1000000" in r and "time_ns=" in r and "(monotonic)" in r
+        assert r.count("\\x01") == 16 and r.endswith("...)")
+        assert m.time_ns == m.time
+        info = w.stat()
+        ri = repr(info)
+        assert "mode=0o640" in ri and "newest_time_ns=" in ri and "created_realtime_ns=" in ri
+        assert info.newest_time_ns == info.newest_time and info.created_realtime_ns == info.created
+    for bad in ({"size": 0}, {"slots": 0}, {"size": -1}):
+        with pytest.raises(ValueError):
+            nerve.create(name("zero"), **bad)
+
+
+def test_check_takes_many_names(name) -> None:
+    a, b = name("ca"), name("cb")
+    for n in (a, b):
+        nerve.create(n, slots=4, size=4096).close()
+    assert ok("check", a, b) == f"{a}: ok\n{b}: ok\n"
+    p = run("check", a, f"{PREFIX}missing", b)
+    assert p.returncode == 1 and p.stdout.decode() == f"{a}: ok\n{b}: ok\n"
+    assert b"ENOENT" in p.stderr
