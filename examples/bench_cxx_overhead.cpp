@@ -5,7 +5,7 @@
 //   bench_cxx_overhead [--rounds 200] [--batch 2000] [--channel NAME]
 //
 // One operation is a put of one sample followed by a get of the newest
-// (fuRom's IMU case without the wake-up, so the layer's own cost is not
+// (fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API)'s IMU case without the wake-up, so the layer's own cost is not
 // buried under a context switch). Each round times a batch of operations
 // through C and a batch through C++, in alternating order so that neither
 // always runs second; a batch's time / size is one sample of ns/op. The

@@ -1,5 +1,5 @@
 // IMU publisher: a driver process that publishes a 40-byte robot_msgs::Imu
-// sample at a fixed rate (2 kHz by default, fuRom's IMU benchmark rate)
+// sample at a fixed rate (2 kHz by default, fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API)'s IMU benchmark rate)
 // on a nerve channel, writing each sample in place through a zero-copy
 // loan.
 //

@@ -1,5 +1,5 @@
 // Sync by time: pair each laser scan with the IMU sample taken at the same
-// moment, using Reader::get_by_timestamp() (fuRom's synchronisation of two
+// moment, using Reader::get_by_timestamp() (fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API)'s synchronisation of two
 // topics). Two sensor threads stand in for driver processes: an IMU at
 // 500 Hz and a laser scanner at 40 Hz whose scans are written in place
 // through a loan sized at loan time (360 ranges). The main thread waits
