@@ -526,3 +526,18 @@ def test_check_takes_many_names(name) -> None:
     p = run("check", a, f"{PREFIX}missing", b)
     assert p.returncode == 1 and p.stdout.decode() == f"{a}: ok\n{b}: ok\n"
     assert b"ENOENT" in p.stderr
+
+
+def test_docs_python_example_runs(name) -> None:
+    """docs/python.md's first example, run as written (on a unique channel
+    name, with the follow loop's silence timeout shortened)."""
+    text = (HERE.parent.parent / "docs" / "python.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    ch = name("camera")
+    code = code.replace('"camera"', repr(ch)).replace("timeout=5.0", "timeout=0.2")
+    env: dict = {}
+    exec(compile(code, "docs/python.md", "exec"), env)
+    env["cam"].close()
+    with nerve.open(ch) as r:
+        assert r.get(seq=2).size == 6         # the reservation published 6 bytes
+        assert r.get(newest=True).size == 1080 * 1920 * 3
