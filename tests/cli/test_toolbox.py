@@ -541,3 +541,20 @@ def test_docs_python_example_runs(name) -> None:
     with nerve.open(ch) as r:
         assert r.get(seq=2).size == 6         # the reservation published 6 bytes
         assert r.get(newest=True).size == 1080 * 1920 * 3
+
+
+def test_cxx_examples_help_and_cleanup() -> None:
+    """The C++ examples answer --help, use per-user default names (not the
+    global "imu"/"cmd") and remove their channels on exit."""
+    ex = Path(NERVE).resolve().parent.parent / "examples"
+    progs = ["imu_publisher", "controller", "sync_by_time", "bench_cxx_overhead"]
+    if not all((ex / p).exists() for p in progs):
+        pytest.skip(f"the C++ examples are not built in {ex}")
+    for prog in progs:
+        p = subprocess.run([str(ex / prog), "--help"], capture_output=True, timeout=30)
+        assert p.returncode == 0 and p.stdout.startswith(f"usage: {prog}".encode()), prog
+    uid = os.getuid()
+    p = subprocess.run([str(ex / "imu_publisher"), "--count", "3", "--rate", "1000"],
+                       capture_output=True, timeout=30)
+    assert p.returncode == 0 and f"example-{uid}-imu".encode() in p.stdout, p.stdout
+    assert not Path(f"/dev/shm/nerve.example-{uid}-imu").exists()
