@@ -558,3 +558,33 @@ def test_cxx_examples_help_and_cleanup() -> None:
                        capture_output=True, timeout=30)
     assert p.returncode == 0 and f"example-{uid}-imu".encode() in p.stdout, p.stdout
     assert not Path(f"/dev/shm/nerve.example-{uid}-imu").exists()
+
+
+def test_rate_text_golden() -> None:
+    """The text reports of hz, bw and delay, from fixed numbers."""
+    from nerve_tools import rate
+
+    reports = {
+        "hz": {"window": 100, "messages": 250, "missed": 2, "rate_hz": 99.96,
+               "min_ns": 9_800_000, "max_ns": 10_250_000, "std_dev_ns": 120_500},
+        "bw": {"window": 100, "messages": 250, "missed": 0, "bytes_per_s": 31_600.0,
+               "mean_size": 316.0, "min_size": 316, "max_size": 316},
+        "delay": {"window": 50, "messages": 50, "missed": 0, "delay_ns": 48_400,
+                  "min_ns": 20_100, "max_ns": 2_388_000, "std_dev_ns": 95_000,
+                  "stamp_delay_ns": 3_455_000, "stamp_min_ns": 389_000,
+                  "stamp_max_ns": 26_640_000, "stamp_std_dev_ns": 7_765_000, "stamp_window": 50},
+    }
+    text = "".join(f"== {k}\n{rate.text(k, r)}\n" for k, r in reports.items())
+    text += "== waiting\n" + rate.text("hz", {"window": 1, "messages": 1, "missed": 0}) + "\n"
+    golden("rates", text)
+
+
+def test_man_pages_for_external_verbs(tmp_path) -> None:
+    gen = HERE.parent.parent / "tools" / "man" / "gen-man.py"
+    p = subprocess.run([sys.executable, str(gen), NERVE, str(tmp_path), "--external"],
+                       capture_output=True, text=True, timeout=120, env=_env())
+    assert p.returncode == 0, p.stderr
+    echo = (tmp_path / "nerve-echo.1").read_text()
+    assert echo.startswith(".TH NERVE-ECHO 1") and "-field" in echo
+    assert "--no-arrays" in echo.replace("\\-", "-")
+    assert (tmp_path / "nerve-create.1").exists() and (tmp_path / "nerve.1").exists()
