@@ -588,3 +588,22 @@ def test_man_pages_for_external_verbs(tmp_path) -> None:
     assert echo.startswith(".TH NERVE-ECHO 1") and "-field" in echo
     assert "--no-arrays" in echo.replace("\\-", "-")
     assert (tmp_path / "nerve-create.1").exists() and (tmp_path / "nerve.1").exists()
+
+
+@pytest.mark.parametrize("encoding,typename", [("cdr", "demo_msgs/msg/Thing"), ("ros1msg", "demo_msgs/Thing")])
+def test_echo_pub_custom_type_from_schema(name, tmp_path, encoding, typename) -> None:
+    """A type rosbags does not ship, known only from the channel's schema
+    (a .msg definition given to `nerve create --schema`)."""
+    ch = name("thing")
+    msg = tmp_path / "Thing.msg"
+    msg.write_text("float64 x\nstring label\nint32[] ids\n")
+    ok("create", ch, "--type", typename, "--encoding", encoding, "--schema", str(msg),
+       "--slots", "8", "--size", "4K")
+    ok("pub", ch, "{x: 2.5, label: hello, ids: [1, 2, 3]}")
+    assert ok("echo", ch, "--all", "--count", "1") == "x: 2.5\nlabel: hello\nids: [1, 2, 3]\n---\n"
+    p = run("pub", ch, "{x: oops}")
+    assert p.returncode == 2 and b"x: a number is needed" in p.stderr
+    with nerve.open(ch) as r:
+        data = r.get(seq=1).data
+    m = schemas.decode(data, typename, encoding, msg.read_bytes())
+    assert (m.x, m.label, list(m.ids)) == (2.5, "hello", [1, 2, 3])
