@@ -48,7 +48,7 @@ cmake -S "$src/examples" -B "$tmp/examples" $gen \
     { cat "$tmp/cfg.log"; exit 1; }
 cmake --build "$tmp/examples" -j2
 ex=$tmp/examples
-"$ex/imu_publisher" --channel "$p-imu" --rate 2000 --count 100
+"$ex/imu_publisher" --channel "$p-imu" --rate 2000 --count 100 --keep
 "$ex/controller" --imu "$p-imu" --cmd "$p-cmd" --count 1 --duration 10 --unlink
 "$ex/sync_by_time" --imu "$p-simu" --scan "$p-sscan" --duration 0.2 --unlink
 "$ex/bench_cxx_overhead" --rounds 2 --batch 100 --channel "$p-bench" >/dev/null
