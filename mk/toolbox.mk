@@ -6,7 +6,7 @@
 # included before it, so its variables are not used in prerequisites).
 # graphviz renders `nerve graph -o x.svg`; zsh and bash
 # load the completion scripts in the tests.
-DEPS_PKGS += graphviz zsh bash-completion
+DEPS_PKGS += graphviz zsh
 
 TEST_TARGETS += test-toolbox
 
