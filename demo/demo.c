@@ -1,5 +1,7 @@
 /* nerve-demo (`make demo`): a balancing robot in miniature, the Golem Krang
- * pattern of seed 000 on nerve channels, one process per role:
+ * pattern of the Ach paper (Dantam and Stilman, "Robust and efficient
+ * communication for real-time multi-process robot software", Humanoids
+ * 2012) on nerve channels, one process per role:
  *
  *   imu        1 kHz periodic task (SCHED_FIFO when permitted) publishing a
  *              sample stamped with its measurement time        -> .imu
@@ -18,9 +20,12 @@
  * the control loop does not notice: the actuator and controller keep
  * separate statistics before and after the kill. At the end every role
  * stops on SIGTERM and puts a text report into the .report channel, which
- * the launcher prints. Channels are removed at the end, also after Ctrl-C.
- * Every process uses only the public API. Lines starting with "RESULT" are
- * for tests/rt/test_rt_demo.c. */
+ * the launcher prints, followed by a short summary (what ran, what was
+ * killed, the control loop's latency before and after, what was lost).
+ * Channels are removed at the end, also after Ctrl-C. Every process uses
+ * only the public API. With --machine the launcher also prints the
+ * machine-readable "RESULT role=..." lines (tests/rt/test_rt_demo.c reads
+ * them); without it they stay out of the text for people. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -62,6 +67,7 @@ struct cmd_msg {
 };
 
 static char g_prefix[128];
+static int g_machine; /* --machine: print the RESULT lines */
 static volatile sig_atomic_t g_stop, g_phase;
 static nerve_task *g_task;
 static nerve_chan *g_wait[3];
@@ -156,19 +162,52 @@ __attribute__((format(printf, 1, 2))) static void rep(const char *fmt, ...)
                       : sizeof g_report - g_rlen - 1;
 }
 
-static void rep_task(const char *name)
+static const char *policy_name(int32_t p)
+{
+    return p == NERVE_RT_FIFO ? "SCHED_FIFO" : p == NERVE_RT_RR ? "SCHED_RR"
+                                                                 : "SCHED_OTHER";
+}
+
+/* A task's statistics in words. `clock`: a periodic task (its wake-up and
+ * period errors are shown); otherwise a task woken by a channel, whose
+ * latency the role reports itself (rep_lat), once. */
+static void rep_task(const char *name, int clock)
 {
     struct nerve_task_stats st;
     if (nerve_task_get_stats(g_task, &st) != 0)
         return;
-    g_rlen += (size_t)nerve_task_stats_format(&st, name, g_report + g_rlen,
-                                              sizeof g_report - g_rlen);
-    if (g_rlen >= sizeof g_report)
-        g_rlen = sizeof g_report - 1;
+    rep("%s: %s priority %d, %llu cycles", name, policy_name(st.policy),
+        (int)st.priority, (unsigned long long)st.cycles);
+    if (clock)
+        rep(", %llu overruns, %llu skipped\n",
+            (unsigned long long)st.overruns, (unsigned long long)st.skipped);
+    else
+        rep(", %llu deadlines without a message\n",
+            (unsigned long long)st.timeouts);
+    if (clock && st.abs_err.n) {
+        rep("  wake-up error (abs err: wake-up minus its scheduled time): "
+            "mean %.1f us, max %.1f us\n",
+            st.abs_err.mean_ns / 1e3, st.abs_err.max_ns / 1e3);
+    }
+    if (clock && st.rel_err.n) {
+        rep("  period error (rel err: time between two wake-ups minus the "
+            "period): largest %.1f us, rms %.1f us\n",
+            st.rel_err.max_abs_ns / 1e3, st.rel_err.rms_ns / 1e3);
+    }
+    if (st.exec.n)
+        rep("  work per cycle: mean %.1f us, max %.1f us\n",
+            st.exec.mean_ns / 1e3, st.exec.max_ns / 1e3);
 }
 
-static void rep_lat(const char *role, const char *phase, const struct lat *l)
+/* One latency figure of a role, per phase: a line for people and the
+ * RESULT line (printed by the launcher only with --machine). */
+static void rep_lat(const char *role, const char *what, const char *phase,
+                    const struct lat *l)
 {
+    rep("  %s, %s the kill: p50 %.0f us, p99 %.0f us, max %.0f us "
+        "(%llu samples)\n",
+        what, phase, lat_q(l, 0.5), lat_q(l, 0.99), l->max / 1e3,
+        (unsigned long long)l->n);
     rep("RESULT role=%s phase=%s n=%llu missed=%llu p50_us=%.0f "
         "p90_us=%.0f p99_us=%.0f p999_us=%.0f max_us=%.1f rms_us=%.1f\n",
         role, phase, (unsigned long long)l->n, (unsigned long long)l->missed,
@@ -275,7 +314,7 @@ static int role_imu(void)
     o.policy = NERVE_RT_FIFO; /* rate-monotonic priority from 1 ms */
     o.flags = NERVE_RT_BEST_EFFORT;
     run_task(&o, imu_body, NULL, "imu");
-    rep_task("imu (1 kHz periodic task)");
+    rep_task("imu (1 kHz periodic task)", 1);
     struct nerve_task_stats st;
     if (nerve_task_get_stats(g_task, &st) == 0)
         rep("RESULT role=imu cycles=%llu overruns=%llu jitter_us=%.1f "
@@ -340,9 +379,11 @@ static int role_controller(void)
     o.policy = NERVE_RT_FIFO;
     o.flags = NERVE_RT_BEST_EFFORT;
     run_task(&o, ctl_body, &c, "controller");
-    rep_task("controller (woken by each IMU sample)");
-    rep_lat("controller", "before", &c.wake[0]);
-    rep_lat("controller", "after", &c.wake[1]);
+    rep_task("controller (woken by each IMU sample)", 0);
+    rep_lat("controller", "IMU commit -> controller wake-up", "before",
+            &c.wake[0]);
+    rep_lat("controller", "IMU commit -> controller wake-up", "after",
+            &c.wake[1]);
     rep("RESULT role=controller commands=%llu plans_seen=%llu "
         "last_plan=%llu\n",
         (unsigned long long)c.cmds, (unsigned long long)c.plans,
@@ -389,9 +430,11 @@ static int role_actuator(void)
     o.policy = NERVE_RT_FIFO;
     o.flags = NERVE_RT_BEST_EFFORT;
     run_task(&o, act_body, &a, "actuator");
-    rep_task("actuator (consumes every command)");
-    rep_lat("actuator", "before", &a.e2e[0]);
-    rep_lat("actuator", "after", &a.e2e[1]);
+    rep_task("actuator (consumes every command)", 0);
+    rep_lat("actuator", "control loop, IMU sample -> actuator", "before",
+            &a.e2e[0]);
+    rep_lat("actuator", "control loop, IMU sample -> actuator", "after",
+            &a.e2e[1]);
     send_report();
     return 0;
 }
@@ -416,7 +459,7 @@ static int role_planner(void)
     o.policy = NERVE_RT_FIFO;
     o.flags = NERVE_RT_BEST_EFFORT;
     run_task(&o, plan_body, NULL, "planner");
-    rep_task("planner (100 Hz periodic task)");
+    rep_task("planner (100 Hz periodic task)", 1);
     send_report();
     return 0;
 }
@@ -426,9 +469,18 @@ static int role_planner(void)
 static int role_logger(void)
 {
     static const char *names[3] = {"imu", "cmd", "plan"};
-    uint64_t got[3] = {0}, missed[3] = {0};
-    for (int i = 0; i < 3; i++)
+    uint64_t got[3] = {0}, missed[3] = {0}, gone[3] = {0};
+    for (int i = 0; i < 3; i++) {
         g_wait[i] = open_chan(names[i], NERVE_O_READ);
+        /* Start at the oldest message present: what was overwritten before
+         * this logger started (a restarted logger's backlog) is reported
+         * apart, as it is no loss of this logger's. */
+        struct nerve_stats st;
+        if (nerve_chan_stat(g_wait[i], &st) == 0 && st.tail_seq > 1) {
+            gone[i] = st.tail_seq - 1;
+            nerve_chan_seek(g_wait[i], st.tail_seq - 1);
+        }
+    }
     g_nwait = 3;
     send_ready("logger");
     static unsigned char buf[4096];
@@ -448,15 +500,19 @@ static int role_logger(void)
             }
         }
     }
-    rep("logger (walks every message; a restarted logger resumes from the "
-        "oldest still present):\n");
+    rep("logger (walks every message, from the oldest still present when it "
+        "started; the report is the restarted logger's):\n");
     for (int i = 0; i < 3; i++)
-        rep("  %-4s %8llu logged, %6llu missed\n", names[i],
-            (unsigned long long)got[i], (unsigned long long)missed[i]);
-    rep("RESULT role=logger imu=%llu cmd=%llu plan=%llu missed=%llu\n",
+        rep("  %-4s %8llu logged, %6llu lost while it ran (%llu were "
+            "overwritten before it started)\n",
+            names[i], (unsigned long long)got[i],
+            (unsigned long long)missed[i], (unsigned long long)gone[i]);
+    rep("RESULT role=logger imu=%llu cmd=%llu plan=%llu missed=%llu "
+        "backlog=%llu\n",
         (unsigned long long)got[0], (unsigned long long)got[1],
         (unsigned long long)got[2],
-        (unsigned long long)(missed[0] + missed[1] + missed[2]));
+        (unsigned long long)(missed[0] + missed[1] + missed[2]),
+        (unsigned long long)(gone[0] + gone[1] + gone[2]));
     send_report();
     return 0;
 }
@@ -486,7 +542,8 @@ static int role_slow(void)
         nanosleep(&ts, NULL);
     }
     rep("slow reader (20 ms per message, ring of 256): %llu read, %llu "
-        "missed (overwritten before it got to them)\n",
+        "skipped (overwritten before it got to them: by design, it cannot "
+        "keep up)\n",
         (unsigned long long)got, (unsigned long long)missed);
     rep("RESULT role=slow received=%llu missed=%llu\n",
         (unsigned long long)got, (unsigned long long)missed);
@@ -513,7 +570,7 @@ static pid_t spawn_role(const char *self, int r)
     pid_t pid = fork();
     if (pid == 0) {
         execl(self, self, "--role", role_names[r], "--prefix", g_prefix,
-              (char *)NULL);
+              g_machine ? "--machine" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     return pid;
@@ -583,6 +640,61 @@ static int wait_ready(nerve_chan *rep_ch, int n)
     return 0;
 }
 
+/* The number after `key=` on the RESULT line containing `tag`, or -1. */
+static double result(const char *all, const char *tag, const char *key)
+{
+    for (const char *p = all; (p = strstr(p, "RESULT ")) != NULL; p++) {
+        const char *end = strchr(p, '\n');
+        const char *t = strstr(p, tag);
+        if (t == NULL || (end && t > end))
+            continue;
+        char k[64];
+        snprintf(k, sizeof k, " %s=", key);
+        const char *v = strstr(p, k);
+        if (v == NULL || (end && v > end))
+            return -1;
+        return strtod(v + strlen(k), NULL);
+    }
+    return -1;
+}
+
+/* The closing summary for people, from the roles' RESULT lines. */
+static void summary(const char *res, double seconds, int killed,
+                    double t_killed_s)
+{
+    printf("\nSummary\n");
+    printf("  ran:     imu (1 kHz), controller, actuator, planner (100 Hz), "
+           "logger and a slow reader, one process each, for %.1f s\n",
+           seconds);
+    if (killed)
+        printf("  killed:  the logger and the planner with SIGKILL at "
+               "t=%.1f s; the logger was restarted, the planner was not\n",
+               t_killed_s);
+    else
+        printf("  killed:  nothing (--no-kill)\n");
+    double b50 = result(res, "role=actuator phase=before", "p50_us");
+    double b99 = result(res, "role=actuator phase=before", "p99_us");
+    double a50 = result(res, "role=actuator phase=after", "p50_us");
+    double a99 = result(res, "role=actuator phase=after", "p99_us");
+    if (b50 >= 0 && a50 >= 0)
+        printf("  control loop latency (IMU sample -> actuator): p50 %.0f "
+               "us, p99 %.0f us before the kill; p50 %.0f us, p99 %.0f us "
+               "after\n", b50, b99, a50, a99);
+    double act_missed = result(res, "role=actuator phase=before", "missed") +
+                        result(res, "role=actuator phase=after", "missed");
+    double n_act = result(res, "role=actuator phase=before", "n") +
+                   result(res, "role=actuator phase=after", "n");
+    double log_missed = result(res, "role=logger", "missed");
+    if (act_missed == 0 && log_missed <= 0)
+        printf("  lost:    nothing: the actuator applied all %.0f commands "
+               "in order and the logger lost no message while it ran (the "
+               "slow reader skips samples by design)\n", n_act);
+    else
+        printf("  lost:    the actuator missed %.0f commands, the logger %.0f "
+               "messages while it ran (this machine was too loaded for the "
+               "rings' sizes)\n", act_missed, log_missed > 0 ? log_missed : 0);
+}
+
 static int launcher(const char *self, double seconds, int kill_mid)
 {
     struct sigaction sa;
@@ -618,6 +730,7 @@ static int launcher(const char *self, double seconds, int kill_mid)
     int64_t t0 = nerve_now_ns();
     int64_t t_kill = t0 + (int64_t)(seconds * 0.5e9);
     int killed = 0;
+    double t_killed_s = 0;
     if (rc == 0 && kill_mid) {
         nap_until(t_kill);
         if (!g_interrupted) {
@@ -636,6 +749,7 @@ static int launcher(const char *self, double seconds, int kill_mid)
             pids[R_PLAN] = 0;
             pids[R_LOG] = spawn_role(self, R_LOG);
             killed = 1;
+            t_killed_s = (nerve_now_ns() - t0) / 1e9;
         }
     }
     if (rc == 0)
@@ -657,29 +771,44 @@ static int launcher(const char *self, double seconds, int kill_mid)
             bad = 1;
         }
     }
-    /* The reports, in the order they arrived. */
+    /* The reports, in the order they arrived; RESULT lines are kept for
+     * the summary and printed only with --machine. */
     printf("\n");
     char *buf = malloc(256 * 1024);
+    static char results[16384];
+    size_t rlen = 0;
     struct nerve_get_info info;
     int reports = 0;
     while (buf && nerve_chan_get(rep_ch, buf, 256 * 1024, 0, 0, &info,
                                  NERVE_GET_NEXT) == 0) {
         if (strncmp(buf, "READY ", 6) == 0)
             continue;
-        fputs(buf, stdout);
+        for (char *line = buf; *line;) {
+            char *nl = strchr(line, '\n');
+            size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+            if (strncmp(line, "RESULT ", 7) == 0) {
+                if (rlen + n < sizeof results) {
+                    memcpy(results + rlen, line, n);
+                    rlen += n;
+                    results[rlen] = '\0';
+                }
+            } else {
+                fwrite(line, 1, n, stdout);
+            }
+            line += n;
+        }
         reports++;
     }
     free(buf);
     if (killed)
         printf("planner: killed mid-run (no report); the controller kept "
-               "using its last plan.\n"
-               "RESULT role=launcher killed=logger,planner reports=%d\n",
-               reports);
-    else
-        printf("RESULT role=launcher killed=none reports=%d\n", reports);
-    printf("latency lines: end-to-end IMU sample -> actuator (actuator) and "
-           "IMU commit -> controller wake-up (controller), before and after "
-           "the kill.\n");
+               "using its last plan.\n");
+    summary(results, seconds, killed, t_killed_s);
+    if (g_machine) {
+        fputs(results, stdout);
+        printf("RESULT role=launcher killed=%s reports=%d\n",
+               killed ? "logger,planner" : "none", reports);
+    }
     nerve_chan_close(rep_ch);
     unlink_all();
     if (g_interrupted)
@@ -694,13 +823,14 @@ int main(int argc, char **argv)
         {"prefix", required_argument, 0, 'p'},
         {"seconds", required_argument, 0, 's'},
         {"no-kill", no_argument, 0, 'n'},
+        {"machine", no_argument, 0, 'm'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *role = NULL;
     double seconds = 5;
     int kill_mid = 1, ch;
     snprintf(g_prefix, sizeof g_prefix, "demo-%d", (int)getpid());
-    while ((ch = getopt_long(argc, argv, "r:p:s:nh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "r:p:s:nmh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'r':
             role = optarg;
@@ -718,9 +848,16 @@ int main(int argc, char **argv)
         case 'n':
             kill_mid = 0;
             break;
+        case 'm':
+            g_machine = 1;
+            break;
         case 'h':
             printf("usage: nerve-demo [--seconds S] [--prefix NAME] "
-                   "[--no-kill]\n");
+                   "[--no-kill] [--machine]\n"
+                   "A robot pipeline on nerve channels, one process per "
+                   "role; halfway through the\nlogger and the planner are "
+                   "killed with SIGKILL. --machine adds the\n"
+                   "machine-readable RESULT lines to the output.\n");
             return 0;
         default:
             return 2;

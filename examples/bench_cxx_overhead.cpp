@@ -5,7 +5,7 @@
 //   bench_cxx_overhead [--rounds 200] [--batch 2000] [--channel NAME]
 //
 // One operation is a put of one sample followed by a get of the newest
-// (fuRom's IMU case without the wake-up, so the layer's own cost is not
+// (fuRom (K. Irie, RSJ 2017)'s IMU case without the wake-up, so the layer's own cost is not
 // buried under a context switch). Each round times a batch of operations
 // through C and a batch through C++, in alternating order so that neither
 // always runs second; a batch's time / size is one sample of ns/op. The
@@ -77,6 +77,12 @@ robot_msgs::Imu sample(uint32_t seq)
 
 int main(int argc, char **argv)
 {
+    example::help(argc, argv,
+                  "usage: bench_cxx_overhead [--rounds 200] [--batch 2000] "
+                  "[--channel NAME]\n"
+                  "Time a put + newest get of a 40-byte IMU sample through the C++\n"
+                  "API against the same through the C API, alternating, and print\n"
+                  "the ratio. The channel (default bench-cxx-PID) is removed.\n");
     const long rounds = static_cast<long>(example::opt_num(argc, argv, "--rounds", 200));
     const long batch = static_cast<long>(example::opt_num(argc, argv, "--batch", 2000));
     const std::string name = example::opt(argc, argv, "--channel",

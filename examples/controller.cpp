@@ -4,8 +4,11 @@
 // acts on the current state and would only fall behind by handling every
 // queued one); pass --every to get every sample instead.
 //
-//   controller [--imu imu] [--cmd cmd] [--duration SECONDS] [--count N]
-//              [--every] [--unlink]
+//   controller [--imu NAME] [--cmd NAME] [--duration SECONDS] [--count N]
+//              [--every] [--keep]
+//
+// Default names example-UID-imu and example-UID-cmd; both channels are
+// removed on exit unless --keep.
 //
 // Stops on SIGINT / SIGTERM (the handler calls Node::stop(), which is
 // async-signal-safe), after --duration seconds (a timer thread calls
@@ -24,6 +27,15 @@
 #include <mutex>
 #include <thread>
 
+static const char USAGE[] =
+    "usage: controller [--imu NAME] [--cmd NAME] [--duration SEC] [--count N]\n"
+    "                  [--every] [--keep]\n"
+    "Subscribe to the IMU channel (default example-UID-imu), publish a\n"
+    "torque command per sample on the command channel (default\n"
+    "example-UID-cmd); the newest sample only unless --every. Stops on\n"
+    "Ctrl-C, after --duration seconds or --count commands; removes both\n"
+    "channels on exit unless --keep.\n";
+
 namespace {
 nerve::Node *g_node = nullptr;
 extern "C" void on_signal(int)
@@ -36,8 +48,11 @@ extern "C" void on_signal(int)
 
 int main(int argc, char **argv)
 {
-    const std::string imu_name = example::opt(argc, argv, "--imu", "imu");
-    const std::string cmd_name = example::opt(argc, argv, "--cmd", "cmd");
+    example::help(argc, argv, USAGE);
+    const std::string imu_name =
+        example::opt(argc, argv, "--imu", example::default_name("imu"));
+    const std::string cmd_name =
+        example::opt(argc, argv, "--cmd", example::default_name("cmd"));
     const double duration = example::opt_num(argc, argv, "--duration", 0.0);
     const double count = example::opt_num(argc, argv, "--count", 0.0);
 
@@ -129,7 +144,7 @@ int main(int argc, char **argv)
                 static_cast<unsigned long long>(st.errors),
                 static_cast<unsigned long long>(commands),
                 static_cast<double>(worst_age_ns) / 1e3);
-    if (example::flag(argc, argv, "--unlink")) {
+    if (!example::flag(argc, argv, "--keep")) {
         (void)nerve::Channel::unlink(cmd_name);
         (void)nerve::Channel::unlink(imu_name);
     }

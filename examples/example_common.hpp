@@ -11,8 +11,31 @@
 #include <cstring>
 #include <string>
 #include <time.h>
+#include <unistd.h>
 
 namespace example {
+
+/// With --help or -h in argv: print `text` (the program's usage) and
+/// exit 0.
+inline void help(int argc, char **argv, const char *text)
+{
+    for (int i = 1; i < argc; i++) {
+        if (std::strcmp(argv[i], "--help") == 0 ||
+            std::strcmp(argv[i], "-h") == 0) {
+            std::fputs(text, stdout);
+            std::exit(0);
+        }
+    }
+}
+
+/// The default channel name for `what`: "example-UID-what", so that the
+/// examples do not take a global name such as "imu" that another program
+/// (or user) may own.
+inline std::string default_name(const char *what)
+{
+    return "example-" + std::to_string(static_cast<unsigned>(getuid())) +
+           "-" + what;
+}
 
 /// The value after `--key` in argv, or `def`.
 inline std::string opt(int argc, char **argv, const char *key,

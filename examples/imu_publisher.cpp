@@ -1,13 +1,14 @@
 // IMU publisher: a driver process that publishes a 40-byte robot_msgs::Imu
-// sample at a fixed rate (2 kHz by default, fuRom's IMU benchmark rate)
+// sample at a fixed rate (2 kHz by default, fuRom (K. Irie, RSJ 2017)'s IMU benchmark rate)
 // on a nerve channel, writing each sample in place through a zero-copy
 // loan.
 //
-//   imu_publisher [--channel imu] [--rate 2000] [--duration SECONDS]
-//                 [--count N] [--unlink]
+//   imu_publisher [--channel NAME] [--rate 2000] [--duration SECONDS]
+//                 [--count N] [--keep]
 //
-// Runs until SIGINT / SIGTERM, --duration seconds or --count samples;
-// --unlink removes the channel on exit. Prints how many samples it
+// Runs until SIGINT / SIGTERM, --duration seconds or --count samples; the
+// channel (default example-UID-imu) is removed on exit unless --keep
+// (--unlink, the default, is accepted). Prints how many samples it
 // published.
 #include "example_common.hpp"
 #include "msgs.hpp"
@@ -16,6 +17,14 @@
 #include <csignal>
 #include <cstdio>
 
+static const char USAGE[] =
+    "usage: imu_publisher [--channel NAME] [--rate 2000] [--duration SEC]\n"
+    "                     [--count N] [--keep]\n"
+    "Publish a 40-byte IMU sample at --rate Hz on channel NAME (default\n"
+    "example-UID-imu), written in place through a zero-copy loan, until\n"
+    "Ctrl-C, --duration seconds or --count samples. The channel is removed\n"
+    "on exit unless --keep.\n";
+
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_signal(int) { g_stop = 1; }
@@ -23,7 +32,9 @@ extern "C" void on_signal(int) { g_stop = 1; }
 
 int main(int argc, char **argv)
 {
-    const std::string channel = example::opt(argc, argv, "--channel", "imu");
+    example::help(argc, argv, USAGE);
+    const std::string channel =
+        example::opt(argc, argv, "--channel", example::default_name("imu"));
     const double rate = example::opt_num(argc, argv, "--rate", 2000.0);
     const double duration = example::opt_num(argc, argv, "--duration", 0.0);
     const double count = example::opt_num(argc, argv, "--count", 0.0);
@@ -78,7 +89,7 @@ int main(int argc, char **argv)
     }
     std::printf("imu_publisher: published %u samples on %s at %.0f Hz\n", seq,
                 channel.c_str(), rate);
-    if (example::flag(argc, argv, "--unlink")) {
+    if (!example::flag(argc, argv, "--keep")) {
         (void)nerve::Channel::unlink(channel);
     }
     return rc;

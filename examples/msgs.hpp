@@ -21,7 +21,7 @@
 
 namespace robot_msgs {
 
-/// One inertial sample: 40 bytes, the fuRom benchmark's IMU size.
+/// One inertial sample: 40 bytes, the fuRom (K. Irie, RSJ 2017) benchmark's IMU size.
 struct Imu {
     static constexpr const char *nerve_type_name = "robot_msgs/Imu";
     int64_t stamp_ns;   // sample time, CLOCK_MONOTONIC

@@ -1,13 +1,15 @@
 // Sync by time: pair each laser scan with the IMU sample taken at the same
-// moment, using Reader::get_by_timestamp() (fuRom's synchronisation of two
+// moment, using Reader::get_by_timestamp() (fuRom (K. Irie, RSJ 2017)'s synchronisation of two
 // topics). Two sensor threads stand in for driver processes: an IMU at
 // 500 Hz and a laser scanner at 40 Hz whose scans are written in place
 // through a loan sized at loan time (360 ranges). The main thread waits
 // for each scan and asks the IMU channel for the newest sample committed
 // at or before the scan's commit time.
 //
-//   sync_by_time [--imu sync-imu] [--scan sync-scan] [--duration 1]
-//                [--unlink]
+//   sync_by_time [--imu NAME] [--scan NAME] [--duration 1] [--keep]
+//
+// Channels default to example-UID-sync-imu / -sync-scan and are removed
+// on exit unless --keep.
 //
 // Prints each pairing's time offset (only the first few) and a summary,
 // and exits 1 if no scan could be paired.
@@ -19,10 +21,19 @@
 #include <thread>
 #include <vector>
 
+static const char USAGE[] =
+    "usage: sync_by_time [--imu NAME] [--scan NAME] [--duration 1] [--keep]\n"
+    "Pair each laser scan with the IMU sample taken at the same moment\n"
+    "(Reader::get_by_timestamp). Channels default to example-UID-sync-imu\n"
+    "and example-UID-sync-scan and are removed on exit unless --keep.\n";
+
 int main(int argc, char **argv)
 {
-    const std::string imu_name = example::opt(argc, argv, "--imu", "sync-imu");
-    const std::string scan_name = example::opt(argc, argv, "--scan", "sync-scan");
+    example::help(argc, argv, USAGE);
+    const std::string imu_name =
+        example::opt(argc, argv, "--imu", example::default_name("sync-imu"));
+    const std::string scan_name =
+        example::opt(argc, argv, "--scan", example::default_name("sync-scan"));
     const double duration = example::opt_num(argc, argv, "--duration", 1.0);
 
     nerve::channel_options io;
@@ -130,7 +141,7 @@ int main(int argc, char **argv)
                 static_cast<unsigned long long>(paired),
                 static_cast<unsigned long long>(unpaired),
                 static_cast<double>(worst) / 1e6);
-    if (example::flag(argc, argv, "--unlink")) {
+    if (!example::flag(argc, argv, "--keep")) {
         (void)nerve::Channel::unlink(imu_name);
         (void)nerve::Channel::unlink(scan_name);
     }

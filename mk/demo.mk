@@ -1,8 +1,8 @@
-# make demo: the robot pipeline of issue 7 (demo/demo.c). An IMU process at
+# make demo: the robot pipeline (demo/demo.c). An IMU process at
 # 1 kHz, a controller woken by each sample, an actuator, a 100 Hz planner, a
 # logger and a deliberately slow reader; halfway through the logger and
 # the planner are killed with SIGKILL. Prints end-to-end latency
-# percentiles, each task's jitter and the missed counts.
+# percentiles, each task's timing errors, what was lost, and a summary.
 #
 #   make demo                  5 s run
 #   make demo DEMO_SECONDS=2   short run (CI)
@@ -27,4 +27,4 @@ cyclic-bench: deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS) --target nerve-cyclic
 	DUR=$(CYCLIC_BENCH_SECONDS) OUT=bench/results/cyclic-$$(hostname).md \
-	    tools/cyclic/cyclic-vs-cyclictest.sh $(BUILD)/tools/cyclic/nerve-cyclic
+	    tools/cyclic/cyclic-vs-cyclictest.sh $(BUILD)/tools/nerve-cyclic

@@ -1,4 +1,4 @@
-# Verification (issue 5): the SPIN model of the protocol, the crash
+# Verification: the SPIN model of the protocol, the crash
 # torture test and the channel-file fuzzer. docs/verification.md says what
 # each one proves.
 

@@ -48,7 +48,7 @@ cmake -S "$src/examples" -B "$tmp/examples" $gen \
     { cat "$tmp/cfg.log"; exit 1; }
 cmake --build "$tmp/examples" -j2
 ex=$tmp/examples
-"$ex/imu_publisher" --channel "$p-imu" --rate 2000 --count 100
+"$ex/imu_publisher" --channel "$p-imu" --rate 2000 --count 100 --keep
 "$ex/controller" --imu "$p-imu" --cmd "$p-cmd" --count 1 --duration 10 --unlink
 "$ex/sync_by_time" --imu "$p-simu" --scan "$p-sscan" --duration 0.2 --unlink
 "$ex/bench_cxx_overhead" --rounds 2 --batch 100 --channel "$p-bench" >/dev/null
@@ -141,6 +141,50 @@ CEOF
     LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$tmp/hello_ach" "$p-hello-ach"
     "$prefix/bin/nerve-ach" -V >/dev/null
+fi
+
+echo "== every installed program runs from the prefix (RUNPATH, no LD_LIBRARY_PATH)"
+for exe in "$prefix"/bin/*; do
+    [ -x "$exe" ] || continue
+    out=$(env -u LD_LIBRARY_PATH "$exe" --help 2>&1) ||
+        { echo "FAIL: $exe --help: $out"; exit 1; }
+    case $out in
+        *usage:*) echo "ok: $(basename "$exe") --help" ;;
+        *) echo "FAIL: $exe --help printed no usage: $out"; exit 1 ;;
+    esac
+    if command -v readelf >/dev/null 2>&1; then
+        readelf -d "$exe" | grep -q 'R.*PATH.*\$ORIGIN/\.\./' ||
+            { echo "FAIL: $exe has no \$ORIGIN/../lib RUNPATH"; exit 1; }
+    fi
+done
+[ -x "$prefix/bin/nerve-cyclic" ] || { echo "FAIL: nerve-cyclic not installed"; exit 1; }
+env -u LD_LIBRARY_PATH PATH=/usr/bin:/bin "$prefix/bin/nerve" cyclic --help | grep -q usage ||
+    { echo "FAIL: the installed nerve does not find nerve-cyclic beside it"; exit 1; }
+env -u LD_LIBRARY_PATH "$prefix/bin/nerve" create "$p-inst" --size 64K >/dev/null
+env -u LD_LIBRARY_PATH "$prefix/bin/nerve" put "$p-inst" hello
+[ "$(env -u LD_LIBRARY_PATH "$prefix/bin/nerve" get "$p-inst")" = hello ] ||
+    { echo "FAIL: installed nerve put/get"; exit 1; }
+env -u LD_LIBRARY_PATH "$prefix/bin/nerve" rm "$p-inst"
+
+echo "== man pages and shell completion"
+mandir=$(find "$prefix" -type d -name man1 | head -n 1)
+for page in nerve nerve-create nerve-ls nerve-get; do
+    [ -f "$mandir/$page.1" ] || { echo "FAIL: $page.1 not installed"; exit 1; }
+done
+if command -v man >/dev/null 2>&1; then
+    MANWIDTH=80 man -l "$mandir/nerve-create.1" 2>/dev/null | grep -q -- '--slots' ||
+        { echo "FAIL: nerve-create.1 does not render"; exit 1; }
+fi
+bc=$prefix/share/bash-completion/completions/nerve
+zc=$prefix/share/zsh/site-functions/_nerve
+[ -f "$bc" ] && [ -f "$zc" ] || { echo "FAIL: completion scripts not installed"; exit 1; }
+PATH="$prefix/bin:$PATH" bash -c '. "$1"; COMP_WORDS=(nerve cr); COMP_CWORD=1; _nerve;
+    [ "${COMPREPLY[*]}" = create ]' _ "$bc" ||
+    { echo "FAIL: installed bash completion does not complete a verb"; exit 1; }
+if command -v zsh >/dev/null 2>&1; then
+    PATH="$prefix/bin:$PATH" zsh -f -c 'fpath=("$1" $fpath); autoload -Uz compinit;
+        compinit -u -D; autoload -Uz _nerve; [[ $_comps[nerve] == _nerve ]]' _ "$(dirname "$zc")" ||
+        { echo "FAIL: installed zsh completion is not registered by compinit"; exit 1; }
 fi
 
 echo "test-install: ok"

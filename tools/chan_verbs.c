@@ -6,12 +6,15 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 enum fmt { FMT_RAW, FMT_HEX, FMT_TEXT, FMT_JSON };
@@ -40,6 +43,21 @@ static void catch_signals(nerve_chan *c)
     g_wait_chan = c;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+static void human_bytes(char *out, size_t len, uint64_t v);
+
+/* "64 KiB", "1.5 GiB", "512 bytes". */
+static void mem_str(char *out, size_t len, uint64_t v)
+{
+    char h[32];
+    human_bytes(h, sizeof h, v);
+    size_t n = strlen(h);
+    if (n > 0 && h[n - 1] >= 'A' && h[n - 1] <= 'Z') {
+        snprintf(out, len, "%.*s %ciB", (int)(n - 1), h, h[n - 1]);
+    } else {
+        snprintf(out, len, "%s bytes", h);
+    }
 }
 
 /* Common getopt handling of unknown options and missing arguments. */
@@ -91,7 +109,7 @@ static int check_name(const char *verb, const char *name)
                 "start with '.', at most %d bytes)\n",
                 verb, name, nerve_err_name(rc), nerve_strerror(rc),
                 NERVE_NAME_MAX);
-        return CLI_FAIL;
+        return CLI_USAGE;
     }
     return 0;
 }
@@ -225,7 +243,7 @@ int cli_create(int argc, char **argv)
     }
     const char *name = argv[optind];
     if (check_name("create", name) != 0) {
-        return CLI_FAIL;
+        return CLI_USAGE;
     }
     char *schema = NULL;
     if (schema_file != NULL) {
@@ -246,6 +264,25 @@ int cli_create(int argc, char **argv)
         o.schema = schema;
         o.schema_len = len;
     }
+    /* The file is memory, committed at creation: refuse what /dev/shm
+     * cannot hold (header and metadata pages + 32-byte index entries +
+     * the data ring, as docs/design/0001-shm-layout.md lays them out). */
+    uint64_t need = o.data_size + o.slots * 32 + 64 * 1024;
+    struct statvfs vfs;
+    if (statvfs("/dev/shm", &vfs) == 0) {
+        uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+        if (need > avail) {
+            char n[40], a[40];
+            mem_str(n, sizeof n, need);
+            mem_str(a, sizeof a, avail);
+            fprintf(stderr, "nerve create: %s: ENOSPC: this channel needs "
+                            "about %s of memory and /dev/shm has %s free "
+                            "(a channel's memory is committed when it is "
+                            "created)\n", name, n, a);
+            free(schema);
+            return CLI_FAIL;
+        }
+    }
     int rc = nerve_chan_create(name, &o);
     free(schema);
     if (rc == NERVE_EINVAL) {
@@ -265,6 +302,14 @@ int cli_create(int argc, char **argv)
     if (rc != 0) {
         return cli_err("create", name, rc);
     }
+    struct nerve_stats st;
+    if (nerve_stat(name, &st) == 0) {
+        char fs[40], ds[40];
+        mem_str(fs, sizeof fs, st.file_size);
+        mem_str(ds, sizeof ds, st.data_size);
+        printf("%s: %" PRIu64 " slots, %s data ring: %s of memory committed "
+               "(/dev/shm/nerve.%s)\n", name, st.slots, ds, fs, name);
+    }
     return CLI_OK;
 }
 
@@ -282,7 +327,7 @@ int cli_rm(int argc, char **argv)
     int status = CLI_OK;
     for (int i = optind; i < argc; i++) {
         if (check_name("rm", argv[i]) != 0) {
-            status = CLI_FAIL;
+            status = CLI_USAGE;
             continue;
         }
         int rc = nerve_chan_unlink(argv[i]);
@@ -365,25 +410,23 @@ static void human_age(char *out, size_t len, int64_t ns)
     }
 }
 
-int cli_ls(int argc, char **argv)
+static int ls_match(const char *name, char **pat, int npat)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int json = 0, c;
-    reset_getopt();
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': json = 1; break;
-        case 'h': return cli_print_help("ls");
-        default: return bad_option("ls", argc, argv);
+    if (npat == 0) {
+        return 1;
+    }
+    for (int i = 0; i < npat; i++) {
+        if (fnmatch(pat[i], name, 0) == 0) {
+            return 1;
         }
     }
-    if (optind != argc) {
-        return cli_usage("ls", "too many arguments");
-    }
+    return 0;
+}
+
+/* One listing of the channels matching any of pat[0..npat) (all when
+ * npat is 0). */
+static int ls_once(char **pat, int npat, int json)
+{
     struct name_list l = {NULL, 0, 0};
     int rc = nerve_list(collect_name, &l);
     if (rc != 0) {
@@ -401,7 +444,12 @@ int cli_ls(int argc, char **argv)
         printf("%-24s %7s %7s %9s %9s %8s  %s\n", "NAME", "SLOTS", "SIZE",
                "MESSAGES", "BYTES", "NEWEST", "TYPE");
     }
+    size_t shown = 0;
     for (size_t i = 0; i < l.n; i++) {
+        if (!ls_match(l.v[i], pat, npat)) {
+            free(l.v[i]);
+            continue;
+        }
         nerve_chan *ch = NULL;
         struct nerve_stats st;
         struct nerve_meta meta = {"", "", "", 0};
@@ -413,7 +461,7 @@ int cli_ls(int argc, char **argv)
             rc = nerve_chan_meta(ch, &meta);
         }
         if (json) {
-            fputs(i ? ",\n " : "\n ", stdout);
+            fputs(shown ? ",\n " : "\n ", stdout);
             fputs("{\"name\":", stdout);
             json_cstr(stdout, l.v[i]);
             if (rc != 0) {
@@ -454,11 +502,80 @@ int cli_ls(int argc, char **argv)
         }
         nerve_chan_close(ch);
         free(l.v[i]);
+        shown++;
     }
     if (json) {
-        fputs(l.n ? "\n]\n" : "]\n", stdout);
+        fputs(shown ? "\n]\n" : "]\n", stdout);
     }
     free(l.v);
+    fflush(stdout);
+    return CLI_OK;
+}
+
+int cli_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"watch", no_argument, NULL, 'w'},
+        {"interval", required_argument, NULL, 'i'},
+        {"count", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, watch = 0, c;
+    uint64_t count = 0;
+    int64_t interval = 1000000000;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'w': watch = 1; break;
+        case 'i':
+            if (seconds_to_ns("ls", optarg, &interval) != 0) {
+                return CLI_USAGE;
+            }
+            if (interval <= 0) {
+                return cli_usage("ls", "bad --interval '%s'", optarg);
+            }
+            break;
+        case 'c':
+            if (cli_parse_u64(optarg, &count) != 0 || count == 0) {
+                return cli_usage("ls", "bad --count '%s'", optarg);
+            }
+            break;
+        case 'h': return cli_print_help("ls");
+        default: return bad_option("ls", argc, argv);
+        }
+    }
+    if (!watch) {
+        return ls_once(argv + optind, argc - optind, json);
+    }
+    /* --watch: list again every interval until Ctrl-C (or --count
+     * listings); on a terminal each listing replaces the previous one. */
+    int tty = isatty(STDOUT_FILENO);
+    catch_signals(NULL);
+    for (uint64_t n = 0; (count == 0 || n < count) && !g_interrupted; n++) {
+        if (n > 0) {
+            struct timespec ts = {interval / 1000000000,
+                                  interval % 1000000000};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR &&
+                   !g_interrupted) {
+            }
+            if (g_interrupted) {
+                break;
+            }
+            if (!tty) {
+                fputc('\n', stdout);
+            }
+        }
+        if (tty) {
+            fputs("\033[H\033[2J", stdout);
+        }
+        int rc = ls_once(argv + optind, argc - optind, json);
+        if (rc != CLI_OK) {
+            return rc;
+        }
+    }
     return CLI_OK;
 }
 
@@ -486,7 +603,7 @@ int cli_info(int argc, char **argv)
     }
     const char *name = argv[optind];
     if (check_name("info", name) != 0) {
-        return CLI_FAIL;
+        return CLI_USAGE;
     }
     nerve_chan *ch;
     int rc = nerve_chan_open(name, NERVE_O_READ, &ch);
@@ -584,11 +701,83 @@ int cli_info(int argc, char **argv)
 
 /* ---- put --------------------------------------------------------------- */
 
+/* The writer lock's holder, from the lock word of the channel header (a
+ * robust PI mutex whose futex word is the owner's thread id; offset 128,
+ * docs/design/0001-shm-layout.md), as "thread T (pid P: command)". Reads
+ * the file only. Returns 0, or -1 when the lock is free or unreadable. */
+static int lock_holder(const char *name, char *out, size_t len)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
+    FILE *f = fopen(path, "rb");
+    uint32_t word = 0;
+    int ok = f != NULL && fseek(f, 128, SEEK_SET) == 0 &&
+             fread(&word, sizeof word, 1, f) == 1;
+    if (f != NULL) {
+        fclose(f);
+    }
+    unsigned tid = word & 0x3fffffffu;
+    if (!ok || tid == 0) {
+        return -1;
+    }
+    char cmd[128] = "", line[256];
+    long pid = -1;
+    snprintf(path, sizeof path, "/proc/%u/status", tid);
+    if ((f = fopen(path, "r")) != NULL) {
+        while (fgets(line, sizeof line, f) != NULL) {
+            if (strncmp(line, "Tgid:", 5) == 0) {
+                pid = strtol(line + 5, NULL, 10);
+            }
+        }
+        fclose(f);
+    }
+    if (pid > 0) {
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        if ((f = fopen(path, "r")) != NULL) {
+            size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+            fclose(f);
+            for (size_t i = 0; i + 1 < n; i++) {
+                cmd[i] = cmd[i] ? cmd[i] : ' ';
+            }
+            cmd[n] = '\0';
+        }
+        snprintf(out, len, "thread %u (pid %ld: %s)", tid, pid,
+                 cmd[0] ? cmd : "?");
+    } else {
+        snprintf(out, len, "thread %u (not visible here: another PID "
+                           "namespace?)", tid);
+    }
+    return 0;
+}
+
 static int put_one(nerve_chan *ch, const char *name, const void *buf,
                    size_t len, int64_t timeout, int json)
 {
     struct nerve_put_info info;
     int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
+    if (rc == NERVE_EMSGSIZE) {
+        struct nerve_stats st;
+        if (nerve_chan_stat(ch, &st) == 0) {
+            fprintf(stderr, "nerve put: %s: EMSGSIZE: a message of %zu bytes "
+                            "does not fit: the channel's data ring is %" PRIu64
+                            " bytes (the largest message; nerve create "
+                            "--size)\n", name, len, st.data_size);
+            return CLI_FAIL;
+        }
+    }
+    if (rc == NERVE_ETIMEDOUT) {
+        char who[256];
+        if (lock_holder(name, who, sizeof who) == 0) {
+            fprintf(stderr, "nerve put: %s: ETIMEDOUT: the writer lock was "
+                            "not free within %.3g s: held by %s\n",
+                    name, (double)timeout / 1e9, who);
+        } else {
+            fprintf(stderr, "nerve put: %s: ETIMEDOUT: the writer lock was "
+                            "not free within %.3g s\n",
+                    name, (double)timeout / 1e9);
+        }
+        return CLI_FAIL;
+    }
     if (rc != 0) {
         return cli_err("put", name, rc);
     }
@@ -636,7 +825,7 @@ int cli_put(int argc, char **argv)
     }
     const char *name = argv[optind];
     if (check_name("put", name) != 0) {
-        return CLI_FAIL;
+        return CLI_USAGE;
     }
     char *data;
     size_t len;
@@ -705,7 +894,7 @@ static int open_reader(const char *verb, const char *name, nerve_chan **ch,
                        char **buf, size_t *cap, struct nerve_stats *st)
 {
     if (check_name(verb, name) != 0) {
-        return CLI_FAIL;
+        return CLI_USAGE;
     }
     int rc = nerve_chan_open(name, NERVE_O_READ, ch);
     if (rc == 0) {
@@ -724,6 +913,49 @@ static int open_reader(const char *verb, const char *name, nerve_chan **ch,
         return cli_err(verb, name, NERVE_ENOMEM);
     }
     return CLI_OK;
+}
+
+/* Why --seq or --at found nothing, with the range that is present. */
+static int explain_get(const char *name, int rc, uint32_t which, int64_t arg,
+                       const struct nerve_stats *st, nerve_chan *ch)
+{
+    const char *code = nerve_err_name(rc);
+    uint64_t tail = st->tail_seq ? st->tail_seq : 1;
+    if (st->head_seq == 0) {
+        fprintf(stderr, "nerve get: %s: %s: the channel has no message yet\n",
+                name, code);
+    } else if (which == NERVE_GET_SEQ && rc == NERVE_EAGAIN) {
+        fprintf(stderr, "nerve get: %s: %s: message %" PRId64 " is not "
+                        "published yet (the newest is %" PRIu64 "; --wait "
+                        "waits for it)\n",
+                name, code, arg, st->head_seq);
+    } else if (which == NERVE_GET_SEQ) {
+        fprintf(stderr, "nerve get: %s: %s: message %" PRId64 " was "
+                        "overwritten (present: %" PRIu64 " to %" PRIu64 ")\n",
+                name, code, arg, tail, st->head_seq);
+    } else {
+        struct nerve_get_info oi;
+        char b;
+        int64_t oldest = -1;
+        int r = nerve_chan_get(ch, &b, 0, (int64_t)tail, 0, &oi,
+                               NERVE_GET_SEQ);
+        if (r == 0 || r == NERVE_EMSGSIZE) {
+            oldest = oi.time_ns;
+        }
+        if (oldest >= 0) {
+            char iso[64];
+            iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(oldest));
+            fprintf(stderr, "nerve get: %s: %s: no message committed at or "
+                            "before %" PRId64 " ns: the oldest present (seq %"
+                            PRIu64 ") was committed at %" PRId64 " ns (%s)\n",
+                    name, code, arg, tail, oldest, iso);
+        } else {
+            fprintf(stderr, "nerve get: %s: %s: no message committed at or "
+                            "before %" PRId64 " ns is still present\n",
+                    name, code, arg);
+        }
+    }
+    return CLI_FAIL;
 }
 
 int cli_get(int argc, char **argv)
@@ -804,12 +1036,25 @@ int cli_get(int argc, char **argv)
     if (status != CLI_OK) {
         return status;
     }
+    /* "missed" counts what this reader could have had and lost: a one-shot
+     * get has no previous message, so the history before it is not loss
+     * (--next: the oldest present; --newest: the newest present). */
+    if (which == NERVE_GET_NEXT && st.tail_seq > 1) {
+        nerve_chan_seek(ch, st.tail_seq - 1);
+    } else if (which == NERVE_GET_NEWEST && st.head_seq > 1) {
+        nerve_chan_seek(ch, st.head_seq - 1);
+    }
     catch_signals(ch);
     struct nerve_get_info info;
     uint32_t flags = which | (wait ? NERVE_F_WAIT : 0);
     int rc = get_grow(ch, &buf, &cap, arg, wait ? timeout : 0, &info, flags);
+    struct nerve_stats now;
     if (rc == 0) {
         print_message(fmt, buf, &info);
+    } else if ((rc == NERVE_EAGAIN || rc == NERVE_EOVERWRITTEN) &&
+               (which == NERVE_GET_AT || which == NERVE_GET_SEQ) &&
+               nerve_chan_stat(ch, &now) == 0) {
+        status = explain_get(name, rc, which, arg, &now, ch);
     } else {
         status = cli_err("get", name, rc);
     }
@@ -874,6 +1119,9 @@ int cli_cat(int argc, char **argv)
     if (!all) {
         /* Follow from now: the next NEXT returns head_seq + 1. */
         nerve_chan_seek(ch, st.head_seq);
+    } else if (st.tail_seq > 1) {
+        /* From the oldest present, which is not preceded by a loss. */
+        nerve_chan_seek(ch, st.tail_seq - 1);
     }
     catch_signals(ch);
     uint32_t flags = (newest ? NERVE_GET_NEWEST : NERVE_GET_NEXT) |
@@ -915,7 +1163,7 @@ int cli_chmod(int argc, char **argv)
     }
     const char *name = argv[optind + 1];
     if (check_name("chmod", name) != 0) {
-        return CLI_FAIL;
+        return CLI_USAGE;
     }
     /* Only a valid channel is touched: nerve_stat validates the header. */
     struct nerve_stats st;
@@ -938,26 +1186,33 @@ int cli_check(int argc, char **argv)
     if (done >= 0) {
         return done;
     }
-    if (optind != argc - 1) {
-        return cli_usage("check", optind >= argc ? "missing NAME"
-                                                 : "too many arguments");
+    if (optind >= argc) {
+        return cli_usage("check", "missing NAME");
     }
-    const char *name = argv[optind];
-    if (check_name("check", name) != 0) {
-        return CLI_FAIL;
+    /* Every NAME is checked (as rm tries every NAME); the worst status. */
+    int status = CLI_OK;
+    for (int i = optind; i < argc; i++) {
+        const char *name = argv[i];
+        if (check_name("check", name) != 0) {
+            status = CLI_USAGE;
+            continue;
+        }
+        char msg[512] = "";
+        int rc = nerve_chan_check(name, msg, sizeof msg);
+        if (strcmp(msg, nerve_strerror(rc)) == 0) {
+            msg[0] = '\0'; /* the explanation adds nothing to the message */
+        }
+        if (rc != 0) {
+            fprintf(stderr, "nerve check: %s: %s: %s%s%s\n", name,
+                    nerve_err_name(rc), nerve_strerror(rc), msg[0] ? ": " : "",
+                    msg);
+            if (status == CLI_OK) {
+                status = CLI_FAIL;
+            }
+            continue;
+        }
+        /* "ok", or "ok, but the bell is not used (why): ..." */
+        printf("%s: %s\n", name, msg[0] ? msg : "ok");
     }
-    char msg[512] = "";
-    int rc = nerve_chan_check(name, msg, sizeof msg);
-    if (strcmp(msg, nerve_strerror(rc)) == 0) {
-        msg[0] = '\0'; /* the explanation adds nothing to the message */
-    }
-    if (rc != 0) {
-        fprintf(stderr, "nerve check: %s: %s: %s%s%s\n", name,
-                nerve_err_name(rc), nerve_strerror(rc), msg[0] ? ": " : "",
-                msg);
-        return CLI_FAIL;
-    }
-    /* "ok", or "ok, but the bell is not used (why): ..." */
-    printf("%s: %s\n", name, msg[0] ? msg : "ok");
-    return CLI_OK;
+    return status;
 }

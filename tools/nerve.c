@@ -16,10 +16,14 @@
     "usage: nerve create NAME [--slots N] [--size BYTES] [--mode OCTAL]\n"      \
     "                         [--type T] [--encoding E] [--schema FILE]\n"      \
     "                         [--exist-ok]\n"                                   \
-    "Create channel NAME (/dev/shm/nerve.NAME).\n"                              \
+    "Create channel NAME (/dev/shm/nerve.NAME) and print the memory it\n"     \
+    "committed.\n"                                                              \
     "  --slots N        index ring entries (default 1024)\n"                    \
     "  --size BYTES     data ring bytes, also the largest message; suffixes\n"  \
-    "                   K, M, G (default 1M)\n"                                 \
+    "                   K, M, G (default 1M). The channel is a file in\n"       \
+    "                   /dev/shm, i.e. memory, committed when it is created:\n" \
+    "                   --size 8G takes 8 GB of RAM at once. Sizes larger\n"    \
+    "                   than the free space of /dev/shm are refused.\n"         \
     "  --mode OCTAL     permission bits (default 0644)\n"                       \
     "  --type T         type name recorded in the metadata\n"                   \
     "  --encoding E     encoding (raw, cdr, ros1msg, protobuf, json, ...)\n"    \
@@ -32,11 +36,15 @@
     "keep working until closed. Every NAME is tried; exit 1 if any failed.\n"
 
 #define HELP_LS                                                                 \
-    "usage: nerve ls [--json]\n"                                                \
-    "List every channel: slots, data size, messages present, bytes published,\n" \
-    "age of the newest message and type. Channels that cannot be opened are\n"  \
-    "listed with the error.\n"                                                  \
-    "  --json           one JSON array (fields in docs/cli.md)\n"
+    "usage: nerve ls [PATTERN...] [--json] [--watch [--interval SEC]\n"        \
+    "                [--count N]]\n"                                           \
+    "List channels: slots, data size, messages present, bytes published, age\n" \
+    "of the newest message and type. Channels that cannot be opened are\n"      \
+    "listed with the error. PATTERNs are shell globs (quote them): only the\n"  \
+    "channels matching one are listed.\n"                                       \
+    "  --json           one JSON array (fields in docs/cli.md)\n"              \
+    "  --watch          list again every --interval SEC (default 1) until\n"   \
+    "                   Ctrl-C, or --count N listings\n"
 
 #define HELP_INFO                                                               \
     "usage: nerve info NAME [--json]\n"                                         \
@@ -86,10 +94,10 @@
     "permission, writers read and write.\n"
 
 #define HELP_CHECK                                                              \
-    "usage: nerve check NAME\n"                                                 \
-    "Verify every invariant of a channel file that can be checked without\n"   \
-    "the writer lock. Exit 0 if consistent; otherwise say what is wrong and\n" \
-    "exit 1.\n"
+    "usage: nerve check NAME...\n"                                              \
+    "Verify every invariant of channel files that can be checked without\n"   \
+    "the writer lock. Prints NAME: ok for each consistent one; otherwise\n"   \
+    "says what is wrong. Every NAME is checked; exit 1 if any failed.\n"
 
 #define HELP_HELP                                                               \
     "usage: nerve help [VERB]\n"                                                \

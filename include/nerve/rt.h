@@ -7,7 +7,7 @@
  * follows its rate (rate-monotonic: the shorter the period, the higher the
  * priority) and (3) it sleeps to absolute release times, so that lateness
  * never accumulates into drift. This header makes those three the easy path
- * and measures the result the way seed 003 (Tobar et al., "Adding support
+ * and measures the result the way Tobar et al. ("Adding support
  * to the ALMA Common Software for real-time operations") does:
  *
  *   - absolute error  delta_abs[i] = wake[i] - release[i]             (eq. 2)
@@ -63,7 +63,7 @@ struct nerve_rt_applied {
 
 /* ---- rate-monotonic priority from the period ------------------------ */
 
-/* Bounds of the logarithmic period-to-priority mapping (seed 003 eq. 1).
+/* Bounds of the logarithmic period-to-priority mapping (Tobar et al. eq. 1).
  * Initialise with NERVE_RT_PRIO_MAP_INIT (the paper's values: 100 us maps
  * to 75, 1 s to 0); a zero field means its default. */
 struct nerve_rt_prio_map {
@@ -81,7 +81,7 @@ struct nerve_rt_prio_map {
     }
 
 /* The rate-monotonic priority of a task with period `period_ns` under `map`
- * (NULL: the defaults), by seed 003 eq. 1:
+ * (NULL: the defaults), by Tobar et al. eq. 1:
  *
  *   P(T) = Pmin + (Pmax - Pmin) * (log10 Tmax - log10 T)
  *                               / (log10 Tmax - log10 Tmin)
@@ -163,9 +163,9 @@ struct nerve_rt_series {
     uint64_t n;          /* samples */
     int64_t min_ns;      /* smallest sample (0 when n == 0) */
     int64_t max_ns;      /* largest sample */
-    int64_t max_abs_ns;  /* largest magnitude: the "jitter" of seed 003 */
+    int64_t max_abs_ns;  /* largest magnitude: the "jitter" of Tobar et al. */
     int64_t mean_ns;     /* mean, rounded toward zero */
-    int64_t rms_ns;      /* square root of the mean square (seed 003's
+    int64_t rms_ns;      /* square root of the mean square (Tobar et al.'s
                             sqrt(MSE)), rounded down */
 };
 

@@ -92,3 +92,83 @@ def test_foxglove_advertises_and_streams(name) -> None:
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "forwarded" in err and ", 0 missed" in err
+
+
+def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
+    """A client asking only for the published subprotocol name,
+    foxglove.websocket.v1, is accepted; it sees client publishing
+    advertised, subscribes to a channel, and publishes into two channels:
+    JSON into a json channel (as is) and JSON into a cdr channel (encoded
+    by the channel's schema, the rules of `nerve pub`)."""
+    js_ch, imu_ch, fresh = name("js"), name("imu"), name("fresh")
+    nerve.create(js_ch, slots=64, size=1 << 16, type="demo.Cmd", encoding="json").close()
+    nerve.create(imu_ch, slots=64, size=1 << 16, **schemas.channel_options(IMU)).close()
+    prefix = js_ch.rsplit("-", 2)[0]
+    proc, line = start("foxglove", f"{prefix}-*", "--port", "0", ready="serving")
+    port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
+
+    async def client() -> None:
+        async with websockets.connect(f"ws://127.0.0.1:{port}",
+                                      subprotocols=["foxglove.websocket.v1"]) as ws:
+            assert ws.subprotocol == "foxglove.websocket.v1"
+            info = await _next_op(ws, "serverInfo")
+            assert "clientPublish" in info["capabilities"]
+            chans = {}
+            while len(chans) < 2:
+                for c in (await _next_op(ws, "advertise"))["channels"]:
+                    chans[c["topic"]] = c
+            await ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+                {"id": 3, "channelId": chans[js_ch]["id"]}]}))
+            await ws.send(json.dumps({"op": "advertise", "channels": [
+                {"id": 1, "topic": js_ch, "encoding": "json", "schemaName": "demo.Cmd"},
+                {"id": 2, "topic": imu_ch, "encoding": "json", "schemaName": IMU},
+                {"id": 4, "topic": fresh, "encoding": "json", "schemaName": "demo.New"}]}))
+
+            def frame(cid: int, obj: object) -> bytes:
+                return struct.pack("<BI", 1, cid) + json.dumps(obj).encode()
+
+            # Publish until the subscription echoes one of our messages back
+            # (advertisement and subscription take effect asynchronously).
+            echoed = None
+            for i in range(200):
+                await ws.send(frame(1, {"speed": i}))
+                try:
+                    m = await asyncio.wait_for(ws.recv(), 0.1)
+                except asyncio.TimeoutError:
+                    continue
+                if isinstance(m, bytes) and m[0] == 1:
+                    echoed = json.loads(m[13:])
+                    break
+            assert echoed is not None and "speed" in echoed
+            await ws.send(frame(2, {"header": {"frame_id": "teleop"},
+                                    "linear_acceleration": {"z": 1.25}}))
+            await ws.send(frame(4, {"hello": 1}))
+            # The cdr channel gets a CDR Imu (decoded by rosbags).
+            with nerve.open(imu_ch) as r:
+                msg = None
+                for _ in range(300):
+                    msg = r.get(newest=True, repeat=True)
+                    if msg is not None:
+                        break
+                    await asyncio.sleep(0.05)
+                assert msg is not None
+                imu = schemas.decode(msg.data, IMU)
+                assert imu.header.frame_id == "teleop" and imu.linear_acceleration.z == 1.25
+            for _ in range(300):
+                try:
+                    with nerve.open(fresh) as r:
+                        m2 = r.get(newest=True, repeat=True)
+                        if m2 is not None:
+                            break
+                except nerve.ChannelNotFound:
+                    pass
+                await asyncio.sleep(0.05)
+            assert json.loads(m2.data) == {"hello": 1}
+            assert nerve.open(fresh).metadata.encoding == "json"
+
+    try:
+        asyncio.run(client())
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err

@@ -102,3 +102,40 @@ def test_plot_cdf_from_percentiles_and_errors(tmp_path: Path) -> None:
     bad.write_text("hello\n")
     r = subprocess.run([tool("plot"), str(bad)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "bad.txt" in r.stderr
+
+
+def test_figures_are_readable(tmp_path, monkeypatch) -> None:
+    """Receiver counts on an integer axis at the measured counts, legends
+    outside the axes (over no line), jitter labels that do not overlap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from nerve_tools import plot as P
+
+    figs = {}
+
+    def keep(fig, out, written):
+        fig.canvas.draw()
+        figs[out.rsplit("-", 1)[-1].split(".")[0] if "jitter." not in out else "jitter"] = fig
+        written.append(out)
+
+    monkeypatch.setattr(P, "_save", keep)
+    paths = write_samples(tmp_path)
+    inputs = P.Inputs()
+    for p in (paths["bench"], paths["cyclic"]):
+        P.read(str(p), inputs)
+    P.plot_bench_rows(inputs.bench_rows, str(tmp_path / "b"), "png", [], cdf=False)
+    many = [dict(r, phase=f"phase{i}") for i, r in enumerate(inputs.cyclic_rows * 3)]
+    P.plot_cyclic_rows(many, str(tmp_path / "c"), "png", [])
+    fig = figs["percentiles"]
+    ax = fig.axes[0]
+    assert list(ax.get_xticks()) == [1, 2, 4, 8]
+    r = fig.canvas.get_renderer()
+    leg = ax.get_legend().get_window_extent(r)
+    assert leg.x0 >= ax.get_window_extent(r).x1          # right of the axes
+    jax = figs["jitter"].axes[0]
+    r = figs["jitter"].canvas.get_renderer()
+    boxes = [t.get_window_extent(r) for t in jax.get_xticklabels()]
+    assert len(boxes) == len(many)
+    for a, b in zip(boxes, boxes[1:]):
+        assert not a.overlaps(b), (a, b)

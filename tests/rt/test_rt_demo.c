@@ -1,7 +1,9 @@
 /* The robot demo's short run (make demo, 2 s): it must finish cleanly and
  * its report must hold sane values -- every role counted messages, the
  * control loop ran before and after the logger and planner were killed, the
- * slow reader was told it missed messages, nothing was left in /dev/shm.
+ * slow reader was told it missed messages, nothing was left in /dev/shm --
+ * from its machine lines (--machine); and the text for people ends with a
+ * summary and holds no machine line without --machine (a second, 1 s run).
  * No timing is asserted. argv[1] is the nerve-demo executable. */
 #include <signal.h>
 #include <sys/wait.h>
@@ -46,7 +48,7 @@ int main(int argc, char **argv)
         close(fd[0]);
         close(fd[1]);
         execl(argv[1], argv[1], "--seconds", "2", "--prefix", prefix,
-              (char *)NULL);
+              "--machine", (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -94,6 +96,41 @@ int main(int argc, char **argv)
     NT_ASSERT(access(path, F_OK) != 0);
     snprintf(path, sizeof path, "/dev/shm/nerve.%s.report", prefix);
     NT_ASSERT(access(path, F_OK) != 0);
+    /* The summary for people: what ran, was killed, latency, nothing lost
+     * (the restarted logger's backlog is not loss). */
+    NT_ASSERT(strstr(out, "\nSummary\n") != NULL);
+    NT_ASSERT(strstr(out, "killed:  the logger and the planner") != NULL);
+    NT_ASSERT(strstr(out, "control loop latency (IMU sample -> actuator)") !=
+              NULL);
+    NT_ASSERT(strstr(out, "  lost:") != NULL);
+    /* The restarted logger's backlog is reported apart from its losses
+     * (which a loaded machine may cause: not asserted). */
+    NT_CMP(result("role=logger", "missed"), >=, 0);
+    NT_CMP(result("role=logger", "backlog"), >, 0);
+    NT_ASSERT(strstr(out, "abs err: wake-up minus its scheduled time") != NULL);
+
+    /* Without --machine: no RESULT line in the text. */
+    NT_ASSERT(pipe(fd) == 0);
+    pid = fork();
+    NT_ASSERT(pid >= 0);
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execl(argv[1], argv[1], "--seconds", "1", "--prefix", prefix,
+              "--no-kill", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    len = 0;
+    while ((r = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)r;
+    out[len] = 0;
+    close(fd[0]);
+    NT_ASSERT(waitpid(pid, &st, 0) == pid);
+    NT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    NT_ASSERT(strstr(out, "RESULT") == NULL);
+    NT_ASSERT(strstr(out, "killed:  nothing") != NULL);
     printf("ok: demo ran and reported sane values\n");
     return 0;
 }

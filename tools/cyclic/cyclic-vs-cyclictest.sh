@@ -1,5 +1,5 @@
 #!/bin/sh
-# Benchmark of issue 7: a 1 kHz SCHED_FIFO loop, idle and under stress-ng
+# Benchmark: a 1 kHz SCHED_FIFO loop, idle and under stress-ng
 # load, measured by nerve's periodic task (nerve-cyclic) and by Debian's
 # cyclictest (rt-tests) with equivalent settings, run one after the other
 # under the same load. Prints a markdown report (max and RMS absolute
@@ -12,12 +12,12 @@
 # Equivalent settings: one thread, SCHED_FIFO priority $PRIO, absolute
 # clock_nanosleep on CLOCK_MONOTONIC every $PERIOD_US us, mlockall, no CPU
 # pinning, same duration. cyclictest's latency is nerve's absolute error
-# (seed 003 eq. 2): wake-up minus release. cyclictest reports whole
+# (Tobar et al. eq. 2): wake-up minus release. cyclictest reports whole
 # microseconds and no RMS, so the RMS of both is also computed the same way
 # from 1 us histograms (the "hist" column); nerve's exact RMS is shown too.
 set -eu
 
-NC=${1:-build/tools/cyclic/nerve-cyclic}
+NC=${1:-build/tools/nerve-cyclic}
 DUR=${DUR:-30}
 ROUNDS=${ROUNDS:-2}
 PRIO=${PRIO:-80}
@@ -138,7 +138,7 @@ absolute clock_nanosleep on CLOCK_MONOTONIC, mlockall, no pinning,
 $DUR s per run, $ROUNDS rounds alternating nerve-cyclic and cyclictest.
 Load: idle, or \`stress-ng --cpu $(nproc) --io 1 --vm 1 --vm-bytes 64M\`.
 
-Absolute error = wake-up - release (seed 003 eq. 2; cyclictest's
+Absolute error = wake-up - release (Tobar et al. eq. 2; cyclictest's
 "latency"), in microseconds. "RMS exact" is nerve's ns-resolution value;
 "RMS hist" is computed for both tools the same way from 1 us histograms
 (cyclictest truncates to whole microseconds, so this is the fair
@@ -148,7 +148,7 @@ left out of "RMS hist" for both tools, but not out of max or RMS exact.
 | load | tool | round | samples | max (us) | RMS exact (us) | RMS hist (us) |
 |---|---|---|---|---|---|---|
 $rows
-Worst case over the rounds (issue 7 asks nerve max <= 1.2 x cyclictest max):
+Worst case over the rounds (the goal: nerve max <= 1.2 x cyclictest max):
 
 | load | nerve max (us) | cyclictest max (us) | ratio |
 |---|---|---|---|

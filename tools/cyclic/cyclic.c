@@ -1,5 +1,5 @@
 /* nerve-cyclic (`nerve cyclic`): timing error of nerve's periodic tasks, in
- * the spirit of cyclictest and of seed 003's experiments.
+ * the spirit of cyclictest and of Tobar et al.'s experiments.
  *
  * One run measures one scenario (one client: a single task of period P;
  * harmonic clients: six tasks of periods P, 2P ... 6P, started in phase)
@@ -8,7 +8,7 @@
  * prints a table, and optionally JSON lines (one per task and phase, plus a
  * host line) and a histogram data file (1 us bins of |error|).
  *
- * Errors follow seed 003: absolute error = wake-up - release (eq. 2),
+ * Errors follow Tobar et al.: absolute error = wake-up - release (eq. 2),
  * relative error = (wake[i] - wake[i-1]) - period (eq. 3); jitter is the
  * largest magnitude, RMS the root of the mean square. Percentiles come from
  * the histogram (1 us resolution); min, mean, max and RMS are exact (ns).
@@ -75,7 +75,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: nerve cyclic [options]\n"
-            "Measure the timing error of nerve periodic tasks (seed 003).\n\n"
+            "Measure the timing error of nerve periodic tasks the way Tobar et al.\n"
+            "measure the ALMA Common Software's real-time tasks (absolute and\n"
+            "relative error; docs/realtime.md).\n\n"
             "  -p, --period US        base period in microseconds (1000)\n"
             "  -d, --duration S       seconds per policy phase (10)\n"
             "  -s, --scenario NAME    one | harmonic (6 tasks: P..6P) (one)\n"

@@ -23,7 +23,7 @@
 //     read are counted in stats().missed;
 //   - delivery::newest calls back at most once per spin_once(), with the
 //     newest message committed before the snapshot, skipping the calls a slow consumer does not need
-//     (fuRom's remark on callback subscribers).
+//     (fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API)'s remark on callback subscribers).
 // Only channels the wait reported ready are read in that round.
 //
 // STOPPING. stop() sets a flag and cancels every subscriber's handle

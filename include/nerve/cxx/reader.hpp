@@ -1,7 +1,7 @@
 // nerve C++ API: typed readers.
 //
 // Reader<T> reads messages of type T from one channel at the times the
-// caller chooses (the fuRom ShmReader): the newest message, every message
+// caller chooses (the fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API) ShmReader): the newest message, every message
 // not yet read, the message nearest a time, or a given sequence number.
 // Each call returns a nerve::read_result that says what happened (data,
 // nothing new, timeout, cancelled, or an error such as ECORRUPT) with the

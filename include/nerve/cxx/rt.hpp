@@ -24,7 +24,7 @@
 
 namespace nerve::rt {
 
-/// Rate-monotonic priority of a period (seed 003 eq. 1); map may be null.
+/// Rate-monotonic priority of a period (Tobar et al. eq. 1); map may be null.
 inline result<int> prio_from_period(std::chrono::nanoseconds period,
                                     const nerve_rt_prio_map *map = nullptr) noexcept
 {

@@ -149,11 +149,17 @@ def _grid(n: int):
     return fig, list(axes.flat[:n])
 
 
+def _legend_outside(ax, **kw) -> None:
+    """The legend to the right of the axes, over no line."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kw)
+
+
 def _save(fig, out: str, written: List[str]) -> None:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    # "tight": the legends sit outside the axes, to the right.
+    fig.savefig(out, dpi=110, bbox_inches="tight")
     plt.close(fig)
     written.append(out)
 
@@ -181,7 +187,7 @@ def plot_bench_hists(hists: List[BenchHist], stem: str, fmt: str, written: List[
         ax.set_xlabel("latency (µs)")
         ax.set_ylabel("fraction of messages")
         ax.set_title(_config_title(cfg), fontsize=10)
-        ax.legend(fontsize=8)
+        _legend_outside(ax, fontsize=8)
         ax.grid(alpha=0.3)
     fig.suptitle("nerve bench: latency histograms")
     _save(fig, f"{stem}-latency-hist.{fmt}", written)
@@ -196,7 +202,7 @@ def plot_bench_hists(hists: List[BenchHist], stem: str, fmt: str, written: List[
         ax.set_xlabel("latency (µs)")
         ax.set_ylabel("fraction ≤ latency")
         ax.set_title(_config_title(cfg), fontsize=10)
-        ax.legend(fontsize=8, loc="lower right")
+        _legend_outside(ax, fontsize=8)
         ax.grid(alpha=0.3)
     fig.suptitle("nerve bench: latency CDF")
     _save(fig, f"{stem}-latency-cdf.{fmt}", written)
@@ -211,6 +217,8 @@ PCTS = (("p50_ns", 0.5), ("p90_ns", 0.9), ("p99_ns", 0.99), ("p999_ns", 0.999), 
 
 
 def plot_bench_rows(rows: List[dict], stem: str, fmt: str, written: List[str], cdf: bool) -> None:
+    import matplotlib.ticker
+
     if not rows:
         return
     # Percentiles against the number of receivers, per (senders, size,
@@ -233,7 +241,11 @@ def plot_bench_rows(rows: List[dict], stem: str, fmt: str, written: List[str], c
         ax.set_ylabel("latency (µs)")
         senders, size, rate, mode = key
         ax.set_title(_config_title((senders, "N", size, rate, mode)), fontsize=10)
-        ax.legend(fontsize=7, ncol=2)
+        # Receivers are counted: integer ticks, at the counts measured.
+        counts = sorted({r["receivers"] for rs in by_t.values() for r in rs})
+        ax.set_xticks(counts, [str(c) for c in counts])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        _legend_outside(ax, fontsize=7)
         ax.grid(alpha=0.3, which="both")
     fig.suptitle("nerve bench: latency percentiles")
     _save(fig, f"{stem}-percentiles.{fmt}", written)
@@ -254,7 +266,7 @@ def plot_bench_rows(rows: List[dict], stem: str, fmt: str, written: List[str], c
         ax.set_xlabel("latency (µs)")
         ax.set_ylabel("fraction ≤ latency")
         ax.set_title(_config_title(cfg), fontsize=10)
-        ax.legend(fontsize=8, loc="lower right")
+        _legend_outside(ax, fontsize=8)
         ax.grid(alpha=0.3)
     fig.suptitle("nerve bench: latency CDF (p50, p90, p99, p99.9, max)")
     _save(fig, f"{stem}-latency-cdf.{fmt}", written)
@@ -286,7 +298,7 @@ def plot_cyclic_hists(hists, overflow_bin: int, stem: str, fmt: str, written: Li
             ax.set_xlabel(f"|{what} wake-up error| (µs, 1 µs bins)")
             ax.set_ylabel("cycles")
             ax.set_title(f"{phase}: {what} error", fontsize=10)
-            ax.legend(fontsize=7)
+            _legend_outside(ax, fontsize=7)
             ax.grid(alpha=0.3)
     fig.suptitle("nerve cyclic: jitter histograms")
     _save(fig, f"{stem}-jitter-hist.{fmt}", written)
@@ -297,18 +309,21 @@ def plot_cyclic_rows(rows: List[dict], stem: str, fmt: str, written: List[str]) 
 
     if not rows:
         return
-    fig, axes = _grid(1)
-    ax = axes[0]
-    labels = [f"{r['phase']} t{r['task']}\n{r['period_us']:g} µs" for r in rows]
+    import matplotlib.pyplot as plt
+
+    # One group of bars per task and phase; the figure widens with the
+    # groups and the labels stand upright so that they never overlap.
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.75 * len(rows) + 2.0), 4.2))
+    labels = [f"{r['phase']} t{r['task']} ({r['period_us']:g} µs)" for r in rows]
     keys = (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9"), ("max_us", "max"))
     x = np.arange(len(rows))
     w = 0.8 / len(keys)
     for i, (k, name) in enumerate(keys):
         vals = [r["abs"].get(k) if r["abs"].get(k) is not None else np.nan for r in rows]
         ax.bar(x + (i - 1.5) * w, vals, w, label=name)
-    ax.set_xticks(x, labels, fontsize=8)
+    ax.set_xticks(x, labels, fontsize=8, rotation=90)
     ax.set_ylabel("|absolute wake-up error| (µs)")
-    ax.legend(fontsize=8)
+    _legend_outside(ax, fontsize=8)
     ax.grid(alpha=0.3, axis="y", which="both")
     ax.set_title("nerve cyclic: wake-up error per task and phase")
     _save(fig, f"{stem}-jitter.{fmt}", written)

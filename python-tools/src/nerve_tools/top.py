@@ -6,7 +6,13 @@ published), average message size over the window (the last size read when
 nothing was published), age of the newest message, messages published in
 all, messages the monitor itself missed, the type and the geometry.
 
-"Missed by the monitor": the monitor reads every message of every channel
+"history": how long the ring keeps a message at the current rate and
+bandwidth (slots / rate, or data ring / bandwidth, whichever is shorter): a
+reader that falls further behind than this loses messages. "procs": the
+processes that have the channel open, writers (W) and readers (R), from
+/proc as ``nerve who`` finds them.
+
+The monitor's own losses (``Row.missed``): the monitor reads every message of every channel
 in next-unseen order with zero-copy views (no payload is copied), at most
 ``--read-budget`` per channel and refresh, and counts those a writer
 overwrote before it got to them (``Message.missed``) plus those overwritten
@@ -51,6 +57,18 @@ class Row:
     missed: int = 0         # messages the monitor missed
     read: int = 0           # messages the monitor read
     error: Optional[str] = None
+    writers: int = 0        # processes with a writable mapping (nerve who)
+    readers: int = 0        # processes with a read-only mapping
+
+    @property
+    def history_s(self) -> Optional[float]:
+        """Seconds of messages the ring holds at the current rate."""
+        spans = []
+        if self.rate > 0:
+            spans.append(self.slots / self.rate)
+        if self.bandwidth > 0:
+            spans.append(self.data_size / self.bandwidth)
+        return min(spans) if spans else None
 
 
 @dataclass
@@ -82,6 +100,8 @@ class Monitor:
         self.read_budget = read_budget
         self.clock = clock
         self._states: Dict[str, _State] = {}
+        self._who: Dict[str, Tuple[int, int]] = {}
+        self._who_at: Optional[int] = None
 
     def _matches(self, name: str) -> bool:
         return not self.patterns or any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
@@ -117,10 +137,22 @@ class Monitor:
             except nerve.Error:
                 return
 
+    def _procs(self) -> Dict[str, Tuple[int, int]]:
+        """Writers and readers per channel (nerve who's /proc scan, at most
+        every 2 s: it reads every process's maps)."""
+        now = self.clock()
+        if self._who_at is None or now - self._who_at >= 2_000_000_000:
+            from .who import scan, summary
+
+            self._who = summary(scan(self.patterns))
+            self._who_at = now
+        return self._who
+
     def sample(self) -> List[Row]:
         now = self.clock()
         rows = []
         seen = set()
+        procs = self._procs()
         for info in nerve.list():
             if not self._matches(info.name):
                 continue
@@ -152,6 +184,7 @@ class Monitor:
                 age_ns=max(now - info.newest_time, 0) if info.newest_time else None,
                 missed=st.missed, read=st.read,
                 error=None if st.ch is not None else "cannot open",
+                writers=procs.get(info.name, (0, 0))[0], readers=procs.get(info.name, (0, 0))[1],
             )
             rows.append(row)
         for name in list(self._states):
@@ -176,7 +209,9 @@ COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
     ("size", lambda r: r.size, lambda r: human_bytes(r.size)),
     ("age", lambda r: -1 if r.age_ns is None else r.age_ns, lambda r: human_age(r.age_ns)),
     ("total", lambda r: r.total, lambda r: str(r.total)),
-    ("missed", lambda r: r.missed, lambda r: str(r.missed)),
+    ("history", lambda r: r.history_s or 0.0,
+     lambda r: "-" if r.history_s is None else human_age(int(r.history_s * 1e9))),
+    ("procs", lambda r: (r.writers, r.readers), lambda r: f"W{r.writers} R{r.readers}"),
     ("type", lambda r: r.type, lambda r: r.error or (f"{r.type} ({r.encoding})" if r.encoding else r.type or "-")),
     ("ring", lambda r: r.data_size, lambda r: f"{r.slots} x {human_bytes(r.data_size)}" if r.slots else "-"),
 ]
@@ -203,7 +238,7 @@ def render_table(rows: List[Row]):  # -> rich.table.Table
 
     t = Table(box=None, pad_edge=False, header_style="bold")
     for i, (title, _k, _t) in enumerate(COLUMNS):
-        t.add_column(title, justify="left" if i in (0, 7, 8) else "right")
+        t.add_column(title, justify="left" if title in ("channel", "type", "ring", "procs") else "right")
     for r in rows:
         t.add_row(*cells(r))
     return t
@@ -266,7 +301,7 @@ def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bo
                 # flicker, the cursor stays where it is).
                 for r in shown:
                     for (title, _k, _t), text in zip(COLUMNS, cells(r)):
-                        table.update_cell(r.name, title, text)
+                        table.update_cell(r.name, title, text, update_width=True)
             else:
                 cursor = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
                 table.clear()

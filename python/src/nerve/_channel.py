@@ -81,6 +81,18 @@ class Message(NamedTuple):
         """Commit time as seconds since the epoch (like :func:`time.time`)."""
         return _nerve.mono_to_realtime_ns(self.time) / 1e9
 
+    @property
+    def time_ns(self) -> int:
+        """Commit time, CLOCK_MONOTONIC nanoseconds (the same as ``time``,
+        named with its unit)."""
+        return self.time
+
+    def __repr__(self) -> str:
+        data = bytes(self.data[:16])
+        more = "..." if self.size > 16 else ""
+        return (f"Message(seq={self.seq}, size={self.size}, missed={self.missed}, "
+                f"time_ns={self.time} (monotonic), data={data!r}{more})")
+
 
 class Metadata(NamedTuple):
     """What a channel carries, recorded when it was created."""
@@ -118,6 +130,25 @@ class ChannelInfo:
     def messages(self) -> int:
         """Messages still readable in the ring."""
         return self.head_seq + 1 - self.tail_seq if self.head_seq else 0
+
+    @property
+    def newest_time_ns(self) -> int:
+        """``newest_time`` named with its unit: CLOCK_MONOTONIC ns (0: none)."""
+        return self.newest_time
+
+    @property
+    def created_realtime_ns(self) -> int:
+        """``created`` named with its unit and clock: CLOCK_REALTIME ns."""
+        return self.created
+
+    def __repr__(self) -> str:
+        if self.error is not None:
+            return f"ChannelInfo(name={self.name!r}, error={self.error!r})"
+        return (f"ChannelInfo(name={self.name!r}, slots={self.slots}, data_size={self.data_size}, "
+                f"messages={self.messages}, head_seq={self.head_seq}, tail_seq={self.tail_seq}, "
+                f"newest_time_ns={self.newest_time} (monotonic), bytes_total={self.bytes_total}, "
+                f"created_realtime_ns={self.created}, mode=0o{self.mode:03o}, uid={self.uid}, "
+                f"gid={self.gid})")
 
 
 def _coerce(obj: Any) -> Any:
@@ -489,14 +520,27 @@ def create(
         except (UnicodeEncodeError, AttributeError):
             raise _errors._make(_errors.InvalidArgument.code,
                                 f"{field} must be a str of valid UTF-8 text", name) from None
+    if slots <= 0 or size <= 0:
+        # The C library reads 0 as "the default"; here, as for the nerve
+        # command, a size must be given as what it is.
+        raise ValueError(f"slots and size must be positive (got slots={slots}, size={size})")
     _nerve.create(name, slots, size, mode, type, encoding, schema, exist_ok)
     return Channel(name, True)
 
 
 def open(name: str, write: bool = False) -> Channel:
     """Open an existing channel, read-only unless ``write``. Readers need
-    only read permission and never write to the channel."""
-    return Channel(name, write)
+    only read permission and never write to the channel.
+
+    The new handle's cursor is just before the oldest message present now:
+    ``get()`` returns that message with ``missed`` 0, and ``missed`` counts
+    only messages this handle could have had and lost (overwritten after it
+    opened), never the history before it."""
+    ch = Channel(name, write)
+    tail = ch._stat()["tail_seq"]
+    if tail > 1:
+        ch.seek(tail - 1)
+    return ch
 
 
 def unlink(name: str) -> None:

@@ -5,7 +5,7 @@ page-faults (:func:`lock_memory`), it runs under SCHED_FIFO or SCHED_RR at a
 priority that follows its rate (:func:`prio_from_period`, :func:`sched_set`)
 and it sleeps to absolute release times. :class:`Task` and :func:`periodic`
 run such a loop in C (``clock_nanosleep`` with ``TIMER_ABSTIME``, no drift)
-and measure it as seed 003 does: absolute error ``wake - release`` (eq. 2)
+and measure it as Tobar et al. does: absolute error ``wake - release`` (eq. 2)
 and relative error between successive cycles (eq. 3), each as max and RMS.
 
 The loop's sleep, wake-up and statistics are C's; a body written in Python
@@ -137,7 +137,7 @@ def _error_text(code: int) -> str:
 
 @dataclass(frozen=True)
 class PrioMap:
-    """Bounds of the rate-monotonic mapping (seed 003 eq. 1). The defaults
+    """Bounds of the rate-monotonic mapping (Tobar et al. eq. 1). The defaults
     are the paper's: 100 µs maps to 75, 1 s to 0. Periods outside
     [period_min_ns, period_max_ns] are clamped. (A ``prio_max`` of 0 means
     the default 75, as in the C struct.)"""
@@ -157,7 +157,7 @@ def prio_from_period(
     period_ns: Optional[int] = None,
     prio_map: Optional[PrioMap] = None,
 ) -> int:
-    """The rate-monotonic priority of a period, by seed 003 eq. 1::
+    """The rate-monotonic priority of a period, by Tobar et al. eq. 1::
 
         P(T) = Pmin + (Pmax - Pmin) * (log10 Tmax - log10 T)
                                     / (log10 Tmax - log10 Tmin)
@@ -286,11 +286,11 @@ class Series:
     n: int = 0
     min_ns: int = 0
     max_ns: int = 0
-    #: Largest magnitude: the "jitter" of seed 003.
+    #: Largest magnitude: the "jitter" of Tobar et al..
     max_abs_ns: int = 0
     #: Mean, rounded toward zero.
     mean_ns: int = 0
-    #: Square root of the mean square (seed 003's sqrt(MSE)), rounded down.
+    #: Square root of the mean square (Tobar et al.'s sqrt(MSE)), rounded down.
     rms_ns: int = 0
 
     @property
