@@ -43,8 +43,8 @@ static void help(FILE *f)
           "  -o OCTAL   permission bits of the created channel\n"
           "  -t         with mk, remove and re-create an existing channel\n"
           "  -v         verbose\n"
-          "  -V         print the version\n"
-          "  -h, -?     this help\n"
+          "  -V, --version  print the version\n"
+          "  -h, -?, --help this help\n"
           "Deprecated: -C CHANNEL (mk), -U CHANNEL (rm), -D CHANNEL (dump),\n"
           "-F CHANNEL (file).\n",
           f);
@@ -163,6 +163,18 @@ int main(int argc, char **argv)
     const char *pos[3];
     int npos = 0, c, rc;
     opterr = 0;
+    /* --help (and --version) as GNU tools take them; Ach's own flags are
+     * all short. */
+    for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++) {
+        if (strcmp(argv[k], "--help") == 0) {
+            help(stdout);
+            return 0;
+        }
+        if (strcmp(argv[k], "--version") == 0) {
+            ach_print_version("ach");
+            return 0;
+        }
+    }
     /* '-' first: positional arguments come back in order as option 1. */
     while ((c = getopt(argc, argv, "-C:U:D:F:m:n:o:1tvVhH?")) != -1) {
         switch (c) {
