@@ -18,7 +18,8 @@ ROS_BENCH_SECONDS ?= 10
 
 .PHONY: test-ros bench-ros
 
-test-ros: $(TOOLS_PKG_STAMP) build
+# (The tools' stamp is spelled out: mk/tools.mk is read after this file.)
+test-ros: $(VENV)/.nerve-tools-installed build
 	cd $(BUILD) && ctest $(CTEST_FLAGS) -L ros
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_ROS_BIN=$(abspath $(BUILD))/tests/ros \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/ros/pytest.ini tests/ros

@@ -27,6 +27,7 @@ from typing import Callable, Dict, Iterator, List, Optional
 import pytest
 
 import nerve
+from nerve_tools.ros1 import master_proxy
 
 PREFIX = f"nt-{os.getpid()}-ros"
 _counter = itertools.count()
@@ -53,10 +54,11 @@ class Roscore:
         self.proc: Optional[subprocess.Popen] = None
 
     def online(self) -> bool:
+        # Bounded: a master that is shutting down may accept and not answer.
         try:
-            code, _, _ = xmlrpc.client.ServerProxy(self.uri).getPid("/test")
+            code, _, _ = master_proxy(self.uri, 2.0).getPid("/test")
             return code == 1
-        except OSError:
+        except (OSError, xmlrpc.client.Error):
             return False
 
     def start(self, timeout: float = 30.0) -> None:

@@ -316,3 +316,19 @@ def test_cxx_typed_to_python(name, kind: str, rtype: str) -> None:
             assert abs(msg.info.resolution - 0.05) < 1e-7
             assert list(msg.data) == [(i + k) % 100 for k in range(32)]
     c.close()
+
+
+def test_latch_to_ros(ros: Roscore, name, bridge) -> None:
+    """With --latch, a ROS subscriber that connects later still gets the
+    newest message, one committed before the bridge even started."""
+    ch = name("latch")
+    c = string_channel(ch)
+    put_string(c, "old")
+    put_string(c, "newest")
+    c.close()
+    b = bridge("--latch", "--to-ros", ch)
+    b.wait_line(rf"to-ros {re.escape(ch)} -> {topic(ch)} \[std_msgs/String .*\] latched")
+    echo = run(ros, "rostopic", "echo", "-n", "1", topic(ch), timeout=30)
+    assert echo.returncode == 0, echo.stderr
+    assert 'data: "newest"' in echo.stdout, echo.stdout
+    assert b.stop() == 0

@@ -151,6 +151,8 @@ class ToRos(threading.Thread):
         self.bridge, self.channel, self.topic = bridge, name, topic
         self.stop = threading.Event()
         self.pub: Any = None
+        self.ch: Optional[nerve.Channel] = None
+        self.created = 0  # creation time of the channel (to notice a new one)
         self.sent = 0
 
     def setup(self) -> bool:
@@ -162,6 +164,15 @@ class ToRos(threading.Thread):
             meta = self.ch.metadata
         except nerve.Error as e:
             return b.error(self.channel, f"cannot open: {e}")
+        if not self._advertise(meta):
+            self.ch.close()
+            self.ch = None
+            return False
+        return True
+
+    def _advertise(self, meta: nerve.Metadata) -> bool:
+        b = self.bridge
+        assert self.ch is not None
         if meta.encoding not in ("ros1msg", "ros1"):
             return b.error(self.channel, f"encoding is {meta.encoding!r}, not 'ros1msg'")
         rtype = meta.type or ""
@@ -198,6 +209,7 @@ class ToRos(threading.Thread):
     def run(self) -> None:
         b = self.bridge
         while not self.stop.is_set():
+            assert self.ch is not None
             try:
                 m = self.ch.get(wait=True, timeout=WAIT_S)
             except nerve.Timeout:
@@ -219,14 +231,14 @@ class ToRos(threading.Thread):
 
     def close(self) -> None:
         self.stop.set()
-        try:
+        if self.ch is not None:
             self.ch.cancel()
-        except (AttributeError, nerve.Error):
-            pass
         if self.is_alive():
             self.join(2 * WAIT_S + 1)
         if self.pub is not None:
             self.pub.unregister()
+        if self.ch is not None and not self.is_alive():
+            self.ch.close()
 
 
 class FromRos:
