@@ -180,23 +180,30 @@ template <class T> struct codec<T, std::enable_if_t<ros1::is_message_v<T>>> {
         ros::serialization::serialize(s, m);
     }
     /// False on a malformed (or torn) message; see the file comment.
+    /// ROS reports a short buffer by throwing; built with -fno-exceptions
+    /// (no try/catch possible here) such a message ends the program, so
+    /// ROS message types want exceptions enabled.
     static bool decode(const void *src, size_t len, T &out) noexcept
     {
         if (len > UINT32_MAX) {
             return false;
         }
+#if NERVE_CXX_EXCEPTIONS
         try {
+#endif
             // IStream only reads through its pointer.
             ros::serialization::IStream s(
                 const_cast<uint8_t *>(static_cast<const uint8_t *>(src)),
                 static_cast<uint32_t>(len));
             ros::serialization::deserialize(s, out);
             return s.getLength() == 0; // every byte belongs to the message
+#if NERVE_CXX_EXCEPTIONS
         } catch (...) {
             // StreamOverrunException (ros::Exception), std::bad_alloc,
             // std::length_error: see the file comment.
             return false;
         }
+#endif
     }
 
     /// pub.loan(msg): room for msg's serialization, filled with it.
