@@ -93,6 +93,7 @@ struct serialized {
     /// std_msgs/Header (seq u32, stamp sec u32, stamp nsec u32, ...), in
     /// place. Returns false (and writes nothing) when the bytes are too
     /// short to hold a header.
+    /// Thread: the loan's owner.  RT: safe.  Signal: safe.
     bool set_stamp(uint32_t sec, uint32_t nsec) const noexcept
     {
         if (size < 12) {
@@ -106,7 +107,7 @@ struct serialized {
 
 /// The header.stamp (sec, nsec) of serialized bytes of a message that
 /// starts with a std_msgs/Header. False when fewer than 12 bytes.
-/// RT: safe.  Signal: safe.
+/// Thread: any.  RT: safe.  Signal: safe.
 inline bool stamp_of(const void *data, size_t len, uint32_t &sec,
                      uint32_t &nsec) noexcept
 {
@@ -126,7 +127,9 @@ inline bool stamp_of(const void *data, size_t len, uint32_t &sec,
 /// and timeout bounds a wait. The result is data when fn saw a message
 /// that no writer overwrote meanwhile; NERVE_ELAPPED when it was
 /// overwritten while fn ran (fn's conclusions about it must be dropped).
-/// fn must not keep the pointer. RT: safe when fn is (no allocation).
+/// fn must not keep the pointer.
+/// Thread: one caller per Reader.  Blocking: only with NERVE_F_WAIT
+/// (futex wait).  RT: safe when fn is (no allocation).  Signal: not safe.
 template <class T, class F>
 read_result read_view(Reader<T> &r, uint32_t flags, duration timeout, F &&fn)
 {
@@ -156,6 +159,9 @@ struct external_codec<T, std::enable_if_t<ros1::is_message_v<T>>>
 
 /// ROS 1 messages: ros::serialization bytes, encoding "ros1msg", the ROS
 /// type name and full definition as metadata. See the file comment.
+/// size() and encode() walk the message without allocating; decode()
+/// allocates as the message's vectors and strings need (not RT-safe for
+/// variable-size messages; read_view() is).
 template <class T> struct codec<T, std::enable_if_t<ros1::is_message_v<T>>> {
     using view = ros1::serialized;
 
