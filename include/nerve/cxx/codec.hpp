@@ -161,10 +161,18 @@ template <class T> struct type_name {
 /// a type is a compile-time error naming nerve::codec<T>.
 template <class T, class Enable = void> struct codec;
 
+namespace detail {
+/// Hook for families of types that bring their own codec (ros1.hpp: ROS 1
+/// messages) even when trivially copyable: specialized true_type for them,
+/// it keeps them off the raw codec below.
+template <class T, class = void> struct external_codec : std::false_type {};
+} // namespace detail
+
 /// Trivially copyable types: the message is the object's bytes.
 template <class T>
 struct codec<T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
-                                 !std::is_pointer_v<T>>> {
+                                 !std::is_pointer_v<T> &&
+                                 !detail::external_codec<T>::value>> {
     /// Raw codecs take the direct path: put/get copy into and out of the
     /// ring once, with no view and no retry.
     static constexpr bool raw = true;

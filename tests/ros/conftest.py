@@ -1,0 +1,255 @@
+"""Fixtures of the ROS 1 tests: one real roscore for the session (on
+127.0.0.1, a free port, ROS_HOME and ROS_LOG_DIR in a temporary directory,
+always torn down), unique channel names removed afterwards, the bridge
+(`nerve-ros1`) as a process whose stderr lines can be waited for, and the
+C++ peer program (tests/ros/ros1_peer.cpp, found through NERVE_ROS_BIN).
+
+Channel names are "nt-<pid>-rosN-<tag>" so that the shm_clean check of
+the C tests recognises a leftover; the session fails if one is left."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import xmlrpc.client
+from pathlib import Path
+from typing import Callable, Dict, Iterator, List, Optional
+
+import pytest
+
+import nerve
+from nerve_tools.ros1 import master_proxy
+
+PREFIX = f"nt-{os.getpid()}-ros"
+_counter = itertools.count()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Roscore:
+    """A roscore process on 127.0.0.1:port with its own ROS_HOME."""
+
+    def __init__(self, home: Path) -> None:
+        self.port = _free_port()
+        self.uri = f"http://127.0.0.1:{self.port}"
+        self.home = home
+        self.env = dict(os.environ)
+        for k in ("ROS_HOSTNAME", "ROS_NAMESPACE", "ROS_PACKAGE_PATH"):
+            self.env.pop(k, None)
+        self.env.update(ROS_MASTER_URI=self.uri, ROS_HOME=str(home), ROS_LOG_DIR=str(home / "log"),
+                        ROS_IP="127.0.0.1", PYTHONUNBUFFERED="1")
+        self.proc: Optional[subprocess.Popen] = None
+
+    def online(self) -> bool:
+        # Bounded: a master that is shutting down may accept and not answer.
+        try:
+            code, _, _ = master_proxy(self.uri, 2.0).getPid("/test")
+            return code == 1
+        except (OSError, xmlrpc.client.Error):
+            return False
+
+    def start(self, timeout: float = 30.0) -> None:
+        log = open(self.home / f"roscore-{time.monotonic_ns()}.log", "w")
+        self.proc = subprocess.Popen(["roscore", "-p", str(self.port)], env=self.env,
+                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self.online():
+            assert self.proc.poll() is None, f"roscore exited ({log.name})"
+            assert time.monotonic() < deadline, "roscore did not come up in time"
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        """Stop roscore and its children (its own process group)."""
+        if self.proc is None:
+            return
+        for sig, wait in ((signal.SIGINT, 10), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        # The master's port must be free again before a restart.
+        deadline = time.monotonic() + 10
+        while self.online() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.proc = None
+
+
+@pytest.fixture(scope="session")
+def ros(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Roscore]:
+    if shutil.which("roscore") is None:
+        pytest.skip("roscore not installed (apt-get install ros-core; make deps does it)")
+    core = Roscore(tmp_path_factory.mktemp("ros_home"))
+    core.start()
+    try:
+        yield core
+    finally:
+        core.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers() -> Iterator[None]:
+    yield
+    left = [i.name for i in nerve.list() if i.name.startswith(PREFIX)]
+    for n in left:
+        nerve.unlink(n)
+    assert not left, f"tests left channels: {left}"
+
+
+@pytest.fixture
+def name() -> Iterator[Callable[[str], str]]:
+    made: List[str] = []
+
+    def make(tag: str = "c") -> str:
+        n = f"{PREFIX}{next(_counter)}-{tag}"
+        made.append(n)
+        return n
+
+    yield make
+    for n in made:
+        try:
+            nerve.unlink(n)
+        except nerve.ChannelNotFound:
+            pass
+
+
+def topic(channel: str) -> str:
+    """The bridge's default topic of a channel."""
+    return "/" + channel.replace(".", "/").replace("-", "_")
+
+
+def peer_path() -> str:
+    d = os.environ.get("NERVE_ROS_BIN", "")
+    p = Path(d) / "ros1_peer"
+    if not d or not p.exists():
+        pytest.skip(f"ros1_peer not built (NERVE_ROS_BIN={d!r}; needs roscpp, see tests/ros)")
+    return str(p)
+
+
+class Proc:
+    """A process whose output lines are collected by a thread, so that
+    a test can wait for a line with a bound."""
+
+    def __init__(self, args: List[str], env: Dict[str, str]) -> None:
+        self.args = args
+        self.p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, start_new_session=True)
+        self.lines: List[str] = []
+        self._q: "queue.Queue[str]" = queue.Queue()
+        self._t = threading.Thread(target=self._pump, daemon=True)
+        self._t.start()
+
+    def _pump(self) -> None:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self._q.put(line.rstrip("\n"))
+
+    def wait_line(self, pattern: str, timeout: float = 20.0) -> str:
+        rx = re.compile(pattern)
+        for line in list(self.lines):
+            if rx.search(line):
+                return line
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line matching {pattern!r} from {self.args[0]} "
+                                     f"in {timeout} s; output:\n" + "\n".join(self.lines))
+            try:
+                line = self._q.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                if self.p.poll() is not None and self._q.empty():
+                    self._t.join(1)
+                    if not any(rx.search(x) for x in self.lines):
+                        raise AssertionError(f"{self.args[0]} exited ({self.p.returncode}) "
+                                             f"without {pattern!r}:\n" + "\n".join(self.lines))
+                continue
+            if rx.search(line):
+                return line
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGINT, then SIGKILL after `timeout`; returns the exit status."""
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait(5)
+        self._t.join(5)
+        return self.p.returncode
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop(1)
+            raise AssertionError(f"{self.args} did not finish in {timeout} s:\n"
+                                 + "\n".join(self.lines))
+
+    @property
+    def output(self) -> str:
+        self._t.join(2)
+        return "\n".join(self.lines)
+
+
+@pytest.fixture
+def spawn(ros: Roscore) -> Iterator[Callable[..., Proc]]:
+    """spawn(*args) starts a process in the ROS environment; all are
+    stopped at teardown."""
+    procs: List[Proc] = []
+
+    def start(*args: str) -> Proc:
+        p = Proc(list(args), ros.env)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in reversed(procs):
+        p.stop(5)
+
+
+@pytest.fixture
+def bridge(spawn: Callable[..., Proc], ros: Roscore) -> Callable[..., Proc]:
+    """bridge(*args) starts nerve-ros1 on the session's master and waits for
+    its ready line."""
+    exe = shutil.which("nerve-ros1") or str(Path(sys.executable).parent / "nerve-ros1")
+
+    def start(*args: str, ready: bool = True) -> Proc:
+        p = spawn(exe, "--master", ros.uri, *args)
+        if ready:
+            p.wait_line(r"bridging as /nerve_ros1", 30)
+        return p
+
+    return start
+
+
+@pytest.fixture
+def peer(spawn: Callable[..., Proc]) -> Callable[..., Proc]:
+    exe = peer_path()
+
+    def start(*args: str) -> Proc:
+        return spawn(exe, *args)
+
+    return start
