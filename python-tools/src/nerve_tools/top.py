@@ -51,6 +51,7 @@ class Row:
     missed: int = 0         # messages the monitor missed
     read: int = 0           # messages the monitor read
     error: Optional[str] = None
+    bridge: str = ""        # "export", "import HOST" (nerve bridge on this host)
 
 
 @dataclass
@@ -117,6 +118,7 @@ class Monitor:
         now = self.clock()
         rows = []
         seen = set()
+        roles = _bridge_roles()
         for info in nerve.list():
             if not self._matches(info.name):
                 continue
@@ -148,6 +150,7 @@ class Monitor:
                 age_ns=max(now - info.newest_time, 0) if info.newest_time else None,
                 missed=st.missed, read=st.read,
                 error=None if st.ch is not None else "cannot open",
+                bridge=roles.get(info.name, ""),
             )
             rows.append(row)
         for name in list(self._states):
@@ -164,9 +167,19 @@ class Monitor:
         self._states.clear()
 
 
+def _bridge_roles() -> Dict[str, str]:
+    """Channels that a `nerve bridge` of this host exports or imports
+    (docs/bridge.md; its registry files in /dev/shm)."""
+    try:
+        from .bridge_registry import roles
+    except ImportError:  # the bridge's dependencies are not installed
+        return {}
+    return roles()
+
+
 # Columns: (title, sort key, cell text).
 COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
-    ("channel", lambda r: r.name, lambda r: r.name),
+    ("channel", lambda r: r.name, lambda r: f"{r.name} ({r.bridge})" if r.bridge else r.name),
     ("rate Hz", lambda r: r.rate, lambda r: f"{r.rate:.1f}"),
     ("bandwidth", lambda r: r.bandwidth, lambda r: f"{human_bytes(r.bandwidth)}/s"),
     ("size", lambda r: r.size, lambda r: human_bytes(r.size)),
