@@ -192,7 +192,13 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges) -> None:
     wait_for(lambda: read(h2, "rt.small") and read(h2, "rt.big"), 20, "imported channels on h2")
     sizes = [0, 1, 64, 1000, 65536, (1 << 20) - 64]
     sent_small = [write(h1, "rt.small", 1, s, f"s{i}")[0] for i, s in enumerate(sizes)]
-    sent_small += write(h1, "rt.small", 40, 100, "burst")
+    # A burst written while the exporting bridge is stopped: it finds all
+    # of it waiting and sends it in batches.
+    b1.p.send_signal(signal.SIGSTOP)
+    try:
+        sent_small += write(h1, "rt.small", 40, 100, "burst")
+    finally:
+        b1.p.send_signal(signal.SIGCONT)
     big = [1 << 20, 8 << 20, 3 << 20]
     sent_big = [write(h1, "rt.big", 1, s, f"b{i}")[0] for i, s in enumerate(big)]
     got = wait_msgs(h2, "rt.small", len(sent_small))
@@ -218,6 +224,7 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges) -> None:
     s1, s2 = b1.stats(), b2.stats()
     ex = s1["export"]["rt.small"]
     assert ex["forwarded"] == len(sent_small) and ex["dropped_error"] == 0 and ex["looped"] == 0
+    assert ex["samples"] <= len(sizes) + 1, ex  # the burst went as one batch
     im = s2["import"]["h1/rt.small"]
     assert im["forwarded"] == len(sent_small) and im["gaps"] == 0 and im["dropped_size"] == 0
     assert "rt.other" not in s1["export"] and "rt.other" not in str(s1["import"])
@@ -375,6 +382,8 @@ while not getattr(pub.matching_status, "matching", pub.matching_status):  # subs
 pub.put(b"no header")                          # bad header
 pub.put(b"x" * 5000, attachment=hdr(1))        # too large for the ring
 pub.put(b"short", attachment=b"NV")            # short header
+pub.put(b"abc", attachment=struct.pack("<2sBBIQqq", b"NV", 1, 1, 0, 3, 0, 1)
+        + struct.pack("<Qqq", 3, 0, 5))          # batch table != payload
 pub.put(b"fine", attachment=hdr(2))            # good
 time.sleep(1.0)
 print(json.dumps(True), flush=True)
@@ -422,7 +431,7 @@ def test_bad_input(net: Net, bridges) -> None:
     got = read(h2, "evil")
     assert got is not None and [m[4] for m in got["msgs"]] == ["fine"]
     s = b2.stats()
-    assert s["import"]["rogue/evil"]["dropped_error"] == 2
+    assert s["import"]["rogue/evil"]["dropped_error"] == 3
     assert s["import"]["rogue/evil"]["dropped_size"] == 1
     assert s["import"]["rogue/evil"]["forwarded"] == 1
     assert "junk from rogue: bad description" in b2.text()

@@ -44,6 +44,7 @@ from .bridge_zenoh import (
     live_key,
     meta_key,
     mono_to_real,
+    pack_batch,
     pack_header,
     prefix,
     qos,
@@ -59,11 +60,19 @@ PUT_TIMEOUT_S = 0.05
 # An exporter's wait for a message is cut in slices of this length, so it
 # notices a stop even if cancel() raced with the start of a wait.
 READ_SLICE_S = 0.25
+# Messages from this size on are read through a zero-copy view.
+LARGE = 256 << 10
+# A batch (bridge_zenoh.BATCH) holds messages smaller than BATCH_ITEM, at
+# most BATCH_MAX of them and about BATCH_BYTES in all.
+BATCH_ITEM = 16 << 10
+BATCH_MAX = 256
+BATCH_BYTES = 64 << 10
 
 
 @dataclass
 class ExportCounters:
     forwarded: int = 0      # messages published
+    samples: int = 0        # Zenoh samples they went in (batches hold several)
     bytes: int = 0
     dropped_congestion: int = 0  # overwritten in the local ring before the bridge read them
     dropped_error: int = 0  # overwritten while read (stale view), or Zenoh refused them
@@ -140,6 +149,7 @@ class Exporter:
         self.queryable = s.declare_queryable(meta_key(d, bridge.ident, name), self._on_query)
         self.token = s.liveliness().declare_token(live_key(d, bridge.ident, name))
         self._rate: List[Tuple[int, int]] = []
+        self._large = False
         self.thread = threading.Thread(target=self._run, name=f"export-{name}", daemon=True)
         self.thread.start()
 
@@ -166,40 +176,83 @@ class Exporter:
             return 0.0
         return (r[-1][1] - r[0][1]) * 1e9 / (r[-1][0] - r[0][0])
 
-    def _run(self) -> None:
+    def _read(self, wait: bool) -> Optional[tuple]:
+        """The next message as (seq, time, bytes), or None. Small messages
+        are copied by get() (one validated copy, the cheapest call); once
+        messages are large, through a zero-copy view that is copied once
+        into the payload and validated before it is used."""
         ch, c = self.ch, self.counters
+        kw = dict(wait=True, timeout=READ_SLICE_S) if wait else {}
+        if self._large:
+            with ch.view(**kw) as m:
+                if m is None:
+                    return None
+                out = (m.seq, m.time, bytes(m.data), m.missed)
+        else:
+            m = ch.get(**kw)
+            if m is None:
+                return None
+            out = (m.seq, m.time, m.data, m.missed)
+        self._large = len(out[2]) >= LARGE
+        c.dropped_congestion += out[3]
+        return out
+
+    def _run(self) -> None:
+        c = self.counters
         while not self.stop_ev.is_set():
-            payload = None
-            try:
-                with ch.view(wait=True, timeout=READ_SLICE_S) as msg:
-                    if msg is None:
-                        continue
-                    c.dropped_congestion += msg.missed
-                    seq, t = msg.seq, msg.time
-                    if self.local.is_own(seq):
-                        c.looped += 1
-                        continue
-                    payload = bytes(msg.data)  # the one copy; validated on leaving
-            except nerve.Timeout:
-                continue
-            except nerve.StaleView:
-                c.dropped_error += 1
-                continue
-            except nerve.Cancelled:
-                break
-            except (nerve.Error, ValueError) as e:  # closed, corrupt channel
-                self.error = str(e)
-                break
-            if payload is None:
-                continue
-            try:
-                self.pub.put(payload, attachment=pack_header(seq, mono_to_real(t), self.epoch))
-            except Exception as e:
-                c.dropped_error += 1
-                self.error = short_error(e)
-                continue
-            c.forwarded += 1
-            c.bytes += len(payload)
+            batch: List[tuple] = []
+            size = 0
+            wait = True
+            while True:
+                try:
+                    msg = self._read(wait)
+                except nerve.Timeout:
+                    break
+                except nerve.StaleView:
+                    c.dropped_error += 1  # overwritten while it was copied
+                    continue
+                except nerve.Cancelled:
+                    self.stop_ev.set()
+                    break
+                except (nerve.Error, ValueError) as e:  # closed, corrupt channel
+                    self.error = str(e)
+                    self.stop_ev.set()
+                    break
+                if msg is None:
+                    break
+                wait = False
+                seq, t, data, _missed = msg
+                if self.local.is_own(seq):
+                    c.looped += 1
+                else:
+                    batch.append((seq, t, data))
+                    size += len(data)
+                # Take what is already waiting, small messages only, up to
+                # a batch's worth; never wait for more.
+                if size >= BATCH_BYTES or len(batch) >= BATCH_MAX or len(data) >= BATCH_ITEM:
+                    break
+            if batch:
+                self._send(batch)
+
+    def _send(self, batch: List[tuple]) -> None:
+        c = self.counters
+        try:
+            if len(batch) == 1:
+                seq, t, data = batch[0]
+                self.pub.put(data, attachment=pack_header(seq, mono_to_real(t), self.epoch))
+                n = len(data)
+            else:
+                data = b"".join(d for _s, _t, d in batch)
+                n = len(data)
+                self.pub.put(data, attachment=pack_batch(
+                    [(s, mono_to_real(t), len(d)) for s, t, d in batch], self.epoch))
+        except Exception as e:
+            c.dropped_error += len(batch)
+            self.error = short_error(e)
+            return
+        c.forwarded += len(batch)
+        c.samples += 1
+        c.bytes += n
 
     def close(self) -> None:
         self.stop_ev.set()
@@ -232,49 +285,52 @@ class ImportStream:
 
     def _on_sample(self, sample: zenoh.Sample) -> None:
         c = self.counters
+        payload = sample.payload
         try:
             att = sample.attachment
-            seq, t_real, epoch = unpack_header(att.to_bytes() if att is not None else None)
-        except ValueError:
+            epoch, entries = unpack_header(att.to_bytes() if att is not None else None, len(payload))
+        except ValueError as e:
             c.dropped_error += 1
-            self.bridge.report(f"{self.name} from {self.host}: message with a bad header dropped", once="hdr")
+            self.bridge.report(f"{self.name} from {self.host}: message with a bad header dropped ({e})",
+                               once="hdr")
             return
         if epoch != self.epoch:
             # First message, or the origin channel was recreated (its
             # sequence numbers start again): no gap to count.
-            self.epoch, self.last_seq = epoch, seq - 1 if self.epoch is None else 0
-        if seq <= self.last_seq:
-            c.duplicates += 1
-            return
-        if self.last_seq and seq > self.last_seq + 1:
-            c.gaps += seq - self.last_seq - 1
-        self.last_seq = seq
-        payload = sample.payload
-        n = len(payload)
+            self.last_seq = entries[0][0] - 1 if self.epoch is None else 0
+            self.epoch = epoch
         local = self.local
-        if n > local.data_size:
-            c.dropped_size += 1
-            self.bridge.report(f"{self.name} from {self.host}: message of {n} bytes is larger than "
-                               f"the local ring ({local.data_size} bytes): dropped", once="size")
-            return
-        t_mono = real_to_mono(t_real)
-        data = payload.to_bytes()
-        with local.lock:
-            w = local.writer
-            if w is None:
-                c.dropped_error += 1
-                return
-            try:
-                got_seq, got_t = w.put_at(data, t_mono, timeout=PUT_TIMEOUT_S)
-            except (nerve.Error, ValueError) as e:
-                c.dropped_error += 1
-                self.bridge.report(f"{self.name}: local put failed: {e}", once="put")
-                return
-            local.record_own(got_seq)
-        if got_t != t_mono:
-            c.clamped += 1
-        c.forwarded += 1
-        c.bytes += n
+        data = memoryview(payload.to_bytes())
+        offset = real_to_mono(0)
+        for seq, t_real, off, n in entries:
+            if seq <= self.last_seq:
+                c.duplicates += 1
+                continue
+            if self.last_seq and seq > self.last_seq + 1:
+                c.gaps += seq - self.last_seq - 1
+            self.last_seq = seq
+            if n > local.data_size:
+                c.dropped_size += 1
+                self.bridge.report(f"{self.name} from {self.host}: message of {n} bytes is larger than "
+                                   f"the local ring ({local.data_size} bytes): dropped", once="size")
+                continue
+            t_mono = t_real + offset
+            with local.lock:
+                w = local.writer
+                if w is None:
+                    c.dropped_error += 1
+                    continue
+                try:
+                    got_seq, got_t = w.put_at(data[off:off + n], t_mono, timeout=PUT_TIMEOUT_S)
+                except (nerve.Error, ValueError) as e:
+                    c.dropped_error += 1
+                    self.bridge.report(f"{self.name}: local put failed: {e}", once="put")
+                    continue
+                local.record_own(got_seq)
+            if got_t != t_mono:
+                c.clamped += 1
+            c.forwarded += 1
+            c.bytes += n
 
     def close(self) -> None:
         try:
