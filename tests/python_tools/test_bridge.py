@@ -352,6 +352,15 @@ def test_kill_restart_and_remote_returns(net: Net, bridges, tmp_path: Path) -> N
     assert [m[4] for m in got["msgs"]][-5:] == ["e"] * 5
     s = b2.stats()["import"]["h1/fault"]
     assert s["gaps"] == 3 and s["duplicates"] == 0, s  # the "d" messages sent while h1 was away
+    # The imported channel removed on h2: the bridge makes it again.
+    h2.run("sh", "-c", "rm -f /dev/shm/nerve.fault /dev/shm/nerve-bell.fault")
+
+    def arrived_again():
+        write(h1, "fault", 1, 50, "f")
+        r = read(h2, "fault")
+        return r is not None and any(m[4] == "f" for m in r["msgs"])
+    wait_for(arrived_again, 20, "messages in the re-made channel on h2", step=0.5)
+    assert "the local channel was removed or recreated" in b2.text()
 
 
 ROGUE = r"""

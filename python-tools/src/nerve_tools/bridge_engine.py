@@ -469,7 +469,17 @@ class Bridge:
 
     def _scan(self) -> None:
         """Start exporters for new matching channels, stop those whose
-        channel went away or was recreated; sample rates."""
+        channel went away or was recreated; sample rates. Re-attach imports
+        whose local channel was removed or recreated meanwhile."""
+        for key, st in list(self.streams.items()):
+            w = st.local.writer
+            try:
+                gone = w is None or _nerve.stat(st.name)["created"] != w.stat().created
+            except (nerve.Error, ValueError):
+                gone = True
+            if gone:
+                self.report(f"{st.name}: the local channel was removed or recreated; importing it again")
+                self.pending[key] = 0.0
         if not self.opts.exports:
             return
         try:
