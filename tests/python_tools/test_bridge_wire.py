@@ -76,6 +76,9 @@ def test_config_file_then_flags(tmp_path) -> None:
     c = make_config(SessionOptions(config=str(f)))
     assert json.loads(c.get_json("mode")) == "client"
     assert json.loads(c.get_json("transport/link/tx/lease")) == 1234
+    # The bridge's own defaults fill in what the file leaves at Zenoh's.
+    assert json.loads(c.get_json("listen/endpoints")) == []
+    assert json.loads(c.get_json("transport/shared_memory/enabled")) is False
     c = make_config(SessionOptions(config=str(f), connect=["tcp/192.0.2.3:7447"]))
     assert json.loads(c.get_json("connect/endpoints")) == ["tcp/192.0.2.3:7447"]  # the flag wins
     f.write_text("{ mode: ")

@@ -150,29 +150,37 @@ def make_config(opts: SessionOptions) -> zenoh.Config:
         except Exception as e:
             raise BridgeError(f"bad {key} {value!r}: {short_error(e)}") from None
 
+    default = zenoh.Config()
+
+    def unset(key: str) -> bool:
+        """The file leaves `key` at Zenoh's default: the bridge's own
+        default applies."""
+        try:
+            return conf.get_json(key) == default.get_json(key)
+        except Exception:
+            return True
+
     if opts.mode:
         put("mode", opts.mode)
-    elif not opts.config:
+    elif unset("mode"):
         put("mode", "peer")
     # Nothing leaves the host unless asked: no multicast scouting unless
     # --scout, and no listening socket unless --listen or the file says so.
-    if opts.scout:
-        put("scouting/multicast/enabled", True)
-    else:
-        put("scouting/multicast/enabled", False)
+    put("scouting/multicast/enabled", bool(opts.scout))
     if opts.listen:
         put("listen/endpoints", opts.listen)
-    elif not opts.config:
+    elif unset("listen/endpoints"):
         put("listen/endpoints", [])
     if opts.connect:
         put("connect/endpoints", opts.connect)
-    if not opts.config:
+    key = "transport/link/tx/queue/congestion_control/drop/max_wait_before_drop_fragments"
+    if unset(key):
         # A large message goes in many fragments; Zenoh drops it when the
         # transmission queue stays full for this long (default 50 ms, too
         # short for an 8 MB image on a busy host). Only the bridge's
         # sending thread of that channel waits; local writers never do.
-        put("transport/link/tx/queue/congestion_control/drop/max_wait_before_drop_fragments",
-            DROP_FRAGMENTS_WAIT_US)
+        put(key, DROP_FRAGMENTS_WAIT_US)
+    if unset("transport/shared_memory/enabled"):
         # Zenoh's own shared-memory transport is for Zenoh peers on one
         # host; the bridge is for other hosts, and its segment files would
         # sit in /dev/shm beside the channels.
