@@ -107,12 +107,12 @@ class LocalChannel:
         self.data_size = 0
         self.slots = 0
 
-    def record_own(self, seq: int) -> None:
-        """Called holding ``lock``."""
-        self.own.add(seq)
-        if len(self.own) > 2 * max(self.slots, 64):
-            # Prune what no reader can see any more (bounded memory).
-            keep_from = seq - max(self.slots, 64)
+    def prune(self, last_put: int) -> None:
+        """Called holding ``lock`` after adding to ``own``: forget numbers
+        that the ring no longer holds (bounded memory)."""
+        keep = max(self.slots, 64)
+        if len(self.own) > 2 * keep:
+            keep_from = last_put - keep
             self.own = {s for s in self.own if s > keep_from}
 
     def is_own(self, seq: int) -> bool:
@@ -182,6 +182,14 @@ class Exporter:
         messages are large, through a zero-copy view that is copied once
         into the payload and validated before it is used."""
         ch, c = self.ch, self.counters
+        if not wait and not self._large:
+            m = ch.get()  # the common case of a burst: no keywords to parse
+            if m is None:
+                return None
+            if m.missed:
+                c.dropped_congestion += m.missed
+            self._large = m.size >= LARGE
+            return m.seq, m.time, m.data, 0
         kw = dict(wait=True, timeout=READ_SLICE_S) if wait else {}
         if self._large:
             with ch.view(**kw) as m:
@@ -199,6 +207,7 @@ class Exporter:
 
     def _run(self) -> None:
         c = self.counters
+        is_own = self.local.is_own
         while not self.stop_ev.is_set():
             batch: List[tuple] = []
             size = 0
@@ -222,14 +231,15 @@ class Exporter:
                     break
                 wait = False
                 seq, t, data, _missed = msg
-                if self.local.is_own(seq):
+                n = len(data)
+                if is_own(seq):
                     c.looped += 1
                 else:
                     batch.append((seq, t, data))
-                    size += len(data)
+                    size += n
                 # Take what is already waiting, small messages only, up to
                 # a batch's worth; never wait for more.
-                if size >= BATCH_BYTES or len(batch) >= BATCH_MAX or len(data) >= BATCH_ITEM:
+                if size >= BATCH_BYTES or n >= BATCH_ITEM or len(batch) >= BATCH_MAX:
                     break
             if batch:
                 self._send(batch)
@@ -244,8 +254,9 @@ class Exporter:
             else:
                 data = b"".join(d for _s, _t, d in batch)
                 n = len(data)
+                off = mono_to_real(0)
                 self.pub.put(data, attachment=pack_batch(
-                    [(s, mono_to_real(t), len(d)) for s, t, d in batch], self.epoch))
+                    [(s, t + off, len(d)) for s, t, d in batch], self.epoch))
         except Exception as e:
             c.dropped_error += len(batch)
             self.error = short_error(e)
@@ -302,35 +313,52 @@ class ImportStream:
         local = self.local
         data = memoryview(payload.to_bytes())
         offset = real_to_mono(0)
-        for seq, t_real, off, n in entries:
-            if seq <= self.last_seq:
-                c.duplicates += 1
-                continue
-            if self.last_seq and seq > self.last_seq + 1:
-                c.gaps += seq - self.last_seq - 1
-            self.last_seq = seq
-            if n > local.data_size:
-                c.dropped_size += 1
-                self.bridge.report(f"{self.name} from {self.host}: message of {n} bytes is larger than "
-                                   f"the local ring ({local.data_size} bytes): dropped", once="size")
-                continue
-            t_mono = t_real + offset
-            with local.lock:
-                w = local.writer
-                if w is None:
-                    c.dropped_error += 1
+        last = self.last_seq
+        fwd = nbytes = gaps = dups = clamped = big = errors = 0
+        # One lock for the whole sample: the exporter of this channel waits
+        # at most that long to check a sequence number (see LocalChannel).
+        with local.lock:
+            w = local.writer
+            size = local.data_size
+            own = local.own
+            for seq, t_real, off, n in entries:
+                if seq <= last:
+                    dups += 1
                     continue
+                if last and seq > last + 1:
+                    gaps += seq - last - 1
+                last = seq
+                if n > size:
+                    big += 1
+                    continue
+                if w is None:
+                    errors += 1
+                    continue
+                t_mono = t_real + offset
                 try:
                     got_seq, got_t = w.put_at(data[off:off + n], t_mono, timeout=PUT_TIMEOUT_S)
                 except (nerve.Error, ValueError) as e:
-                    c.dropped_error += 1
+                    errors += 1
                     self.bridge.report(f"{self.name}: local put failed: {e}", once="put")
                     continue
-                local.record_own(got_seq)
-            if got_t != t_mono:
-                c.clamped += 1
-            c.forwarded += 1
-            c.bytes += n
+                own.add(got_seq)
+                if got_t != t_mono:
+                    clamped += 1
+                fwd += 1
+                nbytes += n
+            if fwd:
+                local.prune(last_put=got_seq)
+        self.last_seq = last
+        c.forwarded += fwd
+        c.bytes += nbytes
+        c.gaps += gaps
+        c.duplicates += dups
+        c.clamped += clamped
+        c.dropped_error += errors
+        if big:
+            c.dropped_size += big
+            self.bridge.report(f"{self.name} from {self.host}: message larger than the local ring "
+                               f"({size} bytes): dropped", once="size")
 
     def close(self) -> None:
         try:

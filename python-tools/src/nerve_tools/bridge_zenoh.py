@@ -238,8 +238,9 @@ def pack_header(seq: int, t_real: int, epoch: int) -> bytes:
 def pack_batch(entries: Sequence[tuple], epoch: int) -> bytes:
     """Attachment of a batch: entries are (seq, t_real, len)."""
     seq, t_real, _n = entries[0]
-    return HEADER.pack(MAGIC, WIRE_VERSION, BATCH, 0, seq, t_real, epoch) + b"".join(
-        ENTRY.pack(*e) for e in entries)
+    flat = [x for e in entries for x in e]
+    return HEADER.pack(MAGIC, WIRE_VERSION, BATCH, 0, seq, t_real, epoch) + struct.pack(
+        "<" + "Qqq" * len(entries), *flat)
 
 
 def unpack_header(att: Optional[bytes], payload_len: int) -> tuple:
@@ -261,8 +262,7 @@ def unpack_header(att: Optional[bytes], payload_len: int) -> tuple:
     out = []
     off = 0
     prev = 0
-    for i in range(rest // ENTRY.size):
-        s, t, n = ENTRY.unpack_from(att, HEADER.size + i * ENTRY.size)
+    for s, t, n in ENTRY.iter_unpack(memoryview(att)[HEADER.size:]):
         if s <= prev or n < 0:
             raise ValueError("bad batch entry")
         out.append((s, t, off, n))
