@@ -196,7 +196,7 @@ def wait_msgs(h: Host, name: str, n: int, timeout: float = 20):
 
 
 def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> None:
-    h1, h2 = net.hosts[0], net.hosts[1]
+    h1, h2, h3 = net.hosts
     # A healthy link, exact delivery: on a machine as busy as a CI runner
     # an 8 MB message may find Zenoh's queue full for longer than the
     # bridge's default 250 ms; let it wait (the slow-receiver test covers
@@ -210,6 +210,8 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
     b1 = bridges(h1, *listen(h1), "--export", "rt.*", "--config", str(conf))
     b2 = bridges(h2, *listen(h2), *connect(h1), "--import", "rt.*", "--export", "rt.other",
                  "--config", str(conf))
+    # Another domain on the same network sees none of it.
+    b3 = bridges(h3, *connect(h1), "--domain", "7", "--import", "rt.*")
     wait_for(lambda: read(h2, "rt.small") and read(h2, "rt.big"), 20, "imported channels on h2")
     sizes = [0, 1, 64, 1000, 65536, (1 << 20) - 64]
     sent_small = [write(h1, "rt.small", 1, s, f"s{i}")[0] for i, s in enumerate(sizes)]
@@ -264,6 +266,9 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
     assert rows[("h1", "rt.small")]["slots"] == 256
     assert rows[("h2", "rt.other")]["imported"] is False
     assert ("h1", "rt.big") in rows
+    r = h2.run(*argv, "--domain", "7", timeout=30, env=env)
+    assert r.returncode == 0 and json.loads(r.stdout) == [], (r.stdout, r.stderr)
+    assert read(h3, "rt.small") is None and b3.stats()["import"] == {}
     # nerve top marks the imported and exported channels.
     r = h2.run(tool("top"), "--once", "--interval", "0.1", "rt.*", timeout=60)
     assert r.returncode == 0, r.stderr
