@@ -203,7 +203,7 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
     # drops).
     conf = tmp_path / "patient.json5"
     conf.write_text("{ transport: { link: { tx: { queue: { congestion_control: { drop: "
-                    "{ max_wait_before_drop_fragments: 5000000 } } } } } } }\n")
+                    "{ wait_before_drop: 5000000, max_wait_before_drop_fragments: 5000000 } } } } } } }\n")
     h1.py(CREATE, "rt.small", "256", str(4 << 20), "demo/Thing")
     h1.py(CREATE, "rt.big", "8", str(24 << 20))
     h2.py(CREATE, "rt.other", "4", "4096")  # not exported: never on h1
