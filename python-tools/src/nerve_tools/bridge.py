@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
 import time
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
 
 from . import bridge_registry as registry
 from .bridge_engine import Bridge, BridgeOptions

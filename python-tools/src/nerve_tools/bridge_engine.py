@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import zenoh
 
@@ -48,6 +48,7 @@ from .bridge_zenoh import (
     pack_header,
     prefix,
     qos,
+    query_descriptions,
     real_to_mono,
     short_error,
     split_key,
@@ -573,8 +574,6 @@ class Bridge:
             return
         replies = []
         try:
-            from .bridge_zenoh import query_descriptions
-
             replies = query_descriptions(self.session, meta_key(self.domain, host, name),
                                          self.opts.query_timeout_s)
         except BridgeError as e:
