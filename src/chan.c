@@ -1040,14 +1040,37 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
     return p;
 }
 
+/* A put's own commit time (see nerve_chan_put_at()). */
+#define NERVE__TIME_NOW INT64_MIN
+
+/* The commit time of message `seq`: now, or the caller's time `at` clamped
+ * into [commit time of message seq - 1 if still readable, now], so that
+ * times never decrease along the ring (NERVE_GET_AT's binary search and
+ * nerve_chan_check() rely on it) and never run ahead of CLOCK_MONOTONIC
+ * (a later plain put takes now). Called holding the writer lock, before
+ * W4 stores to the slot (with nslots == 1 it is the same slot, but then
+ * begin_message() raised tail past seq - 1). */
+static int64_t commit_time(const nerve_chan *c, uint64_t seq, int64_t at)
+{
+    int64_t now = nerve_now_ns();
+    if (at == NERVE__TIME_NOW || at > now)
+        return now;
+    if (seq > 1 && nerve__load_rlx(&c->hdr->tail) <= seq - 1) {
+        int64_t prev = nerve__loadi_rlx(&slot_of(c, seq - 1)->time_ns);
+        if (at < prev)
+            return prev;
+    }
+    return at;
+}
+
 /* W4-W8: describe and commit message `seq`, then wake and unlock. */
 static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
                            uint64_t len, struct nerve_put_info *info,
-                           uint32_t recovered)
+                           uint32_t recovered, int64_t at)
 {
     struct nerve__shm_hdr *h = c->hdr;
     struct nerve__shm_slot *sl = slot_of(c, seq);
-    int64_t now = nerve_now_ns();
+    int64_t now = commit_time(c, seq, at);
     nerve__store_rlx(&sl->seq, seq);
     nerve__store_rlx(&sl->off, pos);
     nerve__store_rlx(&sl->len, len);
@@ -1092,7 +1115,9 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
     return 0;
 }
 
-int nerve_chan_put(nerve_chan *c, const void *buf, size_t len,
+/* nerve_chan_put() and nerve_chan_put_at(): `at` is the caller's commit
+ * time or NERVE__TIME_NOW. */
+static int put_msg(nerve_chan *c, const void *buf, size_t len, int64_t at,
                    int64_t timeout_ns, struct nerve_put_info *info,
                    uint32_t flags)
 {
@@ -1118,7 +1143,7 @@ int nerve_chan_put(nerve_chan *c, const void *buf, size_t len,
         nerve__racy_write(dst, buf, len);
     }
     NERVE_CRASHPOINT("put.after-payload");
-    finish_message(c, seq, pos, len, info, recovered);
+    finish_message(c, seq, pos, len, info, recovered, at);
     return 0;
 }
 
@@ -1141,14 +1166,22 @@ int nerve_chan_reserve(nerve_chan *c, size_t len, int64_t timeout_ns,
     return 0;
 }
 
-int nerve_chan_commit(nerve_chan *c, size_t len, struct nerve_put_info *info)
+/* nerve_chan_commit() and nerve_chan_commit_at(). */
+static int commit_msg(nerve_chan *c, size_t len, int64_t at,
+                      struct nerve_put_info *info)
 {
     if (!c || !c->reserved || (uint64_t)len > c->res_len)
         return NERVE_EINVAL;
     c->reserved = 0;
     NERVE_CRASHPOINT("commit.before-commit");
-    finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered);
+    finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered,
+                   at);
     return 0;
+}
+
+int nerve_chan_commit(nerve_chan *c, size_t len, struct nerve_put_info *info)
+{
+    return commit_msg(c, len, NERVE__TIME_NOW, info);
 }
 
 int nerve_chan_abort(nerve_chan *c)
@@ -1160,6 +1193,28 @@ int nerve_chan_abort(nerve_chan *c)
      * invalidated stay invalid, as if they had been overwritten. */
     nerve__mutex_unlock(&c->hdr->lock.m);
     return 0;
+}
+
+int nerve_chan_put(nerve_chan *c, const void *buf, size_t len,
+                   int64_t timeout_ns, struct nerve_put_info *info,
+                   uint32_t flags)
+{
+    return put_msg(c, buf, len, NERVE__TIME_NOW, timeout_ns, info, flags);
+}
+
+int nerve_chan_put_at(nerve_chan *c, const void *buf, size_t len,
+                      int64_t time_ns, int64_t timeout_ns,
+                      struct nerve_put_info *info, uint32_t flags)
+{
+    if (time_ns < 0)
+        time_ns = 0; /* CLOCK_MONOTONIC times are never negative */
+    return put_msg(c, buf, len, time_ns, timeout_ns, info, flags);
+}
+
+int nerve_chan_commit_at(nerve_chan *c, size_t len, int64_t time_ns,
+                         struct nerve_put_info *info)
+{
+    return commit_msg(c, len, time_ns < 0 ? 0 : time_ns, info);
 }
 
 int nerve_chan_ring(const nerve_chan *c, void **base, uint64_t *len)

@@ -525,6 +525,12 @@ int cli_ls(int argc, char **argv)
     int json = 0, watch = 0, c;
     uint64_t count = 0;
     int64_t interval = 1000000000;
+    /* Remote channels are listed by the bridge (docs/bridge.md). */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--remote") == 0) {
+            return cli_exec_external("bridge", "ls", argc, argv);
+        }
+    }
     reset_getopt();
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {

@@ -48,6 +48,10 @@ int cli_usage(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Print the verb's --help text to stdout and return CLI_OK. */
 int cli_print_help(const char *verb);
+/* Run the external program nerve-TOOL (found as for external verbs) with
+ * the arguments SUB argv[1..argc); returns only on failure (CLI_FAIL). */
+int cli_exec_external(const char *tool, const char *sub, int argc,
+                      char **argv);
 
 /* Parse helpers; each returns 0 or -1 on a malformed value. */
 int cli_parse_u64(const char *s, uint64_t *out);

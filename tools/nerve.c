@@ -44,7 +44,9 @@
     "channels matching one are listed.\n"                                       \
     "  --json           one JSON array (fields in docs/cli.md)\n"              \
     "  --watch          list again every --interval SEC (default 1) until\n"   \
-    "                   Ctrl-C, or --count N listings\n"
+    "                   Ctrl-C, or --count N listings\n"             \
+    "  --remote ...     the channels exported on the Zenoh network, by\n"     \
+    "                   nerve-bridge ls (docs/bridge.md)\n"
 
 #define HELP_INFO                                                               \
     "usage: nerve info NAME [--json]\n"                                         \
@@ -280,6 +282,36 @@ int cli_help(int argc, char **argv)
     usage_all(stdout);
     list_external(stdout);
     return CLI_OK;
+}
+
+int cli_exec_external(const char *tool, const char *sub, int argc,
+                      char **argv)
+{
+    char path[PATH_MAX], name[80];
+    if (find_external(tool, path, sizeof path) != 0) {
+        fprintf(stderr,
+                "nerve %s: needs nerve-%s (pip install ./python "
+                "./python-tools), found neither beside nerve nor on the "
+                "PATH\n",
+                argv[0], tool);
+        return CLI_FAIL;
+    }
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (args == NULL) {
+        fprintf(stderr, "nerve %s: out of memory\n", argv[0]);
+        return CLI_FAIL;
+    }
+    snprintf(name, sizeof name, "nerve-%s", tool);
+    args[0] = name;
+    args[1] = (char *)sub;
+    for (int i = 1; i < argc; i++) {
+        args[i + 1] = argv[i];
+    }
+    execv(path, args);
+    fprintf(stderr, "nerve %s: cannot run %s: %s\n", argv[0], path,
+            strerror(errno));
+    free(args);
+    return CLI_FAIL;
 }
 
 /* A verb whose output could not be written (a full disk, a closed pipe)

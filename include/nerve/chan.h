@@ -297,6 +297,25 @@ NERVE_NODISCARD NERVE_API int nerve_chan_commit(nerve_chan *c, size_t len,
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_abort(nerve_chan *c);
 
+/* As nerve_chan_put() and nerve_chan_commit(), but the message's commit
+ * time is the caller's `time_ns` (CLOCK_MONOTONIC ns), e.g. the origin
+ * time of a message mirrored from another host, clamped so that times in
+ * the ring stay ordered: a time after now becomes now, and a time before
+ * the previous message's (still readable) commit time becomes that time; a
+ * negative time counts as 0. info->time_ns is the time recorded; compare
+ * it with time_ns to see whether it was clamped. Errors as
+ * nerve_chan_put() and nerve_chan_commit().
+ * Thread: as nerve_chan_put() / nerve_chan_commit().  Blocking: put_at
+ * only on the writer lock; commit_at no.  RT: safe.  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_put_at(nerve_chan *c, const void *buf,
+                                                size_t len, int64_t time_ns,
+                                                int64_t timeout_ns,
+                                                struct nerve_put_info *info,
+                                                uint32_t flags);
+NERVE_NODISCARD NERVE_API int nerve_chan_commit_at(nerve_chan *c, size_t len,
+                                                   int64_t time_ns,
+                                                   struct nerve_put_info *info);
+
 /* The data ring's mapping: *len bytes (twice data_size: the ring is mapped
  * twice back to back) from *base, inside which every reservation and every
  * view lies. For registering the ring once with a DMA engine -- e.g.

@@ -581,11 +581,12 @@ struct BufferGuard {
 // non-contiguous buffer is gathered straight into a reservation (one copy).
 // Everything that may run Python (exporting the buffer, the coerce hook)
 // happens before the handle is taken, since that Python code may close it.
-uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
+// `at`: the caller's commit time (nerve_chan_put_at), or none for now.
+void chan_put_impl(Chan &ch, nb::handle data, std::optional<double> timeout,
+                   std::optional<int64_t> at, struct nerve_put_info &info)
 {
     ch.use();
     check_timeout(timeout);
-    struct nerve_put_info info;
     BufferGuard b;
     Py_buffer &v = b.v;
     PyObject *obj = data.ptr();
@@ -637,26 +638,46 @@ uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
             (void)nerve_chan_abort(c);
             throw nb::python_error();
         }
-        rc = nerve_chan_commit(c, size_t(len), &info);
+        rc = at ? nerve_chan_commit_at(c, size_t(len), *at, &info)
+                : nerve_chan_commit(c, size_t(len), &info);
         if (rc != 0) {
             (void)nerve_chan_abort(c);
             raise_nerve(rc, ch.name.c_str());
         }
-        return info.seq;
+        return;
     }
-    int rc = nerve_chan_put(c, v.buf, size_t(v.len), 0, &info, 0);
+    auto put = [&](int64_t tmo, uint32_t fl) {
+        return at ? nerve_chan_put_at(c, v.buf, size_t(v.len), *at, tmo,
+                                      &info, fl)
+                  : nerve_chan_put(c, v.buf, size_t(v.len), tmo, &info, fl);
+    };
+    int rc = put(0, 0);
     if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
         // The writer lock is held by another writer: wait without the GIL.
         int64_t deadline = deadline_from(timeout);
         rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
-            return nerve_chan_put(c, v.buf, size_t(v.len), end, &info,
-                                  NERVE_F_ABSTIME);
+            return put(end, NERVE_F_ABSTIME);
         });
     }
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
     }
+}
+
+uint64_t chan_put(Chan &ch, nb::handle data, std::optional<double> timeout)
+{
+    struct nerve_put_info info;
+    chan_put_impl(ch, data, timeout, std::nullopt, info);
     return info.seq;
+}
+
+// put_at(data, time, timeout) -> (seq, time recorded).
+nb::tuple chan_put_at(Chan &ch, nb::handle data, int64_t time,
+                      std::optional<double> timeout)
+{
+    struct nerve_put_info info;
+    chan_put_impl(ch, data, timeout, time, info);
+    return nb::make_tuple(info.seq, info.time_ns);
 }
 
 nb::object chan_reserve(Chan &ch, size_t len, std::optional<double> timeout)
@@ -703,6 +724,21 @@ void finish_reservation(Chan &ch)
         reinterpret_cast<SpanObject *>(ch.reservation)->ptr = nullptr;
         ch.reservation = nullptr;
     }
+}
+
+// _commit_at(size, time) -> (seq, time recorded).
+nb::tuple chan_commit_at(Chan &ch, size_t len, int64_t time)
+{
+    nerve_chan *c = ch.use();
+    struct nerve_put_info info;
+    int rc = nerve_chan_commit_at(c, len, time, &info);
+    if (rc != 0) {
+        (void)nerve_chan_abort(c);
+        finish_reservation(ch);
+        raise_nerve(rc, ch.name.c_str());
+    }
+    finish_reservation(ch);
+    return nb::make_tuple(info.seq, info.time_ns);
 }
 
 uint64_t chan_commit(Chan &ch, size_t len)
@@ -1539,6 +1575,12 @@ NB_MODULE(_nerve, m)
              "Append a copy of data (bytes, any buffer, numpy array) as one "
              "message and return its sequence number. timeout (seconds, None "
              "= no limit) bounds only the wait for the writer lock.")
+        .def("put_at", &chan_put_at, "data"_a, "time"_a, nb::kw_only(),
+             "timeout"_a = nb::none(),
+             "As put(), but the message's commit time is `time` "
+             "(CLOCK_MONOTONIC ns) clamped between the previous message's "
+             "time and now (nerve_chan_put_at); returns (seq, time "
+             "recorded).")
         .def("get", &chan_get, nb::kw_only(), "newest"_a = false,
              "wait"_a = false, "timeout"_a = nb::none(), "seq"_a = nb::none(),
              "at"_a = nb::none(), "repeat"_a = false,
@@ -1549,6 +1591,7 @@ NB_MODULE(_nerve, m)
         .def("_reserve", &chan_reserve, "size"_a, nb::kw_only(),
              "timeout"_a = nb::none())
         .def("_commit", &chan_commit, "size"_a)
+        .def("_commit_at", &chan_commit_at, "size"_a, "time"_a)
         .def("_abort", &chan_abort)
         .def("_stat", &chan_stat)
         .def("_meta", &chan_meta)

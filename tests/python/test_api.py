@@ -178,6 +178,23 @@ def test_put_too_large(chan):
         chan.put(bytes(chan.stat().data_size + 1))
 
 
+def test_put_at_keeps_and_clamps_times(chan):
+    now = nerve.now_ns()
+    assert chan.put_at(b"a", now - 5_000_000) == (1, now - 5_000_000)
+    # Before the previous message: clamped to its time; in the future: now.
+    assert chan.put_at(b"b", now - 9_000_000) == (2, now - 5_000_000)
+    seq, t = chan.put_at(b"c", now + 3600 * 10**9)
+    assert seq == 3 and now <= t <= nerve.now_ns()
+    res = chan.reserve(1, time=t - 1)
+    with res as buf:
+        buf[:] = b"d"
+    assert (res.seq, res.time) == (4, t)
+    with nerve.open(chan.name) as r:
+        assert [(m.seq, m.time) for m in iter(r.get, None)] == [
+            (1, now - 5_000_000), (2, now - 5_000_000), (3, t), (4, t)]
+    chan.check()
+
+
 def test_put_read_only(chan):
     with nerve.open(chan.name) as r:
         with pytest.raises(nerve.ReadOnly) as ei:

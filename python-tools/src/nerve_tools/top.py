@@ -69,6 +69,7 @@ class Row:
         if self.bandwidth > 0:
             spans.append(self.data_size / self.bandwidth)
         return min(spans) if spans else None
+    bridge: str = ""        # "export", "import HOST" (nerve bridge on this host)
 
 
 @dataclass
@@ -153,6 +154,7 @@ class Monitor:
         rows = []
         seen = set()
         procs = self._procs()
+        roles = _bridge_roles()
         for info in nerve.list():
             if not self._matches(info.name):
                 continue
@@ -185,6 +187,7 @@ class Monitor:
                 missed=st.missed, read=st.read,
                 error=None if st.ch is not None else "cannot open",
                 writers=procs.get(info.name, (0, 0))[0], readers=procs.get(info.name, (0, 0))[1],
+                bridge=roles.get(info.name, ""),
             )
             rows.append(row)
         for name in list(self._states):
@@ -201,9 +204,19 @@ class Monitor:
         self._states.clear()
 
 
+def _bridge_roles() -> Dict[str, str]:
+    """Channels that a `nerve bridge` of this host exports or imports
+    (docs/bridge.md; its registry files in /dev/shm)."""
+    try:
+        from .bridge_registry import roles
+    except ImportError:  # the bridge's dependencies are not installed
+        return {}
+    return roles()
+
+
 # Columns: (title, sort key, cell text).
 COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
-    ("channel", lambda r: r.name, lambda r: r.name),
+    ("channel", lambda r: r.name, lambda r: f"{r.name} ({r.bridge})" if r.bridge else r.name),
     ("rate Hz", lambda r: r.rate, lambda r: f"{r.rate:.1f}"),
     ("bandwidth", lambda r: r.bandwidth, lambda r: f"{human_bytes(r.bandwidth)}/s"),
     ("size", lambda r: r.size, lambda r: human_bytes(r.size)),

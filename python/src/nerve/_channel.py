@@ -282,12 +282,17 @@ class Reservation:
     Do not keep the buffer after the block: the ring memory belongs to later
     messages."""
 
-    __slots__ = ("_ch", "size", "_dtype", "_shape", "_timeout", "_span", "_mv", "_arr", "seq")
+    __slots__ = ("_ch", "size", "_dtype", "_shape", "_timeout", "_span", "_mv", "_arr", "seq", "time")
 
-    def __init__(self, ch: "Channel", size: int, dtype: Any, shape: Optional[Shape], timeout: Optional[float]) -> None:
+    def __init__(self, ch: "Channel", size: int, dtype: Any, shape: Optional[Shape], timeout: Optional[float],
+                 time: Optional[int] = None) -> None:
         self._ch = ch
         #: Bytes to publish at commit (at most the reserved size).
         self.size = size
+        #: Commit time to record (CLOCK_MONOTONIC ns, clamped as in
+        #: :meth:`Channel.put_at`; None: the time of the commit). After the
+        #: commit: the time recorded.
+        self.time = time
         self._dtype = dtype
         self._shape = shape
         self._timeout = timeout
@@ -324,7 +329,10 @@ class Reservation:
         self._span = None
         if et is None:
             try:
-                self.seq = self._ch._commit(self.size)
+                if self.time is None:
+                    self.seq = self._ch._commit(self.size)
+                else:
+                    self.seq, self.time = self._ch._commit_at(self.size, self.time)
             except BaseException:
                 # A commit that failed (bad size, closed or busy handle)
                 # must not leave the writer lock taken: every writer of the
@@ -386,12 +394,15 @@ class Channel(_nerve.Chan):
         dtype: "Optional[npt.DTypeLike]" = None,
         shape: Optional[Shape] = None,
         timeout: Optional[float] = None,
+        time: Optional[int] = None,
     ) -> Reservation:
         """Zero-copy write: ``with ch.reserve(n) as buf:`` gives a writable
         memoryview of ``n`` bytes inside the ring; with ``dtype`` (and
         ``shape``) a writable numpy array instead, its size computed from
         them. Committed when the block ends without error, discarded
-        otherwise. The writer lock is held for the whole block."""
+        otherwise. The writer lock is held for the whole block. ``time``
+        sets the commit time as :meth:`put_at` does (the Reservation's
+        ``time`` is then the time recorded)."""
         if dtype is not None:
             import numpy as np
 
@@ -406,7 +417,7 @@ class Channel(_nerve.Chan):
             size = nbytes
         if size is None:
             raise TypeError("reserve() needs a size or a dtype")
-        return Reservation(self, size, dtype, shape, timeout)
+        return Reservation(self, size, dtype, shape, timeout, time)
 
     def follow(self, newest: bool = False, timeout: Optional[float] = None) -> Iterator[Message]:
         """Iterate over messages as they arrive, waiting for each: every

@@ -1,0 +1,20 @@
+# nerve bridge (issue 12): channels across hosts on Eclipse Zenoh
+# (python-tools/src/nerve_tools/bridge*.py, docs/bridge.md). Its tests are
+# in tests/python_tools (test_bridge*.py), so test-tools runs them; the
+# multi-host ones build hosts from network namespaces and need root, ip,
+# nsenter/unshare and tc (they skip with the reason otherwise).
+DEPS_PKGS += iproute2 util-linux
+
+.PHONY: test-bridge bench-bridge
+
+# Only the bridge's tests.
+test-bridge: $(TOOLS_PKG_STAMP) build
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
+	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
+	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge.py
+
+# nerve bridge against bare eclipse-zenoh across a veth pair (needs root,
+# about 3 minutes); kept results go in bench/results/bridge-*.md.
+BRIDGE_BENCH_OUT ?= bench/results/bridge-$(shell hostname).md
+bench-bridge: $(TOOLS_PKG_STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) bench/bridge/bench_bridge.py --out $(BRIDGE_BENCH_OUT)

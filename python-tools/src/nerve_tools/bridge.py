@@ -1,0 +1,212 @@
+"""nerve bridge: chosen channels of this host appear, with the same names,
+types and newest-first behaviour, on other hosts, carried by Eclipse Zenoh.
+
+    nerve bridge [--listen ENDPOINT]... [--connect ENDPOINT]... [--config ZENOH_JSON5]
+                 [--domain N] [--export GLOB]... [--import GLOB]... [--scout] [--stats SEC]
+    nerve bridge ls [--connect ENDPOINT]... [--config ZENOH_JSON5] [--domain N] [--json]
+    (nerve ls --remote ... runs the second form)
+
+docs/bridge.md has the quick start, the key expressions and the metadata
+format, Zenoh configuration examples and what is guaranteed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Optional, Sequence
+
+from . import bridge_registry as registry
+from .bridge_engine import Bridge, BridgeOptions
+from .bridge_zenoh import (
+    BridgeError,
+    Description,
+    SessionOptions,
+    host_id,
+    open_session,
+    prefix,
+    query_descriptions,
+    wait_connected,
+)
+
+PROG = "nerve bridge"
+# How long a command that needs the network (ls) waits for a peer.
+CONNECT_TIMEOUT_S = 5.0
+# After connecting, how long ls lets declarations arrive before it asks.
+SETTLE_S = 0.3
+
+
+def _session_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--connect", action="append", default=[], metavar="ENDPOINT",
+                   help="connect to a Zenoh peer or router (Zenoh syntax, e.g. tcp/192.0.2.1:7447)")
+    p.add_argument("--config", metavar="ZENOH_JSON5",
+                   help="a Zenoh configuration file (mode, TLS, QUIC, routers...); flags override it")
+    p.add_argument("--domain", type=int, default=0, metavar="N",
+                   help="separates robots sharing a network: keys live under nerve/N/ (0)")
+    p.add_argument("--scout", action="store_true",
+                   help="find peers by multicast scouting (off unless given)")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Mirror nerve channels across hosts through Eclipse Zenoh.",
+        epilog="'nerve bridge ls --help' (or 'nerve ls --remote') lists the channels exported on the network.")
+    p.add_argument("--listen", action="append", default=[], metavar="ENDPOINT",
+                   help="accept Zenoh connections on this endpoint (none unless given)")
+    _session_args(p)
+    p.add_argument("--export", action="append", default=[], metavar="GLOB",
+                   help="publish local channels matching GLOB, also ones created later (nothing unless given)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="GLOB",
+                   help="mirror remote channels matching GLOB into local channels of the same name")
+    p.add_argument("--stats", type=float, metavar="SEC",
+                   help="print the counters as one JSON line on stdout every SEC seconds")
+    p.add_argument("--id", dest="ident", metavar="NAME",
+                   help="this bridge's name on the network (default: the host name)")
+    p.add_argument("--priority", default="data",
+                   help="Zenoh priority of the data (real_time ... background; data)")
+    p.add_argument("--express", action="store_true",
+                   help="send every message at once, without batching (lower latency under load, "
+                        "lower throughput of small messages)")
+    return p
+
+
+def ls_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nerve ls --remote",
+                                description="List every channel exported on the Zenoh network.")
+    p.add_argument("--remote", action="store_true", help=argparse.SUPPRESS)
+    _session_args(p)
+    p.add_argument("--json", action="store_true", help="one JSON array")
+    p.add_argument("--timeout", type=float, default=CONNECT_TIMEOUT_S, metavar="SEC",
+                   help=f"how long to wait for peers and answers ({CONNECT_TIMEOUT_S:g})")
+    return p
+
+
+def _die(msg: str, code: int = 1) -> int:
+    print(f"{PROG}: {msg}", file=sys.stderr)
+    return code
+
+
+def run(argv: Sequence[str]) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.domain < 0:
+        p.error("--domain must be >= 0")
+    if args.stats is not None and not args.stats > 0:
+        p.error("--stats must be positive")
+    try:
+        ident = host_id(args.ident)
+        sopts = SessionOptions(config=args.config, listen=args.listen, connect=args.connect, scout=args.scout)
+        session = open_session(sopts)
+    except BridgeError as e:
+        return _die(str(e), 2 if "bad " in str(e) else 1)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        bridge = Bridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
+                                               imports=args.imports, priority=args.priority,
+                                               express=args.express))
+    except BridgeError as e:
+        session.close()
+        return _die(str(e), 2)
+
+    def print_stats(st: dict) -> None:
+        print(json.dumps(st, sort_keys=True), flush=True)
+
+    try:
+        bridge.start()
+        what = []
+        if args.export:
+            what.append("exporting " + ", ".join(args.export))
+        if args.imports:
+            what.append("importing " + ", ".join(args.imports))
+        print(f"{PROG}: ready: id {ident}, domain {args.domain}, "
+              f"{'; '.join(what) or 'nothing exported or imported'}", file=sys.stderr, flush=True)
+        if args.connect and not wait_connected(session, 3.0):
+            print(f"{PROG}: warning: no peer reachable yet at {', '.join(args.connect)}; "
+                  "still trying", file=sys.stderr, flush=True)
+        bridge.run(stop, args.stats, print_stats)
+    finally:
+        final = bridge.stats()
+        bridge.close()
+        if args.stats:
+            print_stats(final)
+        session.close()
+    return 0
+
+
+def ls(argv: Sequence[str]) -> int:
+    p = ls_parser()
+    args = p.parse_args(argv)
+    prog = "nerve ls --remote"
+    if args.domain < 0:
+        p.error("--domain must be >= 0")
+    try:
+        session = open_session(SessionOptions(config=args.config, connect=args.connect, scout=args.scout))
+    except BridgeError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2 if "bad " in str(e) else 1
+    try:
+        if not wait_connected(session, args.timeout, max(1, len(args.connect))):
+            where = ", ".join(args.connect) or "any peer (give --connect or --config)"
+            print(f"{prog}: cannot reach {where} within {args.timeout:g} s", file=sys.stderr)
+            return 1
+        # Let the peers' declarations (and gossip) reach this session.
+        time.sleep(SETTLE_S)
+        try:
+            replies = query_descriptions(session, f"{prefix(args.domain)}/meta/**", args.timeout)
+        except BridgeError as e:
+            print(f"{prog}: {e}", file=sys.stderr)
+            return 1
+    finally:
+        session.close()
+    imported = set()
+    for doc in registry.read_all():
+        if doc.get("domain") == args.domain:
+            for name, hosts in (doc.get("imported") or {}).items():
+                imported.update((h, name) for h in hosts)
+    rows = []
+    for key, d in replies:
+        if isinstance(d, Description):
+            rows.append({"host": d.host, "name": d.name, "slots": d.slots, "data_size": d.data_size,
+                         "type": d.type, "encoding": d.encoding, "rate_hz": d.rate_hz,
+                         "head_seq": d.head_seq, "imported": (d.host, d.name) in imported})
+        else:
+            rows.append({"key": key, "error": d})
+    rows.sort(key=lambda r: (r.get("host", ""), r.get("name", r.get("key", ""))))
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{'HOST':<16} {'NAME':<24} {'SLOTS':>7} {'SIZE':>9} {'RATE':>8}  {'IMPORTED':<8} TYPE")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['key']}: bad description: {r['error']}")
+            continue
+        t = r["type"] or "-"
+        if r["encoding"]:
+            t += f" ({r['encoding']})"
+        print(f"{r['host']:<16} {r['name']:<24} {r['slots']:>7} {r['data_size']:>9} "
+              f"{r['rate_hz']:>7.1f}  {'yes' if r['imported'] else 'no':<8} {t}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "ls":
+            return ls(argv[1:])
+        return run(argv)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

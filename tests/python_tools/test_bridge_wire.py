@@ -1,0 +1,86 @@
+"""The bridge's wire format (docs/bridge.md) without a network: headers,
+batches, descriptions, endpoints and configuration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nerve_tools.bridge_zenoh import (
+    BridgeError,
+    Description,
+    SessionOptions,
+    check_endpoint,
+    make_config,
+    pack_batch,
+    pack_header,
+    unpack_header,
+)
+
+
+def test_single_and_batch_headers_round_trip() -> None:
+    assert unpack_header(pack_header(7, -5, 99), 10) == (99, [(7, -5, 0, 10)])
+    entries = [(3, 100, 4), (4, 101, 0), (9, 105, 6)]
+    assert unpack_header(pack_batch(entries, 42), 10) == (42, [(3, 100, 0, 4), (4, 101, 4, 0), (9, 105, 4, 6)])
+
+
+@pytest.mark.parametrize("att,n", [
+    (None, 1),
+    (b"NV", 1),
+    (pack_header(1, 0, 0)[:-1], 1),
+    (b"XX" + pack_header(1, 0, 0)[2:], 1),                 # magic
+    (pack_header(1, 0, 0)[:2] + b"\x02" + pack_header(1, 0, 0)[3:], 1),  # version
+    (pack_header(0, 0, 0), 1),                              # seq 0
+    (pack_header(1, 0, 0) + b"x", 1),                       # trailing bytes
+    (pack_batch([(3, 0, 4), (4, 0, 4)], 1), 9),             # lengths != payload
+    (pack_batch([(3, 0, 4), (3, 0, 4)], 1), 8),             # seq not increasing
+    (pack_batch([(3, 0, 4)], 1)[:-1], 4),                   # cut table
+])
+def test_bad_headers_are_refused(att, n) -> None:
+    with pytest.raises(ValueError):
+        unpack_header(att, n)
+
+
+def test_description_round_trip_and_validation() -> None:
+    d = Description(host="h1", name="cam.left", slots=8, data_size=1 << 20, type="T", encoding="cdr",
+                    schema=b"\x00\xffschema", epoch=5, head_seq=9, rate_hz=30.0)
+    assert Description.from_json(d.to_json()) == d
+    good = json.loads(d.to_json())
+    for bad in ["{", "[]", json.dumps({**good, "version": 2}), json.dumps({**good, "slots": 0}),
+                json.dumps({**good, "name": "../x"}), json.dumps({**good, "host": "a/b"}),
+                json.dumps({**good, "schema_base64": "!!"}), json.dumps({**good, "data_size": "big"})]:
+        with pytest.raises(ValueError):
+            Description.from_json(bad)
+
+
+def test_endpoints_and_config() -> None:
+    for ok in ["tcp/192.0.2.1:7447", "udp/[2001:db8::1]:7447", "tls/host.example:7447", "unixsock-stream/x"]:
+        check_endpoint(ok)
+    for bad in ["foo", "tcp/", "/x", "tcp/192.0.2.1", "tcp/192.0.2.1:0", "tcp/h:65536", "quic/h:x"]:
+        with pytest.raises(BridgeError):
+            check_endpoint(bad)
+    c = make_config(SessionOptions(listen=["tcp/192.0.2.1:7447"], connect=["tcp/192.0.2.2:7447"]))
+    assert json.loads(c.get_json("scouting/multicast/enabled")) is False
+    assert json.loads(c.get_json("listen/endpoints")) == ["tcp/192.0.2.1:7447"]
+    assert json.loads(c.get_json("connect/endpoints")) == ["tcp/192.0.2.2:7447"]
+    c = make_config(SessionOptions(scout=True))
+    assert json.loads(c.get_json("scouting/multicast/enabled")) is True
+    assert json.loads(c.get_json("listen/endpoints")) == []  # nothing listens unless asked
+
+
+def test_config_file_then_flags(tmp_path) -> None:
+    f = tmp_path / "z.json5"
+    f.write_text('{ mode: "client", connect: { endpoints: ["tcp/192.0.2.9:7447"] }, '
+                 'transport: { link: { tx: { lease: 1234 } } } }')
+    c = make_config(SessionOptions(config=str(f)))
+    assert json.loads(c.get_json("mode")) == "client"
+    assert json.loads(c.get_json("transport/link/tx/lease")) == 1234
+    # The bridge's own defaults fill in what the file leaves at Zenoh's.
+    assert json.loads(c.get_json("listen/endpoints")) == []
+    assert json.loads(c.get_json("transport/shared_memory/enabled")) is False
+    c = make_config(SessionOptions(config=str(f), connect=["tcp/192.0.2.3:7447"]))
+    assert json.loads(c.get_json("connect/endpoints")) == ["tcp/192.0.2.3:7447"]  # the flag wins
+    f.write_text("{ mode: ")
+    with pytest.raises(BridgeError, match="bad --config"):
+        make_config(SessionOptions(config=str(f)))
