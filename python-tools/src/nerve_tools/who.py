@@ -22,6 +22,7 @@ import json
 import os
 import pwd
 import re
+import stat
 import struct
 import sys
 from dataclasses import asdict, dataclass, field
@@ -121,12 +122,21 @@ def _maps_channels(pid: int) -> Optional[Dict[str, Tuple[bool, bool]]]:
 
 def lock_holder(name: str) -> Optional[LockHolder]:
     """Who holds the writer lock of channel ``name`` (None: free)."""
+    # Anyone may plant a FIFO or a link under a channel's name: open
+    # nothing that can block or lead elsewhere, and read only regular files.
     try:
-        with open(f"{SHM}/nerve.{name}", "rb") as f:
-            f.seek(LOCK_OFFSET)
-            raw = f.read(4)
+        fd = os.open(f"{SHM}/nerve.{name}",
+                     os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.pread(fd, 4, LOCK_OFFSET)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     if len(raw) != 4:
         return None
     word = struct.unpack("<I", raw)[0]
