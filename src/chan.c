@@ -142,6 +142,13 @@
 #define NERVE__POLL_SLICE_NS 1000000ll
 /* A read retries this many times when writers overwrite its message. */
 #define READ_RETRIES 64
+/* A put wakes at most this many sleepers; each woken reader passes the
+ * wake on to as many more (SYNC(wake-pass)), so a put's wake-up cost is
+ * bounded however many threads wait. */
+#define NERVE__WAKE_BATCH 8
+/* A waiting reader's lease (bell.wake_until) outlives its slice by this
+ * much. */
+#define NERVE__LEASE_GRACE_NS 1000000ll
 
 struct nerve_chan {
     unsigned char *base;          /* the double mapping */
@@ -157,6 +164,7 @@ struct nerve_chan {
     nerve__a32 cancel;            /* private futex word; 1 = cancelled */
     /* Open reservation (writable handles): */
     int reserved;
+    uint32_t res_tid;             /* the reserving thread (owns the lock) */
     uint64_t res_seq, res_pos, res_len;
     uint32_t res_recovered;
     /* Metadata copies and the name. */
@@ -410,7 +418,7 @@ static int make_channel(const char *name, const struct nerve_chan_opts *o,
         memcpy(meta + tlen + 1, o->encoding, elen);
     if (o->schema_len)
         memcpy(meta + tlen + elen + 2, o->schema, o->schema_len);
-    r = nerve__mutex_init(&h->lock.m);
+    r = nerve__mutex_init(&h->lock.l);
     if (r == 0) {
         /* The magic last: the file becomes a channel only when complete.
          * (It is also invisible under its final name until link().) */
@@ -452,7 +460,7 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
           (o->schema_len != c->schema_len ||
            memcmp(o->schema, c->schema, o->schema_len) != 0))))
         r = NERVE_EMISMATCH;
-    nerve_chan_close(c);
+    (void)nerve_chan_close(c);
     return r;
 }
 
@@ -625,6 +633,23 @@ static void bell_open(nerve_chan *c)
     close(fd);
 }
 
+/* Writers must share one PID namespace: the lock word holds a TID, which
+ * the kernel resolves in the caller's namespace (a writer elsewhere would
+ * boost, wait for or take over the wrong thread). The first writer to
+ * open records its namespace; writers from any other are refused. Readers
+ * take no lock and work from anywhere. Without /proc (id 0) there is
+ * nothing to compare and the open proceeds. */
+static int writer_ns_claim(nerve_chan *c)
+{
+    uint64_t mine = nerve__pidns_id();
+    if (mine == 0)
+        return 0;
+    uint64_t cur = nerve__load_rlx(&c->hdr->lock.l.pidns);
+    if (cur == 0 && nerve__cas_rlx(&c->hdr->lock.l.pidns, &cur, mine))
+        return 0;
+    return cur == mine ? 0 : NERVE_EXDEV;
+}
+
 int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
 {
     if (!out || (flags & ~NERVE_O_WRITE))
@@ -697,7 +722,11 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
      * is the validated copy in the handle, never re-read. */
     r = meta_load(c, &h);
     if (r) {
-        nerve_chan_close(c);
+        (void)nerve_chan_close(c);
+        return r;
+    }
+    if (writable && (r = writer_ns_claim(c)) != 0) {
+        (void)nerve_chan_close(c);
         return r;
     }
     bell_open(c);
@@ -708,14 +737,20 @@ fail_fd:
     return r;
 }
 
-void nerve_chan_close(nerve_chan *c)
+int nerve_chan_close(nerve_chan *c)
 {
     if (!c)
-        return;
+        return 0;
     if (c->reserved) {
+        /* Only the reserving thread owns the (PI) writer lock and can
+         * release it; closing from another thread would unmap a lock that
+         * stays held. Refuse: the handle stays open and the reserving
+         * thread can still commit or abort. */
+        if (c->res_tid != nerve__tid())
+            return NERVE_EBUSY;
         /* Discard the reservation: nothing was published. */
         c->reserved = 0;
-        nerve__mutex_unlock(&c->hdr->lock.m);
+        (void)nerve__mutex_unlock(&c->hdr->lock.l);
     }
     if (c->bell)
         munmap(c->bell, NERVE__BELL_SIZE);
@@ -726,6 +761,7 @@ void nerve_chan_close(nerve_chan *c)
     free(c->encoding);
     free(c->schema);
     free(c);
+    return 0;
 }
 
 const char *nerve_chan_name(const nerve_chan *c)
@@ -773,7 +809,7 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
                        uint32_t *recovered)
 {
     struct nerve__shm_hdr *h = c->hdr;
-    int r = nerve__mutex_lock(&h->lock.m, timeout_ns,
+    int r = nerve__mutex_lock(&h->lock.l, timeout_ns,
                               (flags & NERVE_F_ABSTIME) != 0);
     *recovered = 0;
     if (r < 0)
@@ -790,10 +826,10 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
                head < (UINT64_MAX >> 2) &&
                (tail > head || nerve__load_rlx(&slot_of(c, head)->seq) == head);
     if (r == 1) {
-        /* The previous owner died: state is whatever its last completed
-         * step left, which the invariants above accept. */
+        /* The previous owner died (or the word named a thread that does
+         * not exist): state is whatever its last completed step left,
+         * which the invariants above accept. */
         *recovered = 1;
-        nerve__mutex_consistent(&h->lock.m);
     }
     /* Checked on every lock, not only after a death: a wpos moved behind
      * the newest message (a foreign write) would otherwise let this put
@@ -804,7 +840,7 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
             nerve__store_rlx(&h->wpos, w);
     }
     if (!sane) {
-        nerve__mutex_unlock(&h->lock.m);
+        (void)nerve__mutex_unlock(&h->lock.l);
         return NERVE_ECORRUPT;
     }
     return 0;
@@ -847,7 +883,7 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
     return p;
 }
 
-/* W4-W8: describe and commit message `seq`, then wake and unlock. */
+/* W4-W8: describe and commit message `seq`, unlock, then wake. */
 static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
                            uint64_t len, struct nerve_put_info *info,
                            uint32_t recovered)
@@ -868,14 +904,21 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     NERVE_CRASHPOINT("put.after-commit");
     /* [stat], written only under the lock: a plain add, not a locked RMW. */
     nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
-    /* SYNC(wake-check) seq_cst: orders the head store before the waiters
-     * load; pairs with SYNC(wait-announce) in wait_change(). */
+    /* W7: unlock before waking, so no wake-up work is done while other
+     * writers wait for the lock. */
+    (void)nerve__mutex_unlock(&h->lock.l);
+    NERVE_CRASHPOINT("put.after-unlock");
+    /* W8 SYNC(wake-check) seq_cst: orders the head store before the lease
+     * load; pairs with SYNC(wait-announce) in wait_change(). A lease that
+     * ended at or before `now` (taken before the commit) belongs to a
+     * reader whose sleep ended before the commit: it re-checks head
+     * itself. So a dead reader's lease costs nothing once it ends. */
     nerve__fence_sc();
     if (c->wake_always || !c->bell ||
-        nerve__load32_rlx(&c->bell->waiters) > 0)
-        nerve__futex->wake_all((const uint32_t *)&h->head, 1);
+        nerve__loadi_sc(&c->bell->wake_until) > now)
+        (void)nerve__futex->wake((const uint32_t *)&h->head, 1,
+                                 NERVE__WAKE_BATCH);
     NERVE_CRASHPOINT("put.after-wake");
-    nerve__mutex_unlock(&h->lock.m);
     if (info) {
         info->seq = seq;
         info->time_ns = now;
@@ -893,7 +936,7 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
     if (flags & ~NERVE_F_ABSTIME)
         return NERVE_EINVAL;
     if (c->reserved)
-        return NERVE_EBUSY;
+        return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
     if ((uint64_t)len > c->data_size)
         return NERVE_EMSGSIZE;
     return 0;
@@ -943,6 +986,7 @@ int nerve_chan_reserve(nerve_chan *c, size_t len, int64_t timeout_ns,
     NERVE_CRASHPOINT("reserve.locked");
     c->res_pos = begin_message(c, len, &c->res_seq);
     c->res_len = len;
+    c->res_tid = nerve__tid();
     c->reserved = 1;
     *ptr = c->ring + c->res_pos % c->data_size;
     return 0;
@@ -952,6 +996,10 @@ int nerve_chan_commit(nerve_chan *c, size_t len, struct nerve_put_info *info)
 {
     if (!c || !c->reserved || (uint64_t)len > c->res_len)
         return NERVE_EINVAL;
+    /* The PI lock belongs to the reserving thread: nobody else can
+     * release it. */
+    if (c->res_tid != nerve__tid())
+        return NERVE_EPERM;
     c->reserved = 0;
     NERVE_CRASHPOINT("commit.before-commit");
     finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered);
@@ -962,10 +1010,12 @@ int nerve_chan_abort(nerve_chan *c)
 {
     if (!c || !c->reserved)
         return NERVE_EINVAL;
+    if (c->res_tid != nerve__tid())
+        return NERVE_EPERM;
     c->reserved = 0;
     /* Nothing was published: head is unchanged. Messages the reservation
      * invalidated stay invalid, as if they had been overwritten. */
-    nerve__mutex_unlock(&c->hdr->lock.m);
+    (void)nerve__mutex_unlock(&c->hdr->lock.l);
     return 0;
 }
 
@@ -1136,11 +1186,16 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
     return NERVE_ELAPPED;
 }
 
+/* The absolute deadline of a timeout: -1 for none (NERVE_FOREVER), 0 for
+ * one that has already passed (any relative timeout <= 0, any absolute
+ * time <= 0), so a late caller gets one try and NERVE_ETIMEDOUT. */
 static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
 {
     int64_t now;
-    if (timeout_ns < 0) {
+    if (timeout_ns == NERVE_FOREVER) {
         *dl = -1;
+    } else if (timeout_ns <= 0) {
+        *dl = 0;
     } else if (flags & NERVE_F_ABSTIME) {
         *dl = timeout_ns;
     } else if (timeout_ns > INT64_MAX - (now = nerve_now_ns())) {
@@ -1152,26 +1207,37 @@ static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
 }
 
 /* Sleep until one of chans[0..n) has a head other than seen[i], the
- * deadline passes, or a handle is cancelled. V1-V4 of PROTOCOL. Returns 0
+ * deadline passes, or a handle is cancelled. V1-V5 of PROTOCOL. Returns 0
  * (something changed, or a slice ended: the caller re-checks),
  * NERVE_ETIMEDOUT or NERVE_ECANCELED. */
 static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                        size_t n, int64_t deadline)
 {
     struct nerve__wait_word w[2 * NERVE_WAIT_MAX];
-    int polling = 0;
+    int polling = 0, slept = 0;
     for (size_t i = 0; i < n; i++) {
-        if (chans[i]->bell) {
-            /* SYNC(wait-announce) seq_cst: a writer whose commit this
-             * reader does not see below will see waiters > 0 in its
-             * SYNC(wake-check). */
-            nerve__add32_sc(&chans[i]->bell->waiters, 1);
-        } else {
+        if (chans[i]->bell)
+            nerve__add32_sc(&chans[i]->bell->waiters, 1); /* [stat] */
+        else
             polling = 1;
-        }
     }
     int r = 0;
     for (;;) {
+        int64_t now = nerve_now_ns();
+        int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
+                                       : NERVE__WAIT_SLICE_NS);
+        if (deadline >= 0 && deadline < slice)
+            slice = deadline;
+        /* V1 SYNC(wait-announce) seq_cst: the lease says "a reader may
+         * sleep until `slice`". A writer whose commit this reader does not
+         * see below sees the lease in its SYNC(wake-check) and wakes. The
+         * lease ends by itself, so a killed reader costs writers nothing
+         * after NERVE__WAIT_SLICE_NS + NERVE__LEASE_GRACE_NS. */
+        for (size_t i = 0; i < n; i++) {
+            if (chans[i]->bell)
+                nerve__maxi_sc(&chans[i]->bell->wake_until,
+                               slice + NERVE__LEASE_GRACE_NS);
+        }
         nerve__fence_sc();
         int changed = 0;
         for (size_t i = 0; i < n; i++) {
@@ -1180,6 +1246,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                 r = NERVE_ECANCELED;
                 goto out;
             }
+            /* V2 */
             uint64_t hv = nerve__load_sc(&c->hdr->head);
             if (hv != seen[i])
                 changed = 1;
@@ -1192,15 +1259,11 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
         }
         if (changed)
             goto out;
-        int64_t now = nerve_now_ns();
         if (deadline >= 0 && now >= deadline) {
             r = NERVE_ETIMEDOUT;
             goto out;
         }
-        int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
-                                       : NERVE__WAIT_SLICE_NS);
-        if (deadline >= 0 && deadline < slice)
-            slice = deadline;
+        /* V3: sleep until the slice ends, never past the lease. */
         int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice);
         if (wr == NERVE_ENOSYS) {
             /* No futex_waitv: sleep on the first channel only, in polling
@@ -1216,14 +1279,28 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                                       (long)(ps % 1000000000)};
                 (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
                                       NULL);
+            } else {
+                slept = 1;
             }
+        } else {
+            slept = 1;
         }
         /* Woken, timed out, interrupted or spurious: re-check above. */
     }
 out:
     for (size_t i = 0; i < n; i++) {
-        if (chans[i]->bell)
-            nerve__sub32_sc(&chans[i]->bell->waiters, 1);
+        nerve_chan *c = chans[i];
+        if (c->bell)
+            nerve__sub32_sc(&c->bell->waiters, 1);
+        /* V5 SYNC(wake-pass): a put wakes at most NERVE__WAKE_BATCH
+         * sleepers; a reader that slept and sees a new message passes the
+         * wake on to as many more, so every sleeper is reached in
+         * O(log n) rounds while each put's cost stays bounded. (A reader
+         * killed before this step delays the others by one slice at most.)
+         */
+        if (slept && nerve__load_rlx(&c->hdr->head) != seen[i])
+            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1,
+                                     NERVE__WAKE_BATCH);
     }
     return r;
 }
@@ -1384,7 +1461,7 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
                 count++;
             }
         }
-        if (count || timeout_ns == 0) {
+        if (count || (deadline >= 0 && nerve_now_ns() >= deadline)) {
             if (ready)
                 *ready = mask;
             return count ? count : NERVE_ETIMEDOUT;
@@ -1410,7 +1487,11 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->creator_version = h->creator_version;
     st->created_ns = h->created_ns;
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
-    st->waiters = c->bell ? nerve__load32_rlx(&c->bell->waiters) : 0;
+    /* Readers counted while some lease is running; a count that killed
+     * readers left raised reads 0 once their leases end. */
+    st->waiters = c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_now_ns()
+                      ? nerve__load32_rlx(&c->bell->waiters)
+                      : 0;
     struct stat fs;
     if (fstat(c->fd, &fs) == 0) {
         st->mode = fs.st_mode & 07777;
@@ -1452,7 +1533,7 @@ int nerve_stat(const char *name, struct nerve_stats *st)
     if (r)
         return r;
     r = nerve_chan_stat(c, st);
-    nerve_chan_close(c);
+    (void)nerve_chan_close(c);
     return r;
 }
 
@@ -1554,12 +1635,44 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
         if (r != NERVE_EOVERWRITTEN)
             break;
     }
-    if (r == NERVE_EOVERWRITTEN)
+    if (r == NERVE_EOVERWRITTEN) {
         r = say(msg, len, NERVE_ELAPPED,
                 "writers changed the ring during every check attempt");
+    } else if (r == 0) {
+        char st[160];
+        (void)nerve__mutex_state(&c->hdr->lock.l,
+                                 nerve__load_rlx(&c->hdr->lock.l.pidns), st,
+                                 sizeof st);
+        say(msg, len, 0, "ok; writer lock: %s", st);
+    }
+    (void)nerve_chan_close(c);
+    return r;
+}
+
+int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
+{
+    if (flags & ~NERVE_REPAIR_FORCE)
+        return say(msg, len, NERVE_EINVAL, "unknown flags");
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_WRITE, &c);
+    if (r)
+        return say(msg, len, r, "%s", nerve_strerror(r));
+    char st[160];
+    (void)nerve__mutex_state(&c->hdr->lock.l,
+                             nerve__load_rlx(&c->hdr->lock.l.pidns), st,
+                             sizeof st);
+    r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
+    if (r == 1)
+        say(msg, len, 1, "writer lock was %s; reset (the next writer "
+                         "recovers it)", st);
     else if (r == 0)
-        say(msg, len, 0, "ok");
-    nerve_chan_close(c);
+        say(msg, len, 0, "writer lock is %s; nothing to reset", st);
+    else if (r == NERVE_EBUSY)
+        say(msg, len, r, "writer lock is %s; not reset (use --force only "
+                         "if no writer is inside a put)", st);
+    else
+        say(msg, len, r, "writer lock is %s: %s", st, nerve_strerror(r));
+    (void)nerve_chan_close(c);
     return r;
 }
 

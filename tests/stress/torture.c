@@ -46,7 +46,8 @@ void nerve__crashpoint_arm(const char *name, long skip);
 static const char *const points[] = {
     "put.locked",       "put.after-tail",   "put.mid-payload",
     "put.after-payload", "put.after-slot",  "put.after-wpos",
-    "put.after-commit", "put.after-wake",   "reserve.locked",
+    "put.after-commit", "put.after-unlock", "put.after-wake",
+    "reserve.locked",
     "commit.before-commit",
 };
 #define NPOINTS (sizeof points / sizeof points[0])
