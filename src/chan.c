@@ -118,6 +118,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -737,6 +738,16 @@ fail_fd:
     return r;
 }
 
+/* The handle's reservation was made by a thread of this process that no
+ * longer exists (it ended holding the lock, which the kernel then released
+ * through its robust list), or by the parent of this fork child (which
+ * still holds it in the parent). Either way this process holds nothing. */
+static int reservation_orphaned(const nerve_chan *c)
+{
+    return syscall(SYS_tgkill, getpid(), (pid_t)c->res_tid, 0) != 0 &&
+           errno == ESRCH;
+}
+
 int nerve_chan_close(nerve_chan *c)
 {
     if (!c)
@@ -746,11 +757,14 @@ int nerve_chan_close(nerve_chan *c)
          * release it; closing from another thread would unmap a lock that
          * stays held. Refuse: the handle stays open and the reserving
          * thread can still commit or abort. */
-        if (c->res_tid != nerve__tid())
-            return NERVE_EBUSY;
-        /* Discard the reservation: nothing was published. */
+        if (c->res_tid != nerve__tid()) {
+            if (!reservation_orphaned(c))
+                return NERVE_EBUSY;
+        } else {
+            /* Discard the reservation: nothing was published. */
+            (void)nerve__mutex_unlock(&c->hdr->lock.l);
+        }
         c->reserved = 0;
-        (void)nerve__mutex_unlock(&c->hdr->lock.l);
     }
     if (c->bell)
         munmap(c->bell, NERVE__BELL_SIZE);
@@ -935,6 +949,8 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
         return NERVE_EROFS;
     if (flags & ~NERVE_F_ABSTIME)
         return NERVE_EINVAL;
+    if (c->reserved && c->res_tid != nerve__tid() && reservation_orphaned(c))
+        c->reserved = 0;
     if (c->reserved)
         return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
     if ((uint64_t)len > c->data_size)
