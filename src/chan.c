@@ -18,8 +18,9 @@
  * OWNERSHIP
  *   Writers hold the robust writer lock for every store to the channel file
  *   ([W:lock] fields). Readers never store to the channel file: they map it
- *   read-only. The only shared word a reader stores to is bell.waiters, in
- *   the separate bell file. A reader's cursor lives in its handle.
+ *   read-only. The only shared words a reader stores to are bell.wake_until
+ *   and bell.waiters, in the separate bell file. A reader's cursor lives in
+ *   its handle.
  *
  *   The validity of every message is decided by one word, tail: message s
  *   is readable iff tail <= s <= head. A writer raises tail before it
@@ -41,10 +42,10 @@
  *     W6  Store head = s with release: SYNC(pub-seq) -- the commit. Before
  *         it no reader looks at message s; after it the payload and slot
  *         of W3-W4 are visible to a reader that loads head with acquire.
- *     W7  SYNC(wake-check): seq_cst fence, then if bell.waiters > 0 wake
- *         every futex waiter on head's low word. Pairs with
- *         SYNC(wait-announce).
- *     W8  Unlock.
+ *     W7  Unlock.
+ *     W8  SYNC(wake-check): seq_cst fence, then if bell.wake_until > the
+ *         commit time (taken before W6), wake at most NERVE__WAKE_BATCH
+ *         futex waiters on head's low word. Pairs with SYNC(wait-announce).
  *   Reader, one message (no lock, no store):
  *     R1  h = head (acquire, SYNC(pub-seq)); t = tail (acquire). Choose s
  *         in [t, h] by mode (NEXT: cursor + 1, or t if that is gone).
@@ -57,21 +58,36 @@
  *         mapping makes it contiguous), then repeat R3: a tail that moved
  *         past s during the copy means the copy may be torn: retry.
  *   A zero-copy view is R1-R3; nerve_chan_view_check() is R3 again later.
- *   Waiting reader:
- *     V1  bell.waiters += 1 (seq_cst), SYNC(wait-announce).
- *     V2  seq_cst fence; h = head. If the wanted message is there, leave.
+ *   Waiting reader (bell.waiters += 1 around it, for tools only):
+ *     V1  S = min(deadline, now + 100 ms slice); raise bell.wake_until to
+ *         at least S + NERVE__LEASE_GRACE_NS (seq_cst CAS loop, then a
+ *         seq_cst fence): SYNC(wait-announce), the lease.
+ *     V2  h = head (seq_cst). If the wanted message is there, leave.
  *     V3  futex_waitv on {head's low word == (u32)h, cancel word == 0}
- *         until the deadline or a 100 ms slice; back to V2.
- *     V4  bell.waiters -= 1.
- *   No lost wake-up: V1 then V2 against W6 then W7 is Dekker's pattern
+ *         until S (absolute); back to V1.
+ *     V5  Leaving after a sleep, if head moved: wake at most
+ *         NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
+ *   No lost wake-up: V1 then V2 against W6 then W8 is Dekker's pattern
  *   with seq_cst on both sides, so either the reader's V2 sees the new head
- *   or the writer's W7 sees waiters > 0 and wakes; and a wake that comes
- *   before the reader sleeps finds head's word changed, so V3 returns at
- *   once.
+ *   or the writer's W8 sees the lease; a lease the writer sees as ended
+ *   (<= its commit time) belonged to a sleep that ended before the commit,
+ *   after which the reader re-registers and re-checks; and a wake that
+ *   comes before the reader sleeps finds head's word changed, so V3 returns
+ *   at once. With more sleepers than one batch, the rest are woken by V5
+ *   of the woken readers. The lease makes registration self-healing: a
+ *   killed reader's lease ends by itself, so puts are silent again after
+ *   one slice.
  *
  * LOCK ORDER
  *   One lock per channel; no nerve call holds two. A reservation holds the
- *   lock from nerve_chan_reserve() to commit/abort.
+ *   lock from nerve_chan_reserve() to commit/abort. The lock is a PI futex
+ *   owned by a thread (src/platform/linux/mutex.c): only the reserving
+ *   thread may commit, abort or close the handle (others get NERVE_EPERM /
+ *   NERVE_EBUSY and the reservation stays usable); a thread that holds the
+ *   lock and puts on another handle gets NERVE_EDEADLK. The TID in the word
+ *   is resolved in the caller's PID namespace, so all writers of a channel
+ *   share one (lock.pidns, claimed by the first writer; others get
+ *   NERVE_EXDEV at open).
  *
  * CRASH RECOVERY
  *   Every writer step leaves a state that the next writer can continue
@@ -81,18 +97,25 @@
  *       writer meant to destroy are gone (readers count them as missed);
  *       the half-written payload and slot belong to s > head, which no
  *       reader looks at; a raised wpos only leaves a gap;
- *     - after W6: message s is complete and committed; only its wake-up
- *       (W7) may be missing: readers sleep in slices of at most
- *       NERVE__WAIT_SLICE_NS, so they see s within one slice;
+ *     - after W6: message s is complete and committed; only its unlock
+ *       (W7, recovered as below) and wake-up (W8) may be missing: readers
+ *       sleep in slices of at most NERVE__WAIT_SLICE_NS, so they see s
+ *       within one slice;
  *     - the statistics counter may miss the dead writer's message.
- *   The robust mutex reports the dead owner as EOWNERDEAD to the next
- *   locker; lock_writer() checks the invariants writers rely on
+ *   The kernel's robust list marks a dead owner's lock word OWNER_DIED; a
+ *   word that names a thread that does not exist (its robust entry lost: a
+ *   corrupted word, a mapping dropped while held) makes FUTEX_LOCK_PI answer
+ *   ESRCH, and the locker takes it over. Both report "recovered" to the
+ *   next locker, and `nerve check` shows the state (`--repair` resets a
+ *   word whose owner cannot be alive); lock_writer() checks the invariants
+ *   writers rely on
  *   (tail <= head + 1, head - tail < nslots, wpos not behind the newest
  *   message), repairs wpos if needed, marks the mutex consistent, and
  *   returns NERVE_ECORRUPT (releasing the lock) if the state cannot have
  *   come from a crash. It never returns holding an unvalidated lock.
- *   A dead reader leaves at most a stale bell.waiters count, which costs
- *   later puts one futex wake system call each, never a lost wake-up.
+ *   A dead reader leaves its lease, which ends by itself within one slice
+ *   (costing puts until then one bounded wake call each, never a lost
+ *   wake-up), and a stale bell.waiters count, which no put reads.
  *
  * BOUNDS
  *   Everything read from the file is checked before use: the header at

@@ -86,10 +86,15 @@
     "permission, writers read and write.\n"
 
 #define HELP_CHECK                                                              \
-    "usage: nerve check NAME\n"                                                 \
+    "usage: nerve check [--repair [--force]] NAME\n"                            \
     "Verify every invariant of a channel file that can be checked without\n"   \
-    "the writer lock. Exit 0 if consistent; otherwise say what is wrong and\n" \
-    "exit 1.\n"
+    "the writer lock, and show the writer lock's state (free, held by a\n"    \
+    "live thread, owner dead). Exit 0 if consistent; otherwise say what is\n" \
+    "wrong and exit 1.\n"                                                     \
+    "  --repair  first reset a writer lock whose owner cannot be alive (a\n"  \
+    "            thread that does not exist); needs write permission\n"      \
+    "  --force   with --repair: reset it even if the named thread lives\n"   \
+    "            (only when no writer can be inside a put)\n"
 
 #define HELP_HELP                                                               \
     "usage: nerve help [VERB]\n"                                                \
