@@ -17,6 +17,8 @@ from . import _nerve
 __all__ = [
     "Error",
     "OperationNotPermitted",
+    "Deadlock",
+    "OtherPidNamespace",
     "ChannelNotFound",
     "Interrupted",
     "BadHandle",
@@ -129,6 +131,16 @@ class Cancelled(Error, OSError):
     """ECANCELED: the wait was cancelled with Channel.cancel()."""
 
 
+class Deadlock(Error, OSError):
+    """EDEADLK: this thread already holds the channel's writer lock (it has
+    a reservation open on another handle of the channel)."""
+
+
+class OtherPidNamespace(Error, OSError):
+    """EXDEV: the channel's writers run in another PID namespace; writers
+    of one channel must share one (readers may be anywhere)."""
+
+
 # Codes without an errno.
 class CorruptChannel(Error):
     """ECORRUPT: the channel file is inconsistent."""
@@ -181,6 +193,8 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "ETIMEDOUT": Timeout,
     "ESTALE": StaleView,
     "ECANCELED": Cancelled,
+    "EDEADLK": Deadlock,
+    "EXDEV": OtherPidNamespace,
     "ECORRUPT": CorruptChannel,
     "EVERSION": VersionMismatch,
     "ENOTCHAN": NotAChannel,
