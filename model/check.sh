@@ -35,7 +35,8 @@ trap 'rm -rf "$work"' EXIT INT TERM
 checks='
 crash-2w   |verify |                          |
 modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
-wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1 -DWAKE_SPLIT=1 -DLEASE_EXPIRY=1
+wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1 -DWKILLS=0
+lease      |verify |                          |-DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DNW=1 -DPUTS=2 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1
 lock       |verify |                          |-DGHOST=1 -DREPAIR=1 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
 one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=7
 no-validate|broken |l==g_len[want]            |-DBROKEN_NO_VALIDATE -DWKILLS=0
@@ -139,8 +140,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 24 ]; then
-    echo "model: only $total of 24 checks ran"
+if [ "$total" -lt 25 ]; then
+    echo "model: only $total of 25 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

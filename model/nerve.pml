@@ -113,6 +113,13 @@
 
 #define MAXSEQ (NW * PUTS)
 
+/* Some reader's lease runs (written out for NRD <= 2). */
+#if NRD > 1
+#define ANY_LEASE (lease[0] || lease[1])
+#else
+#define ANY_LEASE (lease[0])
+#endif
+
 #define M_NEXT 0
 #define M_WAIT 1    /* NEXT with NERVE_F_WAIT, NERVE_FOREVER */
 #define M_NEWEST 2
@@ -165,9 +172,12 @@ inline wake_some() {
         do
         :: i < WAKEK ->
             if
-            :: asleep[0] -> asleep[0] = false; woken[0] = true
 #if NRD > 1
+            :: asleep[0] -> asleep[0] = false; woken[0] = true
             :: asleep[1] -> asleep[1] = false; woken[1] = true
+#else
+            /* One reader: nobody to pass a wake on to; no ghost needed. */
+            :: asleep[0] -> asleep[0] = false
 #endif
             :: else -> break
             fi;
@@ -353,11 +363,7 @@ proctype writer(byte me)
 #ifdef BROKEN_NO_WAKE_FENCE
         /* Without the seq_cst fence the lease load may be satisfied
          * before the head store is visible (store-load reordering). */
-        c = lease[0]
-#if NRD > 1
-            || lease[1]
-#endif
-            ;
+        c = ANY_LEASE;
 #endif
 #ifndef BROKEN_PUB_EARLY
         /* W6: SYNC(pub-seq) release, the commit. */
@@ -389,11 +395,7 @@ proctype writer(byte me)
             n++; s = 0; p = 0; t = 0; id = 0; i = 0; mlen = 0; rec = false;
 #endif
 #ifndef BROKEN_NO_WAKE_FENCE
-            c = lease[0]
-#if NRD > 1
-                || lease[1]
-#endif
-                ;
+            c = ANY_LEASE;
 #endif
             if
             :: c > 0 -> wake_some()
