@@ -247,7 +247,9 @@ proctype writer(byte me)
          * does not exist) is a takeover too. Both report recovered. */
         atomic {
 #ifdef BROKEN_NO_RECOVER
-            mtx == 0 ->
+            /* OWNER_DIED read as "held": waits for an unlock that never
+             * comes. */
+            mtx == 0 && !mtx_dead ->
 #else
             mtx == 0 || mtx_dead || mtx_ghost ->
 #endif
