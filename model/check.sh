@@ -13,7 +13,8 @@
 #            error, or the model would be vacuous;
 #   witness  WITNESS=k asserts that case k never happens: SPIN must find it,
 #            which proves the bounds reach that case (wrap, overwrite,
-#            recovery, torn copy, lost wake-up healed by the slice, ...).
+#            recovery, torn copy, lost wake-up healed by the slice, ESRCH
+#            takeover, a wake passed on by a woken reader, ...).
 # Needs spin and a C compiler (Debian: spin, gcc). Work files go to a
 # temporary directory. JOBS (default 2) runs that many checks at once.
 set -eu
@@ -34,7 +35,9 @@ trap 'rm -rf "$work"' EXIT INT TERM
 checks='
 crash-2w   |verify |                          |
 modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
-wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1
+wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1 -DWKILLS=0
+lease      |verify |                          |-DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DNW=1 -DPUTS=2 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1
+lock       |verify |                          |-DGHOST=1 -DREPAIR=1 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
 one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=7
 no-validate|broken |l==g_len[want]            |-DBROKEN_NO_VALIDATE -DWKILLS=0
 pub-early  |broken |l==g_len[want]            |-DBROKEN_PUB_EARLY -DWKILLS=0
@@ -42,6 +45,8 @@ tail-late  |broken |l==g_len[want]            |-DBROKEN_TAIL_LATE -DWKILLS=0
 byte-check |broken |assertion violated        |-DBROKEN_BYTE_CHECK -DWKILLS=0
 no-recover |broken |invalid end state         |-DBROKEN_NO_RECOVER
 wake-fence |broken |g_wkills>0                |-DBROKEN_NO_WAKE_FENCE -DWKILLS=0 -DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+no-pass    |broken |g_pass_lost               |-DBROKEN_NO_PASS -DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+repair-live|broken |mtx==(me+1)               |-DBROKEN_REPAIR_LIVE -DREPAIR=1 -DWKILLS=0 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
 w-slot     |witness|                          |-DWITNESS=1
 w-wrap     |witness|                          |-DWITNESS=2
 w-torn     |witness|                          |-DWITNESS=3
@@ -51,6 +56,8 @@ w-missed   |witness|                          |-DWITNESS=6
 w-bytes    |witness|                          |-DWITNESS=7
 w-fullring |witness|                          |-DWITNESS=8
 w-elapsed  |witness|                          |-DWITNESS=9
+w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
+w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 '
 
 # run_one NAME KIND EXPECT FLAGS: writes $work/NAME.log and NAME.status
@@ -133,8 +140,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 19 ]; then
-    echo "model: only $total of 19 checks ran"
+if [ "$total" -lt 25 ]; then
+    echo "model: only $total of 25 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

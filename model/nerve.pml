@@ -20,9 +20,24 @@
  *     readers can be killed (RKILLS);
  *   - the futex: a wait sleeps only if the word still equals the value the
  *     reader saw (compared atomically, as the kernel does under its bucket
- *     lock); a wake wakes every sleeper; an untimed wait is sliced, which is
- *     modelled by SPIN's `timeout`: it fires only when nothing else in the
- *     system can move.
+ *     lock); a put wakes at most WAKEK sleepers (any of them: the kernel
+ *     picks by priority), after unlocking, and a woken reader that sees a
+ *     new message passes the wake on to WAKEK more (SYNC(wake-pass)); an
+ *     untimed wait is sliced, which is modelled by SPIN's `timeout`: it
+ *     fires only when nothing else in the system can move;
+ *   - the wake lease (bell.wake_until): a waiting reader registers a lease
+ *     before each check-and-sleep; a writer wakes only while some lease
+ *     runs. A lease runs out only while its reader is not asleep (in the
+ *     code a lease ends after the reader's sleep deadline): between its
+ *     check and its sleep (the sleep then returns at once: its deadline
+ *     has passed), after the reader left the wait, or after it was
+ *     killed;
+ *   - the lock word's dead-owner states: a writer killed holding the lock
+ *     is cleaned up by the kernel's robust list (OWNER_DIED) or, when its
+ *     entry was lost (a corrupted word, a dropped mapping), leaves a word
+ *     naming a thread that no longer exists: the next locker gets ESRCH
+ *     and takes it over; `nerve check --repair` (REPAIR) resets such a word
+ *     and must never reset a live owner's.
  *
  * Every payload cell written by a put attempt holds that attempt's unique
  * id, and the ghost arrays g_id[]/g_len[] record which attempt committed
@@ -80,8 +95,30 @@
 #ifndef WITNESS
 #define WITNESS 0
 #endif
+#ifndef WAKEK
+#define WAKEK 1     /* sleepers one wake wakes (NERVE__WAKE_BATCH) */
+#endif
+#ifndef REPAIR
+#define REPAIR 0    /* a `nerve check --repair` process */
+#endif
+#ifndef GHOST
+#define GHOST 0     /* a kill may leave the word naming the dead thread */
+#endif
+#ifndef LEASE_EXPIRY
+#define LEASE_EXPIRY 0 /* a lease may run out between check and sleep */
+#endif
+#ifndef WAKE_SPLIT
+#define WAKE_SPLIT 0 /* unlock (W7) and wake (W8) as separate steps */
+#endif
 
 #define MAXSEQ (NW * PUTS)
+
+/* Some reader's lease runs (written out for NRD <= 2). */
+#if NRD > 1
+#define ANY_LEASE (lease[0] || lease[1])
+#else
+#define ANY_LEASE (lease[0])
+#endif
 
 #define M_NEXT 0
 #define M_WAIT 1    /* NEXT with NERVE_F_WAIT, NERVE_FOREVER */
@@ -99,14 +136,22 @@ typedef slot_t {
 };
 slot_t slot[NS];
 byte ring[DS];          /* a cell holds the id of the attempt that wrote it */
-byte waiters = 0;       /* bell.waiters: SYNC(wait-announce) */
+bool lease[NRD];        /* bell.wake_until covers reader r: SYNC(wait-announce) */
 
-/* Robust mutex: owner (pid + 1) or 0; `dead` once its owner died holding
- * it (FUTEX_OWNER_DIED): the next locker gets EOWNERDEAD. */
+/* The PI lock word: owner (pid + 1) or 0. `dead`: FUTEX_OWNER_DIED (its
+ * owner died holding it; the kernel's robust list cleared the TID): the
+ * next locker takes it by CAS, recovered. `ghost`: the word still names
+ * its dead owner (no robust cleanup): FUTEX_LOCK_PI answers ESRCH and the
+ * locker takes it over, recovered. */
 byte mtx = 0;
 bool mtx_dead = false;
+bool mtx_ghost = false;
+bool alive[NW];         /* writer w's thread exists */
 
 bool asleep[NRD];       /* reader r sleeps in futex_waitv on head */
+bool woken[NRD];        /* ghost: r was woken by a wake it must pass on */
+bool g_pass_lost = false; /* ghost: a woken reader died before passing on */
+byte g_rdone = 0;       /* ghost: readers finished */
 
 /* ---- ghosts: never read by the protocol ---- */
 byte g_id[MAXSEQ + 1];  /* attempt id committed as seq s */
@@ -118,6 +163,30 @@ byte g_rkills = 0;
 /* Witnesses: check.sh compiles with WITNESS=k and requires SPIN to find a
  * violation, proving the bounds reach case k. */
 #define REACH(k) assert(WITNESS != k)
+
+/* FUTEX_WAKE(WAKEK) on head: wakes up to WAKEK sleepers, any of them
+ * (written out for NRD <= 2, the bounds model/check.sh uses). */
+inline wake_some() {
+    atomic {
+        i = 0;
+        do
+        :: i < WAKEK ->
+            if
+#if NRD > 1
+            :: asleep[0] -> asleep[0] = false; woken[0] = true
+            :: asleep[1] -> asleep[1] = false; woken[1] = true
+#else
+            /* One reader: nobody to pass a wake on to; no ghost needed. */
+            :: asleep[0] -> asleep[0] = false
+#endif
+            :: else -> break
+            fi;
+            i++
+        :: else -> break
+        od;
+        i = 0
+    }
+}
 
 /* Killed here? (every crash point of chan.c is one of these; the model
  * also allows a kill after every other shared store.) */
@@ -173,15 +242,25 @@ proctype writer(byte me)
         /* lock_writer(): robust mutex; EOWNERDEAD hands over a dead
          * owner's lock. BROKEN_NO_RECOVER waits for an unlock that never
          * comes. */
+        /* nerve__mutex_lock(): CAS on a free word or an OWNER_DIED word;
+         * ESRCH from FUTEX_LOCK_PI (ghost: the word names a thread that
+         * does not exist) is a takeover too. Both report recovered. */
         atomic {
 #ifdef BROKEN_NO_RECOVER
-            mtx == 0 ->
+            /* OWNER_DIED read as "held": waits for an unlock that never
+             * comes. */
+            mtx == 0 && !mtx_dead ->
 #else
-            mtx == 0 || mtx_dead ->
+            mtx == 0 || mtx_dead || mtx_ghost ->
 #endif
-            rec = mtx_dead;
+            rec = mtx_dead || mtx_ghost;
+            if
+            :: mtx_ghost -> REACH(10)
+            :: else -> skip
+            fi;
             mtx = me + 1;
-            mtx_dead = false
+            mtx_dead = false;
+            mtx_ghost = false
         }
         if
         :: rec -> REACH(5)
@@ -284,9 +363,9 @@ proctype writer(byte me)
         CRASH;                                  /* put.after-wpos */
 
 #ifdef BROKEN_NO_WAKE_FENCE
-        /* Without the seq_cst fence the waiters load may be satisfied
+        /* Without the seq_cst fence the lease load may be satisfied
          * before the head store is visible (store-load reordering). */
-        c = waiters;
+        c = ANY_LEASE;
 #endif
 #ifndef BROKEN_PUB_EARLY
         /* W6: SYNC(pub-seq) release, the commit. */
@@ -294,45 +373,76 @@ proctype writer(byte me)
 #endif
         CRASH;                                  /* put.after-commit */
 
-        /* W7: SYNC(wake-check), seq_cst fence then waiters. */
-#ifndef BROKEN_NO_WAKE_FENCE
-        c = waiters;
-#endif
-        if
-        :: c > 0 ->
-            d_step {
-                i = 0;
-                do
-                :: i < NRD -> asleep[i] = false; i++
-                :: else -> break
-                od;
-                i = 0
-            }
-        :: else -> skip
-        fi;
-        c = 0;
-        CRASH;                                  /* put.after-wake */
-
-        /* W8 */
+        /* W7: unlock first (no wake-up work under the lock). Mutual
+         * exclusion: nobody took the lock from this live owner. */
+#if WAKE_SPLIT
         d_step {
-            mtx = 0; n++; s = 0; p = 0; t = 0; id = 0; i = 0; mlen = 0;
-            rec = false
+            assert(mtx == me + 1);
+            mtx = 0;
+            n++; s = 0; p = 0; t = 0; id = 0; i = 0; mlen = 0; rec = false
         }
+        CRASH;                                  /* put.after-unlock */
+#endif
+        /* W8: SYNC(wake-check), seq_cst fence then the leases; wake at
+         * most WAKEK sleepers. The lease load and the wake are one step
+         * here: a reader that registers between them registered after
+         * the load, so it sees the new head (Dekker) and does not sleep.
+         * Without WAKE_SPLIT (the data checks, whose properties do not
+         * depend on wake-ups) W7 and W8 are one step, which keeps the
+         * other writer's steps from interleaving with the wake. */
+        atomic {
+#if !WAKE_SPLIT
+            assert(mtx == me + 1);
+            mtx = 0;
+            n++; s = 0; p = 0; t = 0; id = 0; i = 0; mlen = 0; rec = false;
+#endif
+#ifndef BROKEN_NO_WAKE_FENCE
+            c = ANY_LEASE;
+#endif
+            if
+            :: c > 0 -> wake_some()
+            :: else -> skip
+            fi;
+            c = 0
+        }
+        CRASH;                                  /* put.after-wake */
     :: else -> break
     od;
     goto end;
 
 killed:
-    /* The kernel's robust list: a lock the dead owner held now answers
-     * EOWNERDEAD. */
+    /* The kernel's robust list: a lock the dead owner held now reads
+     * OWNER_DIED; or (its entry lost) the word keeps naming the dead
+     * thread. */
     atomic {
+        alive[me] = false;
         if
-        :: mtx == me + 1 -> mtx_dead = true
+        :: mtx == me + 1 -> mtx_dead = true; mtx = 0
+#if GHOST
+        :: mtx == me + 1 -> mtx_ghost = true
+#endif
         :: else -> skip
         fi
     }
 end:
     skip
+}
+
+/* `nerve check --repair`: resets a word whose named owner does not exist
+ * (nerve__mutex_repair: kill(tid, 0) == ESRCH), never a live owner's. */
+proctype repair()
+{
+end:
+    atomic {
+#ifdef BROKEN_REPAIR_LIVE
+        mtx != 0 ->
+#else
+        mtx != 0 && !alive[mtx - 1] ->
+#endif
+        mtx = 0;
+        mtx_ghost = false;
+        mtx_dead = true
+    }
 }
 
 proctype reader(byte me)
@@ -414,24 +524,32 @@ locate:
         }
         if
         :: v == 1 && mode == M_WAIT ->
-            /* wait_change(seen = h): V1-V4. */
+            /* wait_change(seen = h): V1-V5. */
             v = 0;
-            waiters++;                          /* V1 SYNC(wait-announce) */
             do
-            :: t = head;                        /* V2 seq_cst fence, head */
+            :: lease[me] = true;                /* V1 SYNC(wait-announce) */
+               t = head;                        /* V2 seq_cst fence, head */
                if
                :: t != h -> break
                :: else -> skip
                fi;
+#if LEASE_EXPIRY
+               if                               /* preempted past the */
+               :: lease[me] = false             /* slice end: lease over */
+               :: true -> skip
+               fi;
+#endif
                if
                :: g_rkills < RKILLS -> g_rkills++; goto rkilled
                :: true -> skip
                fi;
-               /* V3 futex_waitv(head word == h): compare and queue as
-                * one step, as the kernel does. */
+               /* V3 futex_waitv(head word == h) until the slice end:
+                * compare and queue as one step, as the kernel does. The
+                * lease outlives the slice, so a reader whose lease already
+                * ran out is past its slice end: the wait returns at once. */
                atomic {
                    if
-                   :: head == h -> asleep[me] = true
+                   :: head == h && lease[me] -> asleep[me] = true
                    :: else -> skip
                    fi
                }
@@ -442,7 +560,7 @@ locate:
                     * move. If a message was committed while this reader
                     * slept, its wake-up was lost: allowed only when the
                     * committing writer was killed before W7. */
-                   assert(head == h || g_wkills > 0);
+                   assert(head == h || g_wkills > 0 || g_pass_lost);
                    if
                    :: head != h -> REACH(4)
                    :: else -> skip
@@ -454,7 +572,22 @@ locate:
                    fi
                fi
             od;
-            waiters--;                          /* V4 */
+            lease[me] = false;                  /* runs out later */
+            /* V5 SYNC(wake-pass): woken and a new message: pass the wake
+             * on. A kill before it loses the other sleepers' wake-up until
+             * their slice ends. */
+            if
+            :: woken[me] && g_rkills < RKILLS ->
+                g_rkills++; g_pass_lost = true; goto rkilled
+            :: true -> skip
+            fi;
+#ifndef BROKEN_NO_PASS
+            if
+            :: woken[me] && head != h -> REACH(11); wake_some()
+            :: else -> skip
+            fi;
+#endif
+            woken[me] = false;
             if
             :: v == 1 -> goto done
             :: else -> goto locate
@@ -547,9 +680,9 @@ done:
     od;
     goto end;
 rkilled:
-    skip;       /* a killed reader leaves bell.waiters raised */
+    lease[me] = false;  /* a killed reader's lease runs out */
 end:
-    skip
+    g_rdone++
 }
 
 init {
@@ -564,7 +697,16 @@ init {
         do
         :: k < NRD -> run reader(k); k++
         :: else -> break
-        od
+        od;
+        k = 0;
+        do
+        :: k < NW -> alive[k] = true; k++
+        :: else -> break
+        od;
+        if
+        :: REPAIR -> run repair()
+        :: else -> skip
+        fi
     }
 }
 

@@ -82,6 +82,52 @@ static inline uint32_t nerve__sub32_sc(nerve__a32 *p, uint32_t v)
     return atomic_fetch_sub_explicit(p, v, memory_order_seq_cst);
 }
 
+static inline int nerve__cas_rlx(nerve__a64 *p, uint64_t *expect, uint64_t v)
+{
+    return atomic_compare_exchange_strong_explicit(
+        p, expect, v, memory_order_relaxed, memory_order_relaxed);
+}
+
+/* The writer lock word (mutex.c). */
+static inline int nerve__cas32_acq(nerve__a32 *p, uint32_t *expect,
+                                   uint32_t v)
+{
+    return atomic_compare_exchange_strong_explicit(
+        p, expect, v, memory_order_acquire, memory_order_relaxed);
+}
+static inline int nerve__cas32_rel(nerve__a32 *p, uint32_t *expect,
+                                   uint32_t v)
+{
+    return atomic_compare_exchange_strong_explicit(
+        p, expect, v, memory_order_release, memory_order_relaxed);
+}
+static inline uint32_t nerve__and32_rel(nerve__a32 *p, uint32_t v)
+{
+    return atomic_fetch_and_explicit(p, v, memory_order_release);
+}
+static inline uint32_t nerve__or32_rel(nerve__a32 *p, uint32_t v)
+{
+    return atomic_fetch_or_explicit(p, v, memory_order_release);
+}
+
+/* The bell's wake lease (chan.c SYNC(wait-announce)): raise to at least v. */
+static inline void nerve__maxi_sc(nerve__ai64 *p, int64_t v)
+{
+    int64_t cur = atomic_load_explicit(p, memory_order_relaxed);
+    while (cur < v &&
+           !atomic_compare_exchange_weak_explicit(p, &cur, v,
+                                                  memory_order_seq_cst,
+                                                  memory_order_relaxed))
+        ;
+    /* Even when no store was needed, the caller's following loads must not
+     * move before this point (Dekker with SYNC(wake-check)). */
+    atomic_thread_fence(memory_order_seq_cst);
+}
+static inline int64_t nerve__loadi_sc(const nerve__ai64 *p)
+{
+    return atomic_load_explicit((nerve__ai64 *)p, memory_order_seq_cst);
+}
+
 /* Fences. */
 static inline void nerve__fence_acq(void)
 {

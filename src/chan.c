@@ -18,8 +18,9 @@
  * OWNERSHIP
  *   Writers hold the robust writer lock for every store to the channel file
  *   ([W:lock] fields). Readers never store to the channel file: they map it
- *   read-only. The only shared word a reader stores to is bell.waiters, in
- *   the separate bell file. A reader's cursor lives in its handle.
+ *   read-only. The only shared words a reader stores to are bell.wake_until
+ *   and bell.waiters, in the separate bell file. A reader's cursor lives in
+ *   its handle.
  *
  *   The validity of every message is decided by one word, tail: message s
  *   is readable iff tail <= s <= head. A writer raises tail before it
@@ -41,10 +42,10 @@
  *     W6  Store head = s with release: SYNC(pub-seq) -- the commit. Before
  *         it no reader looks at message s; after it the payload and slot
  *         of W3-W4 are visible to a reader that loads head with acquire.
- *     W7  SYNC(wake-check): seq_cst fence, then if bell.waiters > 0 wake
- *         every futex waiter on head's low word. Pairs with
- *         SYNC(wait-announce).
- *     W8  Unlock.
+ *     W7  Unlock.
+ *     W8  SYNC(wake-check): seq_cst fence, then if bell.wake_until > the
+ *         commit time (taken before W6), wake at most NERVE__WAKE_BATCH
+ *         futex waiters on head's low word. Pairs with SYNC(wait-announce).
  *   Reader, one message (no lock, no store):
  *     R1  h = head (acquire, SYNC(pub-seq)); t = tail (acquire). Choose s
  *         in [t, h] by mode (NEXT: cursor + 1, or t if that is gone).
@@ -57,21 +58,36 @@
  *         mapping makes it contiguous), then repeat R3: a tail that moved
  *         past s during the copy means the copy may be torn: retry.
  *   A zero-copy view is R1-R3; nerve_chan_view_check() is R3 again later.
- *   Waiting reader:
- *     V1  bell.waiters += 1 (seq_cst), SYNC(wait-announce).
- *     V2  seq_cst fence; h = head. If the wanted message is there, leave.
+ *   Waiting reader (bell.waiters += 1 around it, for tools only):
+ *     V1  S = min(deadline, now + 100 ms slice); raise bell.wake_until to
+ *         at least S + NERVE__LEASE_GRACE_NS (seq_cst CAS loop, then a
+ *         seq_cst fence): SYNC(wait-announce), the lease.
+ *     V2  h = head (seq_cst). If the wanted message is there, leave.
  *     V3  futex_waitv on {head's low word == (u32)h, cancel word == 0}
- *         until the deadline or a 100 ms slice; back to V2.
- *     V4  bell.waiters -= 1.
- *   No lost wake-up: V1 then V2 against W6 then W7 is Dekker's pattern
+ *         until S (absolute); back to V1.
+ *     V5  Leaving after a sleep, if head moved: wake at most
+ *         NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
+ *   No lost wake-up: V1 then V2 against W6 then W8 is Dekker's pattern
  *   with seq_cst on both sides, so either the reader's V2 sees the new head
- *   or the writer's W7 sees waiters > 0 and wakes; and a wake that comes
- *   before the reader sleeps finds head's word changed, so V3 returns at
- *   once.
+ *   or the writer's W8 sees the lease; a lease the writer sees as ended
+ *   (<= its commit time) belonged to a sleep that ended before the commit,
+ *   after which the reader re-registers and re-checks; and a wake that
+ *   comes before the reader sleeps finds head's word changed, so V3 returns
+ *   at once. With more sleepers than one batch, the rest are woken by V5
+ *   of the woken readers. The lease makes registration self-healing: a
+ *   killed reader's lease ends by itself, so puts are silent again after
+ *   one slice.
  *
  * LOCK ORDER
  *   One lock per channel; no nerve call holds two. A reservation holds the
- *   lock from nerve_chan_reserve() to commit/abort.
+ *   lock from nerve_chan_reserve() to commit/abort. The lock is a PI futex
+ *   owned by a thread (src/platform/linux/mutex.c): only the reserving
+ *   thread may commit, abort or close the handle (others get NERVE_EPERM /
+ *   NERVE_EBUSY and the reservation stays usable); a thread that holds the
+ *   lock and puts on another handle gets NERVE_EDEADLK. The TID in the word
+ *   is resolved in the caller's PID namespace, so all writers of a channel
+ *   share one (lock.pidns, claimed by the first writer; others get
+ *   NERVE_EXDEV at open).
  *
  * CRASH RECOVERY
  *   Every writer step leaves a state that the next writer can continue
@@ -81,18 +97,25 @@
  *       writer meant to destroy are gone (readers count them as missed);
  *       the half-written payload and slot belong to s > head, which no
  *       reader looks at; a raised wpos only leaves a gap;
- *     - after W6: message s is complete and committed; only its wake-up
- *       (W7) may be missing: readers sleep in slices of at most
- *       NERVE__WAIT_SLICE_NS, so they see s within one slice;
+ *     - after W6: message s is complete and committed; only its unlock
+ *       (W7, recovered as below) and wake-up (W8) may be missing: readers
+ *       sleep in slices of at most NERVE__WAIT_SLICE_NS, so they see s
+ *       within one slice;
  *     - the statistics counter may miss the dead writer's message.
- *   The robust mutex reports the dead owner as EOWNERDEAD to the next
- *   locker; lock_writer() checks the invariants writers rely on
+ *   The kernel's robust list marks a dead owner's lock word OWNER_DIED; a
+ *   word that names a thread that does not exist (its robust entry lost: a
+ *   corrupted word, a mapping dropped while held) makes FUTEX_LOCK_PI answer
+ *   ESRCH, and the locker takes it over. Both report "recovered" to the
+ *   next locker, and `nerve check` shows the state (`--repair` resets a
+ *   word whose owner cannot be alive); lock_writer() checks the invariants
+ *   writers rely on
  *   (tail <= head + 1, head - tail < nslots, wpos not behind the newest
  *   message), repairs wpos if needed, marks the mutex consistent, and
  *   returns NERVE_ECORRUPT (releasing the lock) if the state cannot have
  *   come from a crash. It never returns holding an unvalidated lock.
- *   A dead reader leaves at most a stale bell.waiters count, which costs
- *   later puts one futex wake system call each, never a lost wake-up.
+ *   A dead reader leaves its lease, which ends by itself within one slice
+ *   (costing puts until then one bounded wake call each, never a lost
+ *   wake-up), and a stale bell.waiters count, which no put reads.
  *
  * BOUNDS
  *   Everything read from the file is checked before use: the header at
@@ -118,6 +141,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,6 +166,13 @@
 #define NERVE__POLL_SLICE_NS 1000000ll
 /* A read retries this many times when writers overwrite its message. */
 #define READ_RETRIES 64
+/* A put wakes at most this many sleepers; each woken reader passes the
+ * wake on to as many more (SYNC(wake-pass)), so a put's wake-up cost is
+ * bounded however many threads wait. */
+#define NERVE__WAKE_BATCH 8
+/* A waiting reader's lease (bell.wake_until) outlives its slice by this
+ * much. */
+#define NERVE__LEASE_GRACE_NS 1000000ll
 
 struct nerve_chan {
     unsigned char *base;          /* the double mapping */
@@ -157,6 +188,7 @@ struct nerve_chan {
     nerve__a32 cancel;            /* private futex word; 1 = cancelled */
     /* Open reservation (writable handles): */
     int reserved;
+    uint32_t res_tid;             /* the reserving thread (owns the lock) */
     uint64_t res_seq, res_pos, res_len;
     uint32_t res_recovered;
     /* Metadata copies and the name. */
@@ -418,7 +450,7 @@ static int make_channel(const struct nerve_chan_opts *o,
         memcpy(meta + tlen + 1, o->encoding, elen);
     if (o->schema_len)
         memcpy(meta + tlen + elen + 2, o->schema, o->schema_len);
-    r = nerve__mutex_init(&h->lock.m);
+    r = nerve__mutex_init(&h->lock.l);
     if (r == 0) {
         /* The magic last: the file becomes a channel only when complete.
          * (It is also invisible under its final name until linked.) */
@@ -459,7 +491,7 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
           (o->schema_len != c->schema_len ||
            memcmp(o->schema, c->schema, o->schema_len) != 0))))
         r = NERVE_EMISMATCH;
-    nerve_chan_close(c);
+    (void)nerve_chan_close(c);
     return r;
 }
 
@@ -812,6 +844,23 @@ static struct nerve__shm_bell *bell_map(const char *name,
     return b;
 }
 
+/* Writers must share one PID namespace: the lock word holds a TID, which
+ * the kernel resolves in the caller's namespace (a writer elsewhere would
+ * boost, wait for or take over the wrong thread). The first writer to
+ * open records its namespace; writers from any other are refused. Readers
+ * take no lock and work from anywhere. Without /proc (id 0) there is
+ * nothing to compare and the open proceeds. */
+static int writer_ns_claim(nerve_chan *c)
+{
+    uint64_t mine = nerve__pidns_id();
+    if (mine == 0)
+        return 0;
+    uint64_t cur = nerve__load_rlx(&c->hdr->lock.l.pidns);
+    if (cur == 0 && nerve__cas_rlx(&c->hdr->lock.l.pidns, &cur, mine))
+        return 0;
+    return cur == mine ? 0 : NERVE_EXDEV;
+}
+
 /* nerve_chan_open(), with the reason for a failure written into msg. */
 static int chan_open(const char *name, uint32_t flags, nerve_chan **out,
                      char *msg, size_t len)
@@ -885,7 +934,11 @@ static int chan_open(const char *name, uint32_t flags, nerve_chan **out,
      * is the validated copy in the handle, never re-read. */
     r = meta_load(c, &h, msg, len);
     if (r) {
-        nerve_chan_close(c);
+        (void)nerve_chan_close(c);
+        return r;
+    }
+    if (writable && (r = writer_ns_claim(c)) != 0) {
+        (void)nerve_chan_close(c);
         return r;
     }
     c->bell = bell_map(name, &st, 1, NULL, 0);
@@ -901,14 +954,34 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     return chan_open(name, flags, out, NULL, 0);
 }
 
-void nerve_chan_close(nerve_chan *c)
+
+/* The handle's reservation was made by a thread of this process that no
+ * longer exists (it ended holding the lock, which the kernel then released
+ * through its robust list), or by the parent of this fork child (which
+ * still holds it in the parent). Either way this process holds nothing. */
+static int reservation_orphaned(const nerve_chan *c)
+{
+    return syscall(SYS_tgkill, getpid(), (pid_t)c->res_tid, 0) != 0 &&
+           errno == ESRCH;
+}
+
+int nerve_chan_close(nerve_chan *c)
 {
     if (!c)
-        return;
+        return 0;
     if (c->reserved) {
-        /* Discard the reservation: nothing was published. */
+        /* Only the reserving thread owns the (PI) writer lock and can
+         * release it; closing from another thread would unmap a lock that
+         * stays held. Refuse: the handle stays open and the reserving
+         * thread can still commit or abort. */
+        if (c->res_tid != nerve__tid()) {
+            if (!reservation_orphaned(c))
+                return NERVE_EBUSY;
+        } else {
+            /* Discard the reservation: nothing was published. */
+            (void)nerve__mutex_unlock(&c->hdr->lock.l);
+        }
         c->reserved = 0;
-        nerve__mutex_unlock(&c->hdr->lock.m);
     }
     if (c->bell)
         munmap(c->bell, NERVE__BELL_SIZE);
@@ -919,6 +992,7 @@ void nerve_chan_close(nerve_chan *c)
     free(c->encoding);
     free(c->schema);
     free(c);
+    return 0;
 }
 
 const char *nerve_chan_name(const nerve_chan *c)
@@ -966,7 +1040,7 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
                        uint32_t *recovered)
 {
     struct nerve__shm_hdr *h = c->hdr;
-    int r = nerve__mutex_lock(&h->lock.m, timeout_ns,
+    int r = nerve__mutex_lock(&h->lock.l, timeout_ns,
                               (flags & NERVE_F_ABSTIME) != 0);
     *recovered = 0;
     if (r < 0)
@@ -983,10 +1057,10 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
                head < (UINT64_MAX >> 2) &&
                (tail > head || nerve__load_rlx(&slot_of(c, head)->seq) == head);
     if (r == 1) {
-        /* The previous owner died: state is whatever its last completed
-         * step left, which the invariants above accept. */
+        /* The previous owner died (or the word named a thread that does
+         * not exist): state is whatever its last completed step left,
+         * which the invariants above accept. */
         *recovered = 1;
-        nerve__mutex_consistent(&h->lock.m);
     }
     /* Checked on every lock, not only after a death: a wpos moved behind
      * the newest message (a foreign write) would otherwise let this put
@@ -997,7 +1071,7 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
             nerve__store_rlx(&h->wpos, w);
     }
     if (!sane) {
-        nerve__mutex_unlock(&h->lock.m);
+        (void)nerve__mutex_unlock(&h->lock.l);
         return NERVE_ECORRUPT;
     }
     return 0;
@@ -1063,7 +1137,7 @@ static int64_t commit_time(const nerve_chan *c, uint64_t seq, int64_t at)
     return at;
 }
 
-/* W4-W8: describe and commit message `seq`, then wake and unlock. */
+/* W4-W8: describe and commit message `seq`, unlock, then wake. */
 static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
                            uint64_t len, struct nerve_put_info *info,
                            uint32_t recovered, int64_t at)
@@ -1084,14 +1158,21 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     NERVE_CRASHPOINT("put.after-commit");
     /* [stat], written only under the lock: a plain add, not a locked RMW. */
     nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
-    /* SYNC(wake-check) seq_cst: orders the head store before the waiters
-     * load; pairs with SYNC(wait-announce) in wait_change(). */
+    /* W7: unlock before waking, so no wake-up work is done while other
+     * writers wait for the lock. */
+    (void)nerve__mutex_unlock(&h->lock.l);
+    NERVE_CRASHPOINT("put.after-unlock");
+    /* W8 SYNC(wake-check) seq_cst: orders the head store before the lease
+     * load; pairs with SYNC(wait-announce) in wait_change(). A lease that
+     * ended at or before `now` (taken before the commit) belongs to a
+     * reader whose sleep ended before the commit: it re-checks head
+     * itself. So a dead reader's lease costs nothing once it ends. */
     nerve__fence_sc();
     if (c->wake_always || !c->bell ||
-        nerve__load32_rlx(&c->bell->waiters) > 0)
-        nerve__futex->wake_all((const uint32_t *)&h->head, 1);
+        nerve__loadi_sc(&c->bell->wake_until) > now)
+        (void)nerve__futex->wake((const uint32_t *)&h->head, 1,
+                                 NERVE__WAKE_BATCH);
     NERVE_CRASHPOINT("put.after-wake");
-    nerve__mutex_unlock(&h->lock.m);
     if (info) {
         info->seq = seq;
         info->time_ns = now;
@@ -1108,8 +1189,10 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
         return NERVE_EROFS;
     if (flags & ~NERVE_F_ABSTIME)
         return NERVE_EINVAL;
+    if (c->reserved && c->res_tid != nerve__tid() && reservation_orphaned(c))
+        c->reserved = 0;
     if (c->reserved)
-        return NERVE_EBUSY;
+        return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
     if ((uint64_t)len > c->data_size)
         return NERVE_EMSGSIZE;
     return 0;
@@ -1161,6 +1244,7 @@ int nerve_chan_reserve(nerve_chan *c, size_t len, int64_t timeout_ns,
     NERVE_CRASHPOINT("reserve.locked");
     c->res_pos = begin_message(c, len, &c->res_seq);
     c->res_len = len;
+    c->res_tid = nerve__tid();
     c->reserved = 1;
     *ptr = c->ring + c->res_pos % c->data_size;
     return 0;
@@ -1172,6 +1256,10 @@ static int commit_msg(nerve_chan *c, size_t len, int64_t at,
 {
     if (!c || !c->reserved || (uint64_t)len > c->res_len)
         return NERVE_EINVAL;
+    /* The PI lock belongs to the reserving thread: nobody else can
+     * release it. */
+    if (c->res_tid != nerve__tid())
+        return NERVE_EPERM;
     c->reserved = 0;
     NERVE_CRASHPOINT("commit.before-commit");
     finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered,
@@ -1188,10 +1276,12 @@ int nerve_chan_abort(nerve_chan *c)
 {
     if (!c || !c->reserved)
         return NERVE_EINVAL;
+    if (c->res_tid != nerve__tid())
+        return NERVE_EPERM;
     c->reserved = 0;
     /* Nothing was published: head is unchanged. Messages the reservation
      * invalidated stay invalid, as if they had been overwritten. */
-    nerve__mutex_unlock(&c->hdr->lock.m);
+    (void)nerve__mutex_unlock(&c->hdr->lock.l);
     return 0;
 }
 
@@ -1384,11 +1474,16 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
     return NERVE_ELAPPED;
 }
 
+/* The absolute deadline of a timeout: -1 for none (NERVE_FOREVER), 0 for
+ * one that has already passed (any relative timeout <= 0, any absolute
+ * time <= 0), so a late caller gets one try and NERVE_ETIMEDOUT. */
 static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
 {
     int64_t now;
-    if (timeout_ns < 0) {
+    if (timeout_ns == NERVE_FOREVER) {
         *dl = -1;
+    } else if (timeout_ns <= 0) {
+        *dl = 0;
     } else if (flags & NERVE_F_ABSTIME) {
         *dl = timeout_ns;
     } else if (timeout_ns > INT64_MAX - (now = nerve_now_ns())) {
@@ -1400,26 +1495,37 @@ static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
 }
 
 /* Sleep until one of chans[0..n) has a head other than seen[i], the
- * deadline passes, or a handle is cancelled. V1-V4 of PROTOCOL. Returns 0
+ * deadline passes, or a handle is cancelled. V1-V5 of PROTOCOL. Returns 0
  * (something changed, or a slice ended: the caller re-checks),
  * NERVE_ETIMEDOUT or NERVE_ECANCELED. */
 static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                        size_t n, int64_t deadline)
 {
     struct nerve__wait_word w[2 * NERVE_WAIT_MAX];
-    int polling = 0;
+    int polling = 0, slept = 0;
     for (size_t i = 0; i < n; i++) {
-        if (chans[i]->bell) {
-            /* SYNC(wait-announce) seq_cst: a writer whose commit this
-             * reader does not see below will see waiters > 0 in its
-             * SYNC(wake-check). */
-            nerve__add32_sc(&chans[i]->bell->waiters, 1);
-        } else {
+        if (chans[i]->bell)
+            nerve__add32_sc(&chans[i]->bell->waiters, 1); /* [stat] */
+        else
             polling = 1;
-        }
     }
     int r = 0;
     for (;;) {
+        int64_t now = nerve_now_ns();
+        int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
+                                       : NERVE__WAIT_SLICE_NS);
+        if (deadline >= 0 && deadline < slice)
+            slice = deadline;
+        /* V1 SYNC(wait-announce) seq_cst: the lease says "a reader may
+         * sleep until `slice`". A writer whose commit this reader does not
+         * see below sees the lease in its SYNC(wake-check) and wakes. The
+         * lease ends by itself, so a killed reader costs writers nothing
+         * after NERVE__WAIT_SLICE_NS + NERVE__LEASE_GRACE_NS. */
+        for (size_t i = 0; i < n; i++) {
+            if (chans[i]->bell)
+                nerve__maxi_sc(&chans[i]->bell->wake_until,
+                               slice + NERVE__LEASE_GRACE_NS);
+        }
         nerve__fence_sc();
         int changed = 0;
         for (size_t i = 0; i < n; i++) {
@@ -1428,6 +1534,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                 r = NERVE_ECANCELED;
                 goto out;
             }
+            /* V2 */
             uint64_t hv = nerve__load_sc(&c->hdr->head);
             if (hv != seen[i])
                 changed = 1;
@@ -1440,15 +1547,11 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
         }
         if (changed)
             goto out;
-        int64_t now = nerve_now_ns();
         if (deadline >= 0 && now >= deadline) {
             r = NERVE_ETIMEDOUT;
             goto out;
         }
-        int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
-                                       : NERVE__WAIT_SLICE_NS);
-        if (deadline >= 0 && deadline < slice)
-            slice = deadline;
+        /* V3: sleep until the slice ends, never past the lease. */
         int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice);
         if (wr == NERVE_ENOSYS) {
             /* No futex_waitv: sleep on the first channel only, in polling
@@ -1464,14 +1567,28 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                                       (long)(ps % 1000000000)};
                 (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
                                       NULL);
+            } else {
+                slept = 1;
             }
+        } else {
+            slept = 1;
         }
         /* Woken, timed out, interrupted or spurious: re-check above. */
     }
 out:
     for (size_t i = 0; i < n; i++) {
-        if (chans[i]->bell)
-            nerve__sub32_sc(&chans[i]->bell->waiters, 1);
+        nerve_chan *c = chans[i];
+        if (c->bell)
+            nerve__sub32_sc(&c->bell->waiters, 1);
+        /* V5 SYNC(wake-pass): a put wakes at most NERVE__WAKE_BATCH
+         * sleepers; a reader that slept and sees a new message passes the
+         * wake on to as many more, so every sleeper is reached in
+         * O(log n) rounds while each put's cost stays bounded. (A reader
+         * killed before this step delays the others by one slice at most.)
+         */
+        if (slept && nerve__load_rlx(&c->hdr->head) != seen[i])
+            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1,
+                                     NERVE__WAKE_BATCH);
     }
     return r;
 }
@@ -1632,7 +1749,7 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
                 count++;
             }
         }
-        if (count || timeout_ns == 0) {
+        if (count || (deadline >= 0 && nerve_now_ns() >= deadline)) {
             if (ready)
                 *ready = mask;
             return count ? count : NERVE_ETIMEDOUT;
@@ -1658,7 +1775,11 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->creator_version = h->creator_version;
     st->created_ns = h->created_ns;
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
-    st->waiters = c->bell ? nerve__load32_rlx(&c->bell->waiters) : 0;
+    /* Readers counted while some lease is running; a count that killed
+     * readers left raised reads 0 once their leases end. */
+    st->waiters = c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_now_ns()
+                      ? nerve__load32_rlx(&c->bell->waiters)
+                      : 0;
     struct stat fs;
     if (fstat(c->fd, &fs) == 0) {
         st->mode = fs.st_mode & 07777;
@@ -1700,7 +1821,7 @@ int nerve_stat(const char *name, struct nerve_stats *st)
     if (r)
         return r;
     r = nerve_chan_stat(c, st);
-    nerve_chan_close(c);
+    (void)nerve_chan_close(c);
     return r;
 }
 
@@ -1781,7 +1902,10 @@ static int check_pass(const nerve_chan *c, char *msg, size_t len)
 
 /* The verdict on a consistent channel: "ok", or "ok" with why its bell is
  * not used, which only makes waiting readers poll (see bell_map()). */
-static void check_bell(const nerve_chan *c, char *msg, size_t len)
+/* The verdict of a consistent channel: the writer lock's state `lock`, and
+ * why the bell is not used if it is not. */
+static void check_bell(const nerve_chan *c, const char *lock, char *msg,
+                       size_t len)
 {
     char why[200] = "";
     struct stat st;
@@ -1794,9 +1918,10 @@ static void check_bell(const nerve_chan *c, char *msg, size_t len)
     }
     if (why[0])
         say(msg, len, 0,
-            "ok, but the bell is not used (%s): waiting readers poll", why);
+            "ok; writer lock: %s; bell not used (%s): waiting readers poll",
+            lock, why);
     else
-        say(msg, len, 0, "ok");
+        say(msg, len, 0, "ok; writer lock: %s", lock);
 }
 
 int nerve_chan_check(const char *name, char *msg, size_t len)
@@ -1815,12 +1940,44 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
         if (r != NERVE_EOVERWRITTEN)
             break;
     }
-    if (r == NERVE_EOVERWRITTEN)
+    if (r == NERVE_EOVERWRITTEN) {
         r = say(msg, len, NERVE_ELAPPED,
                 "writers changed the ring during every check attempt");
+    } else if (r == 0) {
+        char st[160];
+        (void)nerve__mutex_state(&c->hdr->lock.l,
+                                 nerve__load_rlx(&c->hdr->lock.l.pidns), st,
+                                 sizeof st);
+        check_bell(c, st, msg, len);
+    }
+    (void)nerve_chan_close(c);
+    return r;
+}
+
+int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
+{
+    if (flags & ~NERVE_REPAIR_FORCE)
+        return say(msg, len, NERVE_EINVAL, "unknown flags");
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_WRITE, &c);
+    if (r)
+        return say(msg, len, r, "%s", nerve_strerror(r));
+    char st[160];
+    (void)nerve__mutex_state(&c->hdr->lock.l,
+                             nerve__load_rlx(&c->hdr->lock.l.pidns), st,
+                             sizeof st);
+    r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
+    if (r == 1)
+        say(msg, len, 1, "writer lock was %s; reset (the next writer "
+                         "recovers it)", st);
     else if (r == 0)
-        check_bell(c, msg, len);
-    nerve_chan_close(c);
+        say(msg, len, 0, "writer lock is %s; nothing to reset", st);
+    else if (r == NERVE_EBUSY)
+        say(msg, len, r, "writer lock is %s; not reset (use --force only "
+                         "if no writer is inside a put)", st);
+    else
+        say(msg, len, r, "writer lock is %s: %s", st, nerve_strerror(r));
+    (void)nerve_chan_close(c);
     return r;
 }
 

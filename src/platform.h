@@ -33,24 +33,49 @@ struct nerve__futex_ops {
     int (*wait1)(const struct nerve__wait_word *word, int64_t deadline_ns);
     /* Wake every sleeper on `word`. Async-signal-safe. */
     void (*wake_all)(const uint32_t *word, int shared);
+    /* Wake at most n sleepers on `word` (highest priority first); returns
+     * how many were woken. Async-signal-safe. */
+    int (*wake)(const uint32_t *word, int shared, int n);
 };
 
 extern const struct nerve__futex_ops *nerve__futex;
 extern const struct nerve__futex_ops nerve__futex_linux;
 
-/* Initialise a robust, process-shared, priority-inheritance mutex in place.
- * Returns 0 or a negative nerve error. */
-int nerve__mutex_init(pthread_mutex_t *m);
+struct nerve__shm_lock;
+
+/* Initialise the writer lock in place (free, no namespace). Returns 0. */
+int nerve__mutex_init(struct nerve__shm_lock *l);
 
 /* Lock with a timeout (relative ns, absolute CLOCK_MONOTONIC ns with
- * `abstime`, or negative for none; 0 tries once). Returns 0,
- * 1 when the previous owner died holding it (the caller must validate the
- * protected state and then call nerve__mutex_consistent), NERVE_ETIMEDOUT,
- * NERVE_EBUSY (the calling thread already holds it) or NERVE_ECORRUPT
- * (the mutex is not recoverable). */
-int nerve__mutex_lock(pthread_mutex_t *m, int64_t timeout_ns, int abstime);
-void nerve__mutex_consistent(pthread_mutex_t *m);
-void nerve__mutex_unlock(pthread_mutex_t *m);
+ * `abstime`, NERVE_FOREVER for none; a relative timeout <= 0 or a passed
+ * absolute one tries once). Returns 0, 1 when the previous owner died
+ * holding it or the word named a thread that does not exist (the caller
+ * must validate the protected state), NERVE_ETIMEDOUT, NERVE_EDEADLK (the
+ * calling thread holds it), NERVE_ENOSYS (no robust list or PI futexes) or
+ * NERVE_ECORRUPT (the word contradicts the kernel's state). Never aborts. */
+int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
+                      int abstime);
+/* Unlock; only by the owning thread. Returns 0 or NERVE_ECORRUPT when the
+ * word no longer names the caller. */
+int nerve__mutex_unlock(struct nerve__shm_lock *l);
+
+/* Lock states reported by nerve__mutex_state(). */
+#define NERVE__LOCK_FREE 0
+#define NERVE__LOCK_HELD 1
+#define NERVE__LOCK_DEAD 2
+/* Describe the lock word for nerve check (chan_ns: the channel's writer
+ * namespace). Returns a NERVE__LOCK_* state. */
+int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
+                       char *msg, size_t len);
+/* Reset a lock whose owner cannot be alive (any owner with `force`) to
+ * "free, owner died". Returns 1 reset, 0 nothing to do, NERVE_EBUSY (the
+ * owner is alive), NERVE_ELAPPED. */
+int nerve__mutex_repair(struct nerve__shm_lock *l, int force);
+
+/* The calling thread's TID (cached; fork-safe). */
+uint32_t nerve__tid(void);
+/* This process's PID namespace id (nsfs inode), 0 if unknown (no /proc). */
+uint64_t nerve__pidns_id(void);
 
 /* Map `file_size` bytes of fd at a fresh address and the `data_size` bytes
  * at file offset `data_off` again directly after them, read-only or

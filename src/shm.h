@@ -67,6 +67,21 @@ struct nerve__shm_slot {
     nerve__ai64 time_ns; /* [W:lock][R:rlx] commit time, CLOCK_MONOTONIC */
 };
 
+/* The writer lock, 128 bytes at header offset 128. */
+struct nerve__shm_lock {
+    nerve__a32 word;      /* PI futex: TID | FUTEX_WAITERS | FUTEX_OWNER_DIED
+                             of the owner (mutex.c, THE WORD) */
+    uint32_t reserved0;
+    uint8_t robust[56];   /* [W:lock] the owner's robust-list entry at
+                             word - futex_offset (process-local pointers) */
+    nerve__a64 pidns;     /* writers' PID namespace (nsfs inode of
+                             /proc/self/ns/pid); 0 until the first writer
+                             opens; set once (CAS) */
+    uint8_t reserved1[56];
+};
+_Static_assert(sizeof(struct nerve__shm_lock) == 128, "layout");
+_Static_assert(offsetof(struct nerve__shm_lock, pidns) == 64, "layout");
+
 struct nerve__shm_hdr {
     /* Identity: lets an opener reject a file before trusting anything. */
     uint64_t magic;           /* [const] NERVE__MAGIC, written last */
@@ -92,11 +107,15 @@ struct nerve__shm_hdr {
     uint64_t schema_len;      /* [const] bytes of schema, no NUL */
     int64_t created_ns;       /* [const] CLOCK_REALTIME at creation */
 
-    /* The writer lock: robust, process-shared, priority-inheritance. */
+    /* The writer lock: robust, process-shared, priority-inheritance, on a
+     * PI futex (src/platform/linux/mutex.c). Files made by nerve 0.x
+     * before it initialised a pthread_mutex_t here, whose lock word is the
+     * same PI futex word at the same offset, so they stay compatible. */
     union {
-        pthread_mutex_t m;
+        pthread_mutex_t m;    /* abi_mutex_size, kept for the ABI tag */
+        struct nerve__shm_lock l; /* see CRASH RECOVERY in chan.c */
         uint8_t pad[128];
-    } lock;                   /* see CRASH RECOVERY in chan.c */
+    } lock;
 
     /* Writer-only state, on its own cache line. */
     nerve__a64 wpos;          /* [W:lock] absolute position of the next
@@ -138,10 +157,16 @@ struct nerve__shm_bell {
     uint64_t magic;       /* [const] NERVE__BELL_MAGIC */
     uint32_t version;     /* [const] NERVE_LAYOUT_VERSION */
     uint32_t reserved0;
-    nerve__a32 waiters;   /* [bell] readers inside a wait; see
-                             SYNC(wait-announce) in chan.c */
+    nerve__a32 waiters;   /* [bell][stat] readers inside a wait; for tools
+                             only (a killed reader leaves it raised) */
     uint32_t reserved1;
+    nerve__ai64 wake_until; /* [bell] wake lease: the latest CLOCK_MONOTONIC
+                             time until which a registered reader may sleep,
+                             plus NERVE__LEASE_GRACE_NS; writers wake only
+                             while now < wake_until. SYNC(wait-announce).
+                             0 in bells made before it: no lease. */
 };
 _Static_assert(offsetof(struct nerve__shm_bell, waiters) == 16, "layout");
+_Static_assert(offsetof(struct nerve__shm_bell, wake_until) == 24, "layout");
 
 #endif

@@ -1188,9 +1188,24 @@ int cli_chmod(int argc, char **argv)
 
 int cli_check(int argc, char **argv)
 {
-    int done = help_only("check", argc, argv);
-    if (done >= 0) {
-        return done;
+    static const struct option opts[] = {
+        {"repair", no_argument, NULL, 'r'},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int repair = 0, force = 0, c;
+    reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'r': repair = 1; break;
+        case 'f': force = 1; break;
+        case 'h': return cli_print_help("check");
+        default: return bad_option("check", argc, argv);
+        }
+    }
+    if (force && !repair) {
+        return cli_usage("check", "--force needs --repair");
     }
     if (optind >= argc) {
         return cli_usage("check", "missing NAME");
@@ -1204,7 +1219,20 @@ int cli_check(int argc, char **argv)
             continue;
         }
         char msg[512] = "";
-        int rc = nerve_chan_check(name, msg, sizeof msg);
+        int rc;
+        if (repair) {
+            /* Opens for writing: only writers may repair. */
+            rc = nerve_chan_repair(name, force ? NERVE_REPAIR_FORCE : 0, msg,
+                                   sizeof msg);
+            if (rc < 0) {
+                fprintf(stderr, "nerve check: %s: %s: %s\n", name,
+                        nerve_err_name(rc), msg);
+                status = CLI_FAIL;
+                continue;
+            }
+            printf("%s: %s\n", name, msg);
+        }
+        rc = nerve_chan_check(name, msg, sizeof msg);
         if (strcmp(msg, nerve_strerror(rc)) == 0) {
             msg[0] = '\0'; /* the explanation adds nothing to the message */
         }
@@ -1217,7 +1245,7 @@ int cli_check(int argc, char **argv)
             }
             continue;
         }
-        /* "ok", or "ok, but the bell is not used (why): ..." */
+        /* "ok; writer lock: STATE", and why the bell is not used if not */
         printf("%s: %s\n", name, msg[0] ? msg : "ok");
     }
     return status;

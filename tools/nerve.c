@@ -96,10 +96,16 @@
     "permission, writers read and write.\n"
 
 #define HELP_CHECK                                                              \
-    "usage: nerve check NAME...\n"                                              \
+    "usage: nerve check [--repair [--force]] NAME...\n"                         \
     "Verify every invariant of channel files that can be checked without\n"   \
-    "the writer lock. Prints NAME: ok for each consistent one; otherwise\n"   \
-    "says what is wrong. Every NAME is checked; exit 1 if any failed.\n"
+    "the writer lock, and show the writer lock's state (free, held by a\n"    \
+    "live thread, owner dead). Prints NAME: ok ... for each consistent one;\n" \
+    "otherwise says what is wrong. Every NAME is checked; exit 1 if any\n"    \
+    "failed.\n"                                                              \
+    "  --repair  first reset a writer lock whose owner cannot be alive (a\n"  \
+    "            thread that does not exist); needs write permission\n"      \
+    "  --force   with --repair: reset it even if the named thread lives\n"   \
+    "            (only when no writer can be inside a put)\n"
 
 #define HELP_HELP                                                               \
     "usage: nerve help [VERB]\n"                                                \

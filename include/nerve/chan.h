@@ -10,10 +10,12 @@
  * overwrote it meanwhile.
  *
  * A second small file, /dev/shm/nerve-bell.NAME, with the channel's owner,
- * group and mode, holds the count of waiting readers, so that a put makes
- * no system call when nobody waits. It is the only thing a reader ever
- * writes, and it holds no message data; only processes that may write the
- * channel may write it. A reader that may not write it waits by polling
+ * group and mode, holds the waiting readers' wake lease, so that a put
+ * makes no system call when no reader has waited in the last ~100 ms (a
+ * killed reader's lease ends by itself), and at most one bounded wake-up
+ * call otherwise. It is the only thing a reader ever writes, and it holds
+ * no message data; only processes that may write the channel may write
+ * it. A reader that may not write it waits by polling
  * every millisecond, unless the channel was created with
  * NERVE_C_WAKE_ALWAYS.
  *
@@ -63,8 +65,10 @@ extern "C" {
 /* Most channels one nerve_wait_any() call waits on. */
 #define NERVE_WAIT_MAX 64
 
-/* Timeout that never expires. */
-#define NERVE_FOREVER ((int64_t)-1)
+/* Timeout that never expires. No subtraction of two times produces it, so
+ * a computed `deadline - now` that came out negative means "already
+ * passed" (one try, then NERVE_ETIMEDOUT), never "forever". */
+#define NERVE_FOREVER INT64_MIN
 
 /* An open channel; one per nerve_chan_open(). Opaque. */
 typedef struct nerve_chan nerve_chan;
@@ -231,18 +235,26 @@ NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name,
  * NERVE_EVERSION (other layout version), NERVE_EABI (other platform),
  * NERVE_ETRUNC (file shorter than its header says), NERVE_ECORRUPT
  * (inconsistent header, a sparse file, or a type or encoding that is not
- * valid UTF-8), NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE; another system
- * error as -errno (see errors.h).
+ * valid UTF-8), NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE, NERVE_EXDEV
+ * (NERVE_O_WRITE from another PID namespace than the one the channel's
+ * first writer opened from: the writer lock's priority inheritance names
+ * threads by TID, so all writers of a channel must share a PID namespace;
+ * readers may be anywhere. Run writers with --pid=host or in one pod, or
+ * remove and recreate the channel); another system error as -errno (see
+ * errors.h).
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_open(const char *name, uint32_t flags,
                                               nerve_chan **out);
 
-/* Close a handle and unmap the channel. An open reservation is discarded.
- * NULL is ignored.
+/* Close a handle and unmap the channel. Returns 0 (NULL is ignored), or
+ * NERVE_EBUSY: a reservation is open and the calling thread is not the
+ * reserving one, which alone can release the writer lock; nothing was
+ * closed, and the reserving thread can still commit or abort (then close
+ * again). An open reservation of the calling thread is aborted.
  * Thread: no other call on this handle may run.  Blocking: no.  RT: not
  * safe (munmap).  Signal: not safe. */
-NERVE_API void nerve_chan_close(nerve_chan *c);
+NERVE_API int nerve_chan_close(nerve_chan *c);
 
 /* The handle's channel name (without the file prefix).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
@@ -259,12 +271,19 @@ NERVE_NODISCARD NERVE_API int nerve_chan_meta(const nerve_chan *c,
  * for the writer lock (NERVE_FOREVER, 0 to try once, relative or with
  * NERVE_F_ABSTIME absolute); readers never make a put wait. Returns 0 and
  * fills *info (may be NULL), or NERVE_EROFS (read-only handle),
- * NERVE_EMSGSIZE (len > data_size), NERVE_ETIMEDOUT (lock not acquired),
- * NERVE_EBUSY (this handle holds a reservation), NERVE_ECORRUPT, NERVE_EINVAL.
+ * NERVE_EMSGSIZE (len > data_size), NERVE_ETIMEDOUT (lock not acquired; a
+ * timeout already passed tries once), NERVE_EBUSY (this handle holds a
+ * reservation), NERVE_EPERM (another thread holds this handle's
+ * reservation), NERVE_EDEADLK (the calling thread holds a reservation on
+ * another handle of the channel), NERVE_ECORRUPT (ring state, or a lock
+ * word the kernel rejects: nerve check --repair), NERVE_ENOSYS (no robust
+ * PI futexes), NERVE_EINVAL. A lock word naming a thread that does not
+ * exist is taken over as from a dead owner (info->recovered).
  * Thread: one caller per handle; many handles and processes may put at
  * once.  Blocking: only on the writer lock.  RT: safe (no allocation; one
- * memcpy; futex only when the lock is contended or a reader waits).
- * Signal: not safe. */
+ * memcpy; futex only when the lock is contended, and one wake of at most 8
+ * sleepers, after unlocking, while a reader's wake lease runs or with
+ * NERVE_C_WAKE_ALWAYS).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_put(nerve_chan *c, const void *buf,
                                              size_t len, int64_t timeout_ns,
                                              struct nerve_put_info *info,
@@ -285,14 +304,16 @@ NERVE_NODISCARD NERVE_API int nerve_chan_reserve(nerve_chan *c, size_t len,
 /* Publish the first `len` bytes (at most the reserved length) of the open
  * reservation and release the writer lock. Returns 0 and fills *info (may be
  * NULL), or NERVE_EINVAL (no reservation, or len too large; the reservation
- * stays open).
+ * stays open), NERVE_EPERM (called from another thread than the reserving
+ * one, which owns the lock; the reservation stays open).
  * Thread: the reserving caller.  Blocking: no.  RT: safe (futex wake only
  * when a reader waits).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_commit(nerve_chan *c, size_t len,
                                                 struct nerve_put_info *info);
 
 /* Drop the open reservation without publishing and release the writer
- * lock. Returns 0, or NERVE_EINVAL when there is no reservation.
+ * lock. Returns 0, or NERVE_EINVAL when there is no reservation,
+ * NERVE_EPERM from another thread than the reserving one (it stays open).
  * Thread: the reserving caller.  Blocking: no.  RT: safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_abort(nerve_chan *c);
@@ -413,15 +434,34 @@ NERVE_NODISCARD NERVE_API int nerve_stat(const char *name,
 
 /* Verify every invariant of the channel file that can be checked without
  * the writer lock: header, geometry, every index entry still readable (its
- * sequence number, bounds, order and times). On a problem returns
- * NERVE_ECORRUPT (or the open error) and writes an explanation naming the
- * field and why into msg[0..len) (may be NULL). Returns 0 when consistent,
- * with msg "ok", or "ok, but the bell is not used (why): waiting readers
- * poll" when the bell is missing or is not the channel creator's.
+ * sequence number, bounds, order and times), and the writer lock's state
+ * (free / held by thread T, alive / owner dead / in another PID
+ * namespace). On a problem returns NERVE_ECORRUPT (or the open error) and
+ * writes an explanation naming the field and why into msg[0..len) (may be
+ * NULL). Returns 0 when consistent, with "ok; writer lock: STATE" in msg,
+ * followed by "; bell not used (why): waiting readers poll" when the bell
+ * is missing or is not the channel creator's; a lock whose owner is dead
+ * is consistent (the next writer recovers it).
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,
                                                size_t len);
+
+/* nerve_chan_repair() flags: */
+#define NERVE_REPAIR_FORCE 0x1u /* reset the lock even if its owner lives */
+
+/* Reset the writer lock of channel `name` when the thread it names cannot
+ * be alive (or, with NERVE_REPAIR_FORCE, whatever it names: only when you
+ * know no writer is inside a put), marking it "owner died" so that the next
+ * writer recovers it and validates the ring first. Opens the channel for
+ * writing: only writers may repair. Returns 1 (reset), 0 (nothing to
+ * reset), NERVE_EBUSY (the owner is alive), or an open error; writes what
+ * it found and did into msg[0..len) (may be NULL).
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_repair(const char *name,
+                                                uint32_t flags, char *msg,
+                                                size_t len);
 
 /* Call fn(name, arg) for every name in /dev/shm that a channel could have
  * (nerve.NAME with a valid NAME), in no particular order, without opening

@@ -48,6 +48,9 @@ extern "C" {
     XX(ECANCELED, -ECANCELED, "wait cancelled")                                 \
     XX(EMFILE, -EMFILE, "too many open files in this process")                  \
     XX(ENFILE, -ENFILE, "too many open files in the system")                    \
+    XX(EDEADLK, -EDEADLK, "this thread already holds the channel's writer lock") \
+    XX(EXDEV, -EXDEV,                                                           \
+       "channel's writers run in another PID namespace (share one)")            \
     XX(ECORRUPT, -1000, "channel file is corrupt")                              \
     XX(EVERSION, -1001, "channel file has an unsupported layout version")       \
     XX(ENOTCHAN, -1002, "file is not a nerve channel")                          \

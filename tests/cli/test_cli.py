@@ -389,7 +389,18 @@ def test_check():
     expect(["check", c], 0, out_has=c + ": ok")
     for i in range(12):
         expect(["put", c, "message %d" % i], 0)
-    expect(["check", c], 0, out_has="ok")
+    expect(["check", c], 0, out_has="writer lock: free")
+    # A lock word naming a thread that does not exist (issue 11): check
+    # reports it, --repair resets it, --force needs --repair.
+    with open("/dev/shm/nerve." + c, "r+b") as f:
+        f.seek(128)
+        f.write((0x3FFFFFF0).to_bytes(4, "little"))
+    expect(["check", c], 0, out_has="does not exist")
+    expect(["check", "--force", c], 2)
+    expect(["check", "--repair", c], 0, out_has="reset")
+    expect(["check", c], 0, out_has="owner died")
+    expect(["put", c, "after repair"], 0)
+    expect(["check", "--repair", c], 0, out_has="nothing to reset")
     src = "/dev/shm/nerve." + c
     size = os.path.getsize(src)
     # Garbage over the header: not a channel any more.

@@ -168,7 +168,8 @@ def test_noncontiguous_put_releases_the_buffer_on_failure(name):
         span = w2._reserve(16)  # another writer holds the lock
         try:
             ba2 = bytearray(b"abcdefgh")
-            with pytest.raises(nerve.Timeout):
+            # This thread holds the lock (through w2): refused, not waited for.
+            with pytest.raises(nerve.Deadlock):
                 w.put(memoryview(ba2)[::2], timeout=0.01)
             ba2.extend(b"x")
         finally:

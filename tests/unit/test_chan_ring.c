@@ -220,9 +220,13 @@ static void test_reserve(void)
     NT_RC(nerve_chan_reserve(w, 10, 0, &p, 0), NERVE_EBUSY);
     NT_RC(nerve_chan_put(w, "x", 1, 0, NULL, 0), NERVE_EBUSY);
     nerve_chan *w2;
+    void *p2;
     NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w2));
-    /* (The lock is held by this thread: a PI mutex reports that.) */
-    NT_RC(nerve_chan_put(w2, "x", 1, 0, NULL, 0), NERVE_ETIMEDOUT);
+    /* The lock is held by this thread: a put on another handle would wait
+     * for itself forever; it is refused, whatever the timeout. */
+    NT_RC(nerve_chan_put(w2, "x", 1, 0, NULL, 0), NERVE_EDEADLK);
+    NT_RC(nerve_chan_put(w2, "x", 1, NERVE_FOREVER, NULL, 0), NERVE_EDEADLK);
+    NT_RC(nerve_chan_reserve(w2, 1, 1000000, &p2, 0), NERVE_EDEADLK);
     memcpy(p, "abc", 3);
     NT_RC(nerve_chan_commit(w, 101, &pi), NERVE_EINVAL); /* still open */
     NT_OK(nerve_chan_commit(w, 3, &pi));

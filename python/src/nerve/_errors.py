@@ -18,6 +18,8 @@ from . import _nerve
 __all__ = [
     "Error",
     "OperationNotPermitted",
+    "Deadlock",
+    "OtherPidNamespace",
     "ChannelNotFound",
     "Interrupted",
     "BadHandle",
@@ -147,6 +149,16 @@ class SystemCallFailed(Error, OSError):
     (the code is -errno; ``exc.errno`` holds it)."""
 
 
+class Deadlock(Error, OSError):
+    """EDEADLK: this thread already holds the channel's writer lock (it has
+    a reservation open on another handle of the channel)."""
+
+
+class OtherPidNamespace(Error, OSError):
+    """EXDEV: the channel's writers run in another PID namespace; writers
+    of one channel must share one (readers may be anywhere)."""
+
+
 # Codes without an errno.
 class CorruptChannel(Error):
     """ECORRUPT: the channel file is inconsistent."""
@@ -201,6 +213,8 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "ECANCELED": Cancelled,
     "EMFILE": TooManyOpenFiles,
     "ENFILE": TooManyOpenFilesInSystem,
+    "EDEADLK": Deadlock,
+    "EXDEV": OtherPidNamespace,
     "ECORRUPT": CorruptChannel,
     "EVERSION": VersionMismatch,
     "ENOTCHAN": NotAChannel,

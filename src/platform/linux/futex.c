@@ -4,7 +4,8 @@
  * (in a mapping that may be read-only: FUTEX_WAIT only reads the word) and,
  * with futex_waitv (Linux 5.16), on its handle's private cancel word at the
  * same time. Wake-ups are FUTEX_WAKE on the word, which the kernel delivers
- * in priority order for real-time waiters. */
+ * in priority order for real-time waiters; a put wakes a bounded batch
+ * (chan.c, NERVE__WAKE_BATCH) and woken readers pass the wake on. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -95,10 +96,20 @@ static void linux_wake_all(const uint32_t *word, int shared)
     (void)syscall(SYS_futex, word, op, INT_MAX, NULL, NULL, 0);
 }
 
+/* Async-signal-safe: one system call. The kernel walks the word's hash
+ * bucket only until n sleepers are woken, so the cost is bounded by n. */
+static int linux_wake(const uint32_t *word, int shared, int n)
+{
+    int op = FUTEX_WAKE | (shared ? 0 : FUTEX_PRIVATE_FLAG);
+    long r = syscall(SYS_futex, word, op, n, NULL, NULL, 0);
+    return r > 0 ? (int)r : 0;
+}
+
 const struct nerve__futex_ops nerve__futex_linux = {
     linux_waitv,
     linux_wait1,
     linux_wake_all,
+    linux_wake,
 };
 
 const struct nerve__futex_ops *nerve__futex = &nerve__futex_linux;

@@ -1,36 +1,81 @@
-/* The writer lock: a robust, process-shared, priority-inheritance pthread
- * mutex living in the channel file.
+/* The writer lock: a robust, process-shared, priority-inheritance lock
+ * owned by nerve, directly on a PI futex in the channel file.
  *
- * Robust: when its owner dies, the kernel marks it and the next locker gets
- * EOWNERDEAD instead of waiting forever; chan.c then validates the ring
- * state and marks the mutex consistent (CRASH RECOVERY in chan.c).
- * Priority inheritance: a low-priority writer holding the lock runs at the
- * priority of the highest waiter, so a 1 kHz loop is not stalled by a
- * logger-priority writer being preempted (the classic inversion).
- * Uncontended lock and unlock are user-space compare-and-swaps. */
-#include <errno.h>
-#include <pthread.h>
-#include <stdint.h>
-#include <time.h>
+ * Why not pthread_mutex_t: glibc's robust PI mutex aborts the process
+ * (assert) when the kernel answers FUTEX_LOCK_PI with ESRCH (the lock word
+ * names a thread that does not exist: a corrupted word, a mapping dropped
+ * while held, a writer in another PID namespace) and hangs forever on
+ * EDEADLK (the caller already holds it). Every kernel answer is an error
+ * code or a recovery here.
+ *
+ * THE WORD (struct nerve__shm_lock.word; the kernel's PI futex format,
+ * Documentation/locking/pi-futex.rst and robust-futex-ABI.rst):
+ *     0                       free
+ *     TID                     held by thread TID, nobody queued
+ *     TID | FUTEX_WAITERS     held, lockers queued in the kernel (PI boost)
+ *     FUTEX_OWNER_DIED [| W]  free; its owner died holding it (the kernel
+ *                             cleared the TID from the owner's robust list)
+ *     TID | FUTEX_OWNER_DIED  the kernel handed a dead owner's lock to TID
+ *   TIDs are in the PID namespace of the channel's writers (nerve refuses
+ *   writers from another one at open: see nerve__pidns_id()).
+ *
+ * LOCK: user-space CAS 0 -> TID; a word with OWNER_DIED and no TID is taken
+ * by CAS too (recovered); anything else goes to the kernel, FUTEX_LOCK_PI2
+ * (CLOCK_MONOTONIC deadline; FUTEX_LOCK_PI with a CLOCK_REALTIME deadline on
+ * kernels before 5.14), or FUTEX_TRYLOCK_PI when the deadline has passed.
+ * Kernel answers: 0 taken (OWNER_DIED in the word: recovered); ETIMEDOUT /
+ * EWOULDBLOCK timeout; EAGAIN / EINTR retry; ESRCH the named owner does not
+ * exist, so it cannot be alive: take the word by CAS (recovered); EDEADLK
+ * the caller holds it: NERVE_EDEADLK; EINVAL, EPERM, EFAULT: the word does
+ * not match the kernel's state: NERVE_ECORRUPT (nerve check reports it,
+ * nerve check --repair resets it).
+ *
+ * ROBUSTNESS: the kernel releases a dead thread's PI futexes through that
+ * thread's robust list. glibc registers one list head per thread
+ * (set_robust_list) and links its robust mutexes into it; nerve links its
+ * lock into the same list, in the same format glibc uses (a doubly linked
+ * list whose entries sit at word - futex_offset, with the previous pointer
+ * one pointer before the entry, bit 0 set for PI), so glibc's own list
+ * operations and the kernel's walk at thread exit both see a well-formed
+ * list. list_op_pending covers a death between the CAS and the list
+ * update. The entry's pointers are process-local and live in the shared
+ * lock, written only by the owner ([W:lock]), as glibc's are.
+ *
+ * UNLOCK: dequeue, then CAS TID -> 0, or FUTEX_UNLOCK_PI when lockers are
+ * queued (the kernel hands the lock to the highest-priority one). Only the
+ * owning thread can unlock a PI futex: chan.c refuses commit, abort and
+ * close with a reservation from any other thread. */
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../atomics.h"
 #include "../../platform.h"
+#include "../../shm.h"
+#include "nerve/chan.h"
 #include "nerve/errors.h"
 
-int nerve__mutex_init(pthread_mutex_t *m)
-{
-    pthread_mutexattr_t a;
-    int r = pthread_mutexattr_init(&a);
-    if (r == 0)
-        r = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    if (r == 0)
-        r = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    if (r == 0)
-        r = pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
-    if (r == 0)
-        r = pthread_mutex_init(m, &a);
-    pthread_mutexattr_destroy(&a);
-    return r == 0 ? 0 : -r;
-}
+#ifndef FUTEX_LOCK_PI2
+#define FUTEX_LOCK_PI2 13
+#endif
+
+/* The kernel's struct robust_list / robust_list_head (linux/futex.h). */
+struct rl_head {
+    void *next;
+    long futex_offset;
+    void *op_pending;
+};
 
 static int64_t mono_now(void)
 {
@@ -39,65 +84,324 @@ static int64_t mono_now(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int nerve__mutex_lock(pthread_mutex_t *m, int64_t timeout_ns, int abstime)
+/* The calling thread's TID, cached per thread so that the put path makes
+ * no system call for it. A fork child's only thread inherits the forking
+ * thread's cache: the atfork handler clears it. */
+static __thread uint32_t tid_cache;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void tid_forked(void)
 {
-    int r;
-    if (timeout_ns > 0 && !abstime && timeout_ns > INT64_MAX - mono_now())
-        timeout_ns = -1; /* beyond the clock's range: wait without bound */
-    if (timeout_ns < 0) {
-        r = pthread_mutex_lock(m);
-    } else if (timeout_ns == 0 && !abstime) {
-        r = pthread_mutex_trylock(m);
-        if (r == EBUSY)
-            r = ETIMEDOUT;
-    } else {
-        int64_t deadline = abstime ? timeout_ns : mono_now() + timeout_ns;
-        struct timespec ts = {(time_t)(deadline / 1000000000),
-                              (long)(deadline % 1000000000)};
-#if defined(NERVE_TSAN)
-        /* GCC 12's ThreadSanitizer does not intercept
-         * pthread_mutex_clocklock, so a lock taken through it would later
-         * look like an unlock of a free mutex; its builds take the
-         * realtime-clock path below, which it does intercept. */
-        r = EINVAL;
-#else
-        r = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-#endif
-        if (r == EINVAL) {
-            /* Kernels before 5.14 cannot time a PI lock on the monotonic
-             * clock (no FUTEX_LOCK_PI2): convert to the realtime clock. */
-            struct timespec rt;
-            clock_gettime(CLOCK_REALTIME, &rt);
-            int64_t left = deadline - mono_now();
-            int64_t rnow = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
-            if (left < 0)
-                left = 0;
-            int64_t rdl = left > INT64_MAX - rnow ? INT64_MAX : rnow + left;
-            ts.tv_sec = (time_t)(rdl / 1000000000);
-            ts.tv_nsec = (long)(rdl % 1000000000);
-            r = pthread_mutex_timedlock(m, &ts);
-        }
+    tid_cache = 0;
+}
+
+static void tid_init(void)
+{
+    (void)pthread_atfork(NULL, NULL, tid_forked);
+}
+
+uint32_t nerve__tid(void)
+{
+    if (!tid_cache) {
+        pthread_once(&tid_once, tid_init);
+        tid_cache = (uint32_t)syscall(SYS_gettid);
     }
-    switch (r) {
-    case 0:
+    return tid_cache;
+}
+
+uint64_t nerve__pidns_id(void)
+{
+    struct stat st;
+    if (stat("/proc/self/ns/pid", &st) != 0)
         return 0;
-    case EOWNERDEAD:
-        return 1;
-    case ETIMEDOUT:
-        return NERVE_ETIMEDOUT;
-    case EDEADLK:
-        return NERVE_EBUSY;
-    default: /* ENOTRECOVERABLE, EINVAL: the mutex bytes are unusable */
-        return NERVE_ECORRUPT;
+    return (uint64_t)st.st_ino;
+}
+
+int nerve__mutex_init(struct nerve__shm_lock *l)
+{
+    memset(l, 0, sizeof *l);
+    return 0;
+}
+
+/* This thread's robust list head, and the address of the entry for `l`
+ * (word - futex_offset), or NULL if this thread has no list or the entry
+ * would not fit the lock's robust area. */
+static __thread struct rl_head *head_cache;
+
+static struct rl_head *robust_head(struct nerve__shm_lock *l, void ***entry)
+{
+    /* The head is fixed for a thread's life (glibc: in its descriptor,
+     * which a fork child keeps at the same address), so it is looked up
+     * once per thread. */
+    struct rl_head *h = head_cache;
+    if (!h) {
+        size_t len = 0;
+        if (syscall(SYS_get_robust_list, 0, &h, &len) != 0 || !h ||
+            len != sizeof *h)
+            return NULL;
+        head_cache = h;
     }
+    long off = -h->futex_offset; /* entry - word */
+    if (off < (long)(8 + sizeof(void *)) ||
+        off + (long)sizeof(void *) > (long)offsetof(struct nerve__shm_lock, pidns) ||
+        off % (long)sizeof(void *) != 0)
+        return NULL;
+    *entry = (void **)((char *)&l->word + off);
+    return h;
 }
 
-void nerve__mutex_consistent(pthread_mutex_t *m)
+#define PI_BIT ((uintptr_t)1)
+#define PTR(v) ((void **)((uintptr_t)(v) & ~PI_BIT))
+
+/* glibc's ENQUEUE_MUTEX_PI: link entry at the head of the list. */
+static void rl_enqueue(struct rl_head *h, void **entry)
 {
-    (void)pthread_mutex_consistent(m);
+    void **next = PTR(h->next);
+    next[-1] = entry;    /* next->prev (glibc keeps a slot before the head) */
+    entry[0] = h->next;  /* entry->next */
+    entry[-1] = h;       /* entry->prev */
+    __asm__ __volatile__("" ::: "memory");
+    h->next = (void *)((uintptr_t)entry | PI_BIT);
 }
 
-void nerve__mutex_unlock(pthread_mutex_t *m)
+/* glibc's DEQUEUE_MUTEX. */
+static void rl_dequeue(void **entry)
 {
-    (void)pthread_mutex_unlock(m);
+    void **next = PTR(entry[0]);
+    void **prev = PTR(entry[-1]);
+    next[-1] = entry[-1];
+    prev[0] = entry[0];
+    __asm__ __volatile__("" ::: "memory");
+    entry[0] = NULL;
+    entry[-1] = NULL;
+}
+
+static long futex(nerve__a32 *w, int op, uint32_t val,
+                  const struct timespec *ts)
+{
+    return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+/* Took the lock (word now names this thread): finish the robust-list
+ * bookkeeping, clear OWNER_DIED. Returns 1 if the previous owner died. */
+static int taken(struct nerve__shm_lock *l, struct rl_head *h, void **entry,
+                 int recovered)
+{
+    /* Acquire: the previous owner's stores under the lock happen before
+     * this owner's (the kernel hand-over path has no user-space RMW; this
+     * load pairs with the release RMW in nerve__mutex_unlock()). */
+    uint32_t v = nerve__load32_acq(&l->word);
+    if (v & FUTEX_OWNER_DIED) {
+        recovered = 1;
+        nerve__and32_rel(&l->word, ~(uint32_t)FUTEX_OWNER_DIED);
+    }
+    rl_enqueue(h, entry);
+    __asm__ __volatile__("" ::: "memory");
+    h->op_pending = NULL;
+    return recovered;
+}
+
+int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
+                      int abstime)
+{
+    void **entry;
+    struct rl_head *h = robust_head(l, &entry);
+    if (!h)
+        return NERVE_ENOSYS; /* no robust list: a death could not be healed */
+    uint32_t tid = nerve__tid();
+    int64_t deadline; /* absolute CLOCK_MONOTONIC; -1: none */
+    if (timeout_ns == NERVE_FOREVER) {
+        deadline = -1;
+    } else if (abstime) {
+        deadline = timeout_ns < 0 ? 0 : timeout_ns;
+    } else if (timeout_ns <= 0) {
+        deadline = 0; /* passed: one try */
+    } else {
+        int64_t now = mono_now();
+        deadline = timeout_ns > INT64_MAX - now ? -1 : now + timeout_ns;
+    }
+    /* Glibc's order: announce the entry before the word can name us. */
+    h->op_pending = (void *)((uintptr_t)entry | PI_BIT);
+    __asm__ __volatile__("" ::: "memory");
+    int pi2 = 1;
+    int r;
+    for (int spins = 0;; spins++) {
+        uint32_t v = nerve__load32_rlx(&l->word);
+        uint32_t owner = v & FUTEX_TID_MASK;
+        if (v == 0) {
+            if (nerve__cas32_acq(&l->word, &v, tid))
+                return taken(l, h, entry, 0);
+            continue;
+        }
+        if (owner == 0 && v == FUTEX_OWNER_DIED) {
+            /* Freed by the kernel after its owner died; nobody queued. */
+            if (nerve__cas32_acq(&l->word, &v, tid))
+                return taken(l, h, entry, 1);
+            continue;
+        }
+        if (owner == tid) {
+            r = NERVE_EDEADLK;
+            break;
+        }
+        long k;
+        int passed = deadline >= 0 && mono_now() >= deadline;
+        if (passed) {
+            k = futex(&l->word, FUTEX_TRYLOCK_PI, 0, NULL);
+        } else if (deadline < 0) {
+            k = futex(&l->word, FUTEX_LOCK_PI2, 0, NULL);
+            if (k != 0 && errno == ENOSYS)
+                k = futex(&l->word, FUTEX_LOCK_PI, 0, NULL);
+        } else {
+            struct timespec ts = {(time_t)(deadline / 1000000000),
+                                  (long)(deadline % 1000000000)};
+            k = -1;
+            errno = ENOSYS;
+            if (pi2)
+                k = futex(&l->word, FUTEX_LOCK_PI2, 0, &ts);
+            if (k != 0 && errno == ENOSYS) {
+                /* Before Linux 5.14 FUTEX_LOCK_PI times out on
+                 * CLOCK_REALTIME only. */
+                pi2 = 0;
+                struct timespec rt;
+                clock_gettime(CLOCK_REALTIME, &rt);
+                int64_t left = deadline - mono_now();
+                int64_t rnow = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+                if (left < 0)
+                    left = 0;
+                int64_t rdl = rnow + left;
+                ts.tv_sec = (time_t)(rdl / 1000000000);
+                ts.tv_nsec = (long)(rdl % 1000000000);
+                k = futex(&l->word, FUTEX_LOCK_PI, 0, &ts);
+            }
+        }
+        if (k == 0)
+            return taken(l, h, entry, 0);
+        int e = errno;
+        if (e == ESRCH) {
+            /* The word names a thread that does not exist in this PID
+             * namespace (the only one writers run in): it cannot be alive
+             * and the kernel will never release the lock. Take it over. */
+            v = nerve__load32_rlx(&l->word);
+            if ((v & FUTEX_TID_MASK) == owner && owner != 0 &&
+                nerve__cas32_acq(&l->word, &v,
+                                 tid | (v & FUTEX_WAITERS)))
+                return taken(l, h, entry, 1);
+            continue;
+        }
+        if (e == EINTR || (e == EAGAIN && !passed)) {
+            /* EAGAIN: the owner is exiting; its robust list is being
+             * walked. Bounded by the deadline; yield between tries. */
+            if (e == EAGAIN && spins > 16)
+                sched_yield();
+            if (deadline >= 0 && mono_now() >= deadline && spins > 1000) {
+                r = NERVE_ETIMEDOUT;
+                break;
+            }
+            continue;
+        }
+        if (e == ETIMEDOUT || e == EWOULDBLOCK || e == EBUSY) {
+            r = NERVE_ETIMEDOUT;
+            break;
+        }
+        if (e == EDEADLK) {
+            r = NERVE_EDEADLK;
+            break;
+        }
+        if (e == ENOSYS) {
+            r = NERVE_ENOSYS;
+            break;
+        }
+        r = NERVE_ECORRUPT; /* EINVAL, EPERM, EFAULT */
+        break;
+    }
+    h->op_pending = NULL;
+    return r;
+}
+
+int nerve__mutex_unlock(struct nerve__shm_lock *l)
+{
+    void **entry;
+    struct rl_head *h = robust_head(l, &entry);
+    uint32_t tid = nerve__tid();
+    if (h) {
+        h->op_pending = (void *)((uintptr_t)entry | PI_BIT);
+        __asm__ __volatile__("" ::: "memory");
+        if (entry[0])
+            rl_dequeue(entry);
+    }
+    uint32_t v = tid;
+    int r = 0;
+    /* Release RMW: pairs with the acquire in taken(), also on the kernel
+     * path (which stores the word itself). */
+    if (!nerve__cas32_rel(&l->word, &v, 0)) {
+        (void)nerve__or32_rel(&l->word, 0);
+        if (futex(&l->word, FUTEX_UNLOCK_PI, 0, NULL) != 0)
+            r = NERVE_ECORRUPT; /* EPERM: the word no longer names us */
+    }
+    if (h) {
+        __asm__ __volatile__("" ::: "memory");
+        h->op_pending = NULL;
+    }
+    return r;
+}
+
+/* Does thread `tid` of this PID namespace exist? 1 yes, 0 no. */
+static int tid_alive(uint32_t tid)
+{
+    if (tid == 0)
+        return 0;
+    if (kill((pid_t)tid, 0) == 0 || errno == EPERM)
+        return 1;
+    return 0;
+}
+
+int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
+                       char *msg, size_t len)
+{
+    uint32_t v = nerve__load32_rlx((nerve__a32 *)&l->word);
+    uint32_t owner = v & FUTEX_TID_MASK;
+    uint64_t ns = nerve__pidns_id();
+    int same_ns = chan_ns == 0 || ns == 0 || chan_ns == ns;
+    if (v == 0) {
+        snprintf(msg, len, "free");
+        return NERVE__LOCK_FREE;
+    }
+    if (owner == 0) {
+        snprintf(msg, len, "free; its owner died holding it (the next "
+                           "writer recovers it)");
+        return NERVE__LOCK_DEAD;
+    }
+    if (!same_ns) {
+        snprintf(msg, len, "held by thread %u of another PID namespace "
+                           "(cannot tell whether it is alive)", owner);
+        return NERVE__LOCK_HELD;
+    }
+    if (tid_alive(owner)) {
+        snprintf(msg, len, "held by thread %u (alive)%s", owner,
+                 v & FUTEX_WAITERS ? ", writers waiting" : "");
+        return NERVE__LOCK_HELD;
+    }
+    snprintf(msg, len, "held by thread %u, which does not exist: owner "
+                       "dead (the next writer recovers; nerve check "
+                       "--repair resets it)", owner);
+    return NERVE__LOCK_DEAD;
+}
+
+int nerve__mutex_repair(struct nerve__shm_lock *l, int force)
+{
+    for (int i = 0; i < 1000; i++) {
+        uint32_t v = nerve__load32_rlx(&l->word);
+        uint32_t owner = v & FUTEX_TID_MASK;
+        if (v == 0 || (owner == 0 && !(v & FUTEX_WAITERS)))
+            return 0; /* free, or freed by the kernel: nothing to do */
+        if (owner && tid_alive(owner) && !force)
+            return NERVE_EBUSY;
+        /* Mark it free with a dead owner: the next locker takes it (by CAS
+         * or, when lockers are queued, through the kernel) as recovered
+         * and validates the ring state before writing. */
+        uint32_t nv = FUTEX_OWNER_DIED | (v & FUTEX_WAITERS);
+        if (nerve__cas32_acq(&l->word, &v, nv))
+            return 1;
+    }
+    return NERVE_ELAPPED;
 }
