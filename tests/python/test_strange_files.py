@@ -99,7 +99,7 @@ def test_non_utf8_metadata_is_refused_and_reported(name: Callable[[str], str]) -
 def test_check_returns_the_verdict(name: Callable[[str], str]) -> None:
     n = name("verdict")
     nerve.create(n, slots=8, size=4096).close()
-    assert nerve.check(n) == "ok"
+    assert nerve.check(n) == "ok; writer lock: free"
     (SHM / f"nerve-bell.{n}").unlink()
     with nerve.open(n) as ch:
         assert "no bell file" in ch.check()

@@ -494,9 +494,9 @@ class Channel(_nerve.Chan):
     def check(self) -> str:
         """Verify the channel file's invariants; raises
         :class:`nerve.CorruptChannel` with an explanation on a problem.
-        Returns the verdict: ``"ok"``, or ``"ok, but the bell is not used
-        (why): waiting readers poll"`` when the channel's bell file is
-        missing or not its creator's (see nerve_chan_check)."""
+        Returns the verdict: ``"ok; writer lock: STATE"``, followed by
+        ``"; bell not used (why): waiting readers poll"`` when the channel's
+        bell file is missing or not its creator's (see nerve_chan_check)."""
         return str(_nerve.check(self.name))
 
 
