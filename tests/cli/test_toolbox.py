@@ -10,7 +10,6 @@ teardown; every wait has a timeout."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -23,31 +22,21 @@ from typing import Callable, Iterator, List
 import pytest
 
 import nerve
+import nerve.testing
 from nerve_tools import schemas
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
 NERVE = os.environ.get("NERVE_CLI") or "nerve"
-PREFIX = f"nt-{os.getpid()}-"
-_counter = itertools.count()
+PREFIX = nerve.testing.PREFIX
 IMU = "sensor_msgs/msg/Imu"
 
 
 @pytest.fixture
 def name() -> Iterator[Callable[[str], str]]:
-    made: List[str] = []
-
-    def make(tag: str = "c") -> str:
-        n = f"{PREFIX}{next(_counter)}-{tag}"
-        made.append(n)
-        return n
-
-    yield make
-    for n in made:
-        try:
-            nerve.unlink(n)
-        except nerve.ChannelNotFound:
-            pass
+    """Factory of unique channel names; removes the channels at teardown."""
+    with nerve.testing.unique_names(PREFIX) as make:
+        yield make
 
 
 @pytest.fixture
@@ -522,7 +511,7 @@ def test_check_takes_many_names(name) -> None:
     a, b = name("ca"), name("cb")
     for n in (a, b):
         nerve.create(n, slots=4, size=4096).close()
-    assert ok("check", a, b) == f"{a}: ok\n{b}: ok\n"
+    assert ok("check", a, b) == f"{a}: ok; writer lock: free\n{b}: ok; writer lock: free\n"
     p = run("check", a, f"{PREFIX}missing", b)
     assert p.returncode == 1 and p.stdout.decode() == f"{a}: ok\n{b}: ok\n"
     assert b"ENOENT" in p.stderr

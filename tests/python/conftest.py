@@ -7,7 +7,6 @@ if a channel of this process is still in /dev/shm."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import sys
@@ -17,36 +16,21 @@ from typing import Callable, Iterator, List
 import pytest
 
 import nerve
+import nerve.testing
 
 SHM = Path("/dev/shm")
-PREFIX = f"nt-{os.getpid()}-"
-_counter = itertools.count()
+PREFIX = nerve.testing.PREFIX
 
 
 def _leftovers() -> List[Path]:
-    return sorted(p for p in SHM.glob(f"nerve*.{PREFIX}*"))
+    return nerve.testing.leftovers(PREFIX)
 
 
 @pytest.fixture
 def name(request: pytest.FixtureRequest) -> Iterator[Callable[[str], str]]:
     """Factory of unique channel names; removes the channels at teardown."""
-    made: List[str] = []
-
-    def make(tag: str = "c") -> str:
-        n = f"{PREFIX}{next(_counter)}-{tag}"
-        made.append(n)
-        return n
-
-    yield make
-    for n in made:
-        try:
-            nerve.unlink(n)
-        except nerve.ChannelNotFound:
-            pass
-        except nerve.Error:
-            # Files the test corrupted on purpose: remove them directly.
-            for p in (SHM / f"nerve.{n}", SHM / f"nerve-bell.{n}"):
-                p.unlink(missing_ok=True)
+    with nerve.testing.unique_names(PREFIX) as make:
+        yield make
 
 
 @pytest.fixture

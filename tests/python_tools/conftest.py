@@ -7,7 +7,6 @@ process is still in /dev/shm. MCAP files go to pytest's tmp_path."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import subprocess
@@ -20,28 +19,17 @@ from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 
 import nerve
+import nerve.testing
 
 SHM = Path("/dev/shm")
-PREFIX = f"nt-{os.getpid()}-"
-_counter = itertools.count()
+PREFIX = nerve.testing.PREFIX
 
 
 @pytest.fixture
 def name() -> Iterator[Callable[[str], str]]:
     """Factory of unique channel names; removes the channels at teardown."""
-    made: List[str] = []
-
-    def make(tag: str = "c") -> str:
-        n = f"{PREFIX}{next(_counter)}-{tag}"
-        made.append(n)
-        return n
-
-    yield make
-    for n in made:
-        try:
-            nerve.unlink(n)
-        except nerve.ChannelNotFound:
-            pass
+    with nerve.testing.unique_names(PREFIX) as make:
+        yield make
 
 
 def tool(verb: str) -> str:

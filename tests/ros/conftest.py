@@ -9,7 +9,6 @@ the C tests recognises a leftover; the session fails if one is left."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import queue
 import re
@@ -27,10 +26,10 @@ from typing import Callable, Dict, Iterator, List, Optional
 import pytest
 
 import nerve
+import nerve.testing
 from nerve_tools.ros1 import master_proxy
 
-PREFIX = f"nt-{os.getpid()}-ros"
-_counter = itertools.count()
+PREFIX = nerve.testing.PREFIX + "ros"
 
 
 def _free_port() -> int:
@@ -115,19 +114,9 @@ def no_leftovers() -> Iterator[None]:
 
 @pytest.fixture
 def name() -> Iterator[Callable[[str], str]]:
-    made: List[str] = []
-
-    def make(tag: str = "c") -> str:
-        n = f"{PREFIX}{next(_counter)}-{tag}"
-        made.append(n)
-        return n
-
-    yield make
-    for n in made:
-        try:
-            nerve.unlink(n)
-        except nerve.ChannelNotFound:
-            pass
+    """Factory of unique channel names; removes the channels at teardown."""
+    with nerve.testing.unique_names(PREFIX) as make:
+        yield make
 
 
 def topic(channel: str) -> str:
