@@ -112,8 +112,15 @@ def router() -> Iterator[int]:
     conf.insert_json5("listen/endpoints", f'["tcp/127.0.0.1:{port}"]')
     conf.insert_json5("scouting/multicast/enabled", "false")
     sess = zenoh.open(conf)
-    os.environ["ZENOH_CONFIG_OVERRIDE"] = "scouting/multicast/enabled=false"
+    # The SDK's sessions: no multicast scouting, listening on loopback only.
+    old = os.environ.get("ZENOH_CONFIG_OVERRIDE")
+    os.environ["ZENOH_CONFIG_OVERRIDE"] = ('scouting/multicast/enabled=false;'
+                                           'listen/endpoints=["tcp/127.0.0.1:0"]')
     yield port
+    if old is None:
+        os.environ.pop("ZENOH_CONFIG_OVERRIDE", None)
+    else:
+        os.environ["ZENOH_CONFIG_OVERRIDE"] = old
     sess.close()
 
 
@@ -241,9 +248,9 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
             got.append(msg.data)
 
     try:
-        p = bridge("--export", f"{TAG}_*")
+        bridge("--export", f"{TAG}_*")
         sub = ROS2Subscriber(topic=f"/{out}", msg_type="std_msgs/msg/String", callback=cb,
-                             msg_definition="string data", router_port=p and _port_of(router))
+                             msg_definition="string data", router_port=router)
         # The bridge's node and publisher are in the ROS graph.
         sess = sub.session_mgr.session
 
@@ -272,10 +279,6 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
         w.close()
         wp.close()
         _unlink(out, plain)
-
-
-def _port_of(router: int) -> int:
-    return router
 
 
 def test_bad_flags(router: int) -> None:
