@@ -55,6 +55,8 @@ def test_names_and_keys() -> None:
     p = r2.parse_token(tok)
     assert p["topic"] == "/a/chatter" and p["type"] == "std_msgs/msg/String" and p["domain"] == 2
     assert r2.parse_token("@ros2_lv/0/abc/0/0/NN/%/%/talker") is None
+    assert r2.topic_of_channel("robot.imu-0") == "/robot/imu_0"
+    assert r2.channel_of_topic("/robot/imu") == "robot.imu"
     with pytest.raises(r2.Ros2Error):
         r2.dds_type("not a type")
 
@@ -160,9 +162,9 @@ def test_import_from_sdk_publishers(router: int, bridge) -> None:
     from zenoh_ros2_sdk.entity import EndpointEntity, EntityKind, NodeEntity
     from zenoh_ros2_sdk.keyexpr import endpoint_liveliness_keyexpr, node_liveliness_keyexpr, topic_keyexpr
 
-    chatter, imu = f"{TAG}_chatter", f"{TAG}_imu"
+    chatter, imu = f"{TAG}_chatter", f"{TAG}.imu"  # topic /r2t_N/imu
     try:
-        bridge("--import", f"{TAG}_*")
+        bridge("--import", f"{TAG}*")
         pub = ROS2Publisher(topic=f"/{chatter}", msg_type="std_msgs/msg/String", msg_definition="string data",
                             router_port=router, node_name="talker")
         # An Imu publisher hand-built on eclipse-zenoh with the SDK's key,
@@ -172,11 +174,11 @@ def test_import_from_sdk_publishers(router: int, bridge) -> None:
         h = r2.Types().type_hash("sensor_msgs/msg/Imu")
         sess = pub.session_mgr.session
         node = NodeEntity(domain_id=0, session_id=str(sess.info.zid()), node_id=9, node_name="imu_node")
-        ep = EndpointEntity(node=node, entity_id=10, kind=EntityKind.PUBLISHER, name=f"/{imu}",
+        ep = EndpointEntity(node=node, entity_id=10, kind=EntityKind.PUBLISHER, name=f"/{TAG}/imu",
                             dds_type_name="sensor_msgs::msg::dds_::Imu_", type_hash=h, qos="::,10:,:,:,,")
         toks = [sess.liveliness().declare_token(node_liveliness_keyexpr(node)),
                 sess.liveliness().declare_token(endpoint_liveliness_keyexpr(ep))]
-        zpub = sess.declare_publisher(topic_keyexpr(0, f"/{imu}", "sensor_msgs::msg::dds_::Imu_", h))
+        zpub = sess.declare_publisher(topic_keyexpr(0, f"/{TAG}/imu", "sensor_msgs::msg::dds_::Imu_", h))
         assert wait_until(lambda: _exists(chatter) and _exists(imu)), "the bridge created no channels"
         r = nerve.open(chatter)
         ri = nerve.open(imu)
@@ -237,7 +239,7 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
     from zenoh_ros2_sdk import ROS2Subscriber
     from rosbags.typesys import Stores, get_typestore
     ts = get_typestore(Stores.ROS2_JAZZY)
-    out, plain = f"{TAG}_out", f"{TAG}_plain"
+    out, plain = f"{TAG}.out", f"{TAG}_plain"  # topic /r2t_N/out
     w = nerve.create(out, slots=16, size=4096, type="std_msgs/msg/String", encoding="cdr", schema="string data")
     wp = nerve.create(plain, slots=4, size=64, type="text", encoding="utf8")
     got: List[str] = []
@@ -248,8 +250,8 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
             got.append(msg.data)
 
     try:
-        bridge("--export", f"{TAG}_*")
-        sub = ROS2Subscriber(topic=f"/{out}", msg_type="std_msgs/msg/String", callback=cb,
+        bridge("--export", f"{TAG}*")
+        sub = ROS2Subscriber(topic=f"/{TAG}/out", msg_type="std_msgs/msg/String", callback=cb,
                              msg_definition="string data", router_port=router)
         # The bridge's node and publisher are in the ROS graph.
         sess = sub.session_mgr.session
@@ -257,7 +259,7 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
         def tokens() -> List[str]:
             return [str(x.ok.key_expr) for x in sess.liveliness().get("@ros2_lv/0/**", timeout=2)]
 
-        assert wait_until(lambda: any(k.endswith(f"/MP/%/%/nerve_bridge/%{out}/std_msgs::msg::dds_::String_/"
+        assert wait_until(lambda: any(k.endswith(f"/MP/%/%/nerve_bridge/%{TAG}%out/std_msgs::msg::dds_::String_/"
                                                   f"{STRING_HASH}/{r2.DEFAULT_QOS}") for k in tokens()),
                           timeout=10), tokens()
         assert any("/NN/%/%/nerve_bridge" in k for k in tokens())

@@ -15,10 +15,10 @@ facts:
 
 Type hashes (REP-2011, RIHS01) come from rosbags' ROS 2 type store
 (``hash_rihs01``) or from the user (``--ros2-hash TYPE=RIHS01_...``).
-Export: a channel matching an --export glob becomes topic ``/<channel>``
-of node ``nerve_bridge``. Import: a ROS 2 publisher (``MP`` token) whose
-topic, without its leading ``/``, matches an --import glob becomes a
-channel of that name (type ``pkg/msg/Name``, encoding ``cdr``, schema the
+Export: a channel matching an --export glob becomes a topic of node
+``nerve_bridge`` (channel ``robot.imu`` is topic ``/robot/imu``). Import: a
+ROS 2 publisher (``MP`` token) whose channel name (topic ``/a/b`` is
+channel ``a.b``) matches an --import glob becomes that channel (type ``pkg/msg/Name``, encoding ``cdr``, schema the
 message definition when rosbags knows it). Channels created by an import
 are never exported and our own publishers are never imported: no loops.
 """
@@ -87,6 +87,16 @@ def mangle(name: str) -> str:
 
 def demangle(name: str) -> str:
     return name.replace("%", "/")
+
+
+def topic_of_channel(name: str) -> str:
+    """Channel ``robot.imu`` is topic ``/robot/imu`` (``-`` as ``_``), as nerve ros1 does."""
+    return "/" + name.replace(".", "/").replace("-", "_")
+
+
+def channel_of_topic(topic: str) -> str:
+    """Topic ``/robot/imu`` is channel ``robot.imu``."""
+    return topic.strip("/").replace("/", ".")
 
 
 def data_key(domain: int, topic: str, type_name: str, type_hash: str) -> str:
@@ -203,11 +213,12 @@ class _Export:
         self.gid = os.urandom(GID_LEN)
         self.seq = 0
         self.sent = 0
-        self.key = data_key(br.domain, name, self.type, self.hash)
+        self.topic = topic_of_channel(name)
+        self.key = data_key(br.domain, self.topic, self.type, self.hash)
         s = br.session
         self.pub = s.declare_publisher(self.key)
         self.token = s.liveliness().declare_token(
-            endpoint_token(br.domain, br.zid, br.node_id, entity_id, "MP", br.node, name,
+            endpoint_token(br.domain, br.zid, br.node_id, entity_id, "MP", br.node, self.topic,
                            self.type, self.hash))
         self.ch.seek(self.ch.stat().head_seq)
         self.stop = threading.Event()
@@ -321,16 +332,16 @@ class Ros2Bridge:
         tok = parse_token(str(sample.key_expr))
         if tok is None or tok["kind"] != "MP" or tok["zid"] == self.zid or tok["domain"] != self.domain:
             return
-        name = tok["topic"].strip("/")
+        name = channel_of_topic(tok["topic"])
         if not any(fnmatch.fnmatchcase(name, g) for g in self.import_globs):
             return
-        key = f"{self.domain}/{name}/{tok['dds_type']}/{tok['hash']}"
+        key = f"{self.domain}/{tok['topic'].strip('/')}/{tok['dds_type']}/{tok['hash']}"
         with self.lock:
             if name in self.imports or name in self.failed:
                 return
             try:
                 self.imports[name] = _Import(self, name, tok, key)
-                self.report(f"importing ROS 2 topic /{name} ({tok['type']}) into channel {name}")
+                self.report(f"importing ROS 2 topic {tok['topic']} ({tok['type']}) into channel {name}")
             except (nerve.Error, Ros2Error, ValueError) as e:
                 self.failed.add(name)
                 self.report(f"{name}: cannot import: {e}")
@@ -374,7 +385,8 @@ class Ros2Bridge:
                 try:
                     self.exports[name] = _Export(self, name, self._next_entity)
                     self._next_entity += 1
-                    self.report(f"exporting channel {name} as ROS 2 topic /{name} ({ros_type(m.type)})")
+                    self.report(f"exporting channel {name} as ROS 2 topic {topic_of_channel(name)} "
+                                f"({ros_type(m.type)})")
                 except (nerve.Error, Ros2Error) as e:
                     self.failed.add(name)
                     self.report(f"{name}: cannot export: {e}")
