@@ -24,7 +24,7 @@ import nerve
 from conftest import start
 from nerve_tools import ros2_zenoh as r2
 
-sdk = pytest.importorskip("zenoh_ros2_sdk", reason="zenoh-ros2-sdk is not installed (pip install './python-tools[test]')")
+pytest.importorskip("zenoh_ros2_sdk", reason="zenoh-ros2-sdk is not installed (pip install './python-tools[test]')")
 
 STRING_HASH = "RIHS01_df668c740482bbd48fb39d76a70dfd4bd59db1288021743503259e948f6b1a18"
 TAG = f"r2t_{os.getpid()}"

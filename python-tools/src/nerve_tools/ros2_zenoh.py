@@ -32,7 +32,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Optional, Sequence, Set, Tuple
 
 import zenoh
 
