@@ -11,7 +11,8 @@ DEPS_PKGS += iproute2 util-linux
 test-bridge: $(TOOLS_PKG_STAMP) build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
-	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge.py
+	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge.py \
+	    tests/python_tools/test_ros2_zenoh.py
 
 # nerve bridge against bare eclipse-zenoh across a veth pair (needs root,
 # about 3 minutes); kept results go in bench/results/bridge-*.md.

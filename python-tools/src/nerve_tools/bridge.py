@@ -71,6 +71,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--express", action="store_true",
                    help="send every message at once, without batching (lower latency under load, "
                         "lower throughput of small messages)")
+    r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md)")
+    r.add_argument("--ros2", action="store_true",
+                   help="speak rmw_zenoh instead: --export/--import globs name channels = ROS 2 topics")
+    r.add_argument("--ros2-domain", type=int, default=0, metavar="N", help="ROS_DOMAIN_ID (0)")
+    r.add_argument("--ros2-hash", action="append", default=[], metavar="TYPE=RIHS01_HEX",
+                   help="type hash of a ROS 2 type (default: computed with rosbags)")
+    r.add_argument("--ros2-size", type=int, default=1 << 20, metavar="BYTES",
+                   help="largest message of an imported topic's channel (1 MiB)")
     return p
 
 
@@ -110,6 +118,8 @@ def run(argv: Sequence[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.ros2:
+        return _run_ros2(args, session, stop)
     try:
         bridge = Bridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
                                                imports=args.imports, priority=args.priority,
@@ -139,6 +149,29 @@ def run(argv: Sequence[str]) -> int:
         bridge.close()
         if args.stats:
             print_stats(final)
+        session.close()
+    return 0
+
+
+def _run_ros2(args: argparse.Namespace, session: object, stop: threading.Event) -> int:
+    from . import ros2_zenoh as r2
+    try:
+        if args.ros2_domain < 0 or args.ros2_size <= 0:
+            raise r2.Ros2Error("--ros2-domain must be >= 0 and --ros2-size positive")
+        types = r2.Types(r2.parse_hash_overrides(args.ros2_hash))
+        br = r2.Ros2Bridge(session, args.ros2_domain, args.export, args.imports, types, size=args.ros2_size)
+    except r2.Ros2Error as e:
+        session.close()
+        return _die(str(e), 2)
+    try:
+        br.start()
+        print(f"{PROG}: ready: ROS 2 domain {args.ros2_domain}, zid {br.zid}", file=sys.stderr, flush=True)
+        br.run(stop, args.stats, lambda st: print(json.dumps(st, sort_keys=True), flush=True))
+    finally:
+        final = br.stats()
+        br.close()
+        if args.stats:
+            print(json.dumps(final, sort_keys=True), flush=True)
         session.close()
     return 0
 
