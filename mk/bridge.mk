@@ -8,7 +8,8 @@ DEPS_PKGS += iproute2 util-linux
 .PHONY: test-bridge bench-bridge
 
 # Only the bridge's tests.
-test-bridge: $(TOOLS_PKG_STAMP) build
+# (The tools stamp is spelled out: mk/tools.mk is read after this file.)
+test-bridge: $(VENV)/.nerve-tools-installed build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
 	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge.py \
@@ -17,5 +18,5 @@ test-bridge: $(TOOLS_PKG_STAMP) build
 # nerve bridge against bare eclipse-zenoh across a veth pair (needs root,
 # about 3 minutes); kept results go in bench/results/bridge-*.md.
 BRIDGE_BENCH_OUT ?= bench/results/bridge-$(shell hostname).md
-bench-bridge: $(TOOLS_PKG_STAMP)
+bench-bridge: $(VENV)/.nerve-tools-installed
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(PY) bench/bridge/bench_bridge.py --out $(BRIDGE_BENCH_OUT)
