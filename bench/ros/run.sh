@@ -29,6 +29,8 @@ cleanup() {
     [ -n "$CORE" ] && kill -INT -- "-$CORE" 2>/dev/null || true
     sleep 1
     [ -n "$CORE" ] && kill -KILL -- "-$CORE" 2>/dev/null || true
+    # setsid may have forked, leaving $CORE not the group: stop by port too.
+    pkill -KILL -f "ros(core|master --core) -p $PORT( |\$)" 2>/dev/null || true
     for c in $(ls /dev/shm | sed -n "s/^nerve\.\(furom-$$-.*\)/\1/p"); do "$NERVE" rm "$c" >/dev/null 2>&1 || true; done
     rm -rf "$TMP"
 }
