@@ -1,6 +1,9 @@
-/* Shared pieces of the `nerve` command: verb table, error reporting, JSON
- * output and option parsing helpers. Everything here sits on the public
- * API (include/nerve/nerve.h) only. */
+/* Shared pieces of the `nerve` command: the verb descriptor, error
+ * reporting, option parsing, output formats, the reading run of get and
+ * cat, and the lookup of external nerve-VERB programs (all in
+ * tools/cli_util.c). Each verb lives in tools/cmd/VERB.c with its help
+ * text and option table; tools/nerve.c dispatches. Everything here sits on
+ * the public API (include/nerve/nerve.h) only. */
 #ifndef NERVE_TOOLS_CLI_H
 #define NERVE_TOOLS_CLI_H
 
@@ -16,7 +19,7 @@
 #define CLI_USAGE 2
 
 /* One verb: its name, a one-line summary, its --help text and its entry
- * point (argv[0] is the verb name). */
+ * point (argv[0] is the verb name). Defined in tools/cmd/VERB.c. */
 struct cli_verb {
     const char *name;
     const char *summary;
@@ -24,21 +27,15 @@ struct cli_verb {
     int (*run)(int argc, char **argv);
 };
 
-extern const struct cli_verb cli_verbs[];
+/* The built-in verbs in the order `nerve help` lists them (tools/nerve.c). */
+extern const struct cli_verb *const cli_verbs[];
 extern const size_t cli_nverbs;
 
-/* Verb entry points (tools/chan_verbs.c, tools/bench_verb.c). */
-int cli_create(int argc, char **argv);
-int cli_rm(int argc, char **argv);
-int cli_ls(int argc, char **argv);
-int cli_info(int argc, char **argv);
-int cli_put(int argc, char **argv);
-int cli_get(int argc, char **argv);
-int cli_cat(int argc, char **argv);
-int cli_chmod(int argc, char **argv);
-int cli_check(int argc, char **argv);
-int cli_bench(int argc, char **argv);
-int cli_help(int argc, char **argv);
+extern const struct cli_verb cli_verb_create, cli_verb_rm, cli_verb_ls,
+    cli_verb_info, cli_verb_put, cli_verb_get, cli_verb_cat, cli_verb_chmod,
+    cli_verb_check, cli_verb_bench, cli_verb_help;
+
+/* ---- errors and help ---------------------------------------------------- */
 
 /* Print "nerve VERB: what: NAME: message" for a nerve error code to stderr
  * and return CLI_FAIL. */
@@ -46,12 +43,27 @@ int cli_err(const char *verb, const char *what, int rc);
 /* Print "nerve VERB: message" and a pointer to --help; return CLI_USAGE. */
 int cli_usage(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Print the verb's --help text to stdout and return CLI_OK. */
+/* Print the verb's --help text to stdout and return CLI_OK (CLI_USAGE if
+ * VERB is not a built-in verb). */
 int cli_print_help(const char *verb);
-/* Run the external program nerve-TOOL (found as for external verbs) with
- * the arguments SUB argv[1..argc); returns only on failure (CLI_FAIL). */
-int cli_exec_external(const char *tool, const char *sub, int argc,
-                      char **argv);
+/* The command's usage and the list of built-in verbs (tools/cmd/help.c). */
+void cli_usage_all(FILE *f);
+
+/* ---- options -------------------------------------------------------------- */
+
+/* Reset getopt_long() for a verb's own argv (errors reported by us). */
+void cli_reset_getopt(void);
+/* Usage error for an unknown option or a missing value (after getopt). */
+int cli_bad_option(const char *verb, int argc, char **argv);
+/* Parse the options of a verb that has none but --help. Returns -1 to go
+ * on with the verb (operands from optind), or the exit code (help
+ * printed, or a usage error). */
+int cli_help_only(const char *verb, int argc, char **argv);
+/* Check a channel name before using it in messages and paths; prints the
+ * rule and returns CLI_USAGE if it is not valid, else 0. */
+int cli_check_name(const char *verb, const char *name);
+/* "--timeout SEC" and the like: seconds to nanoseconds; 0 or CLI_USAGE. */
+int cli_seconds_to_ns(const char *verb, const char *s, int64_t *ns);
 
 /* Parse helpers; each returns 0 or -1 on a malformed value. */
 int cli_parse_u64(const char *s, uint64_t *out);
@@ -62,7 +74,72 @@ int cli_parse_seconds(const char *s, double *out);
  * sign and a unit ("-1.5s", "-200ms", "-30us", "-500ns"). */
 int cli_parse_time(const char *s, int64_t now_ns, int64_t *out);
 
-/* JSON output. */
+/* ---- human-readable numbers ------------------------------------------- */
+
+void cli_human_bytes(char *out, size_t len, uint64_t v); /* "64K", "1.5G" */
+void cli_mem_str(char *out, size_t len, uint64_t v);     /* "64 KiB" */
+void cli_human_age(char *out, size_t len, int64_t ns);   /* "1.5s", "3m" */
+/* Messages present in a channel (head - tail + 1, or 0). */
+uint64_t cli_present(const struct nerve_stats *st);
+
+/* ---- signals ------------------------------------------------------------ */
+
+/* Catch SIGINT and SIGTERM: set the interrupted flag and cancel the wait
+ * of handle c (may be NULL), which is async-signal-safe by contract
+ * (nerve_chan_cancel). cli_release_signals() forgets the handle before it
+ * is closed. */
+void cli_catch_signals(nerve_chan *c);
+void cli_release_signals(void);
+int cli_interrupted(void);
+
+/* ---- the reading run of get and cat ---------------------------------- */
+
+enum cli_fmt { CLI_FMT_RAW, CLI_FMT_HEX, CLI_FMT_TEXT, CLI_FMT_JSON };
+
+/* --format F: 0, or CLI_USAGE (after a usage message). */
+int cli_parse_format(const char *verb, const char *s, enum cli_fmt *f);
+
+/* Where the handle's cursor starts, before the first get. */
+enum cli_start {
+    CLI_START_HERE,        /* where nerve_chan_open put it */
+    CLI_START_OLDEST,      /* before the oldest message present */
+    CLI_START_NEWEST,      /* before the newest message present */
+    CLI_START_AFTER_NEWEST /* after the newest: only what comes next */
+};
+
+/* One run of gets: open NAME for reading, place the cursor, then do
+ * `count` gets (0: until interrupted) with `flags` (NERVE_GET_* and
+ * NERVE_F_WAIT), `arg` and `timeout`, each message printed in `fmt`. An
+ * interrupt (SIGINT, SIGTERM) ends the run with CLI_OK if
+ * `interrupt_ends`; any other failure goes to `explain` if it is set and
+ * returns an exit code (>= 0), else to cli_err(). */
+struct cli_read {
+    const char *verb, *name;
+    enum cli_start start;
+    uint32_t flags;
+    int64_t arg, timeout;
+    uint64_t count;
+    enum cli_fmt fmt;
+    int interrupt_ends;
+    int (*explain)(const struct cli_read *r, nerve_chan *ch, int rc);
+};
+int cli_read_run(const struct cli_read *r);
+
+/* ---- external verbs ----------------------------------------------------- */
+
+/* Directory of this executable (from /proc/self/exe), or "" if unknown. */
+void cli_self_dir(char *out, size_t len);
+/* A regular file this process may execute. */
+int cli_is_exec(const char *path);
+/* Find nerve-VERB: beside this executable, then on the PATH. 0 or -1. */
+int cli_find_external(const char *verb, char *out, size_t len);
+/* Run the external program nerve-TOOL (found as for external verbs) with
+ * the arguments SUB argv[1..argc); returns only on failure (CLI_FAIL). */
+int cli_exec_external(const char *tool, const char *sub, int argc,
+                      char **argv);
+
+/* ---- JSON and text output ----------------------------------------------- */
+
 void json_str(FILE *f, const char *s, size_t len);
 void json_cstr(FILE *f, const char *s);
 /* "text" if buf is valid UTF-8, else "base64" as the key; writes

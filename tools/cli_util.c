@@ -1,14 +1,21 @@
-/* Helpers shared by the verbs: errors, parsing and JSON output. */
+/* Helpers shared by the verbs (declared in tools/cli.h): errors, option
+ * parsing, human-readable numbers, signals, the reading run of get and
+ * cat, external verbs, and JSON output. */
 #include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int cli_err(const char *verb, const char *what, int rc)
 {
@@ -31,8 +38,8 @@ int cli_usage(const char *verb, const char *fmt, ...)
 int cli_print_help(const char *verb)
 {
     for (size_t i = 0; i < cli_nverbs; i++) {
-        if (strcmp(cli_verbs[i].name, verb) == 0) {
-            fputs(cli_verbs[i].usage, stdout);
+        if (strcmp(cli_verbs[i]->name, verb) == 0) {
+            fputs(cli_verbs[i]->usage, stdout);
             return CLI_OK;
         }
     }
@@ -342,4 +349,392 @@ int read_all(FILE *f, char **buf, size_t *len)
     *buf = b;
     *len = n;
     return 0;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+void cli_reset_getopt(void)
+{
+    optind = 1;
+    opterr = 0;
+}
+
+int cli_bad_option(const char *verb, int argc, char **argv)
+{
+    const char *opt = optind - 1 < argc ? argv[optind - 1] : "?";
+    return cli_usage(verb, "unknown option or missing value: '%s'", opt);
+}
+
+int cli_help_only(const char *verb, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    cli_reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            return cli_print_help(verb);
+        }
+        return cli_bad_option(verb, argc, argv);
+    }
+    return -1;
+}
+
+int cli_check_name(const char *verb, const char *name)
+{
+    int rc = nerve_name_check(name);
+    if (rc != 0) {
+        fprintf(stderr,
+                "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
+                "start with '.', at most %d bytes)\n",
+                verb, name, nerve_err_name(rc), nerve_strerror(rc),
+                NERVE_NAME_MAX);
+        return CLI_USAGE;
+    }
+    return 0;
+}
+
+int cli_seconds_to_ns(const char *verb, const char *s, int64_t *ns)
+{
+    double sec;
+    if (cli_parse_seconds(s, &sec) != 0 || sec > 9e9) {
+        return cli_usage(verb, "bad time '%s' (seconds, e.g. 1.5)", s);
+    }
+    *ns = (int64_t)(sec * 1e9);
+    return 0;
+}
+
+/* ---- human-readable numbers ------------------------------------------- */
+
+void cli_human_bytes(char *out, size_t len, uint64_t v)
+{
+    static const char *unit[] = {"", "K", "M", "G", "T"};
+    int u = 0;
+    double d = (double)v;
+    while (d >= 1024 && u < 4 && (v % 1024 == 0 || d >= 10 * 1024)) {
+        d /= 1024;
+        v /= 1024;
+        u++;
+    }
+    if (d == (double)(uint64_t)d) {
+        snprintf(out, len, "%" PRIu64 "%s", (uint64_t)d, unit[u]);
+    } else {
+        snprintf(out, len, "%.1f%s", d, unit[u]);
+    }
+}
+
+void cli_mem_str(char *out, size_t len, uint64_t v)
+{
+    char h[32];
+    cli_human_bytes(h, sizeof h, v);
+    size_t n = strlen(h);
+    if (n > 0 && h[n - 1] >= 'A' && h[n - 1] <= 'Z') {
+        snprintf(out, len, "%.*s %ciB", (int)(n - 1), h, h[n - 1]);
+    } else {
+        snprintf(out, len, "%s bytes", h);
+    }
+}
+
+void cli_human_age(char *out, size_t len, int64_t ns)
+{
+    double s = (double)ns / 1e9;
+    if (s < 1e-3) {
+        snprintf(out, len, "%.0fus", s * 1e6);
+    } else if (s < 1) {
+        snprintf(out, len, "%.0fms", s * 1e3);
+    } else if (s < 120) {
+        snprintf(out, len, "%.1fs", s);
+    } else if (s < 7200) {
+        snprintf(out, len, "%.0fm", s / 60);
+    } else if (s < 172800) {
+        snprintf(out, len, "%.0fh", s / 3600);
+    } else {
+        snprintf(out, len, "%.0fd", s / 86400);
+    }
+}
+
+uint64_t cli_present(const struct nerve_stats *st)
+{
+    return st->head_seq >= st->tail_seq ? st->head_seq - st->tail_seq + 1 : 0;
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+/* The handle whose wait the SIGINT/SIGTERM handler cancels. */
+static nerve_chan *volatile g_wait_chan;
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+    nerve_chan *c = g_wait_chan;
+    if (c != NULL) {
+        nerve_chan_cancel(c);
+    }
+}
+
+void cli_catch_signals(nerve_chan *c)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    g_wait_chan = c;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_release_signals(void)
+{
+    g_wait_chan = NULL;
+}
+
+int cli_interrupted(void)
+{
+    return g_interrupted != 0;
+}
+
+/* ---- the reading run of get and cat ---------------------------------- */
+
+int cli_parse_format(const char *verb, const char *s, enum cli_fmt *f)
+{
+    if (strcmp(s, "raw") == 0) {
+        *f = CLI_FMT_RAW;
+    } else if (strcmp(s, "hex") == 0) {
+        *f = CLI_FMT_HEX;
+    } else if (strcmp(s, "text") == 0) {
+        *f = CLI_FMT_TEXT;
+    } else if (strcmp(s, "json") == 0) {
+        *f = CLI_FMT_JSON;
+    } else {
+        return cli_usage(verb, "unknown format '%s' (raw, hex, text, json)", s);
+    }
+    return 0;
+}
+
+static void print_hex(FILE *f, const unsigned char *p, size_t len)
+{
+    for (size_t off = 0; off < len; off += 16) {
+        fprintf(f, "%08zx ", off);
+        for (size_t i = 0; i < 16; i++) {
+            if (i == 8) {
+                fputc(' ', f);
+            }
+            if (off + i < len) {
+                fprintf(f, " %02x", p[off + i]);
+            } else {
+                fputs("   ", f);
+            }
+        }
+        fputs("  |", f);
+        for (size_t i = 0; i < 16 && off + i < len; i++) {
+            unsigned char c = p[off + i];
+            fputc(c >= 0x20 && c < 0x7f ? c : '.', f);
+        }
+        fputs("|\n", f);
+    }
+}
+
+static void print_message(enum cli_fmt fmt, const void *buf,
+                          const struct nerve_get_info *info)
+{
+    switch (fmt) {
+    case CLI_FMT_RAW:
+        fwrite(buf, 1, info->len, stdout);
+        break;
+    case CLI_FMT_TEXT:
+        fwrite(buf, 1, info->len, stdout);
+        fputc('\n', stdout);
+        break;
+    case CLI_FMT_HEX: {
+        char iso[64];
+        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        printf("seq %" PRIu64 "  size %" PRIu64 "  missed %" PRIu64
+               "  time %s\n",
+               info->seq, info->len, info->missed, iso);
+        print_hex(stdout, buf, info->len);
+        break;
+    }
+    case CLI_FMT_JSON: {
+        char iso[64];
+        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        printf("{\"seq\":%" PRIu64 ",\"time\":\"%s\",\"time_ns\":%" PRId64
+               ",\"size\":%" PRIu64 ",\"missed\":%" PRIu64,
+               info->seq, iso, info->time_ns, info->len, info->missed);
+        json_payload(stdout, "text", "base64", buf, info->len);
+        fputs("}\n", stdout);
+        break;
+    }
+    }
+    fflush(stdout);
+}
+
+/* One get into a buffer that grows to the message size if needed. */
+static int get_grow(nerve_chan *ch, char **buf, size_t *cap, int64_t arg,
+                    int64_t timeout, struct nerve_get_info *info,
+                    uint32_t flags)
+{
+    for (;;) {
+        int rc = nerve_chan_get(ch, *buf, *cap, arg, timeout, info, flags);
+        if (rc != NERVE_EMSGSIZE) {
+            return rc;
+        }
+        char *nb = realloc(*buf, info->len);
+        if (nb == NULL) {
+            return NERVE_ENOMEM;
+        }
+        *buf = nb;
+        *cap = info->len;
+    }
+}
+
+int cli_read_run(const struct cli_read *r)
+{
+    if (cli_check_name(r->verb, r->name) != 0) {
+        return CLI_USAGE;
+    }
+    nerve_chan *ch;
+    struct nerve_stats st;
+    int rc = nerve_chan_open(r->name, NERVE_O_READ, &ch);
+    if (rc == 0) {
+        rc = nerve_chan_stat(ch, &st);
+        if (rc != 0) {
+            nerve_chan_close(ch);
+        }
+    }
+    if (rc != 0) {
+        return cli_err(r->verb, r->name, rc);
+    }
+    size_t cap = st.data_size ? st.data_size : 4096;
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        nerve_chan_close(ch);
+        return cli_err(r->verb, r->name, NERVE_ENOMEM);
+    }
+    /* "missed" counts what this reader could have had and lost: the
+     * history before the starting point is not loss. */
+    switch (r->start) {
+    case CLI_START_HERE:
+        break;
+    case CLI_START_OLDEST:
+        if (st.tail_seq > 1) {
+            nerve_chan_seek(ch, st.tail_seq - 1);
+        }
+        break;
+    case CLI_START_NEWEST:
+        if (st.head_seq > 1) {
+            nerve_chan_seek(ch, st.head_seq - 1);
+        }
+        break;
+    case CLI_START_AFTER_NEWEST:
+        /* Follow from now: the next NEXT returns head_seq + 1. */
+        nerve_chan_seek(ch, st.head_seq);
+        break;
+    }
+    cli_catch_signals(ch);
+    int status = CLI_OK;
+    for (uint64_t n = 0; r->count == 0 || n < r->count; n++) {
+        struct nerve_get_info info;
+        rc = get_grow(ch, &buf, &cap, r->arg, r->timeout, &info, r->flags);
+        if (rc == 0) {
+            print_message(r->fmt, buf, &info);
+            continue;
+        }
+        if (rc == NERVE_ECANCELED && r->interrupt_ends && g_interrupted) {
+            break; /* Ctrl-C is the normal end of a follow */
+        }
+        status = r->explain != NULL ? r->explain(r, ch, rc) : -1;
+        if (status < 0) {
+            status = cli_err(r->verb, r->name, rc);
+        }
+        break;
+    }
+    cli_release_signals();
+    nerve_chan_close(ch);
+    free(buf);
+    return status;
+}
+
+/* ---- external verbs ----------------------------------------------------- */
+
+void cli_self_dir(char *out, size_t len)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    out[0] = '\0';
+    if (n <= 0) {
+        return;
+    }
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (slash == NULL) {
+        return;
+    }
+    *slash = '\0';
+    snprintf(out, len, "%s", buf[0] ? buf : "/");
+}
+
+int cli_is_exec(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, X_OK) == 0;
+}
+
+int cli_find_external(const char *verb, char *out, size_t len)
+{
+    char dir[PATH_MAX];
+    cli_self_dir(dir, sizeof dir);
+    if (dir[0]) {
+        int w = snprintf(out, len, "%s/nerve-%s", dir, verb);
+        if (w > 0 && (size_t)w < len && cli_is_exec(out)) {
+            return 0;
+        }
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        int w = n == 0 ? snprintf(out, len, "./nerve-%s", verb)
+                       : snprintf(out, len, "%.*s/nerve-%s", (int)n, path,
+                                  verb);
+        if (w > 0 && (size_t)w < len && cli_is_exec(out)) {
+            return 0;
+        }
+        path = colon ? colon + 1 : NULL;
+    }
+    return -1;
+}
+
+int cli_exec_external(const char *tool, const char *sub, int argc,
+                      char **argv)
+{
+    char path[PATH_MAX], name[80];
+    if (cli_find_external(tool, path, sizeof path) != 0) {
+        fprintf(stderr,
+                "nerve %s: needs nerve-%s (pip install ./python "
+                "./python-tools), found neither beside nerve nor on the "
+                "PATH\n",
+                argv[0], tool);
+        return CLI_FAIL;
+    }
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (args == NULL) {
+        fprintf(stderr, "nerve %s: out of memory\n", argv[0]);
+        return CLI_FAIL;
+    }
+    snprintf(name, sizeof name, "nerve-%s", tool);
+    args[0] = name;
+    args[1] = (char *)sub;
+    for (int i = 1; i < argc; i++) {
+        args[i + 1] = argv[i];
+    }
+    execv(path, args);
+    fprintf(stderr, "nerve %s: cannot run %s: %s\n", argv[0], path,
+            strerror(errno));
+    free(args);
+    return CLI_FAIL;
 }

@@ -1,0 +1,123 @@
+/* nerve help: list the verbs (and the external nerve-VERB programs found
+ * beside nerve and on the PATH), or show one verb's help. */
+#include "../cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+static const char help[] =
+    "usage: nerve help [VERB]\n"
+    "List the verbs (and external nerve-VERB programs), or show one verb's\n"
+    "help.\n";
+
+/* Options: --help (-h) only, checked by hand: operands may be anything. */
+
+/* Collect external verbs from one directory into names[] (deduplicated). */
+static void scan_dir(const char *dir, char names[][64], size_t *n, size_t max)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && *n < max) {
+        if (strncmp(e->d_name, "nerve-", 6) != 0 || e->d_name[6] == '\0' ||
+            strlen(e->d_name + 6) >= 64) {
+            continue;
+        }
+        char path[PATH_MAX];
+        int w = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (w < 0 || (size_t)w >= sizeof path || !cli_is_exec(path)) {
+            continue;
+        }
+        const char *v = e->d_name + 6;
+        int dup = 0;
+        for (size_t i = 0; i < *n && !dup; i++) {
+            dup = strcmp(names[i], v) == 0;
+        }
+        for (size_t i = 0; i < cli_nverbs && !dup; i++) {
+            dup = strcmp(cli_verbs[i]->name, v) == 0;
+        }
+        if (!dup) {
+            snprintf(names[(*n)++], 64, "%s", v);
+        }
+    }
+    closedir(d);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+static void list_external(FILE *f)
+{
+    static char names[256][64];
+    size_t n = 0;
+    char dir[PATH_MAX];
+    cli_self_dir(dir, sizeof dir);
+    if (dir[0]) {
+        scan_dir(dir, names, &n, 256);
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *colon = strchr(path, ':');
+        size_t len = colon ? (size_t)(colon - path) : strlen(path);
+        snprintf(dir, sizeof dir, "%.*s", (int)len, len ? path : ".");
+        scan_dir(dir, names, &n, 256);
+        path = colon ? colon + 1 : NULL;
+    }
+    if (n == 0) {
+        return;
+    }
+    qsort(names, n, sizeof names[0], cmp_name);
+    fputs("\nexternal verbs (nerve-VERB programs):\n", f);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "  %s\n", names[i]);
+    }
+}
+
+void cli_usage_all(FILE *f)
+{
+    fputs("usage: nerve VERB [ARGS]   (nerve VERB --help for a verb's help)\n"
+          "Real-time IPC channels in shared memory.\n\nverbs:\n", f);
+    for (size_t i = 0; i < cli_nverbs; i++) {
+        fprintf(f, "  %-8s %s\n", cli_verbs[i]->name, cli_verbs[i]->summary);
+    }
+}
+
+static int run(int argc, char **argv)
+{
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
+                      strcmp(argv[1], "-h") == 0)) {
+        return cli_print_help("help");
+    }
+    if (argc > 2) {
+        return cli_usage("help", "too many arguments");
+    }
+    if (argc == 2) {
+        if (cli_print_help(argv[1]) == CLI_OK) {
+            return CLI_OK;
+        }
+        if (argv[1][0] == '-' || strchr(argv[1], '/') != NULL) {
+            return cli_usage("help", "'%s' is not a nerve verb", argv[1]);
+        }
+        char path[PATH_MAX];
+        if (cli_find_external(argv[1], path, sizeof path) == 0) {
+            execl(path, path, "--help", (char *)NULL);
+            fprintf(stderr, "nerve help: %s: %s\n", path, strerror(errno));
+            return CLI_FAIL;
+        }
+        return cli_usage("help", "'%s' is not a nerve verb", argv[1]);
+    }
+    cli_usage_all(stdout);
+    list_external(stdout);
+    return CLI_OK;
+}
+
+const struct cli_verb cli_verb_help = {"help", "show help", help, run};

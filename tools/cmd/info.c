@@ -1,0 +1,133 @@
+/* nerve info: a channel's header, counters and metadata. */
+#include "../cli.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+
+static const char help[] =
+    "usage: nerve info NAME [--json]\n"
+    "Show a channel's header: layout and creator version, geometry, counters,\n"
+    "newest message, creation time, permissions and metadata.\n"
+    "  --json           one JSON object (fields in docs/cli.md)\n";
+
+static const struct option opts[] = {
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int run(int argc, char **argv)
+{
+    int json = 0, c;
+    cli_reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 'h': return cli_print_help("info");
+        default: return cli_bad_option("info", argc, argv);
+        }
+    }
+    if (optind != argc - 1) {
+        return cli_usage("info", optind >= argc ? "missing NAME"
+                                                : "too many arguments");
+    }
+    const char *name = argv[optind];
+    if (cli_check_name("info", name) != 0) {
+        return CLI_USAGE;
+    }
+    nerve_chan *ch;
+    int rc = nerve_chan_open(name, NERVE_O_READ, &ch);
+    if (rc != 0) {
+        return cli_err("info", name, rc);
+    }
+    struct nerve_stats st;
+    struct nerve_meta meta;
+    rc = nerve_chan_stat(ch, &st);
+    if (rc == 0) {
+        rc = nerve_chan_meta(ch, &meta);
+    }
+    if (rc != 0) {
+        nerve_chan_close(ch);
+        return cli_err("info", name, rc);
+    }
+    int64_t now = nerve_now_ns();
+    char created[64], newest[64] = "";
+    iso8601(created, sizeof created, st.created_ns);
+    if (st.head_seq > 0) {
+        iso8601(newest, sizeof newest,
+                nerve_mono_to_realtime_ns(st.newest_time_ns));
+    }
+    unsigned cv = st.creator_version;
+    if (json) {
+        printf("{\"name\":");
+        json_cstr(stdout, name);
+        printf(",\"layout_version\":%u,\"creator_version\":\"%u.%u.%u\""
+               ",\"file_size\":%" PRIu64 ",\"slots\":%" PRIu64
+               ",\"data_size\":%" PRIu64 ",\"head_seq\":%" PRIu64
+               ",\"tail_seq\":%" PRIu64 ",\"messages\":%" PRIu64
+               ",\"bytes_total\":%" PRIu64 ",\"waiters\":%" PRIu64
+               ",\"created\":\"%s\",\"created_ns\":%" PRId64,
+               st.layout_version, cv / 10000, cv / 100 % 100, cv % 100,
+               st.file_size, st.slots, st.data_size, st.head_seq, st.tail_seq,
+               cli_present(&st), st.bytes_total, st.waiters, created,
+               st.created_ns);
+        if (st.head_seq > 0) {
+            printf(",\"newest_time\":\"%s\",\"newest_time_ns\":%" PRId64
+                   ",\"newest_age_ns\":%" PRId64,
+                   newest, st.newest_time_ns, now - st.newest_time_ns);
+        } else {
+            fputs(",\"newest_time\":null,\"newest_time_ns\":null"
+                  ",\"newest_age_ns\":null",
+                  stdout);
+        }
+        printf(",\"mode\":\"%04o\",\"uid\":%u,\"gid\":%u,\"type\":", st.mode,
+               st.uid, st.gid);
+        json_cstr(stdout, meta.type);
+        fputs(",\"encoding\":", stdout);
+        json_cstr(stdout, meta.encoding);
+        printf(",\"schema_len\":%" PRIu64, meta.schema_len);
+        json_payload(stdout, "schema", "schema_base64", meta.schema,
+                     meta.schema_len);
+        fputs("}\n", stdout);
+    } else {
+        printf("name:            %s\n", name);
+        printf("layout version:  %u (creator nerve %u.%u.%u)\n",
+               st.layout_version, cv / 10000, cv / 100 % 100, cv % 100);
+        printf("file size:       %" PRIu64 " bytes\n", st.file_size);
+        printf("slots:           %" PRIu64 "\n", st.slots);
+        printf("data size:       %" PRIu64 " bytes\n", st.data_size);
+        printf("sequence:        head %" PRIu64 ", tail %" PRIu64
+               " (%" PRIu64 " messages present)\n",
+               st.head_seq, st.tail_seq, cli_present(&st));
+        printf("bytes published: %" PRIu64 "\n", st.bytes_total);
+        if (st.head_seq > 0) {
+            char age[32];
+            cli_human_age(age, sizeof age, now - st.newest_time_ns);
+            printf("newest:          %s (%s ago)\n", newest, age);
+        } else {
+            printf("newest:          -\n");
+        }
+        printf("waiting readers: %" PRIu64 "\n", st.waiters);
+        printf("created:         %s\n", created);
+        printf("mode:            %04o (uid %u, gid %u)\n", st.mode, st.uid,
+               st.gid);
+        printf("type:            %s\n", meta.type[0] ? meta.type : "-");
+        printf("encoding:        %s\n",
+               meta.encoding[0] ? meta.encoding : "-");
+        if (meta.schema_len == 0) {
+            printf("schema:          -\n");
+        } else if (utf8_valid(meta.schema, meta.schema_len)) {
+            printf("schema:          %" PRIu64 " bytes\n%s%s",
+                   meta.schema_len, meta.schema,
+                   meta.schema[meta.schema_len - 1] == '\n' ? "" : "\n");
+        } else {
+            printf("schema:          %" PRIu64 " bytes (binary)\n",
+                   meta.schema_len);
+        }
+    }
+    nerve_chan_close(ch);
+    return CLI_OK;
+}
+
+const struct cli_verb cli_verb_info = {
+    "info", "show a channel's header, counters and metadata", help, run};

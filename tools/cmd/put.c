@@ -1,0 +1,186 @@
+/* nerve put: publish DATA, standard input, or one message per line. */
+#include "../cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char help[] =
+    "usage: nerve put NAME [DATA] [--lines] [--timeout SEC]\n"
+    "Publish DATA, or all of standard input, as one message.\n"
+    "  --lines          one message per line of input (without the newline)\n"
+    "  --timeout SEC    longest wait for the writer lock (default: forever)\n"
+    "  --json           print {\"seq\":N,\"time_ns\":T} per message\n";
+
+static const struct option opts[] = {
+    {"lines", no_argument, NULL, 'l'},
+    {"timeout", required_argument, NULL, 't'},
+    {"json", no_argument, NULL, 'j'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The writer lock's holder, from the lock word of the channel header (a
+ * robust PI mutex whose futex word is the owner's thread id; offset 128,
+ * docs/design/0001-shm-layout.md), as "thread T (pid P: command)". Reads
+ * the file only. Returns 0, or -1 when the lock is free or unreadable. */
+static int lock_holder(const char *name, char *out, size_t len)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
+    FILE *f = fopen(path, "rb");
+    uint32_t word = 0;
+    int ok = f != NULL && fseek(f, 128, SEEK_SET) == 0 &&
+             fread(&word, sizeof word, 1, f) == 1;
+    if (f != NULL) {
+        fclose(f);
+    }
+    unsigned tid = word & 0x3fffffffu;
+    if (!ok || tid == 0) {
+        return -1;
+    }
+    char cmd[128] = "", line[256];
+    long pid = -1;
+    snprintf(path, sizeof path, "/proc/%u/status", tid);
+    if ((f = fopen(path, "r")) != NULL) {
+        while (fgets(line, sizeof line, f) != NULL) {
+            if (strncmp(line, "Tgid:", 5) == 0) {
+                pid = strtol(line + 5, NULL, 10);
+            }
+        }
+        fclose(f);
+    }
+    if (pid > 0) {
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        if ((f = fopen(path, "r")) != NULL) {
+            size_t n = fread(cmd, 1, sizeof cmd - 1, f);
+            fclose(f);
+            for (size_t i = 0; i + 1 < n; i++) {
+                cmd[i] = cmd[i] ? cmd[i] : ' ';
+            }
+            cmd[n] = '\0';
+        }
+        snprintf(out, len, "thread %u (pid %ld: %s)", tid, pid,
+                 cmd[0] ? cmd : "?");
+    } else {
+        snprintf(out, len, "thread %u (not visible here: another PID "
+                           "namespace?)", tid);
+    }
+    return 0;
+}
+
+static int put_one(nerve_chan *ch, const char *name, const void *buf,
+                   size_t len, int64_t timeout, int json)
+{
+    struct nerve_put_info info;
+    int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
+    if (rc == NERVE_EMSGSIZE) {
+        struct nerve_stats st;
+        if (nerve_chan_stat(ch, &st) == 0) {
+            fprintf(stderr, "nerve put: %s: EMSGSIZE: a message of %zu bytes "
+                            "does not fit: the channel's data ring is %" PRIu64
+                            " bytes (the largest message; nerve create "
+                            "--size)\n", name, len, st.data_size);
+            return CLI_FAIL;
+        }
+    }
+    if (rc == NERVE_ETIMEDOUT) {
+        char who[256];
+        if (lock_holder(name, who, sizeof who) == 0) {
+            fprintf(stderr, "nerve put: %s: ETIMEDOUT: the writer lock was "
+                            "not free within %.3g s: held by %s\n",
+                    name, (double)timeout / 1e9, who);
+        } else {
+            fprintf(stderr, "nerve put: %s: ETIMEDOUT: the writer lock was "
+                            "not free within %.3g s\n",
+                    name, (double)timeout / 1e9);
+        }
+        return CLI_FAIL;
+    }
+    if (rc != 0) {
+        return cli_err("put", name, rc);
+    }
+    if (info.recovered) {
+        fprintf(stderr, "nerve put: %s: recovered the writer lock from a "
+                        "writer that died\n", name);
+    }
+    if (json) {
+        printf("{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 "}\n", info.seq,
+               info.time_ns);
+    }
+    return CLI_OK;
+}
+
+static int run(int argc, char **argv)
+{
+    int lines = 0, json = 0, c;
+    int64_t timeout = NERVE_FOREVER;
+    cli_reset_getopt();
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': lines = 1; break;
+        case 'j': json = 1; break;
+        case 't':
+            if (cli_seconds_to_ns("put", optarg, &timeout) != 0) {
+                return CLI_USAGE;
+            }
+            break;
+        case 'h': return cli_print_help("put");
+        default: return cli_bad_option("put", argc, argv);
+        }
+    }
+    if (optind >= argc) {
+        return cli_usage("put", "missing NAME");
+    }
+    if (argc - optind > 2) {
+        return cli_usage("put", "too many arguments (quote DATA)");
+    }
+    const char *name = argv[optind];
+    if (cli_check_name("put", name) != 0) {
+        return CLI_USAGE;
+    }
+    char *data;
+    size_t len;
+    int owned = 0;
+    if (optind + 1 < argc) {
+        data = argv[optind + 1];
+        len = strlen(data);
+    } else {
+        if (read_all(stdin, &data, &len) != 0) {
+            fprintf(stderr, "nerve put: standard input: %s\n",
+                    strerror(errno));
+            return CLI_FAIL;
+        }
+        owned = 1;
+    }
+    nerve_chan *ch;
+    int rc = nerve_chan_open(name, NERVE_O_WRITE, &ch);
+    if (rc != 0) {
+        if (owned) {
+            free(data);
+        }
+        return cli_err("put", name, rc);
+    }
+    int status = CLI_OK;
+    if (!lines) {
+        status = put_one(ch, name, data, len, timeout, json);
+    } else {
+        size_t start = 0;
+        while (start < len && status == CLI_OK) {
+            char *nl = memchr(data + start, '\n', len - start);
+            size_t end = nl ? (size_t)(nl - data) : len;
+            status = put_one(ch, name, data + start, end - start, timeout,
+                             json);
+            start = end + 1;
+        }
+    }
+    nerve_chan_close(ch);
+    if (owned) {
+        free(data);
+    }
+    return status;
+}
+
+const struct cli_verb cli_verb_put = {"put", "publish a message", help, run};
