@@ -1,6 +1,7 @@
 // Unit tests of the C++ API: results and errors, type names and codecs,
 // Publisher / Loan / Reader on raw and codec types, the type check at
-// open, and the behaviour on messages that do not fit T.
+// open, the behaviour on messages that do not fit T, loans of sizes that
+// overflow, and handles that were never opened.
 #include "cxx_test.hpp"
 
 #include "msgs.hpp"
@@ -562,4 +563,43 @@ TEST_F(CxxApi, MalformedCodecMessageIsAMismatch)
     EXPECT_TRUE(r.mismatch()) << r.name();
     EXPECT_EQ(r.missed(), 1u);
     EXPECT_TRUE(rd->get_newest(out).nothing_new());
+}
+
+// ---- loans of sizes that overflow; handles never opened ---------------
+
+TEST_F(CxxApi, LoanSizeOverflowFailsWithEmsgsize)
+{
+    const std::string n = name("ovf");
+    auto pub = nerve::Publisher<std::vector<float>>::create(n);
+    ASSERT_TRUE(pub);
+    auto l = pub->loan(SIZE_MAX / sizeof(float) + 2); // n * 4 wraps to 4
+    EXPECT_FALSE(l.ok());
+    EXPECT_EQ(l.code(), NERVE_EMSGSIZE);
+
+    const std::string s = name("ovfscan");
+    auto ps = nerve::Publisher<robot_msgs::LaserScan>::create(s);
+    ASSERT_TRUE(ps);
+    auto ls = ps->loan((SIZE_MAX - sizeof(robot_msgs::LaserScanHeader)) /
+                           sizeof(float) + 1);
+    EXPECT_FALSE(ls.ok());
+    EXPECT_EQ(ls.code(), NERVE_EMSGSIZE);
+    // A size that fits still works after the failures.
+    auto ok = pub->loan(size_t{4});
+    ASSERT_TRUE(ok.ok());
+    EXPECT_EQ((*ok).size(), 4u);
+    ok.discard();
+}
+
+TEST_F(CxxApi, EmptyHandlesAreSafe)
+{
+    nerve::Reader<Imu> rd;
+    EXPECT_EQ(rd.cursor(), 0u);
+    rd.seek(5);
+    rd.cancel();
+    rd.cancel_clear();
+    EXPECT_FALSE(rd);
+    nerve::Subscriber<Imu> sub;
+    EXPECT_EQ(sub.stats().received, 0u);
+    EXPECT_TRUE(sub.name().empty());
+    EXPECT_FALSE(sub);
 }

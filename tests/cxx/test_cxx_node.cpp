@@ -1,13 +1,15 @@
 // Tests of nerve::Node and nerve::Subscriber: one wait over many channels,
 // callbacks in commit-time order, every-message and newest-only delivery,
 // stopping from another thread and from a signal handler, and
-// (un)subscribing while spinning.
+// (un)subscribing while spinning, and callbacks that unsubscribe
+// themselves, publish to other channels or throw.
 #include "cxx_test.hpp"
 
 #include "msgs.hpp"
 
 #include <csignal>
 #include <pthread.h>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -255,3 +257,111 @@ TEST_F(CxxNode, TooManySubscribers)
     ASSERT_TRUE(r) << r.message();
     EXPECT_EQ(*r, static_cast<size_t>(NERVE_WAIT_MAX));
 }
+
+// ---- callbacks that unsubscribe, publish or throw ----------------------
+
+TEST_F(CxxNode, CallbackMayUnsubscribeItself)
+{
+    const std::string n = name("self");
+    auto pub = nerve::Publisher<Imu>::create(n);
+    ASSERT_TRUE(pub);
+    nerve::Node node;
+    nerve::Subscriber<Imu> sub;
+    uint32_t seen = 0;
+    auto r = node.subscribe<Imu>(n, [&](const Imu &m) {
+        sub.unsubscribe();
+        seen = m.seq; // m lives in the subscriber's state: still valid
+    });
+    ASSERT_TRUE(r);
+    sub = std::move(*r);
+    ASSERT_TRUE(pub->publish(imu(7)));
+    auto s = node.spin_once(std::chrono::seconds(5));
+    ASSERT_TRUE(s);
+    EXPECT_EQ(*s, 1u);
+    EXPECT_EQ(seen, 7u);
+    EXPECT_FALSE(sub);
+    EXPECT_EQ(node.size(), 0u);
+}
+
+TEST_F(CxxNode, MessagesPublishedByACallbackWaitForTheNextSpin)
+{
+    const std::string a = name("oa"), b = name("ob");
+    auto pa = nerve::Publisher<Imu>::create(a);
+    auto pb = nerve::Publisher<Imu>::create(b);
+    ASSERT_TRUE(pa && pb);
+    nerve::Node node;
+    std::string order;
+    auto sa = node.subscribe<Imu>(a, [&](const Imu &m) {
+        order += "a" + std::to_string(m.seq) + " ";
+        if (m.seq == 1) { // b1 is committed before a2
+            ASSERT_TRUE(pb->publish(imu(1)));
+            ASSERT_TRUE(pa->publish(imu(2)));
+        }
+    });
+    auto sb = node.subscribe<Imu>(b, [&](const Imu &m) {
+        order += "b" + std::to_string(m.seq) + " ";
+    });
+    ASSERT_TRUE(sa && sb);
+    ASSERT_TRUE(pa->publish(imu(1)));
+    for (int k = 0; k < 2; k++) {
+        auto r = node.spin_once(std::chrono::seconds(5));
+        ASSERT_TRUE(r);
+        order += "| ";
+    }
+    EXPECT_EQ(order, "a1 | b1 a2 | ");
+}
+
+TEST_F(CxxNode, NewestModeIgnoresMessagesAfterTheWait)
+{
+    const std::string a = name("na"), b = name("nb");
+    auto pa = nerve::Publisher<Imu>::create(a);
+    auto pb = nerve::Publisher<Imu>::create(b);
+    ASSERT_TRUE(pa && pb);
+    nerve::Node node;
+    std::string order;
+    auto sa = node.subscribe<Imu>(a, [&](const Imu &m) {
+        order += "a" + std::to_string(m.seq) + " ";
+        ASSERT_TRUE(pb->publish(imu(m.seq + 10)));
+    }, nerve::delivery::newest);
+    auto sb = node.subscribe<Imu>(b, [&](const Imu &m) {
+        order += "b" + std::to_string(m.seq) + " ";
+    }, nerve::delivery::newest);
+    ASSERT_TRUE(sa && sb);
+    ASSERT_TRUE(pb->publish(imu(1)));
+    ASSERT_TRUE(pa->publish(imu(1)));
+    ASSERT_TRUE(node.spin_once(std::chrono::seconds(5)));
+    ASSERT_TRUE(node.spin_once(std::chrono::seconds(5)));
+    EXPECT_EQ(order, "b1 a1 b11 ");
+    EXPECT_EQ(sb->stats().missed, 0u);
+}
+
+#if NERVE_CXX_EXCEPTIONS
+TEST_F(CxxNode, ThrowingCallbackLosesNoOtherMessage)
+{
+    const std::string a = name("ta"), b = name("tb");
+    auto pa = nerve::Publisher<Imu>::create(a);
+    auto pb = nerve::Publisher<Imu>::create(b);
+    ASSERT_TRUE(pa && pb);
+    nerve::Node node;
+    int acalls = 0, bcalls = 0;
+    auto sa = node.subscribe<Imu>(a, [&](const Imu &) {
+        if (acalls++ == 0) {
+            throw std::runtime_error("callback failed");
+        }
+    });
+    auto sb = node.subscribe<Imu>(b, [&](const Imu &) { bcalls++; });
+    ASSERT_TRUE(sa && sb);
+    ASSERT_TRUE(pa->publish(imu(1))); // a is older: its callback runs first
+    ASSERT_TRUE(pb->publish(imu(1)));
+    EXPECT_THROW((void)node.spin_once(std::chrono::seconds(5)),
+                 std::runtime_error);
+    EXPECT_EQ(bcalls, 0);
+    auto r = node.spin_once(std::chrono::seconds(5));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(*r, 1u);
+    EXPECT_EQ(bcalls, 1);
+    EXPECT_EQ(acalls, 1); // the thrown-on message counts as delivered
+    EXPECT_EQ(sb->stats().missed, 0u);
+    EXPECT_EQ(sb->stats().received, 1u);
+}
+#endif
