@@ -428,6 +428,13 @@ def test_wait_any(name):
             nerve.wait_any([ra] * 65)
 
 
+def test_wait_any_refuses_none(chan):
+    with pytest.raises(TypeError):
+        nerve.wait_any([chan, None], timeout=0)  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        nerve.wait_any([None], timeout=0)  # type: ignore[list-item]
+
+
 # ---- reserve -------------------------------------------------------------------
 
 

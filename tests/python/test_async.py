@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 import nerve
+from nerve import _nerve
+from polling import poll
 
 
 def run(coro):
@@ -116,3 +119,47 @@ def test_many_concurrent_waits(name):
                 c.close()
 
     assert run(main()) == [b"%d" % i for i in range(n)]
+
+
+def test_get_async_more_waits_than_wait_max(name):
+    n = _nerve.WAIT_MAX + 1
+    ws = [nerve.create(name("a"), slots=4, size=4096) for _ in range(n)]
+    rs = [nerve.open(w.name) for w in ws]
+
+    async def main() -> bytes:
+        idle = [asyncio.ensure_future(r.get_async()) for r in rs[:-1]]
+        await asyncio.sleep(0)  # every idle wait now holds a thread
+        last = asyncio.ensure_future(rs[-1].get_async())
+        await asyncio.sleep(0)
+        ws[-1].put(b"hello")
+        try:
+            return (await asyncio.wait_for(last, 60)).data
+        finally:
+            for t in idle:
+                t.cancel()
+            await asyncio.gather(*idle, return_exceptions=True)
+
+    try:
+        assert asyncio.run(main()) == b"hello"
+    finally:
+        for c in rs + ws:
+            c.close()
+
+
+def test_get_async_cancelled_after_taking_a_message_keeps_it(chan):
+    async def main() -> Any:
+        with nerve.open(chan.name) as r:
+            r.seek(chan.put(b"old"))
+            t = asyncio.ensure_future(r.get_async())
+            await asyncio.sleep(0)
+            poll(lambda: chan.stat().waiters > 0, "the wait to start")
+            seq = chan.put(b"important")
+            # The wait's thread takes the message; the loop has not run yet.
+            poll(lambda: r.cursor == seq, "the wait to take the message")
+            t.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await t
+            return r.get()
+
+    msg = asyncio.run(main())
+    assert msg is not None and msg.data == b"important"

@@ -24,6 +24,7 @@ import pytest
 
 import nerve
 from nerve import rt
+from polling import poll
 
 MS = 1_000_000  # ns
 
@@ -642,3 +643,50 @@ def test_ctrl_c(mode: str) -> None:
         p.kill()
     assert p.returncode == 0, err
     assert out.strip() == "interrupted"
+
+
+_RUN_CTRL_C = textwrap.dedent("""
+    import sys
+    import nerve
+    from nerve import rt
+    mode, name = sys.argv[1], sys.argv[2]
+    def body(tick):
+        if tick.cycle == 0:
+            print("ready", flush=True)
+    r = nerve.open(name)
+    try:
+        if mode == "chan":   # no message, no deadline: waits for ever
+            print("ready", flush=True)
+            rt.Task(None, lambda tick: None, chan=r).run()
+        else:                # a clock loop sleeping for an hour
+            rt.Task(3600, body).run()
+    except KeyboardInterrupt:
+        r.close()
+        print("interrupted", flush=True)
+        sys.exit(0)
+    sys.exit("the loop returned")
+""")
+
+
+@pytest.mark.parametrize("mode", ["chan", "clock"])
+def test_ctrl_c_stops_a_waiting_run(chan, mode):
+    p = subprocess.Popen([sys.executable, "-c", _RUN_CTRL_C, mode, chan.name],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "ready"
+        if mode == "chan":
+            poll(lambda: chan.stat().waiters > 0, "the loop to wait on the channel")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 0, err
+    assert out.strip() == "interrupted"
+
+
+def test_join_after_run_on_the_same_thread() -> None:
+    t = rt.Task(0.001, lambda tick: tick.cycle >= 2)
+    t.run()
+    assert t.join() is True
