@@ -32,26 +32,23 @@ build: deps
 test-core: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
 
-# The single- and multi-process tests again under ASan+UBSan and under TSan.
+# The single- and multi-process tests again under ASan+UBSan and under TSan
+# (their builds, build-asan and build-tsan, are presets of CMakePresets.json).
 test-asan: deps
-	cmake -S . -B build-asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \
-	    -DNERVE_SANITIZE=address -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF
-	cmake --build build-asan -j$(JOBS)
-	cd build-asan && ctest $(CTEST_FLAGS) -L 'unit|mp'
+	cmake --preset asan
+	cmake --build --preset asan -j$(JOBS)
+	ctest --preset asan $(CTEST_FLAGS)
 
 test-tsan: deps
-	cmake -S . -B build-tsan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \
-	    -DNERVE_SANITIZE=thread -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF
-	cmake --build build-tsan -j$(JOBS)
-	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	    ctest $(CTEST_FLAGS) -L unit
+	cmake --preset tsan
+	cmake --build --preset tsan -j$(JOBS)
+	ctest --preset tsan-unit $(CTEST_FLAGS)
 	@# TSan observes one process: a writer lock that another process held,
 	@# or that this one recovered from a dead process (GCC 12's TSan does
 	@# not record a lock that returned EOWNERDEAD), looks to it like an
 	@# unlock of a free mutex. Its mutex-misuse reports are off for the
-	@# multi-process tests; data races are still reported.
-	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 report_mutex_bugs=0" \
-	    ctest $(CTEST_FLAGS) -L mp
+	@# multi-process tests (preset tsan-mp); data races are still reported.
+	ctest --preset tsan-mp $(CTEST_FLAGS)
 
 # Install into a scratch prefix and build a consumer with find_package(nerve)
 # and with pkg-config.

@@ -32,10 +32,8 @@ FUZZ_SECONDS ?= 60
 .PHONY: test-fuzz
 
 test-fuzz: deps
-	cmake -S . -B build-fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DNERVE_FUZZ=ON \
-	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF -DNERVE_BUILD_TOOLS=OFF
-	cmake --build build-fuzz -j$(JOBS) --target nerve_fuzz_chan
+	cmake --preset fuzz
+	cmake --build --preset fuzz -j$(JOBS)
 	mkdir -p build-fuzz/corpus
 	cd build-fuzz && ./tests/fuzz/nerve_fuzz_chan -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=20480 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
