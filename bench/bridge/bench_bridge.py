@@ -141,8 +141,9 @@ def main() -> int:
 
 def host_desc() -> str:
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    import zenoh  # noqa: F401
     from importlib.metadata import version
+
+    import zenoh  # noqa: F401
 
     return (f"{platform.node()}: {os.cpu_count()} CPUs ({cpu}), Linux {platform.release()}, "
             f"Python {platform.python_version()}, eclipse-zenoh {version('eclipse-zenoh')}")

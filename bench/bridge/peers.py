@@ -119,7 +119,7 @@ def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
             break
         except nerve.ChannelNotFound:
             if time.monotonic() > end:
-                raise SystemExit(f"no channel {name}")
+                raise SystemExit(f"no channel {name}") from None
             time.sleep(0.05)
     r.seek(r.stat().head_seq)
     print("ready", file=sys.stderr, flush=True)

@@ -3,16 +3,21 @@
     report.py OUT_PREFIX SECONDS LOAD_BEFORE LOAD_AFTER COMMAND
 
 reads OUT_PREFIX.jsonl and writes OUT_PREFIX.md (and prints it)."""
-import json, platform, subprocess, sys, time
+import json
+import platform
+import subprocess
+import sys
+import time
+
 out, secs, load0, load1, cmd = sys.argv[1:]
-rows = [json.loads(l) for l in open(out + ".jsonl")]
+rows = [json.loads(line) for line in open(out + ".jsonl")]
 cols = ["nerve copy", "nerve zero-copy", "ROS roscpp TCPROS", "ROS nodelet pointer"]
 names = {"imu": "Imu, 2000 Hz", "scan": "LaserScan, 100 Hz", "grid": "OccupancyGrid, 10 Hz"}
 cell = {(r["msg"], r["column"]): r for r in rows}
 def cpu():
-    for l in open("/proc/cpuinfo"):
-        if l.startswith("model name"):
-            return l.split(":", 1)[1].strip()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.processor()
 nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
 L = []
@@ -39,7 +44,8 @@ L.append("")
 for key, what in (("mean_us", "means"), ("p50_us", "medians (p50)")):
     L.append(f"Ratios of the {what} (ROS / nerve):")
     L.append("")
-    L.append("| message | TCPROS / nerve copy | TCPROS / nerve zero-copy | nodelet / nerve copy | nodelet / nerve zero-copy |")
+    L.append("| message | TCPROS / nerve copy | TCPROS / nerve zero-copy | nodelet / nerve copy "
+             "| nodelet / nerve zero-copy |")
     L.append("|---|---|---|---|---|")
     for m in ("imu", "scan", "grid"):
         try:

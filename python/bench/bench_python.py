@@ -243,7 +243,7 @@ def main() -> int:
         f"isolated CPUs {h['isolated_cpus']}; Python {h['python']}, numpy {h['numpy']}, "
         f"nerve {h['nerve']}.",
         "",
-        f"Command: `make bench-python` (python/bench/bench_python.py).",
+        "Command: `make bench-python` (python/bench/bench_python.py).",
         "",
         f"## Per-call overhead, 64 B messages ({args.rounds} batches of {args.batch} calls; "
         "sample = mean per call of one batch)",

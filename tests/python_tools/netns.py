@@ -73,7 +73,8 @@ class Host:
         net.procs.append(self.holder)
         line = self.holder.stdout.readline() if self.holder.stdout else ""
         if "ready" not in line:
-            raise RuntimeError(f"host {self.name} did not start: {self.holder.stderr.read() if self.holder.stderr else ''}")
+            err = self.holder.stderr.read() if self.holder.stderr else ""
+            raise RuntimeError(f"host {self.name} did not start: {err}")
         # The sh exec'd sleep: same pid, now in the namespaces.
         self.pid = self.holder.pid
 

@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List
 import pytest
 
 from conftest import tool
-from netns import Net, Host, unavailable, wait_for
+from netns import Host, Net, unavailable, wait_for
 
 _why = unavailable()
 pytestmark = pytest.mark.skipif(_why is not None, reason=f"bridge tests: {_why}")
@@ -61,7 +61,8 @@ while True:
     x = r.get()
     if x is None:
         break
-    msgs.append([x.seq, x.time, hashlib.sha256(x.data).hexdigest(), x.size, x.data[:24].split(b":")[0].decode("latin-1"), x.data[:24].decode("latin-1")])
+    msgs.append([x.seq, x.time, hashlib.sha256(x.data).hexdigest(), x.size,
+                 x.data[:24].split(b":")[0].decode("latin-1"), x.data[:24].decode("latin-1")])
 print(json.dumps({"slots": st.slots, "data_size": st.data_size, "head": st.head_seq,
                   "type": m.type, "encoding": m.encoding, "schema": m.schema.decode() if m.schema else None,
                   "now": nerve.now_ns(), "msgs": msgs}))

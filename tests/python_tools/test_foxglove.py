@@ -10,10 +10,11 @@ import signal
 import struct
 
 import websockets
-from conftest import start
 
 import nerve
 from nerve_tools import schemas
+
+from conftest import start
 
 IMU = "sensor_msgs/msg/Imu"
 SUBPROTOCOL = "foxglove.sdk.v1"

@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-from conftest import tool
 from matplotlib import image
+
+from conftest import tool
 
 HOST = {"cpu": "Test CPU", "cores": 2, "kernel": "6.1", "governor": None,
         "isolated": "", "preempt_rt": False, "rt_granted": False}

@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import read_mcap, start, tool
 from mcap.writer import Writer
 
 import nerve
 from nerve_tools import schemas
 from nerve_tools.play import Player
 from nerve_tools.record import Recorder
+
+from conftest import read_mcap, start, tool
 
 IMU = "sensor_msgs/msg/Imu"
 

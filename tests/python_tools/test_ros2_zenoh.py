@@ -21,8 +21,9 @@ import pytest
 import zenoh
 
 import nerve
-from conftest import start
 from nerve_tools import ros2_zenoh as r2
+
+from conftest import start
 
 pytest.importorskip("zenoh_ros2_sdk", reason="zenoh-ros2-sdk is not installed (pip install './python-tools[test]')")
 
@@ -236,8 +237,8 @@ def _exists(n: str) -> bool:
 
 
 def test_export_to_sdk_subscriber(router: int, bridge) -> None:
-    from zenoh_ros2_sdk import ROS2Subscriber
     from rosbags.typesys import Stores, get_typestore
+    from zenoh_ros2_sdk import ROS2Subscriber
     ts = get_typestore(Stores.ROS2_JAZZY)
     out, plain = f"{TAG}.out", f"{TAG}_plain"  # topic /r2t_N/out
     w = nerve.create(out, slots=16, size=4096, type="std_msgs/msg/String", encoding="cdr", schema="string data")
@@ -285,6 +286,7 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
 
 def test_bad_flags(router: int) -> None:
     import subprocess
+
     from conftest import tool
     for args in (["--ros2-hash", "oops"], ["--ros2-hash", "std_msgs/msg/String=RIHS01_zz"],
                  ["--ros2-domain", "-1"]):

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import read_mcap
 
 import nerve
 from nerve_tools import schemas
 from nerve_tools.record import Recorder
+
+from conftest import read_mcap
 
 
 @pytest.mark.parametrize("typename", schemas.BUILTIN_TYPES)

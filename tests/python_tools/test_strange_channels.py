@@ -16,9 +16,10 @@ from typing import Callable, Dict, Iterator, Tuple
 
 import pytest
 import websockets
-from conftest import read_mcap, start, tool
 
 import nerve
+
+from conftest import read_mcap, start, tool
 
 SHM = Path("/dev/shm")
 TYPE_OFFSET = 4096  # the metadata region (docs/design/0001-shm-layout.md)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import subprocess
 
-from conftest import tool
-
 import nerve
 from nerve_tools._common import human_age
 from nerve_tools.top import Monitor, make_app
+
+from conftest import tool
 
 
 def test_monitor_numbers(name) -> None:

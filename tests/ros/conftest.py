@@ -169,7 +169,7 @@ class Proc:
                     self._t.join(1)
                     if not any(rx.search(x) for x in self.lines):
                         raise AssertionError(f"{self.args[0]} exited ({self.p.returncode}) "
-                                             f"without {pattern!r}:\n" + "\n".join(self.lines))
+                                             f"without {pattern!r}:\n" + "\n".join(self.lines)) from None
                 continue
             if rx.search(line):
                 return line
@@ -195,7 +195,7 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.stop(1)
             raise AssertionError(f"{self.args} did not finish in {timeout} s:\n"
-                                 + "\n".join(self.lines))
+                                 + "\n".join(self.lines)) from None
 
     @property
     def output(self) -> str:

@@ -22,7 +22,7 @@ import nerve
 from nerve_tools import schemas
 from nerve_tools.ros1_msg import enable, md5sum
 
-from conftest import PREFIX, Proc, Roscore, topic
+from conftest import PREFIX, Roscore, topic
 
 
 def run(ros: Roscore, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:

@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, Optional, Sequence, Tuple
 
-import nerve
 from mcap.reader import make_reader
 from mcap.records import Channel as McapChannel
 from mcap.records import Message as McapMessage
 from mcap.records import Schema as McapSchema
+
+import nerve
 
 from ._common import (
     META_DATA_SIZE,
@@ -96,7 +97,7 @@ class Player:
         """One pass over the files: the time window, every topic's largest
         message and count, the channels to create."""
         t_first = None
-        for _schema, chan, msg in self._messages():
+        for _schema, _chan, msg in self._messages():
             t_first = msg.log_time if t_first is None else min(t_first, msg.log_time)
         self.first_ns = t_first
         self.start_ns = None if start is None or t_first is None else t_first + int(start * 1e9)
@@ -271,7 +272,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         while True:
             task = progress.add_task("play", total=player.total) if progress else None
-            cb = (lambda n: progress.update(task, completed=n)) if progress else None
+            cb = (lambda n, task=task: progress.update(task, completed=n)) if progress else None
             total += player.play(rate=args.rate, fast=args.fast, progress=cb)
             loops += 1
             if progress is not None:

@@ -31,8 +31,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-import nerve
 from mcap.writer import CompressionType, Writer
+
+import nerve
 
 from . import __version__
 from ._common import (

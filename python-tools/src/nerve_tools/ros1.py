@@ -378,7 +378,7 @@ class Bridge:
 
         uri = rospy.core.get_node_uri()
         tm = get_topic_manager()
-        regs = [l for l in get_registration_listeners().listeners if isinstance(l, RegManager)]
+        regs = [x for x in get_registration_listeners().listeners if isinstance(x, RegManager)]
         for topic, rtype in tm.get_publications():
             self.proxy.registerPublisher(self.caller_id, topic, rtype, uri)
         for topic, rtype in tm.get_subscriptions():

@@ -18,7 +18,6 @@ interpreter falls back to PyYAML's pure-Python path instead of crashing.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.abc
 import importlib.machinery
 import os

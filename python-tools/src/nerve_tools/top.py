@@ -250,7 +250,7 @@ def render_table(rows: List[Row]):  # -> rich.table.Table
     from rich.table import Table
 
     t = Table(box=None, pad_edge=False, header_style="bold")
-    for i, (title, _k, _t) in enumerate(COLUMNS):
+    for title, _k, _t in COLUMNS:
         t.add_column(title, justify="left" if title in ("channel", "type", "ring", "procs") else "right")
     for r in rows:
         t.add_row(*cells(r))

@@ -33,7 +33,8 @@ SHM = "/dev/shm"
 LOCK_OFFSET = 128          # the writer lock in the channel header
 FUTEX_TID_MASK = 0x3FFFFFFF
 
-_CONTAINER = re.compile(r"(?:docker|containerd|libpod|podman|crio|cri-containerd|lxc)[-/:]?([0-9a-f]{12,64}|[A-Za-z0-9_.-]+)")
+_CONTAINER = re.compile(r"(?:docker|containerd|libpod|podman|crio|cri-containerd|lxc)[-/:]?"
+                        r"([0-9a-f]{12,64}|[A-Za-z0-9_.-]+)")
 
 
 @dataclass
