@@ -536,6 +536,9 @@ ACH_API enum ach_status ach_put(ach_channel_t *chan, const void *buf,
     return r ? fail("ach_put", h->name, r) : ACH_OK;
 }
 
+/* cppcheck-suppress funcArgOrderDifferent ; false positive: cppcheck
+ * reads the parameter names of the ach_put_fun/ach_get_fun typedefs as
+ * this function's. */
 ACH_API enum ach_status ach_xput(ach_channel_t *chan, ach_put_fun transfer,
                                  void *cx, const void *obj, size_t len)
 {
@@ -705,6 +708,9 @@ ACH_API enum ach_status ach_get(ach_channel_t *chan, void *buf, size_t size,
     return s;
 }
 
+/* cppcheck-suppress funcArgOrderDifferent ; false positive: cppcheck
+ * reads the parameter names of the ach_put_fun/ach_get_fun typedefs as
+ * this function's. */
 ACH_API enum ach_status ach_xget(ach_channel_t *chan, ach_get_fun transfer,
                                  void *cx, void **pobj, size_t *frame_size,
                                  const struct timespec *ACH_RESTRICT abstime,
