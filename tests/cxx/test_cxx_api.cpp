@@ -525,10 +525,10 @@ TEST_F(CxxApi, WrongSizedMessagesAreConsumedAndReported)
 
     Imu out{};
     auto r = rd->get_next(out);
-    EXPECT_TRUE(r.mismatch()) << r.name();
+    EXPECT_TRUE(r.decode_failed()) << r.name();
     EXPECT_EQ(r.seq(), 1u);
     r = rd->get_next(out);
-    EXPECT_TRUE(r.mismatch()) << r.name();
+    EXPECT_TRUE(r.decode_failed()) << r.name();
     EXPECT_EQ(rd->cursor(), 2u); // consumed, not stuck
     r = rd->get_next(out);
     ASSERT_TRUE(r) << r.name();
@@ -559,7 +559,7 @@ TEST_F(CxxApi, MalformedCodecMessageIsAMismatch)
     ASSERT_TRUE(raw->put(&h, sizeof h));
     LaserScan out;
     auto r = rd->get_newest(out);
-    EXPECT_TRUE(r.mismatch()) << r.name();
+    EXPECT_TRUE(r.decode_failed()) << r.name();
     EXPECT_EQ(r.missed(), 1u);
     EXPECT_TRUE(rd->get_newest(out).nothing_new());
 }

@@ -100,7 +100,7 @@ TEST_F(CxxFix, ValidMessageAfterOversizedOneIsDelivered)
     Imu m{};
     race_pub = &*pub; // seq 2 arrives right after the get saw seq 1
     auto r = rd->get_newest(m);
-    EXPECT_EQ(r.code(), NERVE_EMISMATCH);
+    EXPECT_EQ(r.code(), NERVE_EDECODE);
     EXPECT_EQ(rd->cursor(), 1u); // stepped over the bad one only
     auto r2 = rd->get_newest(m);
     ASSERT_TRUE(r2.has_data()) << r2.name();
@@ -122,15 +122,15 @@ TEST_F(CxxFix, GetSeqAndByTimestampDoNotCountMissed)
     Imu m{};
     for (int i = 0; i < 3; i++) {
         auto r = rd->get_seq(m, 1);
-        EXPECT_EQ(r.code(), NERVE_EMISMATCH);
+        EXPECT_EQ(r.code(), NERVE_EDECODE);
         EXPECT_EQ(r.missed(), 0u);
     }
     auto t = rd->get_by_timestamp(m, nerve::clock::now());
-    EXPECT_EQ(t.code(), NERVE_EMISMATCH);
+    EXPECT_EQ(t.code(), NERVE_EDECODE);
     EXPECT_EQ(t.missed(), 0u);
     EXPECT_EQ(rd->cursor(), 0u);
     auto r = rd->get_next(m); // the one read that consumes it counts it
-    EXPECT_EQ(r.code(), NERVE_EMISMATCH);
+    EXPECT_EQ(r.code(), NERVE_EDECODE);
     EXPECT_EQ(r.missed(), 1u);
 }
 

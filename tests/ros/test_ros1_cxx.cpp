@@ -143,9 +143,9 @@ TEST_F(Ros1Codec, MalformedBytesAreMismatch)
     ASSERT_TRUE(pub->publish(m));
     sensor_msgs::LaserScan out;
     auto r1 = rd->get_next(out);
-    EXPECT_TRUE(r1.mismatch()) << r1.name();
+    EXPECT_TRUE(r1.decode_failed()) << r1.name();
     auto r2 = rd->get_next(out);
-    EXPECT_TRUE(r2.mismatch()) << r2.name();
+    EXPECT_TRUE(r2.decode_failed()) << r2.name();
     auto r3 = rd->get_next(out);
     ASSERT_TRUE(r3) << r3.name();
     EXPECT_TRUE(out == m);

@@ -97,7 +97,7 @@ enum class read_status : uint8_t {
     nothing_new, ///< nothing after the cursor (or no such seq / time yet)
     timeout,     ///< waited the whole timeout
     cancelled,   ///< the handle was cancelled (cancel() / Node::stop())
-    error,       ///< see code(): ECORRUPT, EMISMATCH, EOVERWRITTEN, ...
+    error,       ///< see code(): ECORRUPT, EDECODE, EOVERWRITTEN, ...
 };
 
 /// The outcome of a Reader call; never thrown. `if (r)` is true when data
@@ -139,8 +139,8 @@ public:
     /// The channel file failed validation (NERVE_ECORRUPT).
     bool corrupt() const noexcept { return code_ == NERVE_ECORRUPT; }
     /// A message did not decode as T (wrong size or malformed;
-    /// NERVE_EMISMATCH). The message was consumed and counted as missed.
-    bool mismatch() const noexcept { return code_ == NERVE_EMISMATCH; }
+    /// NERVE_EDECODE). The message was consumed and counted as missed.
+    bool decode_failed() const noexcept { return code_ == NERVE_EDECODE; }
     /// 0 on data, else the NERVE_E* code (EAGAIN, ETIMEDOUT, ...).
     int code() const noexcept { return code_; }
     const char *name() const noexcept { return nerve_err_name(code_); }

@@ -81,7 +81,7 @@ struct subscribe_options {
 struct subscriber_stats {
     uint64_t received = 0; ///< callbacks made
     uint64_t missed = 0;   ///< messages overwritten (or undecodable) before read
-    uint64_t errors = 0;   ///< failed reads (ELAPPED, EMISMATCH, ...)
+    uint64_t errors = 0;   ///< failed reads (ELAPPED, EDECODE, ...)
     int last_error = 0;    ///< code of the last failed read
 };
 
@@ -256,7 +256,7 @@ private:
                 e.pending = true;
                 return;
             }
-            if (rc == NERVE_EMISMATCH) {
+            if (rc == NERVE_EDECODE) {
                 continue; // consumed and counted; try the next one
             }
             if (rc != NERVE_EAGAIN && rc != NERVE_ELAPPED && *hard == 0) {
@@ -400,7 +400,7 @@ template <class T> struct sub_state {
             if (rc == NERVE_EOVERWRITTEN) {
                 return NERVE_EAGAIN; // everything present is newer
             }
-            if (rc == 0 || rc == NERVE_EMISMATCH) {
+            if (rc == 0 || rc == NERVE_EDECODE) {
                 if (s->info.seq <= cur) {
                     return NERVE_EAGAIN;
                 }
@@ -414,7 +414,7 @@ template <class T> struct sub_state {
         } else if (rc != NERVE_EAGAIN) {
             s->stats.errors++;
             s->stats.last_error = rc;
-            if (rc == NERVE_EMISMATCH) {
+            if (rc == NERVE_EDECODE) {
                 s->stats.missed += s->info.missed + 1;
             }
         }

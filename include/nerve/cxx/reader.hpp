@@ -19,7 +19,7 @@
 //     NERVE_ELAPPED), so a torn message is never delivered.
 //
 // A message of the wrong size for a raw T, or one that decode() rejects,
-// is consumed, counted as missed and reported as NERVE_EMISMATCH; the
+// is consumed, counted as missed and reported as NERVE_EDECODE; the
 // reader never sticks on it. On any result but data, `out` is unspecified
 // if the result is an error and untouched otherwise.
 //
@@ -55,7 +55,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
     if constexpr (is_raw<T>::value) {
         int rc = nerve_chan_get(c, &out, sizeof(T), arg, timeout, &info, flags);
         if (rc == 0) {
-            return info.len == sizeof(T) ? 0 : NERVE_EMISMATCH;
+            return info.len == sizeof(T) ? 0 : NERVE_EDECODE;
         }
         if (rc != NERVE_EMSGSIZE) {
             return rc;
@@ -69,7 +69,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
         } else {
             info.missed = 0;
         }
-        return NERVE_EMISMATCH;
+        return NERVE_EDECODE;
     } else {
         const uint64_t cursor = nerve_chan_cursor(c);
         for (int attempt = 0; attempt < 4; attempt++) {
@@ -82,7 +82,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
             const bool decoded = codec<T>::decode(
                 v.data, static_cast<size_t>(v.info.len), out);
             if (nerve_chan_view_check(c, &v) == 0) {
-                return decoded ? 0 : NERVE_EMISMATCH;
+                return decoded ? 0 : NERVE_EDECODE;
             }
             // Overwritten while decoding: what decode() saw may be torn.
             // Put the cursor back so NEXT returns the oldest message still
@@ -277,7 +277,7 @@ private:
         r.code_ = rc;
         r.count_ = rc == 0 ? 1 : 0;
         const uint32_t sel = flags & NERVE_GET_MASK;
-        if (rc == NERVE_EMISMATCH &&
+        if (rc == NERVE_EDECODE &&
             (sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST)) {
             // The bad message was consumed (the cursor went past it) and
             // not delivered. get_seq / get_by_timestamp consume nothing.
@@ -306,7 +306,7 @@ private:
                 missed += info.missed;
                 last = info;
                 n++;
-            } else if (rc == NERVE_EMISMATCH) {
+            } else if (rc == NERVE_EDECODE) {
                 missed += info.missed + 1;
                 bad++;
             } else {
@@ -321,7 +321,7 @@ private:
         }
         info.missed = missed;
         if (bad > 0 && (stop_rc == NERVE_EAGAIN || stop_rc == NERVE_ETIMEDOUT)) {
-            stop_rc = NERVE_EMISMATCH;
+            stop_rc = NERVE_EDECODE;
         }
         return read_result(stop_rc, info, 0);
     }

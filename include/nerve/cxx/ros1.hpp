@@ -45,8 +45,8 @@
 // StreamOverrunException, reported here as a mismatch), but sizes a vector
 // from its length field before copying into it, so a torn length can make
 // one decode allocate up to that length before the overwrite is detected;
-// std::bad_alloc and std::length_error are caught and reported as a
-// mismatch as well. A reader that must never allocate should use
+// std::bad_alloc and std::length_error are caught and reported as
+// NERVE_EDECODE as well. A reader that must never allocate should use
 // read_view().
 #ifndef NERVE_CXX_ROS1_HPP
 #define NERVE_CXX_ROS1_HPP
