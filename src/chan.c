@@ -1004,6 +1004,7 @@ int nerve_chan_meta(const nerve_chan *c, struct nerve_meta *m)
 {
     if (!c || !m)
         return NERVE_EINVAL;
+    memset(m, 0, sizeof *m);
     m->type = c->type;
     m->encoding = c->encoding;
     m->schema = c->schema;
@@ -1178,6 +1179,7 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
         info->time_ns = now;
         info->recovered = recovered;
         info->reserved0 = 0;
+        info->reserved[0] = info->reserved[1] = 0;
     }
 }
 
@@ -1645,6 +1647,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
                     info->missed = missed;
                     info->time_ns = m.time_ns;
                     info->len = m.len;
+                    info->reserved[0] = info->reserved[1] = 0;
                 }
                 return NERVE_EMSGSIZE;
             }
@@ -1669,6 +1672,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
             info->missed = missed;
             info->time_ns = m.time_ns;
             info->len = m.len;
+            info->reserved[0] = info->reserved[1] = 0;
         }
         if (out)
             *out = m;

@@ -452,7 +452,7 @@ static int ls_once(char **pat, int npat, int json)
         }
         nerve_chan *ch = NULL;
         struct nerve_stats st;
-        struct nerve_meta meta = {"", "", "", 0};
+        struct nerve_meta meta = {.type = "", .encoding = "", .schema = ""};
         rc = nerve_chan_open(l.v[i], NERVE_O_READ, &ch);
         if (rc == 0) {
             rc = nerve_chan_stat(ch, &st);

@@ -105,6 +105,18 @@ typedef struct nerve_chan nerve_chan;
 
 /* ---- options and results ---------------------------------------------- */
 
+/* How these structs grow without breaking programs built against older
+ * headers (docs/abi.md; the liburing and libuv patterns):
+ *   - an input struct (nerve_chan_opts) begins with `size`, which the
+ *     caller sets to sizeof the struct it knows; fields are only appended,
+ *     the library reads `size` bytes and rejects a non-zero tail it does
+ *     not know;
+ *   - an output struct (the library fills it) ends with reserved words
+ *     that the library sets to zero; a new field takes the place of
+ *     reserved words, so the struct's size never changes within an ABI
+ *     version (NERVE_ABI_VERSION) and an older program just ignores it.
+ * tests/abi records every public struct's size at each ABI version. */
+
 /* Options for nerve_chan_create(). Initialise with NERVE_CHAN_OPTS_INIT (or
  * set .size = sizeof(struct nerve_chan_opts) and zero the rest): a zero
  * field means its default. Fields are only ever appended; the library reads
@@ -138,6 +150,7 @@ struct nerve_put_info {
     uint32_t recovered; /* 1 if the writer lock was recovered from a writer
                            that died holding it */
     uint32_t reserved0;
+    uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* What a get or view delivered. */
@@ -146,6 +159,7 @@ struct nerve_get_info {
     uint64_t missed;  /* NEXT/NEWEST: messages skipped since the cursor */
     int64_t time_ns;  /* commit time, CLOCK_MONOTONIC ns */
     uint64_t len;     /* message size; on NERVE_EMSGSIZE the size needed */
+    uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* A zero-copy view of a message inside the ring. `data` stays mapped while
@@ -176,6 +190,7 @@ struct nerve_stats {
     uint32_t uid, gid;       /* owner of the file */
     uint32_t creator_version; /* NERVE_VERSION_NUMBER of the creator */
     uint32_t reserved0;
+    uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
@@ -187,6 +202,7 @@ struct nerve_meta {
     const char *encoding;
     const char *schema;  /* NUL-terminated; schema_len bytes before the NUL */
     uint64_t schema_len;
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* ---- channel lifecycle (setup phase) ---------------------------------- */

@@ -59,6 +59,7 @@ struct nerve_rt_applied {
                              NERVE_EPERM) and a fallback was taken */
     uint32_t mem_locked;  /* nerve_rt_lock_memory(): 1 if mlockall held */
     char msg[160];        /* one English sentence saying what happened */
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* ---- rate-monotonic priority from the period ------------------------ */
@@ -147,6 +148,7 @@ struct nerve_rt_caps {
                                CAP_IPC_LOCK is held */
     int32_t preempt_rt;     /* 1 if the kernel is PREEMPT_RT */
     int32_t reserved0;
+    uint64_t reserved[4];   /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Find out, without changing anything about the caller, whether real-time
@@ -167,6 +169,7 @@ struct nerve_rt_series {
     int64_t mean_ns;     /* mean, rounded toward zero */
     int64_t rms_ns;      /* square root of the mean square (Tobar et al.'s
                             sqrt(MSE)), rounded down */
+    uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Timing of a periodic loop from its release and wake-up times (pure; the
@@ -217,6 +220,7 @@ struct nerve_task_tick {
     const void *msg;      /* the message (task-owned buffer, valid during
                              the call), or NULL */
     struct nerve_get_info msg_info;
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* The body: called once per cycle from the loop's thread. Return 0 to go
@@ -279,6 +283,7 @@ struct nerve_task_stats {
     int32_t sched_err;    /* 0, or why the requested policy was not
                              applied (best effort fell back to OTHER) */
     uint32_t running;     /* 1 while the loop runs */
+    uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Make a task (not started). `fn` is called with `arg` every cycle.

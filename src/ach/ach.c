@@ -697,7 +697,7 @@ ACH_API enum ach_status ach_get(ach_channel_t *chan, void *buf, size_t size,
         set_err("ach_get(%s): NULL buffer", h->name);
         return ACH_EINVAL;
     }
-    struct nerve_get_info gi = {0, 0, 0, 0};
+    struct nerve_get_info gi = {0};
     enum ach_status s = take(chan, h, buf, size, NULL, &gi, abstime, options);
     if (frame_size && (s == ACH_OK || s == ACH_MISSED_FRAME ||
                        s == ACH_OVERFLOW))
@@ -720,7 +720,7 @@ ACH_API enum ach_status ach_xget(ach_channel_t *chan, ach_get_fun transfer,
     for (int tries = 0;; tries++) {
         uint64_t before = nerve_chan_cursor(h->ch);
         struct nerve_view vw;
-        struct nerve_get_info gi = {0, 0, 0, 0};
+        struct nerve_get_info gi = {0};
         enum ach_status s = take(chan, h, NULL, 0, &vw, &gi, abstime,
                                  options);
         if (s != ACH_OK && s != ACH_MISSED_FRAME)
