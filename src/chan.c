@@ -1002,7 +1002,9 @@ const char *nerve_chan_name(const nerve_chan *c)
 
 int nerve_chan_meta(const nerve_chan *c, struct nerve_meta *m)
 {
-    if (!c || !m)
+    if (!c)
+        return NERVE_EBADF;
+    if (!m)
         return NERVE_EINVAL;
     memset(m, 0, sizeof *m);
     m->type = c->type;
@@ -1186,7 +1188,7 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
 static int write_check(nerve_chan *c, size_t len, uint32_t flags)
 {
     if (!c)
-        return NERVE_EINVAL;
+        return NERVE_EBADF;
     if (!c->writable)
         return NERVE_EROFS;
     if (flags & ~NERVE_F_ABSTIME)
@@ -1256,7 +1258,9 @@ int nerve_chan_reserve(nerve_chan *c, size_t len, int64_t timeout_ns,
 static int commit_msg(nerve_chan *c, size_t len, int64_t at,
                       struct nerve_put_info *info)
 {
-    if (!c || !c->reserved || (uint64_t)len > c->res_len)
+    if (!c)
+        return NERVE_EBADF;
+    if (!c->reserved || (uint64_t)len > c->res_len)
         return NERVE_EINVAL;
     /* The PI lock belongs to the reserving thread: nobody else can
      * release it. */
@@ -1276,7 +1280,9 @@ int nerve_chan_commit(nerve_chan *c, size_t len, struct nerve_put_info *info)
 
 int nerve_chan_abort(nerve_chan *c)
 {
-    if (!c || !c->reserved)
+    if (!c)
+        return NERVE_EBADF;
+    if (!c->reserved)
         return NERVE_EINVAL;
     if (c->res_tid != nerve__tid())
         return NERVE_EPERM;
@@ -1311,7 +1317,9 @@ int nerve_chan_commit_at(nerve_chan *c, size_t len, int64_t time_ns,
 
 int nerve_chan_ring(const nerve_chan *c, void **base, uint64_t *len)
 {
-    if (!c || !base || !len)
+    if (!c)
+        return NERVE_EBADF;
+    if (!base || !len)
         return NERVE_EINVAL;
     *base = c->ring;
     *len = 2 * c->data_size;
@@ -1597,8 +1605,10 @@ out:
 
 static int read_flags_check(const nerve_chan *c, uint32_t flags)
 {
-    if (!c || (flags & ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME |
-                         NERVE_F_REPEAT)))
+    if (!c)
+        return NERVE_EBADF;
+    if (flags & ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME |
+                  NERVE_F_REPEAT))
         return NERVE_EINVAL;
     if ((flags & NERVE_GET_MASK) == NERVE_GET_AT && (flags & NERVE_F_WAIT))
         return NERVE_EINVAL;
@@ -1684,6 +1694,8 @@ int nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
                    int64_t timeout_ns, struct nerve_get_info *info,
                    uint32_t flags)
 {
+    if (!c)
+        return NERVE_EBADF;
     if (len && !buf)
         return NERVE_EINVAL;
     return read_msg(c, buf, len, 0, arg, timeout_ns, info, NULL, flags);
@@ -1692,6 +1704,8 @@ int nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
 int nerve_chan_view(nerve_chan *c, int64_t arg, int64_t timeout_ns,
                     struct nerve_view *view, uint32_t flags)
 {
+    if (!c)
+        return NERVE_EBADF;
     if (!view)
         return NERVE_EINVAL;
     struct msg m;
@@ -1703,7 +1717,9 @@ int nerve_chan_view(nerve_chan *c, int64_t arg, int64_t timeout_ns,
 
 int nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view)
 {
-    if (!c || !view || view->info.seq == 0)
+    if (!c)
+        return NERVE_EBADF;
+    if (!view || view->info.seq == 0)
         return NERVE_EINVAL;
     return still_valid(c, view->info.seq) ? 0 : NERVE_ESTALE;
 }
@@ -1737,7 +1753,7 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
         return NERVE_EINVAL;
     for (size_t i = 0; i < n; i++) {
         if (!chans[i])
-            return NERVE_EINVAL;
+            return NERVE_EBADF;
     }
     int64_t deadline;
     wait_deadline(timeout_ns, flags, &deadline);
@@ -1768,7 +1784,9 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
 
 int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
 {
-    if (!c || !st)
+    if (!c)
+        return NERVE_EBADF;
+    if (!st)
         return NERVE_EINVAL;
     memset(st, 0, sizeof *st);
     const struct nerve__shm_hdr *h = c->hdr;

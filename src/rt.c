@@ -525,7 +525,9 @@ static void rt_publish(nerve_task *t)
 
 int nerve_task_get_stats(const nerve_task *t, struct nerve_task_stats *st)
 {
-    if (!t || !st)
+    if (!t)
+        return NERVE_EBADF;
+    if (!st)
         return NERVE_EINVAL;
     nerve_task *m = (nerve_task *)t; /* the atomics API takes non-const */
     uint64_t w[RT_PUB_WORDS];
@@ -846,7 +848,7 @@ static void *rt_thread(void *p)
 int nerve_task_start(nerve_task *t)
 {
     if (!t)
-        return NERVE_EINVAL;
+        return NERVE_EBADF;
     if (t->started)
         return NERVE_EBUSY;
     if (pthread_create(&t->thread, NULL, rt_thread, t) != 0)
@@ -867,7 +869,7 @@ int nerve_task_start(nerve_task *t)
 int nerve_task_run(nerve_task *t)
 {
     if (!t)
-        return NERVE_EINVAL;
+        return NERVE_EBADF;
     if (t->started)
         return NERVE_EBUSY;
     int rc = rt_task_setup(t);
@@ -888,7 +890,9 @@ void nerve_task_stop(nerve_task *t)
 
 int nerve_task_join(nerve_task *t)
 {
-    if (!t || !t->started)
+    if (!t)
+        return NERVE_EBADF;
+    if (!t->started)
         return NERVE_EINVAL;
     if (!t->joined) {
         pthread_join(t->thread, NULL);

@@ -33,6 +33,10 @@
  * lifetime; the bell's descriptor is closed once it is mapped. Opening
  * more handles than RLIMIT_NOFILE allows fails with NERVE_EMFILE.
  *
+ * Every call below that takes a handle and returns a status returns
+ * NERVE_EBADF when the handle is NULL (nerve_chan_close() ignores NULL);
+ * a handle that was closed must not be used at all.
+ *
  * Times are CLOCK_MONOTONIC nanoseconds (nerve_now_ns());
  * nerve_mono_to_realtime_ns() converts one to wall-clock time for display.
  * Timeouts are int64_t nanoseconds: relative, or an absolute

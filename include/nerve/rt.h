@@ -187,7 +187,9 @@ nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
 
 /* ---- periodic tasks --------------------------------------------------- */
 
-/* A periodic (or channel-driven) loop that calls a body function. Opaque. */
+/* A periodic (or channel-driven) loop that calls a body function. Opaque.
+ * The calls below that take a task and return a status return
+ * NERVE_EBADF when it is NULL (stop and destroy ignore NULL). */
 typedef struct nerve_task nerve_task;
 
 /* Overrun policy (nerve_task_opts.flags). An overrun is a body that ends
