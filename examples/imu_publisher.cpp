@@ -49,6 +49,9 @@ int main(int argc, char **argv)
     nerve::channel_options o;
     o.slots = static_cast<uint64_t>(rate) < 1024 ? 1024 : static_cast<uint64_t>(rate);
     o.data_size = o.slots * 64;
+    // A restarted publisher, or a controller that started first, may have
+    // made the channel already: reuse it if its geometry is the same.
+    o.exist_ok = true;
     auto pub = nerve::Publisher<robot_msgs::Imu>::create(channel, o);
     if (!pub) {
         std::fprintf(stderr, "imu_publisher: %s: %s\n", channel.c_str(),
@@ -65,13 +68,13 @@ int main(int argc, char **argv)
     while (!g_stop && (end == 0 || next < end) &&
            (count <= 0 || seq < static_cast<uint32_t>(count))) {
         example::sleep_until(next);
-        auto loan = pub->loan();
-        if (!loan) {
-            std::fprintf(stderr, "imu_publisher: loan: %s\n",
-                         nerve_strerror(loan.code()));
+        auto got = pub->loan();
+        if (!got) {
+            std::fprintf(stderr, "imu_publisher: loan: %s\n", got.message());
             rc = 1;
             break;
         }
+        auto &loan = *got;
         const double t = static_cast<double>(next - start) * 1e-9;
         loan->stamp_ns = nerve_now_ns();
         loan->accel[0] = static_cast<float>(0.2 * std::sin(2 * M_PI * 1.5 * t));

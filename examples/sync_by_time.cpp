@@ -72,11 +72,12 @@ int main(int argc, char **argv)
         uint32_t n = 0;
         for (int64_t t = t0 + 1000000; t < end; t += 25000000) { // 40 Hz
             example::sleep_until(t);
-            auto loan = scan_pub->loan(size_t{360});
-            if (!loan) {
+            auto got = scan_pub->loan(size_t{360});
+            if (!got) {
                 failed = true;
                 continue;
             }
+            auto &loan = *got;
             loan->header->stamp_ns = nerve_now_ns();
             loan->header->angle_min = -3.14159f;
             loan->header->angle_increment = 2 * 3.14159f / 360;

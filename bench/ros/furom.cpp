@@ -31,7 +31,7 @@
 //
 // MSG is imu, scan or grid. Receivers print one JSON line with the
 // statistics (microseconds). bench/ros/run.sh runs the whole table.
-#include <nerve/cxx/nerve.hpp>
+#include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 
 #include <nav_msgs/OccupancyGrid.h>
@@ -248,9 +248,12 @@ template <class T> int nerve_pub(const run_spec &r, const char *name, bool loan)
         m.header.seq = seq;
         if (loan) {
             auto l = pub->loan(m); // serialized into the ring
-            const int64_t t = now_ns();
-            l->set_stamp(uint32_t(t / 1000000000), uint32_t(t % 1000000000));
-            (void)l.publish();
+            if (l) {
+                const int64_t t = now_ns();
+                (*l)->set_stamp(uint32_t(t / 1000000000),
+                                uint32_t(t % 1000000000));
+                (void)l->publish();
+            }
         } else {
             stamp(m.header, now_ns());
             (void)pub->publish(m);

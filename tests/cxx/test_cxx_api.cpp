@@ -189,10 +189,16 @@ TEST_F(CxxApi, OpeningAnotherTypeIsAMismatch)
 
     EXPECT_EQ(nerve::Reader<Command>::open(n).code(), NERVE_EMISMATCH);
     EXPECT_EQ(nerve::Publisher<Command>::open(n).code(), NERVE_EMISMATCH);
-    EXPECT_EQ(nerve::Publisher<Command>::create(n).code(), NERVE_EMISMATCH);
+    nerve::channel_options reuse;
+    reuse.exist_ok = true;
+    EXPECT_EQ(nerve::Publisher<Command>::create(n, reuse).code(),
+              NERVE_EMISMATCH);
     EXPECT_EQ(nerve::Reader<std::string>::open(n).code(), NERVE_EMISMATCH);
     EXPECT_TRUE(nerve::Reader<Imu>::open(n));
-    EXPECT_TRUE(nerve::Publisher<Imu>::create(n)); // same type: reused
+    // exist_ok is off by default, as in C and Python.
+    EXPECT_EQ(nerve::Publisher<Imu>::create(n).code(), NERVE_EEXIST);
+    EXPECT_EQ(nerve::Publisher<Command>::create(n).code(), NERVE_EEXIST);
+    EXPECT_TRUE(nerve::Publisher<Imu>::create(n, reuse)); // same type: reused
 
     // A channel made without metadata is not a channel of T.
     const std::string u = name("untyped");
@@ -370,8 +376,9 @@ TEST_F(CxxApi, LoansPublishInPlaceOrNotAtAll)
     ASSERT_TRUE(rd);
     Imu out{};
     {
-        auto loan = pub->loan();
-        ASSERT_TRUE(loan) << loan.code();
+        auto loan_r = pub->loan();
+        ASSERT_TRUE(loan_r) << loan_r.name();
+        auto &loan = *loan_r;
         EXPECT_EQ(loan->seq, 0u); // value-initialized
         EXPECT_EQ(loan.size(), sizeof(Imu));
         // The writer lock is held: a publish on the same handle is refused.
@@ -380,26 +387,30 @@ TEST_F(CxxApi, LoansPublishInPlaceOrNotAtAll)
     }
     EXPECT_TRUE(rd->get_next(out).nothing_new());
 
-    auto loan = pub->loan();
-    ASSERT_TRUE(loan);
+    auto loan_r = pub->loan();
+    ASSERT_TRUE(loan_r) << loan_r.name();
+    auto &loan = *loan_r;
     loan->seq = 7;
     (*loan).temperature = 3.0f;
     auto moved = std::move(loan);
     EXPECT_FALSE(loan);
-    EXPECT_EQ(loan.publish().code(), NERVE_EINVAL);
+    EXPECT_EQ(loan.publish().code(), NERVE_EBADF); // moved from
     auto r = moved.publish();
     ASSERT_TRUE(r) << r.message();
     EXPECT_EQ(r->seq, 1u);
-    EXPECT_EQ(moved.publish().code(), NERVE_EINVAL); // used up
+    EXPECT_EQ(moved.publish().code(), NERVE_EBADF); // used up
     ASSERT_TRUE(rd->get_next(out));
     EXPECT_EQ(out.seq, 7u);
     EXPECT_EQ(out.temperature, 3.0f);
 
-    auto l2 = pub->loan_uninit().write(imu(8));
+    auto u8 = pub->loan_uninit();
+    ASSERT_TRUE(u8) << u8.name();
+    auto l2 = std::move(*u8).write(imu(8));
     ASSERT_TRUE(l2);
     ASSERT_TRUE(l2.publish());
-    auto u = pub->loan_uninit();
-    ASSERT_TRUE(u);
+    auto u_r = pub->loan_uninit();
+    ASSERT_TRUE(u_r) << u_r.name();
+    auto &u = *u_r;
     Imu v = imu(10);
     std::memcpy(u.ptr(), &v, sizeof v);
     ASSERT_TRUE(std::move(u).assume_init().publish());
@@ -424,8 +435,9 @@ TEST_F(CxxApi, StringsRoundTrip)
     for (const auto &m : msgs) {
         ASSERT_TRUE(pub->publish(m));
     }
-    auto loan = pub->loan(size_t{4});
-    ASSERT_TRUE(loan);
+    auto loan_r = pub->loan(size_t{4});
+    ASSERT_TRUE(loan_r) << loan_r.name();
+    auto &loan = *loan_r;
     ASSERT_EQ(loan->size(), 4u);
     std::memcpy(loan->data(), "loan", 4);
     ASSERT_TRUE(loan.publish());
@@ -450,8 +462,9 @@ TEST_F(CxxApi, VectorsRoundTripAndMatchTheCLayout)
     auto rd = nerve::Reader<std::vector<float>>::open(n);
     ASSERT_TRUE(rd);
     ASSERT_TRUE(pub->publish({1.0f, 2.0f, 3.0f}));
-    auto loan = pub->loan(size_t{100});
-    ASSERT_TRUE(loan);
+    auto loan_r = pub->loan(size_t{100});
+    ASSERT_TRUE(loan_r) << loan_r.name();
+    auto &loan = *loan_r;
     for (size_t i = 0; i < loan->size(); i++) {
         (*loan)[i] = static_cast<float>(i);
     }
@@ -486,8 +499,9 @@ TEST_F(CxxApi, LaserScanByCopyAndByLoan)
     s.ranges.assign(2000, 4.25f);
     ASSERT_TRUE(pub->publish(s));
 
-    auto loan = pub->loan(size_t{360});
-    ASSERT_TRUE(loan);
+    auto loan_r = pub->loan(size_t{360});
+    ASSERT_TRUE(loan_r) << loan_r.name();
+    auto &loan = *loan_r;
     loan->header->stamp_ns = 78;
     loan->header->angle_increment = 0.0175f;
     for (size_t i = 0; i < loan->ranges.size(); i++) {

@@ -82,8 +82,8 @@ TEST_F(CxxFix, LoanSizeOverflowFailsWithEmsgsize)
     // A size that fits still works after the failures.
     auto ok = pub->loan(size_t{4});
     ASSERT_TRUE(ok.ok());
-    EXPECT_EQ((*ok).size(), 4u);
-    ok.discard();
+    EXPECT_EQ((**ok).size(), 4u);
+    ok->discard();
 }
 
 TEST_F(CxxFix, ValidMessageAfterOversizedOneIsDelivered)

@@ -68,10 +68,11 @@ int cxx_writer(const std::string &name)
                 return 1;
             }
         } else {
-            auto loan = pub->loan_uninit();
-            if (!loan) {
+            auto got = pub->loan_uninit();
+            if (!got) {
                 return 1;
             }
+            auto &loan = *got;
             nt_payload_fill(loan.ptr(), sizeof(Sample), 2, i);
             if (!std::move(loan).assume_init().publish()) {
                 return 1;

@@ -14,7 +14,7 @@
 // from a publisher that announced the right type.
 #include "ros1_msgs.hpp"
 
-#include <nerve/cxx/nerve.hpp>
+#include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 #include <ros/ros.h>
 

@@ -96,8 +96,9 @@ TEST_F(Ros1Codec, LoanStampAndZeroCopyView)
     auto rd = nerve::Reader<nav_msgs::OccupancyGrid>::open(ch);
     ASSERT_TRUE(rd);
     const auto m = rtest::make<nav_msgs::OccupancyGrid>(4);
-    auto loan = pub->loan(m);
-    ASSERT_TRUE(loan) << loan.code();
+    auto loan_r = pub->loan(m);
+    ASSERT_TRUE(loan_r) << loan_r.name();
+    auto &loan = *loan_r;
     EXPECT_EQ(loan->size, ros::serialization::serializationLength(m));
     ASSERT_TRUE(loan->set_stamp(77, 88));
     ASSERT_TRUE(loan.publish());
@@ -160,7 +161,9 @@ TEST_F(Ros1Codec, WrongTypeIsRefused)
     auto rd = nerve::Reader<sensor_msgs::LaserScan>::open(ch);
     ASSERT_FALSE(rd);
     EXPECT_EQ(rd.code(), NERVE_EMISMATCH);
-    auto pub2 = nerve::Publisher<sensor_msgs::LaserScan>::create(ch);
+    nerve::channel_options reuse;
+    reuse.exist_ok = true;
+    auto pub2 = nerve::Publisher<sensor_msgs::LaserScan>::create(ch, reuse);
     ASSERT_FALSE(pub2);
     EXPECT_EQ(pub2.code(), NERVE_EMISMATCH);
 }

@@ -169,8 +169,9 @@ struct channel_options {
     uint64_t data_size = 0; ///< data ring bytes; also the largest message
     uint32_t mode = 0;      ///< permission bits
     /// Reuse an existing channel of equal geometry and metadata instead of
-    /// failing with NERVE_EEXIST.
-    bool exist_ok = true;
+    /// failing with NERVE_EEXIST. Off by default, as in C (no
+    /// NERVE_C_EXIST_OK) and Python (exist_ok=False).
+    bool exist_ok = false;
 };
 
 /// Metadata recorded at creation: type name, encoding and schema.

@@ -1,6 +1,7 @@
 // nerve C++ API: moving messages between a channel and device memory.
 //
-// Not part of the umbrella header: `#include <nerve/cxx/gpu.hpp>`.
+// Included by the umbrella <nerve/nerve.hpp>; its CUDA part exists only
+// where <cuda_runtime.h> is on the include path (see below).
 //
 // A GPU frame crosses a channel with one copy at each end when the ring is
 // registered with the device (cudaHostRegister of nerve_chan_ring()):

@@ -11,7 +11,8 @@
 //
 //   UninitLoan<T>  --write(v) / assume_init()-->  Loan<T>  --publish()-->  done
 //
-// pub.loan() hands out a Loan<T> directly: a value-initialized T for raw
+// pub.loan() returns a result<Loan<T>> (a loan, or the code saying why
+// there is none): a value-initialized T for raw
 // types, or for a codec with a `view` (std::string, std::vector<E>, a
 // LaserScan) a view of a message sized at loan time: pub.loan(n) reserves
 // room for n elements. A loan that is destroyed without publish() aborts
@@ -56,8 +57,10 @@ struct loan_view<T, std::enable_if_t<!is_raw<T>::value && has_view<T>::value>> {
 
 /// A reservation in the ring holding a message of type T under
 /// construction. Move-only; publish() commits it, destruction without
-/// publish() aborts it. A failed loan (bool false, code() says why)
-/// publishes nothing and returns its code from publish().
+/// publish() aborts it. Publisher::loan() returns a result<Loan<T>>, so a
+/// Loan always held a reservation; it is empty only once published,
+/// discarded or moved from, and publish() on an empty loan returns
+/// NERVE_EBADF.
 template <class T> class [[nodiscard]] Loan {
     using view_type = typename detail::loan_view<T>::type;
     static constexpr bool raw_view = std::is_pointer_v<view_type>;
@@ -67,7 +70,7 @@ public:
     Loan &operator=(const Loan &) = delete;
     Loan(Loan &&o) noexcept
         : c_(std::exchange(o.c_, nullptr)), v_(o.v_), len_(o.len_),
-          code_(std::exchange(o.code_, NERVE_EINVAL)), data_(o.data_)
+          data_(o.data_)
     {
     }
     Loan &operator=(Loan &&o) noexcept
@@ -77,7 +80,6 @@ public:
             c_ = std::exchange(o.c_, nullptr);
             v_ = o.v_;
             len_ = o.len_;
-            code_ = std::exchange(o.code_, NERVE_EINVAL);
             data_ = o.data_;
         }
         return *this;
@@ -88,8 +90,6 @@ public:
     /// True while the loan holds a reservation.
     bool ok() const noexcept { return c_ != nullptr; }
     explicit operator bool() const noexcept { return ok(); }
-    /// 0 while open; the reason for a failed loan; NERVE_EINVAL once used.
-    int code() const noexcept { return code_; }
 
     /// The message: T& for raw types, the codec's view otherwise (e.g. a
     /// span<float> for std::vector<float>). Precondition: ok().
@@ -118,7 +118,7 @@ public:
     result<publish_info> publish() noexcept
     {
         if (!c_) {
-            return fail(code_ < 0 ? code_ : NERVE_EINVAL);
+            return fail(NERVE_EBADF);
         }
         publish_info pi;
         int rc = nerve_chan_commit(c_, len_, &pi);
@@ -126,7 +126,6 @@ public:
             return fail(rc);
         }
         c_ = nullptr;
-        code_ = NERVE_EINVAL;
         return pi;
     }
 
@@ -137,23 +136,20 @@ public:
             // Only fails when no reservation is open, which ok() rules out.
             (void)nerve_chan_abort(c_);
             c_ = nullptr;
-            code_ = NERVE_EINVAL;
         }
     }
 
 private:
     friend class Publisher<T>;
     template <class> friend class UninitLoan;
-    explicit Loan(int code) noexcept : code_(code) {}
     Loan(nerve_chan *c, void *data, view_type v, size_t len) noexcept
-        : c_(c), v_(v), len_(len), code_(0), data_(data)
+        : c_(c), v_(v), len_(len), data_(data)
     {
     }
 
     nerve_chan *c_ = nullptr;
     view_type v_{};
     size_t len_ = 0;
-    int code_ = NERVE_EINVAL;
     void *data_ = nullptr;
 };
 
@@ -179,7 +175,6 @@ public:
 
     bool ok() const noexcept { return l_.ok(); }
     explicit operator bool() const noexcept { return ok(); }
-    int code() const noexcept { return l_.code(); }
 
     /// The uninitialized storage (sizeof(T) bytes, 64-byte aligned).
     void *ptr() const noexcept { return l_.data(); }
@@ -308,22 +303,28 @@ public:
         return pi;
     }
 
-    /// A loan of sizeof(T) uninitialized bytes for a raw T.
-    UninitLoan<T> loan_uninit() noexcept
+    /// A loan of sizeof(T) uninitialized bytes for a raw T, or the reason
+    /// there is none (errors as publish()).
+    result<UninitLoan<T>> loan_uninit() noexcept
     {
         static_assert(detail::is_raw<T>::value,
                       "loan_uninit() is for trivially copyable (raw) types");
         static_assert(alignof(T) <= 64,
                       "a reservation is only 64-byte aligned: no loans of T "
                       "with alignof(T) > 64 (publish() copies it instead)");
-        return UninitLoan<T>(reserve_raw());
+        auto l = reserve_raw();
+        if (!l) {
+            return fail(l.code());
+        }
+        return UninitLoan<T>(std::move(*l));
     }
 
     /// A loan holding a value-initialized T in the ring (raw T), or, with
     /// arguments, a loan sized by codec<T>::loan_size(args...) whose view
     /// codec<T>::loan_init() prepared (e.g. pub.loan(n) for n elements of
-    /// a std::vector<E>). A failed loan reports its code.
-    template <class... A> Loan<T> loan(A &&...args) noexcept
+    /// a std::vector<E>); or the reason there is none (errors as publish(),
+    /// NERVE_EMSGSIZE when loan_size() overflows).
+    template <class... A> result<Loan<T>> loan(A &&...args) noexcept
     {
         if constexpr (detail::is_raw<T>::value) {
             static_assert(sizeof...(A) == 0,
@@ -333,9 +334,9 @@ public:
             static_assert(alignof(T) <= 64,
                           "a reservation is only 64-byte aligned: no loans "
                           "of T with alignof(T) > 64 (use publish())");
-            Loan<T> l = reserve_raw();
-            if (l.ok()) {
-                l.v_ = ::new (l.data()) T();
+            auto l = reserve_raw();
+            if (l) {
+                l->v_ = ::new (l->data()) T();
             }
             return l;
         } else {
@@ -344,14 +345,14 @@ public:
             const size_t n = codec<T>::loan_size(args...);
             if (n == SIZE_MAX) {
                 // loan_size() says the size overflowed: no ring holds it.
-                return Loan<T>(NERVE_EMSGSIZE);
+                return fail(NERVE_EMSGSIZE);
             }
             void *p = nullptr;
             int rc = nerve_chan_reserve(ch_.get(), n,
                                         detail::timeout_ns(lock_timeout_), &p,
                                         0);
             if (rc < 0) {
-                return Loan<T>(rc);
+                return fail(rc);
             }
             auto v = codec<T>::loan_init(p, n, std::forward<A>(args)...);
             return Loan<T>(ch_.get(), p, v, n);
@@ -370,13 +371,13 @@ public:
 private:
     explicit Publisher(Channel &&ch) noexcept : ch_(std::move(ch)) {}
 
-    Loan<T> reserve_raw() noexcept
+    result<Loan<T>> reserve_raw() noexcept
     {
         void *p = nullptr;
         int rc = nerve_chan_reserve(ch_.get(), sizeof(T),
                                     detail::timeout_ns(lock_timeout_), &p, 0);
         if (rc < 0) {
-            return Loan<T>(rc);
+            return fail(rc);
         }
         return Loan<T>(ch_.get(), p, static_cast<T *>(p), sizeof(T));
     }

@@ -142,7 +142,10 @@ public:
         if (r || r.code() != NERVE_ENOENT) {
             return r;
         }
-        auto made = Channel::create(name, o, detail::meta_of<T>());
+        // Another process may create it between the two calls: reuse it.
+        channel_options reuse = o;
+        reuse.exist_ok = true;
+        auto made = Channel::create(name, reuse, detail::meta_of<T>());
         if (!made) {
             return fail(made.code());
         }

@@ -1,12 +1,13 @@
 // nerve C++ API: ROS 1 message types as channel payloads.
 //
-// Include this header (not part of the <nerve/cxx/nerve.hpp> umbrella, so
-// that code without ROS never sees ROS headers) together with ROS 1
-// message headers, and nerve::Publisher<sensor_msgs::Imu>,
+// The umbrella <nerve/nerve.hpp> includes this header; its content exists
+// only where the ROS 1 headers are on the include path (so code without
+// ROS never sees ROS headers; define NERVE_CXX_NO_ROS1 to leave it out
+// anyway). Include ROS 1 message headers, and
+// nerve::Publisher<sensor_msgs::Imu>,
 // nerve::Reader<...> and Node::subscribe<...> take the ROS type directly:
 //
-//   #include <nerve/cxx/nerve.hpp>
-//   #include <nerve/cxx/ros1.hpp>
+//   #include <nerve/nerve.hpp>
 //   #include <sensor_msgs/Imu.h>
 //   auto pub = nerve::Publisher<sensor_msgs::Imu>::create("robot.imu");
 //   pub->publish(msg);
@@ -55,7 +56,7 @@
 #include <nerve/cxx/codec.hpp>
 #include <nerve/cxx/reader.hpp>
 
-#if defined(__has_include)
+#if !defined(NERVE_CXX_NO_ROS1) && defined(__has_include)
 #if __has_include(<ros/serialization.h>) && __has_include(<ros/message_traits.h>)
 #define NERVE_CXX_HAVE_ROS1 1
 #endif
