@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "common.h"
 
 #ifdef __cplusplus
@@ -497,17 +498,6 @@ NERVE_NODISCARD NERVE_API int nerve_list(int (*fn)(const char *name, void *arg),
 /* Check a channel name: 0, NERVE_EINVAL or NERVE_ENAMETOOLONG.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_NODISCARD NERVE_API int nerve_name_check(const char *name);
-
-/* ---- time ------------------------------------------------------------- */
-
-/* CLOCK_MONOTONIC now, in nanoseconds (the clock of message times).
- * Thread: any.  Blocking: no.  RT: safe (vDSO).  Signal: safe. */
-NERVE_API int64_t nerve_now_ns(void);
-
-/* Convert a CLOCK_MONOTONIC time to CLOCK_REALTIME nanoseconds using the
- * clocks' current offset (exact unless the wall clock was stepped since).
- * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API int64_t nerve_mono_to_realtime_ns(int64_t mono_ns);
 
 #ifdef __cplusplus
 }
