@@ -102,7 +102,7 @@ static int seconds_to_ns(const char *verb, const char *s, int64_t *ns)
 /* Check a name before using it in messages and paths. */
 static int check_name(const char *verb, const char *name)
 {
-    int rc = nerve_name_check(name);
+    int rc = nerve_chan_name_check(name);
     if (rc != 0) {
         fprintf(stderr,
                 "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
@@ -150,7 +150,7 @@ static void print_message(enum fmt fmt, const void *buf,
         break;
     case FMT_HEX: {
         char iso[64];
-        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(info->time_ns));
         printf("seq %" PRIu64 "  size %" PRIu64 "  missed %" PRIu64
                "  time %s\n",
                info->seq, info->len, info->missed, iso);
@@ -159,7 +159,7 @@ static void print_message(enum fmt fmt, const void *buf,
     }
     case FMT_JSON: {
         char iso[64];
-        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(info->time_ns));
         printf("{\"seq\":%" PRIu64 ",\"time\":\"%s\",\"time_ns\":%" PRId64
                ",\"size\":%" PRIu64 ",\"missed\":%" PRIu64,
                info->seq, iso, info->time_ns, info->len, info->missed);
@@ -303,7 +303,7 @@ int cli_create(int argc, char **argv)
         return cli_err("create", name, rc);
     }
     struct nerve_stats st;
-    if (nerve_stat(name, &st) == 0) {
+    if (nerve_chan_stat_name(name, &st) == 0) {
         char fs[40], ds[40];
         mem_str(fs, sizeof fs, st.file_size);
         mem_str(ds, sizeof ds, st.data_size);
@@ -428,7 +428,7 @@ static int ls_match(const char *name, char **pat, int npat)
 static int ls_once(char **pat, int npat, int json)
 {
     struct name_list l = {NULL, 0, 0};
-    int rc = nerve_list(collect_name, &l);
+    int rc = nerve_chan_list(collect_name, &l);
     if (rc != 0) {
         for (size_t i = 0; i < l.n; i++) {
             free(l.v[i]);
@@ -437,7 +437,7 @@ static int ls_once(char **pat, int npat, int json)
         return cli_err("ls", "/dev/shm", rc);
     }
     qsort(l.v, l.n, sizeof l.v[0], cmp_str);
-    int64_t now = nerve_now_ns();
+    int64_t now = nerve_clock_now_ns();
     if (json) {
         fputc('[', stdout);
     } else {
@@ -626,12 +626,12 @@ int cli_info(int argc, char **argv)
         nerve_chan_close(ch);
         return cli_err("info", name, rc);
     }
-    int64_t now = nerve_now_ns();
+    int64_t now = nerve_clock_now_ns();
     char created[64], newest[64] = "";
     iso8601(created, sizeof created, st.created_ns);
     if (st.head_seq > 0) {
         iso8601(newest, sizeof newest,
-                nerve_mono_to_realtime_ns(st.newest_time_ns));
+                nerve_clock_to_realtime_ns(st.newest_time_ns));
     }
     unsigned cv = st.creator_version;
     if (json) {
@@ -950,7 +950,7 @@ static int explain_get(const char *name, int rc, uint32_t which, int64_t arg,
         }
         if (oldest >= 0) {
             char iso[64];
-            iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(oldest));
+            iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(oldest));
             fprintf(stderr, "nerve get: %s: %s: no message committed at or "
                             "before %" PRId64 " ns: the oldest present (seq %"
                             PRIu64 ") was committed at %" PRId64 " ns (%s)\n",
@@ -1029,7 +1029,7 @@ int cli_get(int argc, char **argv)
     if (have_timeout && !wait) {
         return cli_usage("get", "--timeout needs --wait");
     }
-    if (at != NULL && cli_parse_time(at, nerve_now_ns(), &arg) != 0) {
+    if (at != NULL && cli_parse_time(at, nerve_clock_now_ns(), &arg) != 0) {
         return cli_usage("get", "bad --at '%s' (nanoseconds, or -1.5s, "
                                 "-200ms, -30us)", at);
     }
@@ -1171,9 +1171,9 @@ int cli_chmod(int argc, char **argv)
     if (check_name("chmod", name) != 0) {
         return CLI_USAGE;
     }
-    /* Only a valid channel is touched: nerve_stat validates the header. */
+    /* Only a valid channel is touched: nerve_chan_stat_name validates the header. */
     struct nerve_stats st;
-    int rc = nerve_stat(name, &st);
+    int rc = nerve_chan_stat_name(name, &st);
     if (rc != 0) {
         return cli_err("chmod", name, rc);
     }

@@ -181,9 +181,9 @@ template <class F> void paced(const run_spec &r, F &&send)
 
 // ---- nerve ---------------------------------------------------------------
 
-template <class T> nerve::channel_options geometry()
+template <class T> nerve::ChannelOptions geometry()
 {
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.data_size = ring_bytes(ros::serialization::serializationLength(proto<T>()));
     o.slots = 1024;
     return o;
@@ -207,7 +207,7 @@ template <class T> int nerve_sub(const run_spec &r, const char *name, bool view,
             uint32_t seq = 0;
             auto res = nerve::ros1::read_view(
                 *rd, NERVE_GET_NEXT | NERVE_F_WAIT, std::chrono::seconds(3),
-                [&](const uint8_t *p, size_t len, const nerve::msg_info &) {
+                [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
                     uint32_t s = 0, ns = 0;
                     if (nerve::ros1::stamp_of(p, len, s, ns)) {
                         std::memcpy(&seq, p, 4);

@@ -37,8 +37,8 @@
  * NERVE_EBADF when the handle is NULL (nerve_chan_close() ignores NULL);
  * a handle that was closed must not be used at all.
  *
- * Times are CLOCK_MONOTONIC nanoseconds (nerve_now_ns());
- * nerve_mono_to_realtime_ns() converts one to wall-clock time for display.
+ * Times are CLOCK_MONOTONIC nanoseconds (nerve_clock_now_ns());
+ * nerve_clock_to_realtime_ns() converts one to wall-clock time for display.
  * Timeouts are int64_t nanoseconds: relative, or an absolute
  * CLOCK_MONOTONIC time with NERVE_F_ABSTIME; NERVE_FOREVER waits without
  * bound and 0 does not wait at all. */
@@ -67,7 +67,7 @@ extern "C" {
 #define NERVE_ENCODING_MAX 63
 /* Largest schema text, in bytes. */
 #define NERVE_SCHEMA_MAX (1u << 20)
-/* Most channels one nerve_wait_any() call waits on. */
+/* Most channels one nerve_chan_wait_any() call waits on. */
 #define NERVE_WAIT_MAX 64
 
 /* Timeout that never expires. No subtraction of two times produces it, so
@@ -420,7 +420,7 @@ NERVE_API uint64_t nerve_chan_cursor(const nerve_chan *c);
 NERVE_API void nerve_chan_seek(nerve_chan *c, uint64_t seq);
 
 /* Wake every wait on this handle (nerve_chan_get/view with NERVE_F_WAIT,
- * nerve_wait_any) with NERVE_ECANCELED, now and in future, until
+ * nerve_chan_wait_any) with NERVE_ECANCELED, now and in future, until
  * nerve_chan_cancel_clear(). For clean shutdown from another thread or a
  * signal handler.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe (one atomic store and
@@ -436,9 +436,9 @@ NERVE_API void nerve_chan_cancel_clear(nerve_chan *c);
  * (futex_waitv, Linux 5.16); older kernels fall back to 1 ms polling.
  * Thread: one caller per handle.  Blocking: yes.  RT: safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_wait_any(nerve_chan *const *chans,
-                                             size_t n, int64_t timeout_ns,
-                                             uint64_t *ready, uint32_t flags);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
+                    uint64_t *ready, uint32_t flags);
 
 /* ---- facts for tools -------------------------------------------------- */
 
@@ -450,8 +450,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat(const nerve_chan *c,
 /* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_stat(const char *name,
-                                         struct nerve_stats *st);
+NERVE_NODISCARD NERVE_API int nerve_chan_stat_name(const char *name,
+                                                   struct nerve_stats *st);
 
 /* Verify every invariant of the channel file that can be checked without
  * the writer lock: header, geometry, every index entry still readable (its
@@ -492,12 +492,12 @@ NERVE_NODISCARD NERVE_API int nerve_chan_repair(const char *name,
  * NERVE_EACCES / NERVE_ENOENT if /dev/shm cannot be read.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_list(int (*fn)(const char *name, void *arg),
-                                         void *arg);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg);
 
 /* Check a channel name: 0, NERVE_EINVAL or NERVE_ENAMETOOLONG.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_NODISCARD NERVE_API int nerve_name_check(const char *name);
+NERVE_NODISCARD NERVE_API int nerve_chan_name_check(const char *name);
 
 #ifdef __cplusplus
 }

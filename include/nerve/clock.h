@@ -18,12 +18,12 @@ extern "C" {
 
 /* CLOCK_MONOTONIC now, in nanoseconds (the clock of message times).
  * Thread: any.  Blocking: no.  RT: safe (vDSO).  Signal: safe. */
-NERVE_API int64_t nerve_now_ns(void);
+NERVE_API int64_t nerve_clock_now_ns(void);
 
 /* Convert a CLOCK_MONOTONIC time to CLOCK_REALTIME nanoseconds using the
  * clocks' current offset (exact unless the wall clock was stepped since).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API int64_t nerve_mono_to_realtime_ns(int64_t mono_ns);
+NERVE_API int64_t nerve_clock_to_realtime_ns(int64_t mono_ns);
 
 #ifdef __cplusplus
 }

@@ -9,10 +9,10 @@
 //                         get_by_timestamp, get_seq             cxx/reader.hpp
 //   nerve::Node,          spin() / spin_once() over many
 //   nerve::Subscriber<T>  channels with one wait; callbacks     cxx/node.hpp
-//   nerve::codec<T>       serialization policy, type names       cxx/codec.hpp
-//   nerve::Channel        untyped RAII handle; read_result       cxx/channel.hpp
-//   nerve::result<T>      value or NERVE_E* code; nerve::Error   cxx/result.hpp
-//   nerve::rt::task<F>    periodic and channel-driven loops      cxx/rt.hpp
+//   nerve::Codec<T>       serialization policy, type names       cxx/codec.hpp
+//   nerve::Channel        untyped RAII handle; ReadResult       cxx/channel.hpp
+//   nerve::Result<T>      value or NERVE_E* code; nerve::Error   cxx/result.hpp
+//   nerve::rt::Task<F>    periodic and channel-driven loops      cxx/rt.hpp
 //   nerve::gpu::...       device copies in and out of the ring   cxx/gpu.hpp
 //                         (its CUDA part only where <cuda_runtime.h> is on
 //                         the include path; NERVE_CXX_NO_CUDA leaves it out)

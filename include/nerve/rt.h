@@ -293,9 +293,9 @@ struct nerve_task_stats {
  * no period for a clock task, unknown flags, bad policy or priority, a
  * non-zero reserved field), NERVE_ENOMEM.
  * Thread: any.  Blocking: no.  RT: not safe (allocates).  Signal: not safe. */
-NERVE_NODISCARD NERVE_API int nerve_task_create(const struct nerve_task_opts *opts,
-                                                nerve_task_fn fn, void *arg,
-                                                nerve_task **out);
+NERVE_NODISCARD NERVE_API int nerve_task_open(const struct nerve_task_opts *opts,
+                                              nerve_task_fn fn, void *arg,
+                                              nerve_task **out);
 
 /* Start the loop on a new thread, which applies the policy, priority and
  * affinity to itself, prefaults its stack and then runs. Returns once the
@@ -334,8 +334,8 @@ NERVE_NODISCARD NERVE_API int nerve_task_join(nerve_task *t);
  * Returns 0.
  * Thread: any, also while the loop runs.  Blocking: no.  RT: safe.
  * Signal: safe. */
-NERVE_NODISCARD NERVE_API int nerve_task_get_stats(const nerve_task *t,
-                                               struct nerve_task_stats *st);
+NERVE_NODISCARD NERVE_API int nerve_task_stat(const nerve_task *t,
+                                              struct nerve_task_stats *st);
 
 /* Format statistics as a few lines of text headed by `name` (may be NULL)
  * into buf[0..len), NUL-terminated. Returns the length the full text needs
@@ -348,7 +348,7 @@ NERVE_API int nerve_task_stats_format(const struct nerve_task_stats *st,
  * NULL is ignored.
  * Thread: no other call on the task may run.  Blocking: joins.  RT: not
  * safe.  Signal: not safe. */
-NERVE_API void nerve_task_destroy(nerve_task *t);
+NERVE_API void nerve_task_close(nerve_task *t);
 
 #ifdef __cplusplus
 }

@@ -141,15 +141,15 @@ int main(int argc, char **argv)
     /* A clock task of one cycle run on this thread. */
     to.period_ns = 1000000;
     nerve_task *t = NULL;
-    CHECK(nerve_task_create(&to, one_tick, NULL, &t) == 0);
+    CHECK(nerve_task_open(&to, one_tick, NULL, &t) == 0);
     if (t) {
         CHECK(nerve_task_run(t) == 0);
         CHECK(tick_tail_zero == 1);
         struct nerve_task_stats ts;
         memset(&ts, 0xa5, sizeof ts);
-        CHECK(nerve_task_get_stats(t, &ts) == 0 && TAIL_ZERO(ts) &&
+        CHECK(nerve_task_stat(t, &ts) == 0 && TAIL_ZERO(ts) &&
               TAIL_ZERO(ts.exec) && ts.cycles == 1);
-        nerve_task_destroy(t);
+        nerve_task_close(t);
     }
 
     if (fails)

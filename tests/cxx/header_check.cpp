@@ -38,7 +38,7 @@ struct Plain {
     (void)rd->get_next(p);
     (void)rd->read_unread(v);
     (void)rd->wait_unread(v, std::chrono::milliseconds(1));
-    (void)rd->get_by_timestamp(p, nerve::clock::now());
+    (void)rd->get_by_timestamp(p, nerve::Clock::now());
     (void)rd->get_seq(p, 1);
 
     auto sp = nerve::Publisher<robot_msgs::LaserScan>::open("nt-check");
@@ -63,8 +63,8 @@ struct Plain {
 [[maybe_unused]] void instantiate_gpu(nerve::Channel &ch)
 {
     unsigned char b[4] = {};
-    (void)nerve::gpu::copy_view_to(ch, b, sizeof b, nerve::gpu::host_copier{});
-    (void)nerve::gpu::put_from(ch, b, sizeof b, nerve::gpu::host_copier{});
+    (void)nerve::gpu::copy_view_to(ch, b, sizeof b, nerve::gpu::HostCopier{});
+    (void)nerve::gpu::put_from(ch, b, sizeof b, nerve::gpu::HostCopier{});
 }
 
 #if defined(NERVE_MISUSE_NO_CODEC)

@@ -44,27 +44,27 @@ NERVE_TYPE_NAME(Named, "test/Named");
 
 TEST(Result, CarriesValueOrCode)
 {
-    nerve::result<int> ok(7);
+    nerve::Result<int> ok(7);
     ASSERT_TRUE(ok);
     EXPECT_EQ(*ok, 7);
     EXPECT_EQ(ok.code(), 0);
 
-    nerve::result<int> bad = nerve::fail(NERVE_EMISMATCH);
+    nerve::Result<int> bad = nerve::fail(NERVE_EMISMATCH);
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.code(), NERVE_EMISMATCH);
     EXPECT_STREQ(bad.name(), "EMISMATCH");
     EXPECT_EQ(std::move(bad).value_or(3), 3);
 
-    nerve::result<void> v = nerve::result<void>::from_status(NERVE_EAGAIN);
+    nerve::Result<void> v = nerve::Result<void>::from_status(NERVE_EAGAIN);
     EXPECT_EQ(v.code(), NERVE_EAGAIN);
     EXPECT_EQ(v.error_code().message(), "no new message");
     EXPECT_STREQ(v.error_code().category().name(), "nerve");
-    EXPECT_TRUE(nerve::result<void>::from_status(0));
+    EXPECT_TRUE(nerve::Result<void>::from_status(0));
 }
 
 TEST(Result, ValueThrowsNerveError)
 {
-    nerve::result<int> bad = nerve::fail(NERVE_ENOENT);
+    nerve::Result<int> bad = nerve::fail(NERVE_ENOENT);
     try {
         (void)bad.value();
         FAIL() << "value() of a failed result did not throw";
@@ -91,20 +91,20 @@ TEST(Result, HandlesAreMoveOnly)
 
 TEST(Codec, TypeNames)
 {
-    EXPECT_EQ(nerve::codec<int64_t>::type_name(), "int64");
-    EXPECT_EQ(nerve::codec<uint8_t>::type_name(), "uint8");
-    EXPECT_EQ(nerve::codec<double>::type_name(), "float64");
-    EXPECT_EQ(nerve::codec<Imu>::type_name(), "robot_msgs/Imu");
-    EXPECT_EQ(nerve::codec<Named>::type_name(), "test/Named");
-    EXPECT_EQ(nerve::codec<std::string>::type_name(), "string");
-    EXPECT_EQ(nerve::codec<std::vector<float>>::type_name(), "vector<float32>");
-    EXPECT_EQ(nerve::codec<LaserScan>::type_name(), "robot_msgs/LaserScan");
-    EXPECT_EQ(nerve::codec<Imu>::encoding(), "raw");
+    EXPECT_EQ(nerve::Codec<int64_t>::type_name(), "int64");
+    EXPECT_EQ(nerve::Codec<uint8_t>::type_name(), "uint8");
+    EXPECT_EQ(nerve::Codec<double>::type_name(), "float64");
+    EXPECT_EQ(nerve::Codec<Imu>::type_name(), "robot_msgs/Imu");
+    EXPECT_EQ(nerve::Codec<Named>::type_name(), "test/Named");
+    EXPECT_EQ(nerve::Codec<std::string>::type_name(), "string");
+    EXPECT_EQ(nerve::Codec<std::vector<float>>::type_name(), "vector<float32>");
+    EXPECT_EQ(nerve::Codec<LaserScan>::type_name(), "robot_msgs/LaserScan");
+    EXPECT_EQ(nerve::Codec<Imu>::encoding(), "raw");
     struct Local {
         int x;
     };
     // The compiler's spelling for an unnamed type: contains "Local".
-    EXPECT_NE(nerve::codec<Local>::type_name().find("Local"), std::string::npos);
+    EXPECT_NE(nerve::Codec<Local>::type_name().find("Local"), std::string::npos);
     EXPECT_TRUE(nerve::detail::is_raw<Imu>::value);
     EXPECT_FALSE(nerve::detail::is_raw<std::string>::value);
 }
@@ -113,18 +113,18 @@ TEST(Codec, LaserScanRejectsInconsistentCount)
 {
     LaserScan s;
     s.ranges = {1.0f, 2.0f, 3.0f};
-    std::vector<unsigned char> buf(nerve::codec<LaserScan>::size(s));
-    nerve::codec<LaserScan>::encode(s, buf.data(), buf.size());
+    std::vector<unsigned char> buf(nerve::Codec<LaserScan>::size(s));
+    nerve::Codec<LaserScan>::encode(s, buf.data(), buf.size());
     LaserScan out;
-    ASSERT_TRUE(nerve::codec<LaserScan>::decode(buf.data(), buf.size(), out));
+    ASSERT_TRUE(nerve::Codec<LaserScan>::decode(buf.data(), buf.size(), out));
     EXPECT_EQ(out.ranges, s.ranges);
     EXPECT_EQ(out.header.count, 3u);
     // One float short, and a count far beyond the bytes.
-    EXPECT_FALSE(nerve::codec<LaserScan>::decode(buf.data(), buf.size() - 4, out));
+    EXPECT_FALSE(nerve::Codec<LaserScan>::decode(buf.data(), buf.size() - 4, out));
     robot_msgs::LaserScanHeader h{};
     h.count = 0x7fffffff;
     std::memcpy(buf.data(), &h, sizeof h);
-    EXPECT_FALSE(nerve::codec<LaserScan>::decode(buf.data(), buf.size(), out));
+    EXPECT_FALSE(nerve::Codec<LaserScan>::decode(buf.data(), buf.size(), out));
 }
 
 // ---- channel handle -------------------------------------------------
@@ -138,13 +138,13 @@ TEST_F(CxxApi, ChannelSetupErrors)
     EXPECT_EQ(nerve::Channel::create(longname).code(), NERVE_ENAMETOOLONG);
 
     const std::string n = name("plain");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 16;
     o.data_size = 4096;
     ASSERT_TRUE(nerve::Channel::create(n, o));
     o.exist_ok = false;
     EXPECT_EQ(nerve::Channel::create(n, o).code(), NERVE_EEXIST);
-    auto ch = nerve::Channel::open(n, nerve::access::write);
+    auto ch = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(ch) << ch.message();
     EXPECT_EQ(ch->name(), n);
     auto st = ch->stat();
@@ -189,7 +189,7 @@ TEST_F(CxxApi, OpeningAnotherTypeIsAMismatch)
 
     EXPECT_EQ(nerve::Reader<Command>::open(n).code(), NERVE_EMISMATCH);
     EXPECT_EQ(nerve::Publisher<Command>::open(n).code(), NERVE_EMISMATCH);
-    nerve::channel_options reuse;
+    nerve::ChannelOptions reuse;
     reuse.exist_ok = true;
     EXPECT_EQ(nerve::Publisher<Command>::create(n, reuse).code(),
               NERVE_EMISMATCH);
@@ -214,7 +214,7 @@ TEST_F(CxxApi, SchemaFromCodecIsRecorded)
     auto meta = pub->channel().meta();
     ASSERT_TRUE(meta);
     EXPECT_EQ(meta->type, "robot_msgs/LaserScan");
-    EXPECT_EQ(meta->schema, nerve::codec<LaserScan>::schema());
+    EXPECT_EQ(meta->schema, nerve::Codec<LaserScan>::schema());
 }
 
 // ---- raw publish and read -------------------------------------------
@@ -235,7 +235,7 @@ TEST_F(CxxApi, NewestSkipsAndCountsMissed)
     }
     auto r = rd->get_newest(out);
     ASSERT_TRUE(r) << r.message();
-    EXPECT_EQ(r.status(), nerve::read_status::data);
+    EXPECT_EQ(r.status(), nerve::ReadStatus::data);
     EXPECT_EQ(out.seq, 3u);
     EXPECT_EQ(r.seq(), 3u);
     EXPECT_EQ(r.missed(), 2u);
@@ -245,7 +245,7 @@ TEST_F(CxxApi, NewestSkipsAndCountsMissed)
     EXPECT_EQ(std::memcmp(&out, &want, sizeof out), 0);
     EXPECT_TRUE(rd->get_newest(out).nothing_new());
     out = Imu{};
-    EXPECT_TRUE(rd->get_newest(out, nerve::repeat::yes));
+    EXPECT_TRUE(rd->get_newest(out, nerve::Repeat::yes));
     EXPECT_EQ(out.seq, 3u);
     EXPECT_EQ(rd->cursor(), 3u);
 }
@@ -253,7 +253,7 @@ TEST_F(CxxApi, NewestSkipsAndCountsMissed)
 TEST_F(CxxApi, ReadUnreadReturnsEveryMessageInOrder)
 {
     const std::string n = name("unread");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 8;
     auto pub = nerve::Publisher<Imu>::create(n, o);
     ASSERT_TRUE(pub) << pub.message();
@@ -332,13 +332,13 @@ TEST_F(CxxApi, ReaderCancelWakesAWaiter)
 TEST_F(CxxApi, ByTimestampAndBySeq)
 {
     const std::string n = name("time");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 4;
     auto pub = nerve::Publisher<Imu>::create(n, o);
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<Imu>::open(n);
     ASSERT_TRUE(rd);
-    std::vector<nerve::publish_info> pi;
+    std::vector<nerve::PublishInfo> pi;
     for (uint32_t i = 1; i <= 3; i++) {
         auto r = pub->publish(imu(i));
         ASSERT_TRUE(r);
@@ -361,7 +361,7 @@ TEST_F(CxxApi, ByTimestampAndBySeq)
         ASSERT_TRUE(pub->publish(imu(i)));
     }
     r = rd->get_seq(out, 1);
-    EXPECT_EQ(r.status(), nerve::read_status::error);
+    EXPECT_EQ(r.status(), nerve::ReadStatus::error);
     EXPECT_EQ(r.code(), NERVE_EOVERWRITTEN);
 }
 
@@ -450,7 +450,7 @@ TEST_F(CxxApi, StringsRoundTrip)
     }
     EXPECT_EQ(got[4], "loan");
     std::string newest;
-    ASSERT_TRUE(rd->get_newest(newest, nerve::repeat::yes));
+    ASSERT_TRUE(rd->get_newest(newest, nerve::Repeat::yes));
     EXPECT_EQ(newest, "loan");
 }
 
@@ -530,7 +530,7 @@ TEST_F(CxxApi, WrongSizedMessagesAreConsumedAndReported)
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<Imu>::open(n);
     ASSERT_TRUE(rd);
-    auto raw = nerve::Channel::open(n, nerve::access::write);
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     char big[100] = {0};
     ASSERT_TRUE(raw->put(big, 13));          // too small for an Imu
@@ -566,7 +566,7 @@ TEST_F(CxxApi, MalformedCodecMessageIsAMismatch)
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<LaserScan>::open(n);
     ASSERT_TRUE(rd);
-    auto raw = nerve::Channel::open(n, nerve::access::write);
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     robot_msgs::LaserScanHeader h{};
     h.count = 1000; // but no ranges follow

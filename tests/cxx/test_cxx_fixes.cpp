@@ -93,7 +93,7 @@ TEST_F(CxxFix, ValidMessageAfterOversizedOneIsDelivered)
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<Imu>::open(n);
     ASSERT_TRUE(rd);
-    auto raw = nerve::Channel::open(n, nerve::access::write);
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     char big[sizeof(Imu) + 64] = {};
     ASSERT_TRUE(raw->put(big, sizeof big)); // seq 1: too large for Imu
@@ -115,7 +115,7 @@ TEST_F(CxxFix, GetSeqAndByTimestampDoNotCountMissed)
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<Imu>::open(n);
     ASSERT_TRUE(rd);
-    auto raw = nerve::Channel::open(n, nerve::access::write);
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     char big[sizeof(Imu) + 64] = {};
     ASSERT_TRUE(raw->put(big, sizeof big));
@@ -125,7 +125,7 @@ TEST_F(CxxFix, GetSeqAndByTimestampDoNotCountMissed)
         EXPECT_EQ(r.code(), NERVE_EDECODE);
         EXPECT_EQ(r.missed(), 0u);
     }
-    auto t = rd->get_by_timestamp(m, nerve::clock::now());
+    auto t = rd->get_by_timestamp(m, nerve::Clock::now());
     EXPECT_EQ(t.code(), NERVE_EDECODE);
     EXPECT_EQ(t.missed(), 0u);
     EXPECT_EQ(rd->cursor(), 0u);
@@ -137,7 +137,7 @@ TEST_F(CxxFix, GetSeqAndByTimestampDoNotCountMissed)
 TEST_F(CxxFix, ElapsedDoesNotReportMissedTwice)
 {
     const std::string n = name("elap");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 2;
     auto pub = nerve::Publisher<std::string>::create(n, o);
     ASSERT_TRUE(pub);
@@ -218,10 +218,10 @@ TEST_F(CxxFix, NewestModeIgnoresMessagesAfterTheWait)
     auto sa = node.subscribe<Imu>(a, [&](const Imu &m) {
         order += "a" + std::to_string(m.seq) + " ";
         ASSERT_TRUE(pb->publish(imu(m.seq + 10)));
-    }, nerve::delivery::newest);
+    }, nerve::Delivery::newest);
     auto sb = node.subscribe<Imu>(b, [&](const Imu &m) {
         order += "b" + std::to_string(m.seq) + " ";
-    }, nerve::delivery::newest);
+    }, nerve::Delivery::newest);
     ASSERT_TRUE(sa && sb);
     ASSERT_TRUE(pb->publish(imu(1)));
     ASSERT_TRUE(pa->publish(imu(1)));

@@ -82,7 +82,7 @@ TEST_F(Ros1Codec, TriviallyCopyableRosTypeIsRos1msg)
     auto rd = nerve::Reader<geometry_msgs::Vector3>::open(ch);
     ASSERT_TRUE(rd);
     geometry_msgs::Vector3 out;
-    ASSERT_TRUE(rd->get_newest(out, nerve::repeat::yes));
+    ASSERT_TRUE(rd->get_newest(out, nerve::Repeat::yes));
     EXPECT_TRUE(out == v);
 }
 
@@ -104,8 +104,8 @@ TEST_F(Ros1Codec, LoanStampAndZeroCopyView)
     ASSERT_TRUE(loan.publish());
     uint32_t sec = 0, nsec = 0;
     size_t len = 0;
-    auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT, nerve::duration(0),
-                                    [&](const uint8_t *p, size_t n, const nerve::msg_info &) {
+    auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT, nerve::Duration(0),
+                                    [&](const uint8_t *p, size_t n, const nerve::MsgInfo &) {
                                         len = n;
                                         EXPECT_TRUE(nerve::ros1::stamp_of(p, n, sec, nsec));
                                     });
@@ -121,7 +121,7 @@ TEST_F(Ros1Codec, LoanStampAndZeroCopyView)
     want.header.stamp.sec = 77;
     want.header.stamp.nsec = 88;
     EXPECT_TRUE(out == want);
-    const nerve::ros1::serialized short_msg{nullptr, 4};
+    const nerve::ros1::Serialized short_msg{nullptr, 4};
     EXPECT_FALSE(short_msg.set_stamp(1, 2));
 }
 
@@ -161,7 +161,7 @@ TEST_F(Ros1Codec, WrongTypeIsRefused)
     auto rd = nerve::Reader<sensor_msgs::LaserScan>::open(ch);
     ASSERT_FALSE(rd);
     EXPECT_EQ(rd.code(), NERVE_EMISMATCH);
-    nerve::channel_options reuse;
+    nerve::ChannelOptions reuse;
     reuse.exist_ok = true;
     auto pub2 = nerve::Publisher<sensor_msgs::LaserScan>::create(ch, reuse);
     ASSERT_FALSE(pub2);

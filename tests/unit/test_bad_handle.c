@@ -33,15 +33,15 @@ int main(void)
     NT_RC(nerve_chan_stat(NULL, &st), NERVE_EBADF);
     NT_RC(nerve_chan_meta(NULL, &m), NERVE_EBADF);
     nerve_chan *none[2] = {NULL, NULL};
-    NT_RC(nerve_wait_any(none, 2, 0, &ready, 0), NERVE_EBADF);
+    NT_RC(nerve_chan_wait_any(none, 2, 0, &ready, 0), NERVE_EBADF);
     NT_OK(nerve_chan_close(NULL));
 
     NT_RC(nerve_task_start(NULL), NERVE_EBADF);
     NT_RC(nerve_task_run(NULL), NERVE_EBADF);
     NT_RC(nerve_task_join(NULL), NERVE_EBADF);
-    NT_RC(nerve_task_get_stats(NULL, &ts), NERVE_EBADF);
+    NT_RC(nerve_task_stat(NULL, &ts), NERVE_EBADF);
     nerve_task_stop(NULL);
-    nerve_task_destroy(NULL);
+    nerve_task_close(NULL);
 
     /* A real handle with a bad argument is still NERVE_EINVAL. */
     const char *n = nt_name("badf");

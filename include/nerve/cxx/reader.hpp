@@ -3,7 +3,7 @@
 // Reader<T> reads messages of type T from one channel at the times the
 // caller chooses (the fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API) ShmReader): the newest message, every message
 // not yet read, the message nearest a time, or a given sequence number.
-// Each call returns a nerve::read_result that says what happened (data,
+// Each call returns a nerve::ReadResult that says what happened (data,
 // nothing new, timeout, cancelled, or an error such as ECORRUPT) with the
 // number of messages missed; none throws on its own (a codec's decode()
 // may, e.g. std::bad_alloc from std::string, and is let through).
@@ -12,7 +12,7 @@
 //   - raw T: nerve_chan_get() copies the message straight into the
 //     caller's T: one memcpy, validated by the core before it returns;
 //   - codec T: nerve_chan_view() gives the message's bytes in the ring,
-//     codec<T>::decode() builds the T from them, and
+//     Codec<T>::decode() builds the T from them, and
 //     nerve_chan_view_check() then tells whether a writer overwrote the
 //     bytes meanwhile. If it did, the decoded T is discarded, the cursor is
 //     put back and the read is retried (at most 4 times, then
@@ -48,7 +48,7 @@ namespace detail {
 // seek-back are explained in the file comment.
 template <class T>
 int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
-             uint32_t flags, msg_info &info) noexcept(nothrow_decode<T>)
+             uint32_t flags, MsgInfo &info) noexcept(nothrow_decode<T>)
 {
     const uint32_t sel = flags & NERVE_GET_MASK;
     const bool moves_cursor = sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST;
@@ -79,7 +79,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
                 return rc;
             }
             info = to_info(v.info);
-            const bool decoded = codec<T>::decode(
+            const bool decoded = Codec<T>::decode(
                 v.data, static_cast<size_t>(v.info.len), out);
             if (nerve_chan_view_check(c, &v) == 0) {
                 return decoded ? 0 : NERVE_EDECODE;
@@ -96,7 +96,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
         }
         // The cursor is back where it was, so the retry reports the same
         // losses again: report none here, or they would count twice.
-        info = msg_info{};
+        info = MsgInfo{};
         return NERVE_ELAPPED;
     }
 }
@@ -104,7 +104,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
 } // namespace detail
 
 /// Whether get_newest() returns a message this reader already returned.
-enum class repeat : uint8_t {
+enum class Repeat : uint8_t {
     no, ///< nothing_new when the newest message was already read
     yes ///< always the newest message (fuRom's get_newest)
 };
@@ -122,10 +122,10 @@ public:
 
     /// Open existing channel `name` read-only; NERVE_EMISMATCH when it does
     /// not carry T, NERVE_ENOENT when it does not exist. Setup phase.
-    static result<Reader> open(std::string_view name)
+    static Result<Reader> open(std::string_view name)
     {
         detail::require_codec<T>();
-        auto ch = detail::open_typed<T>(name, access::read);
+        auto ch = detail::open_typed<T>(name, Access::read);
         if (!ch) {
             return fail(ch.code());
         }
@@ -135,15 +135,15 @@ public:
     /// Open channel `name`, creating it for T with `o` first if it does
     /// not exist (so a reader may start before its writer). An existing
     /// channel is opened whatever its geometry. Setup phase.
-    static result<Reader> open_or_create(std::string_view name,
-                                         const channel_options &o = {})
+    static Result<Reader> open_or_create(std::string_view name,
+                                         const ChannelOptions &o = {})
     {
         auto r = open(name);
         if (r || r.code() != NERVE_ENOENT) {
             return r;
         }
         // Another process may create it between the two calls: reuse it.
-        channel_options reuse = o;
+        ChannelOptions reuse = o;
         reuse.exist_ok = true;
         auto made = Channel::create(name, reuse, detail::meta_of<T>());
         if (!made) {
@@ -163,7 +163,7 @@ public:
         return std::move(*r);
     }
     static Reader open_or_create_or_throw(std::string_view name,
-                                          const channel_options &o = {})
+                                          const ChannelOptions &o = {})
     {
         auto r = open_or_create(name, o);
         if (!r) {
@@ -174,19 +174,19 @@ public:
 #endif
 
     /// The newest message, if this reader has not returned it yet (or with
-    /// repeat::yes, in any case). Moves the cursor to it; missed() counts
+    /// Repeat::yes, in any case). Moves the cursor to it; missed() counts
     /// the messages skipped. RT: safe (raw T).
-    read_result get_newest(T &out, repeat r = repeat::no) noexcept(
+    ReadResult get_newest(T &out, Repeat r = Repeat::no) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, 0, 0,
                    NERVE_GET_NEWEST |
-                       (r == repeat::yes ? NERVE_F_REPEAT : 0u));
+                       (r == Repeat::yes ? NERVE_F_REPEAT : 0u));
     }
 
     /// As get_newest(), waiting up to `timeout` for a message newer than
     /// the cursor. Blocking: futex wait.
-    read_result wait_newest(T &out, duration timeout) noexcept(
+    ReadResult wait_newest(T &out, Duration timeout) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, 0, detail::timeout_ns(timeout),
@@ -195,11 +195,11 @@ public:
 
     /// The next message after the cursor (or the oldest still present if
     /// it was overwritten; missed() says how many were lost).
-    read_result get_next(T &out) noexcept(detail::nothrow_decode<T>)
+    ReadResult get_next(T &out) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, 0, 0, NERVE_GET_NEXT);
     }
-    read_result wait_next(T &out, duration timeout) noexcept(
+    ReadResult wait_next(T &out, Duration timeout) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, 0, detail::timeout_ns(timeout),
@@ -211,14 +211,14 @@ public:
     /// not allocate). At most one ring's worth (the slot count) per call,
     /// so a fast writer cannot keep it busy forever. count() is the number
     /// read, missed() the total lost to overwriting before them.
-    read_result read_unread(std::vector<T> &out)
+    ReadResult read_unread(std::vector<T> &out)
     {
         return drain(out, NERVE_GET_NEXT, 0);
     }
 
     /// As read_unread(), but when nothing is unread wait up to `timeout`
     /// for a message first (fuRom's wait_unread).
-    read_result wait_unread(std::vector<T> &out, duration timeout)
+    ReadResult wait_unread(std::vector<T> &out, Duration timeout)
     {
         return drain(out, NERVE_GET_NEXT | NERVE_F_WAIT,
                      detail::timeout_ns(timeout));
@@ -228,12 +228,12 @@ public:
     /// (CLOCK_MONOTONIC): for aligning two sensors. nothing_new when every
     /// message still present is newer. Does not move the cursor; never
     /// waits. RT: safe (raw T; a binary search over the index ring).
-    read_result get_by_timestamp(T &out, int64_t time_ns) noexcept(
+    ReadResult get_by_timestamp(T &out, int64_t time_ns) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, time_ns, 0, NERVE_GET_AT);
     }
-    read_result get_by_timestamp(T &out, clock::time_point t) noexcept(
+    ReadResult get_by_timestamp(T &out, Clock::time_point t) noexcept(
         detail::nothrow_decode<T>)
     {
         return get_by_timestamp(out, t.time_since_epoch().count());
@@ -242,7 +242,7 @@ public:
     /// The message with sequence number `seq`. nothing_new when it is not
     /// yet published; error NERVE_EOVERWRITTEN when it is gone. Does not
     /// move the cursor.
-    read_result get_seq(T &out, uint64_t seq) noexcept(
+    ReadResult get_seq(T &out, uint64_t seq) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, static_cast<int64_t>(seq), 0, NERVE_GET_SEQ);
@@ -272,10 +272,10 @@ private:
     }
 
     // One message; the C call fills the result's info in place.
-    read_result one(T &out, int64_t arg, int64_t timeout,
+    ReadResult one(T &out, int64_t arg, int64_t timeout,
                     uint32_t flags) noexcept(detail::nothrow_decode<T>)
     {
-        read_result r;
+        ReadResult r;
         int rc = detail::read_one(ch_.get(), out, arg, timeout, flags, r.info_);
         r.code_ = rc;
         r.count_ = rc == 0 ? 1 : 0;
@@ -289,12 +289,12 @@ private:
         return r;
     }
 
-    read_result drain(std::vector<T> &out, uint32_t first_flags,
+    ReadResult drain(std::vector<T> &out, uint32_t first_flags,
                       int64_t timeout)
     {
         size_t n = 0, bad = 0;
         uint64_t missed = 0;
-        msg_info last, info;
+        MsgInfo last, info;
         int stop_rc = NERVE_EAGAIN;
         for (uint64_t i = 0; i < slots_; i++) {
             if (n == out.size()) {
@@ -320,13 +320,13 @@ private:
         out.erase(out.begin() + static_cast<std::ptrdiff_t>(n), out.end());
         if (n > 0) {
             last.missed = missed;
-            return read_result(0, last, n);
+            return ReadResult(0, last, n);
         }
         info.missed = missed;
         if (bad > 0 && (stop_rc == NERVE_EAGAIN || stop_rc == NERVE_ETIMEDOUT)) {
             stop_rc = NERVE_EDECODE;
         }
-        return read_result(stop_rc, info, 0);
+        return ReadResult(stop_rc, info, 0);
     }
 
     Channel ch_;
