@@ -367,6 +367,36 @@ TEST_F(CxxApi, ByTimestampAndBySeq)
 
 // ---- loans ----------------------------------------------------------
 
+// An empty handle (default-constructed or moved from) is NERVE_EBADF
+// in every call, as a NULL handle is in C.
+TEST_F(CxxApi, EmptyHandlesAreBadHandles)
+{
+    const std::string n = name("badf");
+    auto pub = nerve::Publisher<Imu>::create(n);
+    ASSERT_TRUE(pub) << pub.message();
+    nerve::Publisher<Imu> moved = std::move(*pub);
+    EXPECT_FALSE(*pub);
+    EXPECT_EQ(pub->publish(imu(1)).code(), NERVE_EBADF);
+    EXPECT_EQ(pub->loan().code(), NERVE_EBADF);
+    EXPECT_EQ(pub->loan_uninit().code(), NERVE_EBADF);
+    EXPECT_TRUE(moved.publish(imu(2)));
+
+    nerve::Reader<Imu> rd;
+    Imu m{};
+    EXPECT_EQ(rd.get_newest(m).code(), NERVE_EBADF);
+    EXPECT_EQ(rd.get_next(m).code(), NERVE_EBADF);
+    nerve::Reader<std::string> srd; // codec path: view, cursor
+    std::string str;
+    EXPECT_EQ(srd.get_next(str).code(), NERVE_EBADF);
+    EXPECT_EQ(srd.get_newest(str).code(), NERVE_EBADF);
+    std::vector<std::string> all;
+    EXPECT_EQ(srd.read_unread(all).code(), NERVE_EBADF);
+    nerve::Channel ch;
+    EXPECT_EQ(ch.put("x", 1).code(), NERVE_EBADF);
+    EXPECT_EQ(ch.stat().code(), NERVE_EBADF);
+    EXPECT_EQ(ch.meta().code(), NERVE_EBADF);
+}
+
 TEST_F(CxxApi, LoansPublishInPlaceOrNotAtAll)
 {
     const std::string n = name("loan");

@@ -50,6 +50,9 @@ template <class T>
 int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
              uint32_t flags, MsgInfo &info) noexcept(nothrow_decode<T>)
 {
+    if (c == nullptr) {
+        return NERVE_EBADF; // an empty Reader; the C cursor calls need a handle
+    }
     const uint32_t sel = flags & NERVE_GET_MASK;
     const bool moves_cursor = sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST;
     if constexpr (is_raw<T>::value) {
