@@ -1377,7 +1377,7 @@ int bench_main(int argc, char **argv)
         case 'j': o.json = optarg; break;
         case 'H': o.histogram = optarg; break;
         case 'N':
-            if (strlen(optarg) > 100 || nerve_name_check(optarg) != 0) {
+            if (strlen(optarg) > 100 || nerve_chan_name_check(optarg) != 0) {
                 return usage("bad --name '%s' (a channel name, at most 100 "
                              "bytes)", optarg);
             }

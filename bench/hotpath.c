@@ -117,7 +117,7 @@ int main(int argc, char **argv)
         }
     }
     snprintf(name, sizeof name, "%.100s-%ld", prefix, (long)getpid());
-    if (nerve_name_check(name) != 0) {
+    if (nerve_chan_name_check(name) != 0) {
         fprintf(stderr, "nerve-hotpath: bad --name '%s'\n", prefix);
         return 2;
     }

@@ -10,7 +10,7 @@
  *   actuator   consumes every command; measures the end-to-end latency
  *              from the IMU sample to the actuator
  *   planner    100 Hz periodic task publishing a target         -> .plan
- *   logger     walks every message of all three channels (nerve_wait_any)
+ *   logger     walks every message of all three channels (nerve_chan_wait_any)
  *   slow       a deliberately slow reader of .imu (20 ms per message) that
  *              falls behind and is told how many it missed
  *
@@ -174,7 +174,7 @@ static const char *policy_name(int32_t p)
 static void rep_task(const char *name, int clock)
 {
     struct nerve_task_stats st;
-    if (nerve_task_get_stats(g_task, &st) != 0)
+    if (nerve_task_stat(g_task, &st) != 0)
         return;
     rep("%s: %s priority %d, %llu cycles", name, policy_name(st.policy),
         (int)st.priority, (unsigned long long)st.cycles);
@@ -277,7 +277,7 @@ static void rt_setup(void)
 static void run_task(const struct nerve_task_opts *o, nerve_task_fn fn,
                      void *arg, const char *role)
 {
-    int rc = nerve_task_create(o, fn, arg, &g_task);
+    int rc = nerve_task_open(o, fn, arg, &g_task);
     if (rc != 0)
         die("task", rc);
     send_ready(role);
@@ -296,7 +296,7 @@ static int imu_body(void *arg, const struct nerve_task_tick *tk)
     struct imu_msg m;
     memset(&m, 0, sizeof m);
     m.n = tk->cycle + 1;
-    m.t_sample = nerve_now_ns(); /* "read the sensor" */
+    m.t_sample = nerve_clock_now_ns(); /* "read the sensor" */
     double ph = (double)(m.n % 2000) / 2000.0 * 6.283185307179586;
     m.tilt = (float)(0.05 * sin(ph));
     m.gyro[0] = (float)(0.05 * cos(ph));
@@ -316,7 +316,7 @@ static int role_imu(void)
     run_task(&o, imu_body, NULL, "imu");
     rep_task("imu (1 kHz periodic task)", 1);
     struct nerve_task_stats st;
-    if (nerve_task_get_stats(g_task, &st) == 0)
+    if (nerve_task_stat(g_task, &st) == 0)
         rep("RESULT role=imu cycles=%llu overruns=%llu jitter_us=%.1f "
             "rms_us=%.1f policy=%d\n",
             (unsigned long long)st.cycles, (unsigned long long)st.overruns,
@@ -405,7 +405,7 @@ static int act_body(void *arg, const struct nerve_task_tick *tk)
     if (tk->msg_status != 0)
         return 0;
     const struct cmd_msg *cmd = tk->msg;
-    int64_t now = nerve_now_ns(); /* "apply the torque" */
+    int64_t now = nerve_clock_now_ns(); /* "apply the torque" */
     struct lat *l = &a->e2e[g_phase ? 1 : 0];
     lat_add(l, now - cmd->t_sample);
     if (a->last_n && cmd->n > a->last_n + 1)
@@ -486,7 +486,7 @@ static int role_logger(void)
     static unsigned char buf[4096];
     while (!g_stop) {
         uint64_t ready = 0;
-        int rc = nerve_wait_any(g_wait, 3, 100 * MS, &ready, 0);
+        int rc = nerve_chan_wait_any(g_wait, 3, 100 * MS, &ready, 0);
         if (rc == NERVE_ECANCELED)
             break;
         if (rc < 0 && rc != NERVE_ETIMEDOUT)
@@ -626,7 +626,7 @@ static int create_all(void)
 static int wait_ready(nerve_chan *rep_ch, int n)
 {
     char buf[256];
-    int64_t deadline = nerve_now_ns() + 10000 * MS;
+    int64_t deadline = nerve_clock_now_ns() + 10000 * MS;
     while (n > 0 && !g_interrupted) {
         int rc = nerve_chan_get(rep_ch, buf, sizeof buf, 0, deadline, NULL,
                                 NERVE_GET_NEXT | NERVE_F_WAIT | NERVE_F_ABSTIME);
@@ -727,7 +727,7 @@ static int launcher(const char *self, double seconds, int kill_mid)
     if (rc != 0 && !g_interrupted)
         fprintf(stderr, "nerve-demo: roles did not start: %s\n",
                 nerve_strerror(rc));
-    int64_t t0 = nerve_now_ns();
+    int64_t t0 = nerve_clock_now_ns();
     int64_t t_kill = t0 + (int64_t)(seconds * 0.5e9);
     int killed = 0;
     double t_killed_s = 0;
@@ -743,13 +743,13 @@ static int launcher(const char *self, double seconds, int kill_mid)
             kill(pids[R_ACT], SIGUSR1);
             printf("  t=%.1f s: killed the logger (pid %d) and the planner "
                    "(pid %d) with SIGKILL; restarting the logger\n",
-                   (nerve_now_ns() - t0) / 1e9, (int)pids[R_LOG],
+                   (nerve_clock_now_ns() - t0) / 1e9, (int)pids[R_LOG],
                    (int)pids[R_PLAN]);
             fflush(stdout);
             pids[R_PLAN] = 0;
             pids[R_LOG] = spawn_role(self, R_LOG);
             killed = 1;
-            t_killed_s = (nerve_now_ns() - t0) / 1e9;
+            t_killed_s = (nerve_clock_now_ns() - t0) / 1e9;
         }
     }
     if (rc == 0)

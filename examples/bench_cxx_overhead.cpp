@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     bool bad = false;
     // One batch through the C API; returns ns per operation.
     auto run_c = [&]() {
-        const int64_t t = nerve_now_ns();
+        const int64_t t = nerve_clock_now_ns();
         for (long i = 0; i < batch; i++) {
             robot_msgs::Imu m = sample(++seq), out;
             struct nerve_put_info pi;
@@ -121,18 +121,18 @@ int main(int argc, char **argv)
                 bad = true;
             }
         }
-        return static_cast<double>(nerve_now_ns() - t) / static_cast<double>(batch);
+        return static_cast<double>(nerve_clock_now_ns() - t) / static_cast<double>(batch);
     };
     // The same through the C++ API.
     auto run_cxx = [&]() {
-        const int64_t t = nerve_now_ns();
+        const int64_t t = nerve_clock_now_ns();
         for (long i = 0; i < batch; i++) {
             robot_msgs::Imu m = sample(++seq), out;
             if (!pub->publish(m) || !rd->get_newest(out) || out.seq != seq) {
                 bad = true;
             }
         }
-        return static_cast<double>(nerve_now_ns() - t) / static_cast<double>(batch);
+        return static_cast<double>(nerve_clock_now_ns() - t) / static_cast<double>(batch);
     };
 
     // Warm up caches, page mappings and the branch predictors of both.

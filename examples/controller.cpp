@@ -66,16 +66,16 @@ int main(int argc, char **argv)
     uint64_t commands = 0;
     int64_t worst_age_ns = 0;
     int rc = 0;
-    nerve::subscribe_options so;
-    so.mode = example::flag(argc, argv, "--every") ? nerve::delivery::every
-                                                    : nerve::delivery::newest;
+    nerve::SubscribeOptions so;
+    so.mode = example::flag(argc, argv, "--every") ? nerve::Delivery::every
+                                                    : nerve::Delivery::newest;
     // Same geometry as imu_publisher's default, should we create it first.
     so.create = true;
     so.channel.slots = 2000;
     so.channel.data_size = 2000 * 64;
     auto sub = node.subscribe<robot_msgs::Imu>(
         imu_name,
-        [&](const robot_msgs::Imu &imu, const nerve::msg_info &info) {
+        [&](const robot_msgs::Imu &imu, const nerve::MsgInfo &info) {
             // A PD-like law on the angular rate: enough to show the flow.
             robot_msgs::Command c{};
             c.imu_stamp_ns = imu.stamp_ns;
@@ -84,7 +84,7 @@ int main(int argc, char **argv)
                 c.torque[j] = -2.0f * imu.gyro[j];
                 c.torque[3 + j] = -0.5f * imu.accel[j];
             }
-            c.stamp_ns = nerve_now_ns();
+            c.stamp_ns = nerve_clock_now_ns();
             worst_age_ns = std::max(worst_age_ns, c.stamp_ns - info.time_ns);
             auto r = pub->publish(c);
             if (!r) {

@@ -46,9 +46,12 @@ int main(int argc, char **argv)
     std::signal(SIGTERM, on_signal);
 
     // Keep one second of samples: a logger may read them all.
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = static_cast<uint64_t>(rate) < 1024 ? 1024 : static_cast<uint64_t>(rate);
     o.data_size = o.slots * 64;
+    // A restarted publisher, or a controller that started first, may have
+    // made the channel already: reuse it if its geometry is the same.
+    o.exist_ok = true;
     auto pub = nerve::Publisher<robot_msgs::Imu>::create(channel, o);
     if (!pub) {
         std::fprintf(stderr, "imu_publisher: %s: %s\n", channel.c_str(),
@@ -57,7 +60,7 @@ int main(int argc, char **argv)
     }
 
     const int64_t period = static_cast<int64_t>(1e9 / rate);
-    const int64_t start = nerve_now_ns();
+    const int64_t start = nerve_clock_now_ns();
     const int64_t end = duration > 0 ? start + static_cast<int64_t>(duration * 1e9) : 0;
     int64_t next = start;
     uint32_t seq = 0;
@@ -65,15 +68,15 @@ int main(int argc, char **argv)
     while (!g_stop && (end == 0 || next < end) &&
            (count <= 0 || seq < static_cast<uint32_t>(count))) {
         example::sleep_until(next);
-        auto loan = pub->loan();
-        if (!loan) {
-            std::fprintf(stderr, "imu_publisher: loan: %s\n",
-                         nerve_strerror(loan.code()));
+        auto got = pub->loan();
+        if (!got) {
+            std::fprintf(stderr, "imu_publisher: loan: %s\n", got.message());
             rc = 1;
             break;
         }
+        auto &loan = *got;
         const double t = static_cast<double>(next - start) * 1e-9;
-        loan->stamp_ns = nerve_now_ns();
+        loan->stamp_ns = nerve_clock_now_ns();
         loan->accel[0] = static_cast<float>(0.2 * std::sin(2 * M_PI * 1.5 * t));
         loan->accel[2] = 9.81f;
         loan->gyro[1] = static_cast<float>(0.1 * std::cos(2 * M_PI * 0.5 * t));

@@ -63,13 +63,13 @@ struct LaserScan {
 /// both in the ring.
 struct LaserScanView {
     LaserScanHeader *header;
-    nerve::span<float> ranges;
+    nerve::Span<float> ranges;
 };
 
 } // namespace robot_msgs
 
 /// LaserScan on the wire: LaserScanHeader, then header.count floats.
-template <> struct nerve::codec<robot_msgs::LaserScan> {
+template <> struct nerve::Codec<robot_msgs::LaserScan> {
     using view = robot_msgs::LaserScanView;
     static std::string type_name() { return "robot_msgs/LaserScan"; }
     static constexpr std::string_view encoding() noexcept { return "raw"; }
@@ -133,7 +133,7 @@ template <> struct nerve::codec<robot_msgs::LaserScan> {
         h->count = static_cast<uint32_t>(n);
         auto *r = reinterpret_cast<float *>(static_cast<unsigned char *>(dst) +
                                             sizeof *h);
-        return view{h, nerve::span<float>(r, n)};
+        return view{h, nerve::Span<float>(r, n)};
     }
 };
 

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
         example::opt(argc, argv, "--scan", example::default_name("sync-scan"));
     const double duration = example::opt_num(argc, argv, "--duration", 1.0);
 
-    nerve::channel_options io;
+    nerve::ChannelOptions io;
     io.slots = 1024; // two seconds of IMU history to search
     auto imu_pub = nerve::Publisher<robot_msgs::Imu>::create(imu_name, io);
     auto scan_pub = nerve::Publisher<robot_msgs::LaserScan>::create(scan_name);
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    const int64_t t0 = nerve_now_ns();
+    const int64_t t0 = nerve_clock_now_ns();
     const int64_t end = t0 + static_cast<int64_t>(duration * 1e9);
     std::atomic<bool> failed{false};
     std::thread imu_thread([&] {
@@ -61,7 +61,7 @@ int main(int argc, char **argv)
         for (int64_t t = t0; t < end; t += 2000000) { // 500 Hz
             example::sleep_until(t);
             robot_msgs::Imu m{};
-            m.stamp_ns = nerve_now_ns();
+            m.stamp_ns = nerve_clock_now_ns();
             m.seq = ++seq;
             if (!imu_pub->publish(m)) {
                 failed = true;
@@ -72,12 +72,13 @@ int main(int argc, char **argv)
         uint32_t n = 0;
         for (int64_t t = t0 + 1000000; t < end; t += 25000000) { // 40 Hz
             example::sleep_until(t);
-            auto loan = scan_pub->loan(size_t{360});
-            if (!loan) {
+            auto got = scan_pub->loan(size_t{360});
+            if (!got) {
                 failed = true;
                 continue;
             }
-            loan->header->stamp_ns = nerve_now_ns();
+            auto &loan = *got;
+            loan->header->stamp_ns = nerve_clock_now_ns();
             loan->header->angle_min = -3.14159f;
             loan->header->angle_increment = 2 * 3.14159f / 360;
             for (size_t i = 0; i < loan->ranges.size(); i++) {

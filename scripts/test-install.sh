@@ -30,7 +30,7 @@ echo "== install $build into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" ||
     { cat "$tmp/install.log"; exit 1; }
 for f in include/nerve/nerve.h include/nerve/nerve.hpp \
-    include/nerve/cxx/nerve.hpp; do
+    include/nerve/cxx/rt.hpp include/nerve/cxx/gpu.hpp; do
     [ -f "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
 pc=$(find "$prefix" -name nerve.pc | head -n 1)

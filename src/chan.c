@@ -162,7 +162,7 @@
 #define MAX_DATA (1ull << 40)
 /* Untimed waits re-check the ring this often (see CRASH RECOVERY). */
 #define NERVE__WAIT_SLICE_NS 100000000ll
-/* Without a bell (or without futex_waitv for nerve_wait_any) waits poll. */
+/* Without a bell (or without futex_waitv for nerve_chan_wait_any) waits poll. */
 #define NERVE__POLL_SLICE_NS 1000000ll
 /* A read retries this many times when writers overwrite its message. */
 #define READ_RETRIES 64
@@ -199,14 +199,14 @@ struct nerve_chan {
 
 /* ---- small helpers ------------------------------------------------------ */
 
-int64_t nerve_now_ns(void)
+int64_t nerve_clock_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t nerve_mono_to_realtime_ns(int64_t mono_ns)
+int64_t nerve_clock_to_realtime_ns(int64_t mono_ns)
 {
     struct timespec rt, mo;
     clock_gettime(CLOCK_REALTIME, &rt);
@@ -227,7 +227,7 @@ static int errno_to_nerve(int e)
     return nerve__err_from_errno(e);
 }
 
-int nerve_name_check(const char *name)
+int nerve_chan_name_check(const char *name)
 {
     if (!name || !name[0] || name[0] == '.')
         return NERVE_EINVAL;
@@ -516,7 +516,7 @@ static void link_bell(const char *name, struct nerve__shm_tmp *bell)
 int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
 {
     struct nerve_chan_opts o;
-    int r = nerve_name_check(name);
+    int r = nerve_chan_name_check(name);
     if (r == 0)
         r = opts_read(opts, &o);
     if (r)
@@ -556,7 +556,7 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
 
 int nerve_chan_unlink(const char *name)
 {
-    int r = nerve_name_check(name);
+    int r = nerve_chan_name_check(name);
     if (r)
         return r;
     char path[PATH_MAX];
@@ -608,7 +608,7 @@ static int chmod_file(const char *path, uint32_t mode)
 
 int nerve_chan_chmod(const char *name, uint32_t mode)
 {
-    int r = nerve_name_check(name);
+    int r = nerve_chan_name_check(name);
     if (r)
         return r;
     if (mode & ~0777u)
@@ -868,7 +868,7 @@ static int chan_open(const char *name, uint32_t flags, nerve_chan **out,
     if (!out || (flags & ~NERVE_O_WRITE))
         return NERVE_EINVAL;
     *out = NULL;
-    int r = nerve_name_check(name);
+    int r = nerve_chan_name_check(name);
     if (r)
         return r;
     char path[PATH_MAX];
@@ -1002,8 +1002,11 @@ const char *nerve_chan_name(const nerve_chan *c)
 
 int nerve_chan_meta(const nerve_chan *c, struct nerve_meta *m)
 {
-    if (!c || !m)
+    if (!c)
+        return NERVE_EBADF;
+    if (!m)
         return NERVE_EINVAL;
+    memset(m, 0, sizeof *m);
     m->type = c->type;
     m->encoding = c->encoding;
     m->schema = c->schema;
@@ -1126,7 +1129,7 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
  * begin_message() raised tail past seq - 1). */
 static int64_t commit_time(const nerve_chan *c, uint64_t seq, int64_t at)
 {
-    int64_t now = nerve_now_ns();
+    int64_t now = nerve_clock_now_ns();
     if (at == NERVE__TIME_NOW || at > now)
         return now;
     if (seq > 1 && nerve__load_rlx(&c->hdr->tail) <= seq - 1) {
@@ -1178,13 +1181,14 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
         info->time_ns = now;
         info->recovered = recovered;
         info->reserved0 = 0;
+        info->reserved[0] = info->reserved[1] = 0;
     }
 }
 
 static int write_check(nerve_chan *c, size_t len, uint32_t flags)
 {
     if (!c)
-        return NERVE_EINVAL;
+        return NERVE_EBADF;
     if (!c->writable)
         return NERVE_EROFS;
     if (flags & ~NERVE_F_ABSTIME)
@@ -1254,7 +1258,9 @@ int nerve_chan_reserve(nerve_chan *c, size_t len, int64_t timeout_ns,
 static int commit_msg(nerve_chan *c, size_t len, int64_t at,
                       struct nerve_put_info *info)
 {
-    if (!c || !c->reserved || (uint64_t)len > c->res_len)
+    if (!c)
+        return NERVE_EBADF;
+    if (!c->reserved || (uint64_t)len > c->res_len)
         return NERVE_EINVAL;
     /* The PI lock belongs to the reserving thread: nobody else can
      * release it. */
@@ -1274,7 +1280,9 @@ int nerve_chan_commit(nerve_chan *c, size_t len, struct nerve_put_info *info)
 
 int nerve_chan_abort(nerve_chan *c)
 {
-    if (!c || !c->reserved)
+    if (!c)
+        return NERVE_EBADF;
+    if (!c->reserved)
         return NERVE_EINVAL;
     if (c->res_tid != nerve__tid())
         return NERVE_EPERM;
@@ -1309,7 +1317,9 @@ int nerve_chan_commit_at(nerve_chan *c, size_t len, int64_t time_ns,
 
 int nerve_chan_ring(const nerve_chan *c, void **base, uint64_t *len)
 {
-    if (!c || !base || !len)
+    if (!c)
+        return NERVE_EBADF;
+    if (!base || !len)
         return NERVE_EINVAL;
     *base = c->ring;
     *len = 2 * c->data_size;
@@ -1486,7 +1496,7 @@ static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
         *dl = 0;
     } else if (flags & NERVE_F_ABSTIME) {
         *dl = timeout_ns;
-    } else if (timeout_ns > INT64_MAX - (now = nerve_now_ns())) {
+    } else if (timeout_ns > INT64_MAX - (now = nerve_clock_now_ns())) {
         *dl = -1; /* beyond the clock's range: no deadline */
     } else {
         *dl = now + timeout_ns;
@@ -1511,7 +1521,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
     }
     int r = 0;
     for (;;) {
-        int64_t now = nerve_now_ns();
+        int64_t now = nerve_clock_now_ns();
         int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
                                        : NERVE__WAIT_SLICE_NS);
         if (deadline >= 0 && deadline < slice)
@@ -1595,8 +1605,10 @@ out:
 
 static int read_flags_check(const nerve_chan *c, uint32_t flags)
 {
-    if (!c || (flags & ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME |
-                         NERVE_F_REPEAT)))
+    if (!c)
+        return NERVE_EBADF;
+    if (flags & ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME |
+                  NERVE_F_REPEAT))
         return NERVE_EINVAL;
     if ((flags & NERVE_GET_MASK) == NERVE_GET_AT && (flags & NERVE_F_WAIT))
         return NERVE_EINVAL;
@@ -1645,6 +1657,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
                     info->missed = missed;
                     info->time_ns = m.time_ns;
                     info->len = m.len;
+                    info->reserved[0] = info->reserved[1] = 0;
                 }
                 return NERVE_EMSGSIZE;
             }
@@ -1669,6 +1682,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
             info->missed = missed;
             info->time_ns = m.time_ns;
             info->len = m.len;
+            info->reserved[0] = info->reserved[1] = 0;
         }
         if (out)
             *out = m;
@@ -1680,6 +1694,8 @@ int nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
                    int64_t timeout_ns, struct nerve_get_info *info,
                    uint32_t flags)
 {
+    if (!c)
+        return NERVE_EBADF;
     if (len && !buf)
         return NERVE_EINVAL;
     return read_msg(c, buf, len, 0, arg, timeout_ns, info, NULL, flags);
@@ -1688,6 +1704,8 @@ int nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
 int nerve_chan_view(nerve_chan *c, int64_t arg, int64_t timeout_ns,
                     struct nerve_view *view, uint32_t flags)
 {
+    if (!c)
+        return NERVE_EBADF;
     if (!view)
         return NERVE_EINVAL;
     struct msg m;
@@ -1699,7 +1717,9 @@ int nerve_chan_view(nerve_chan *c, int64_t arg, int64_t timeout_ns,
 
 int nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view)
 {
-    if (!c || !view || view->info.seq == 0)
+    if (!c)
+        return NERVE_EBADF;
+    if (!view || view->info.seq == 0)
         return NERVE_EINVAL;
     return still_valid(c, view->info.seq) ? 0 : NERVE_ESTALE;
 }
@@ -1726,14 +1746,14 @@ void nerve_chan_cancel_clear(nerve_chan *c)
     nerve__store32_rel(&c->cancel, 0);
 }
 
-int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
+int nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
                    uint64_t *ready, uint32_t flags)
 {
     if (!chans || n == 0 || n > NERVE_WAIT_MAX || (flags & ~NERVE_F_ABSTIME))
         return NERVE_EINVAL;
     for (size_t i = 0; i < n; i++) {
         if (!chans[i])
-            return NERVE_EINVAL;
+            return NERVE_EBADF;
     }
     int64_t deadline;
     wait_deadline(timeout_ns, flags, &deadline);
@@ -1749,7 +1769,7 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
                 count++;
             }
         }
-        if (count || (deadline >= 0 && nerve_now_ns() >= deadline)) {
+        if (count || (deadline >= 0 && nerve_clock_now_ns() >= deadline)) {
             if (ready)
                 *ready = mask;
             return count ? count : NERVE_ETIMEDOUT;
@@ -1764,7 +1784,9 @@ int nerve_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
 
 int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
 {
-    if (!c || !st)
+    if (!c)
+        return NERVE_EBADF;
+    if (!st)
         return NERVE_EINVAL;
     memset(st, 0, sizeof *st);
     const struct nerve__shm_hdr *h = c->hdr;
@@ -1777,7 +1799,7 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
     /* Readers counted while some lease is running; a count that killed
      * readers left raised reads 0 once their leases end. */
-    st->waiters = c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_now_ns()
+    st->waiters = c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_clock_now_ns()
                       ? nerve__load32_rlx(&c->bell->waiters)
                       : 0;
     struct stat fs;
@@ -1814,7 +1836,7 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     return 0;
 }
 
-int nerve_stat(const char *name, struct nerve_stats *st)
+int nerve_chan_stat_name(const char *name, struct nerve_stats *st)
 {
     nerve_chan *c;
     int r = nerve_chan_open(name, NERVE_O_READ, &c);
@@ -1981,7 +2003,7 @@ int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
     return r;
 }
 
-int nerve_list(int (*fn)(const char *name, void *arg), void *arg)
+int nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg)
 {
     if (!fn)
         return NERVE_EINVAL;
@@ -1995,7 +2017,7 @@ int nerve_list(int (*fn)(const char *name, void *arg), void *arg)
         if (strncmp(e->d_name, CHAN_PREFIX, plen) != 0)
             continue;
         const char *name = e->d_name + plen;
-        if (nerve_name_check(name) != 0)
+        if (nerve_chan_name_check(name) != 0)
             continue;
         r = fn(name, arg);
     }

@@ -5,7 +5,7 @@
  * LAYOUT. Nothing here lives in shared memory. A task is process-private:
  *
  *   struct nerve_task
- *     opts, fn, arg          [const] after nerve_task_create()
+ *     opts, fn, arg          [const] after nerve_task_open()
  *     acc                    [local] the loop thread's running statistics
  *     pub_seq, pub[]         [W:writer][R:acq] published copy of acc,
  *                            see SYNC(task-stats)
@@ -14,7 +14,7 @@
  *     thread, started, setup_done/setup_rc/mu/cv   start handshake
  *
  * OWNERSHIP. Only the loop thread writes acc and pub[]. Any thread reads
- * pub[] through nerve_task_get_stats(). nerve_task_stop() only stores `stop`
+ * pub[] through nerve_task_stat(). nerve_task_stop() only stores `stop`
  * and cancels the channel handle, both async-signal-safe.
  *
  * PROTOCOL (statistics seqlock). After every cycle the loop publishes its
@@ -475,7 +475,7 @@ int nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
 
 /* ---- periodic tasks ---------------------------------------------------- */
 
-/* What the loop accumulates and publishes (raw sums; nerve_task_get_stats()
+/* What the loop accumulates and publishes (raw sums; nerve_task_stat()
  * turns them into series, so the loop never divides or takes roots). */
 struct rt_raw {
     uint64_t cycles, overruns, skipped, timeouts, missed;
@@ -514,18 +514,20 @@ static void rt_publish(nerve_task *t)
     /* Relaxed: only the loop thread writes pub_seq; the fence orders it. */
     nerve__store_rlx(&t->pub_seq, s + 1);
     /* SYNC(task-stats) release fence: the odd sequence is visible before any
-     * word changes; pairs with the acquire fence in nerve_task_get_stats(). */
+     * word changes; pairs with the acquire fence in nerve_task_stat(). */
     nerve__fence_rel();
     for (size_t i = 0; i < RT_PUB_WORDS; i++)
         nerve__store_rlx(&t->pub[i], w[i]);
     /* SYNC(task-stats) release: every word of the snapshot is visible before
-     * the even sequence; pairs with the acquire load in nerve_task_get_stats(). */
+     * the even sequence; pairs with the acquire load in nerve_task_stat(). */
     nerve__store_rel(&t->pub_seq, s + 2);
 }
 
-int nerve_task_get_stats(const nerve_task *t, struct nerve_task_stats *st)
+int nerve_task_stat(const nerve_task *t, struct nerve_task_stats *st)
 {
-    if (!t || !st)
+    if (!t)
+        return NERVE_EBADF;
+    if (!st)
         return NERVE_EINVAL;
     nerve_task *m = (nerve_task *)t; /* the atomics API takes non-const */
     uint64_t w[RT_PUB_WORDS];
@@ -568,7 +570,7 @@ int nerve_task_get_stats(const nerve_task *t, struct nerve_task_stats *st)
 #define RT_KNOWN_FLAGS                                                         \
     (NERVE_RT_BEST_EFFORT | NERVE_TASK_CATCH_UP | NERVE_TASK_MLOCK)
 
-int nerve_task_create(const struct nerve_task_opts *opts, nerve_task_fn fn,
+int nerve_task_open(const struct nerve_task_opts *opts, nerve_task_fn fn,
                       void *arg, nerve_task **out)
 {
     if (!opts || !fn || !out)
@@ -846,7 +848,7 @@ static void *rt_thread(void *p)
 int nerve_task_start(nerve_task *t)
 {
     if (!t)
-        return NERVE_EINVAL;
+        return NERVE_EBADF;
     if (t->started)
         return NERVE_EBUSY;
     if (pthread_create(&t->thread, NULL, rt_thread, t) != 0)
@@ -867,7 +869,7 @@ int nerve_task_start(nerve_task *t)
 int nerve_task_run(nerve_task *t)
 {
     if (!t)
-        return NERVE_EINVAL;
+        return NERVE_EBADF;
     if (t->started)
         return NERVE_EBUSY;
     int rc = rt_task_setup(t);
@@ -888,7 +890,9 @@ void nerve_task_stop(nerve_task *t)
 
 int nerve_task_join(nerve_task *t)
 {
-    if (!t || !t->started)
+    if (!t)
+        return NERVE_EBADF;
+    if (!t->started)
         return NERVE_EINVAL;
     if (!t->joined) {
         pthread_join(t->thread, NULL);
@@ -897,7 +901,7 @@ int nerve_task_join(nerve_task *t)
     return t->setup_rc != 0 ? t->setup_rc : t->loop_rc;
 }
 
-void nerve_task_destroy(nerve_task *t)
+void nerve_task_close(nerve_task *t)
 {
     if (!t)
         return;

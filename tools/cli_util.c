@@ -384,7 +384,7 @@ int cli_help_only(const char *verb, int argc, char **argv)
 
 int cli_check_name(const char *verb, const char *name)
 {
-    int rc = nerve_name_check(name);
+    int rc = nerve_chan_name_check(name);
     if (rc != 0) {
         fprintf(stderr,
                 "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
@@ -551,7 +551,7 @@ static void print_message(enum cli_fmt fmt, const void *buf,
         break;
     case CLI_FMT_HEX: {
         char iso[64];
-        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(info->time_ns));
         printf("seq %" PRIu64 "  size %" PRIu64 "  missed %" PRIu64
                "  time %s\n",
                info->seq, info->len, info->missed, iso);
@@ -560,7 +560,7 @@ static void print_message(enum cli_fmt fmt, const void *buf,
     }
     case CLI_FMT_JSON: {
         char iso[64];
-        iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(info->time_ns));
+        iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(info->time_ns));
         printf("{\"seq\":%" PRIu64 ",\"time\":\"%s\",\"time_ns\":%" PRId64
                ",\"size\":%" PRIu64 ",\"missed\":%" PRIu64,
                info->seq, iso, info->time_ns, info->len, info->missed);

@@ -106,7 +106,7 @@ struct ack {
     int32_t ok;       // 1: the seq was k and the sampled bytes verified
     uint32_t discarded;
     uint64_t missed;
-    int32_t reg_mode;   // the reader ring's nerve::gpu::reg_mode; -1: none tried
+    int32_t reg_mode;   // the reader ring's nerve::gpu::RegMode; -1: none tried
     int32_t reserved;
     double reg_ms;      // how long the reader's registration took
 };
@@ -146,7 +146,7 @@ long futex(std::atomic<uint32_t> *w, int op, uint32_t val,
                    nullptr, 0);
 }
 
-double ms_since(int64_t t0) { return (double)(nerve_now_ns() - t0) / 1e6; }
+double ms_since(int64_t t0) { return (double)(nerve_clock_now_ns() - t0) / 1e6; }
 
 void sleep_until(int64_t t)
 {
@@ -206,12 +206,12 @@ int reader_main(const options &o, const names &nm, void *floor_mem)
             continue;
         nerve_chan *c;
         NERVE_OK(nerve_chan_open(nm.data[p].c_str(), NERVE_O_READ, &c));
-        nerve::gpu::ring_registration reg;
+        nerve::gpu::RingRegistration reg;
         int32_t reg_mode = -1;
         double reg_ms = 0;
         if (p == 0) {
-            int64_t t = nerve_now_ns();
-            auto r = nerve::gpu::ring_registration::create(c, nerve::access::read);
+            int64_t t = nerve_clock_now_ns();
+            auto r = nerve::gpu::RingRegistration::create(c, nerve::Access::read);
             if (!r) {
                 std::fprintf(stderr, "reader: %s\n", r.message());
                 return 1;
@@ -234,7 +234,7 @@ int reader_main(const options &o, const names &nm, void *floor_mem)
         ready.reg_ms = reg_ms;
         NERVE_OK(nerve_chan_put(ackc, &ready, sizeof ready, NERVE_FOREVER,
                                 nullptr, 0));
-        nerve::gpu::copy_options co;
+        nerve::gpu::CopyOptions co;
         co.wait = std::chrono::nanoseconds(kWaitNs);
         for (int k = 1; k <= total; k++) {
             ack a{};
@@ -243,7 +243,7 @@ int reader_main(const options &o, const names &nm, void *floor_mem)
             uint64_t seq = 0;
             if (p <= 1) {
                 auto r = nerve::gpu::copy_view_to_device(c, dst, o.size, st, co);
-                a.t_on_gpu = nerve_now_ns();
+                a.t_on_gpu = nerve_clock_now_ns();
                 if (!r) {
                     std::fprintf(stderr, "reader: %s frame %d: %s (%s)\n",
                                  kPaths[p], k, r.message(),
@@ -260,17 +260,17 @@ int reader_main(const options &o, const names &nm, void *floor_mem)
                 CUDA_OK(cudaMemcpyAsync(dst, host.data(), o.size,
                                         cudaMemcpyHostToDevice, st));
                 CUDA_OK(cudaStreamSynchronize(st));
-                a.t_on_gpu = nerve_now_ns();
+                a.t_on_gpu = nerve_clock_now_ns();
                 seq = gi.seq;
                 a.missed = gi.missed;
             } else {
                 // Wait for the writer's release of frame k (lost-wakeup
                 // free: the wait compares the word with the value seen).
-                int64_t deadline = nerve_now_ns() + kWaitNs;
+                int64_t deadline = nerve_clock_now_ns() + kWaitNs;
                 uint32_t s;
                 while ((s = fh->seq.load(std::memory_order_acquire)) !=
                        (uint32_t)k) {
-                    if (nerve_now_ns() > deadline) {
+                    if (nerve_clock_now_ns() > deadline) {
                         std::fprintf(stderr, "reader: floor frame %d never "
                                              "came\n", k);
                         return 1;
@@ -281,7 +281,7 @@ int reader_main(const options &o, const names &nm, void *floor_mem)
                 CUDA_OK(cudaMemcpyAsync(dst, fbuf, o.size,
                                         cudaMemcpyHostToDevice, st));
                 CUDA_OK(cudaStreamSynchronize(st));
-                a.t_on_gpu = nerve_now_ns();
+                a.t_on_gpu = nerve_clock_now_ns();
                 seq = (uint64_t)k;
             }
             // Verification, outside the timed span.
@@ -351,10 +351,10 @@ int writer_main(const options &o, const names &nm, void *floor_mem,
         rw.path = p;
         nerve_chan *c;
         NERVE_OK(nerve_chan_open(nm.data[p].c_str(), NERVE_O_WRITE, &c));
-        nerve::gpu::ring_registration reg;
+        nerve::gpu::RingRegistration reg;
         if (p <= 1) {
-            int64_t t = nerve_now_ns();
-            auto r = nerve::gpu::ring_registration::create(c, nerve::access::write);
+            int64_t t = nerve_clock_now_ns();
+            auto r = nerve::gpu::RingRegistration::create(c, nerve::Access::write);
             if (!r) {
                 std::fprintf(stderr, "writer: %s\n", r.message());
                 return 1;
@@ -378,10 +378,10 @@ int writer_main(const options &o, const names &nm, void *floor_mem,
             return 1;
         }
         if (ready.reg_mode >= 0) {
-            rw.rreg = nerve::gpu::to_string((nerve::gpu::reg_mode)ready.reg_mode);
+            rw.rreg = nerve::gpu::to_string((nerve::gpu::RegMode)ready.reg_mode);
             rw.rreg_ms = ready.reg_ms;
         }
-        int64_t next = nerve_now_ns() + period;
+        int64_t next = nerve_clock_now_ns() + period;
         for (int k = 1; k <= total; k++) {
             if (period) {
                 sleep_until(next);
@@ -389,7 +389,7 @@ int writer_main(const options &o, const names &nm, void *floor_mem,
             }
             fill<<<256, 256, 0, st>>>(src, o.size, (unsigned)k);
             CUDA_OK(cudaStreamSynchronize(st));
-            const int64_t t0 = nerve_now_ns(); // the frame is ready on the GPU
+            const int64_t t0 = nerve_clock_now_ns(); // the frame is ready on the GPU
             if (p <= 1) {
                 auto r = nerve::gpu::put_from_device(c, src, o.size, st);
                 if (!r) {

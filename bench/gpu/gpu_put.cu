@@ -127,7 +127,7 @@ int main(int argc, char **argv)
             iter++;
             fill<<<256, 256>>>(dev, size, iter);
             CUDA_OK(cudaDeviceSynchronize());
-            int64_t t0 = nerve_now_ns();
+            int64_t t0 = nerve_clock_now_ns();
             if (!std::strcmp(mode, "staging")) {
                 CUDA_OK(cudaMemcpy(staging.data(), dev, size,
                                    cudaMemcpyDeviceToHost));
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
                 CUDA_OK(cudaMemcpy(p, dev, size, cudaMemcpyDeviceToHost));
                 NERVE_OK(nerve_chan_commit(w, size, nullptr));
             }
-            int64_t t1 = nerve_now_ns();
+            int64_t t1 = nerve_clock_now_ns();
             if (k >= 20)
                 rs.us.push_back((double)(t1 - t0) / 1e3);
             const unsigned char *got = pinned;

@@ -31,7 +31,7 @@
 //
 // MSG is imu, scan or grid. Receivers print one JSON line with the
 // statistics (microseconds). bench/ros/run.sh runs the whole table.
-#include <nerve/cxx/nerve.hpp>
+#include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 
 #include <nav_msgs/OccupancyGrid.h>
@@ -181,9 +181,9 @@ template <class F> void paced(const run_spec &r, F &&send)
 
 // ---- nerve ---------------------------------------------------------------
 
-template <class T> nerve::channel_options geometry()
+template <class T> nerve::ChannelOptions geometry()
 {
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.data_size = ring_bytes(ros::serialization::serializationLength(proto<T>()));
     o.slots = 1024;
     return o;
@@ -207,7 +207,7 @@ template <class T> int nerve_sub(const run_spec &r, const char *name, bool view,
             uint32_t seq = 0;
             auto res = nerve::ros1::read_view(
                 *rd, NERVE_GET_NEXT | NERVE_F_WAIT, std::chrono::seconds(3),
-                [&](const uint8_t *p, size_t len, const nerve::msg_info &) {
+                [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
                     uint32_t s = 0, ns = 0;
                     if (nerve::ros1::stamp_of(p, len, s, ns)) {
                         std::memcpy(&seq, p, 4);
@@ -248,9 +248,12 @@ template <class T> int nerve_pub(const run_spec &r, const char *name, bool loan)
         m.header.seq = seq;
         if (loan) {
             auto l = pub->loan(m); // serialized into the ring
-            const int64_t t = now_ns();
-            l->set_stamp(uint32_t(t / 1000000000), uint32_t(t % 1000000000));
-            (void)l.publish();
+            if (l) {
+                const int64_t t = now_ns();
+                (*l)->set_stamp(uint32_t(t / 1000000000),
+                                uint32_t(t % 1000000000));
+                (void)l->publish();
+            }
         } else {
             stamp(m.header, now_ns());
             (void)pub->publish(m);

@@ -33,8 +33,12 @@
  * lifetime; the bell's descriptor is closed once it is mapped. Opening
  * more handles than RLIMIT_NOFILE allows fails with NERVE_EMFILE.
  *
- * Times are CLOCK_MONOTONIC nanoseconds (nerve_now_ns());
- * nerve_mono_to_realtime_ns() converts one to wall-clock time for display.
+ * Every call below that takes a handle and returns a status returns
+ * NERVE_EBADF when the handle is NULL (nerve_chan_close() ignores NULL);
+ * a handle that was closed must not be used at all.
+ *
+ * Times are CLOCK_MONOTONIC nanoseconds (nerve_clock_now_ns());
+ * nerve_clock_to_realtime_ns() converts one to wall-clock time for display.
  * Timeouts are int64_t nanoseconds: relative, or an absolute
  * CLOCK_MONOTONIC time with NERVE_F_ABSTIME; NERVE_FOREVER waits without
  * bound and 0 does not wait at all. */
@@ -44,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "common.h"
 
 #ifdef __cplusplus
@@ -62,7 +67,7 @@ extern "C" {
 #define NERVE_ENCODING_MAX 63
 /* Largest schema text, in bytes. */
 #define NERVE_SCHEMA_MAX (1u << 20)
-/* Most channels one nerve_wait_any() call waits on. */
+/* Most channels one nerve_chan_wait_any() call waits on. */
 #define NERVE_WAIT_MAX 64
 
 /* Timeout that never expires. No subtraction of two times produces it, so
@@ -105,6 +110,18 @@ typedef struct nerve_chan nerve_chan;
 
 /* ---- options and results ---------------------------------------------- */
 
+/* How these structs grow without breaking programs built against older
+ * headers (docs/abi.md; the liburing and libuv patterns):
+ *   - an input struct (nerve_chan_opts) begins with `size`, which the
+ *     caller sets to sizeof the struct it knows; fields are only appended,
+ *     the library reads `size` bytes and rejects a non-zero tail it does
+ *     not know;
+ *   - an output struct (the library fills it) ends with reserved words
+ *     that the library sets to zero; a new field takes the place of
+ *     reserved words, so the struct's size never changes within an ABI
+ *     version (NERVE_ABI_VERSION) and an older program just ignores it.
+ * tests/abi records every public struct's size at each ABI version. */
+
 /* Options for nerve_chan_create(). Initialise with NERVE_CHAN_OPTS_INIT (or
  * set .size = sizeof(struct nerve_chan_opts) and zero the rest): a zero
  * field means its default. Fields are only ever appended; the library reads
@@ -138,6 +155,7 @@ struct nerve_put_info {
     uint32_t recovered; /* 1 if the writer lock was recovered from a writer
                            that died holding it */
     uint32_t reserved0;
+    uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* What a get or view delivered. */
@@ -146,6 +164,7 @@ struct nerve_get_info {
     uint64_t missed;  /* NEXT/NEWEST: messages skipped since the cursor */
     int64_t time_ns;  /* commit time, CLOCK_MONOTONIC ns */
     uint64_t len;     /* message size; on NERVE_EMSGSIZE the size needed */
+    uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* A zero-copy view of a message inside the ring. `data` stays mapped while
@@ -176,6 +195,7 @@ struct nerve_stats {
     uint32_t uid, gid;       /* owner of the file */
     uint32_t creator_version; /* NERVE_VERSION_NUMBER of the creator */
     uint32_t reserved0;
+    uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
@@ -187,6 +207,7 @@ struct nerve_meta {
     const char *encoding;
     const char *schema;  /* NUL-terminated; schema_len bytes before the NUL */
     uint64_t schema_len;
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* ---- channel lifecycle (setup phase) ---------------------------------- */
@@ -399,7 +420,7 @@ NERVE_API uint64_t nerve_chan_cursor(const nerve_chan *c);
 NERVE_API void nerve_chan_seek(nerve_chan *c, uint64_t seq);
 
 /* Wake every wait on this handle (nerve_chan_get/view with NERVE_F_WAIT,
- * nerve_wait_any) with NERVE_ECANCELED, now and in future, until
+ * nerve_chan_wait_any) with NERVE_ECANCELED, now and in future, until
  * nerve_chan_cancel_clear(). For clean shutdown from another thread or a
  * signal handler.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe (one atomic store and
@@ -415,9 +436,9 @@ NERVE_API void nerve_chan_cancel_clear(nerve_chan *c);
  * (futex_waitv, Linux 5.16); older kernels fall back to 1 ms polling.
  * Thread: one caller per handle.  Blocking: yes.  RT: safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_wait_any(nerve_chan *const *chans,
-                                             size_t n, int64_t timeout_ns,
-                                             uint64_t *ready, uint32_t flags);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
+                    uint64_t *ready, uint32_t flags);
 
 /* ---- facts for tools -------------------------------------------------- */
 
@@ -429,8 +450,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat(const nerve_chan *c,
 /* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_stat(const char *name,
-                                         struct nerve_stats *st);
+NERVE_NODISCARD NERVE_API int nerve_chan_stat_name(const char *name,
+                                                   struct nerve_stats *st);
 
 /* Verify every invariant of the channel file that can be checked without
  * the writer lock: header, geometry, every index entry still readable (its
@@ -471,23 +492,12 @@ NERVE_NODISCARD NERVE_API int nerve_chan_repair(const char *name,
  * NERVE_EACCES / NERVE_ENOENT if /dev/shm cannot be read.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_list(int (*fn)(const char *name, void *arg),
-                                         void *arg);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg);
 
 /* Check a channel name: 0, NERVE_EINVAL or NERVE_ENAMETOOLONG.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_NODISCARD NERVE_API int nerve_name_check(const char *name);
-
-/* ---- time ------------------------------------------------------------- */
-
-/* CLOCK_MONOTONIC now, in nanoseconds (the clock of message times).
- * Thread: any.  Blocking: no.  RT: safe (vDSO).  Signal: safe. */
-NERVE_API int64_t nerve_now_ns(void);
-
-/* Convert a CLOCK_MONOTONIC time to CLOCK_REALTIME nanoseconds using the
- * clocks' current offset (exact unless the wall clock was stepped since).
- * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_API int64_t nerve_mono_to_realtime_ns(int64_t mono_ns);
+NERVE_NODISCARD NERVE_API int nerve_chan_name_check(const char *name);
 
 #ifdef __cplusplus
 }

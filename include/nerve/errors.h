@@ -58,7 +58,8 @@ extern "C" {
     XX(EMISMATCH, -1004, "channel exists with a different geometry or type")    \
     XX(EOVERWRITTEN, -1005, "message was overwritten")                          \
     XX(ELAPPED, -1006, "writers overwrote the message on every attempt")        \
-    XX(EABI, -1007, "channel was made by an incompatible platform or ABI")
+    XX(EABI, -1007, "channel was made by an incompatible platform or ABI")     \
+    XX(EDECODE, -1008, "message does not decode as the expected type")
 
 enum nerve_error {
     NERVE_OK = 0,

@@ -5,6 +5,7 @@
 
 #include "version.h"
 #include "errors.h"
+#include "clock.h"
 #include "chan.h"
 #include "rt.h"
 

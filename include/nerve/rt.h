@@ -59,6 +59,7 @@ struct nerve_rt_applied {
                              NERVE_EPERM) and a fallback was taken */
     uint32_t mem_locked;  /* nerve_rt_lock_memory(): 1 if mlockall held */
     char msg[160];        /* one English sentence saying what happened */
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* ---- rate-monotonic priority from the period ------------------------ */
@@ -147,6 +148,7 @@ struct nerve_rt_caps {
                                CAP_IPC_LOCK is held */
     int32_t preempt_rt;     /* 1 if the kernel is PREEMPT_RT */
     int32_t reserved0;
+    uint64_t reserved[4];   /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Find out, without changing anything about the caller, whether real-time
@@ -167,6 +169,7 @@ struct nerve_rt_series {
     int64_t mean_ns;     /* mean, rounded toward zero */
     int64_t rms_ns;      /* square root of the mean square (Tobar et al.'s
                             sqrt(MSE)), rounded down */
+    uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Timing of a periodic loop from its release and wake-up times (pure; the
@@ -184,7 +187,9 @@ nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
 
 /* ---- periodic tasks --------------------------------------------------- */
 
-/* A periodic (or channel-driven) loop that calls a body function. Opaque. */
+/* A periodic (or channel-driven) loop that calls a body function. Opaque.
+ * The calls below that take a task and return a status return
+ * NERVE_EBADF when it is NULL (stop and destroy ignore NULL). */
 typedef struct nerve_task nerve_task;
 
 /* Overrun policy (nerve_task_opts.flags). An overrun is a body that ends
@@ -217,6 +222,7 @@ struct nerve_task_tick {
     const void *msg;      /* the message (task-owned buffer, valid during
                              the call), or NULL */
     struct nerve_get_info msg_info;
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* The body: called once per cycle from the loop's thread. Return 0 to go
@@ -279,6 +285,7 @@ struct nerve_task_stats {
     int32_t sched_err;    /* 0, or why the requested policy was not
                              applied (best effort fell back to OTHER) */
     uint32_t running;     /* 1 while the loop runs */
+    uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Make a task (not started). `fn` is called with `arg` every cycle.
@@ -286,9 +293,9 @@ struct nerve_task_stats {
  * no period for a clock task, unknown flags, bad policy or priority, a
  * non-zero reserved field), NERVE_ENOMEM.
  * Thread: any.  Blocking: no.  RT: not safe (allocates).  Signal: not safe. */
-NERVE_NODISCARD NERVE_API int nerve_task_create(const struct nerve_task_opts *opts,
-                                                nerve_task_fn fn, void *arg,
-                                                nerve_task **out);
+NERVE_NODISCARD NERVE_API int nerve_task_open(const struct nerve_task_opts *opts,
+                                              nerve_task_fn fn, void *arg,
+                                              nerve_task **out);
 
 /* Start the loop on a new thread, which applies the policy, priority and
  * affinity to itself, prefaults its stack and then runs. Returns once the
@@ -327,8 +334,8 @@ NERVE_NODISCARD NERVE_API int nerve_task_join(nerve_task *t);
  * Returns 0.
  * Thread: any, also while the loop runs.  Blocking: no.  RT: safe.
  * Signal: safe. */
-NERVE_NODISCARD NERVE_API int nerve_task_get_stats(const nerve_task *t,
-                                               struct nerve_task_stats *st);
+NERVE_NODISCARD NERVE_API int nerve_task_stat(const nerve_task *t,
+                                              struct nerve_task_stats *st);
 
 /* Format statistics as a few lines of text headed by `name` (may be NULL)
  * into buf[0..len), NUL-terminated. Returns the length the full text needs
@@ -341,7 +348,7 @@ NERVE_API int nerve_task_stats_format(const struct nerve_task_stats *st,
  * NULL is ignored.
  * Thread: no other call on the task may run.  Blocking: joins.  RT: not
  * safe.  Signal: not safe. */
-NERVE_API void nerve_task_destroy(nerve_task *t);
+NERVE_API void nerve_task_close(nerve_task *t);
 
 #ifdef __cplusplus
 }

@@ -50,14 +50,14 @@ int main(int argc, char **argv)
     struct nerve_get_info info;
     nerve_chan_seek(r, 0);
     for (long k = 0; k < rounds; k++) {
-        int64_t t0 = nerve_now_ns();
+        int64_t t0 = nerve_clock_now_ns();
         for (long i = 0; i < batch; i++) {
             memcpy(msg, &i, sizeof i);
             if (nerve_chan_put(w, msg, size, NERVE_FOREVER, NULL, 0) != 0) {
                 return 1;
             }
         }
-        int64_t t1 = nerve_now_ns();
+        int64_t t1 = nerve_clock_now_ns();
         for (long i = 0; i < batch; i++) {
             rc = nerve_chan_get(r, buf, size + 64, 0, 0, &info, NERVE_GET_NEXT);
             if (rc != 0 || info.len != size) {
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
-        int64_t t2 = nerve_now_ns();
+        int64_t t2 = nerve_clock_now_ns();
         put_ns[k] = (double)(t1 - t0) / (double)batch;
         get_ns[k] = (double)(t2 - t1) / (double)batch;
     }

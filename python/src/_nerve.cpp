@@ -98,7 +98,7 @@ int64_t deadline_from(std::optional<double> timeout)
     if (t > 3e9) {
         return -1;
     }
-    return nerve_now_ns() + static_cast<int64_t>(t * 1e9);
+    return nerve_clock_now_ns() + static_cast<int64_t>(t * 1e9);
 }
 
 // Refuse a bad timeout whether or not the call will have to wait.
@@ -251,7 +251,7 @@ int wait_sliced(std::vector<Chan *> chans, int64_t deadline, F &&call)
 {
     WaitGuard guard(std::move(chans));
     for (;;) {
-        int64_t now = nerve_now_ns();
+        int64_t now = nerve_clock_now_ns();
         if (deadline >= 0 && now >= deadline) {
             return NERVE_ETIMEDOUT;
         }
@@ -889,11 +889,11 @@ uint64_t wait_any(std::vector<Chan *> chans, std::optional<double> timeout)
         hs.push_back(ch->use());
     }
     uint64_t ready = 0;
-    int rc = nerve_wait_any(hs.data(), hs.size(), 0, &ready, 0);
+    int rc = nerve_chan_wait_any(hs.data(), hs.size(), 0, &ready, 0);
     if (rc == NERVE_ETIMEDOUT && !(timeout && *timeout == 0)) {
         int64_t deadline = deadline_from(timeout);
         rc = wait_sliced(chans, deadline, [&](int64_t end) {
-            return nerve_wait_any(hs.data(), hs.size(), end, &ready,
+            return nerve_chan_wait_any(hs.data(), hs.size(), end, &ready,
                                   NERVE_F_ABSTIME);
         });
     }
@@ -1156,7 +1156,7 @@ struct RtTask {
             o.deadline_ns = deadline_ns;
             o.msg_max = msg_max;
         }
-        int rc = nerve_task_create(&o, step ? step_body : call_body, this, &t);
+        int rc = nerve_task_open(&o, step ? step_body : call_body, this, &t);
         if (rc != 0) {
             raise_nerve(rc);
         }
@@ -1175,7 +1175,7 @@ struct RtTask {
             joiner.join();
             Py_END_ALLOW_THREADS
         }
-        nerve_task_destroy(t);
+        nerve_task_close(t);
         release_chan();
         Py_XDECREF(exc);
     }
@@ -1327,7 +1327,7 @@ struct RtTask {
     template <class P> bool wait_for(int64_t deadline, P &&pred)
     {
         for (;;) {
-            int64_t now = nerve_now_ns();
+            int64_t now = nerve_clock_now_ns();
             int64_t end = now + SLICE_NS;
             if (deadline >= 0 && deadline < end) {
                 end = deadline;
@@ -1344,7 +1344,7 @@ struct RtTask {
             if (PyErr_CheckSignals() != 0) {
                 throw nb::python_error();
             }
-            if (deadline >= 0 && nerve_now_ns() >= deadline) {
+            if (deadline >= 0 && nerve_clock_now_ns() >= deadline) {
                 return false;
             }
         }
@@ -1388,7 +1388,7 @@ struct RtTask {
     nb::tuple stats() const
     {
         struct nerve_task_stats s;
-        int r = nerve_task_get_stats(t, &s);
+        int r = nerve_task_stat(t, &s);
         if (r != 0) {
             raise_nerve(r);
         }
@@ -1402,7 +1402,7 @@ struct RtTask {
     std::string format(std::optional<std::string> name) const
     {
         struct nerve_task_stats s;
-        int r = nerve_task_get_stats(t, &s);
+        int r = nerve_task_stat(t, &s);
         if (r != 0) {
             raise_nerve(r);
         }
@@ -1647,7 +1647,7 @@ NB_MODULE(_nerve, m)
     });
     m.def("list_names", []() {
         std::vector<std::string> names;
-        int rc = nerve_list(collect_name, &names);
+        int rc = nerve_chan_list(collect_name, &names);
         if (rc != 0) {
             raise_nerve(rc);
         }
@@ -1655,7 +1655,7 @@ NB_MODULE(_nerve, m)
     });
     m.def("stat", [](const std::string &name) {
         struct nerve_stats st;
-        int rc = without_gil([&] { return nerve_stat(name.c_str(), &st); });
+        int rc = without_gil([&] { return nerve_chan_stat_name(name.c_str(), &st); });
         if (rc != 0) {
             raise_nerve(rc, name.c_str());
         }
@@ -1671,7 +1671,7 @@ NB_MODULE(_nerve, m)
         return std::string(msg);
     });
     m.def("name_check", [](const std::string &name) {
-        int rc = nerve_name_check(name.c_str());
+        int rc = nerve_chan_name_check(name.c_str());
         if (rc != 0) {
             raise_nerve(rc, name.c_str());
         }
@@ -1679,8 +1679,8 @@ NB_MODULE(_nerve, m)
     m.def("wait_any", &wait_any, "chans"_a, "timeout"_a = nb::none());
     m.def("_at_exit", &at_exit,
           "Called by atexit: from now on no waiting thread retakes the GIL.");
-    m.def("now_ns", &nerve_now_ns);
-    m.def("mono_to_realtime_ns", &nerve_mono_to_realtime_ns, "mono_ns"_a);
+    m.def("now_ns", &nerve_clock_now_ns);
+    m.def("mono_to_realtime_ns", &nerve_clock_to_realtime_ns, "mono_ns"_a);
     m.def("error_table", []() {
         nb::list out;
 #define NERVE_PY_ERR(name, value, msg) out.append(nb::make_tuple(#name, value, msg));

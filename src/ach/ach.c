@@ -166,7 +166,7 @@ static enum ach_status name_ok(const char *name)
             return ACH_INVALID_NAME;
         }
     }
-    if (nerve_name_check(name) != 0) {
+    if (nerve_chan_name_check(name) != 0) {
         set_err("invalid channel name '%.80s'", name);
         return ACH_INVALID_NAME;
     }
@@ -593,7 +593,7 @@ static int64_t deadline_of(const ach_channel_t *chan,
         *forever = 1;
         return 0;
     }
-    int64_t now_mono = nerve_now_ns();
+    int64_t now_mono = nerve_clock_now_ns();
     /* Saturate: a bound beyond ~290 years is no bound. */
     if (t->tv_sec > INT64_MAX / 1000000000 - 2) {
         *forever = 1;
@@ -700,7 +700,7 @@ ACH_API enum ach_status ach_get(ach_channel_t *chan, void *buf, size_t size,
         set_err("ach_get(%s): NULL buffer", h->name);
         return ACH_EINVAL;
     }
-    struct nerve_get_info gi = {0, 0, 0, 0};
+    struct nerve_get_info gi = {0};
     enum ach_status s = take(chan, h, buf, size, NULL, &gi, abstime, options);
     if (frame_size && (s == ACH_OK || s == ACH_MISSED_FRAME ||
                        s == ACH_OVERFLOW))
@@ -726,7 +726,7 @@ ACH_API enum ach_status ach_xget(ach_channel_t *chan, ach_get_fun transfer,
     for (int tries = 0;; tries++) {
         uint64_t before = nerve_chan_cursor(h->ch);
         struct nerve_view vw;
-        struct nerve_get_info gi = {0, 0, 0, 0};
+        struct nerve_get_info gi = {0};
         enum ach_status s = take(chan, h, NULL, 0, &vw, &gi, abstime,
                                  options);
         if (s != ACH_OK && s != ACH_MISSED_FRAME)
@@ -814,7 +814,7 @@ ach_evhandle(struct ach_evhandler *handlers, size_t n,
                 return ACH_CANCELED;
         }
         uint64_t ready = 0;
-        int r = nerve_wait_any(chans, n, rel, &ready, 0);
+        int r = nerve_chan_wait_any(chans, n, rel, &ready, 0);
         if (r == NERVE_ETIMEDOUT) {
             if ((options & ACH_EV_O_PERIODIC_TIMEOUT) && periodic_handler) {
                 enum ach_status s = periodic_handler(periodic_context);

@@ -348,7 +348,7 @@ static void test_names_attrs(void)
     ACH_EQ(ach_channel_map(&c, &map), ACH_OK);
     NT_EQ(map, ACH_MAP_USER);
     struct nerve_stats st;
-    NT_OK(nerve_stat(name, &st));
+    NT_OK(nerve_chan_stat_name(name, &st));
     NT_EQ(st.slots, ACH_DEFAULT_FRAME_COUNT);
     NT_CMP(st.data_size, >=,
            (uint64_t)ACH_DEFAULT_FRAME_COUNT * ACH_DEFAULT_FRAME_SIZE);
@@ -361,7 +361,7 @@ static void test_names_attrs(void)
 
     /* chmod */
     ACH_EQ(ach_chmod(&c, 0600), ACH_OK);
-    NT_OK(nerve_stat(name, &st));
+    NT_OK(nerve_chan_stat_name(name, &st));
     NT_EQ(st.mode, 0600);
     ACH_EQ(ach_chmod(&c, 01777), ACH_EINVAL);
     ACH_EQ(ach_close(&c), ACH_OK);
@@ -371,7 +371,7 @@ static void test_names_attrs(void)
     ACH_EQ(ach_create(name, 8, 8, &ca), ACH_EEXIST);
     ACH_EQ(ach_create_attr_set_truncate(&ca, 1), ACH_OK);
     ACH_EQ(ach_create(name, 8, 8, &ca), ACH_OK);
-    NT_OK(nerve_stat(name, &st));
+    NT_OK(nerve_chan_stat_name(name, &st));
     NT_EQ(st.slots, 8);
     struct ach_header *shm = (struct ach_header *)&ca;
     ACH_EQ(ach_create_attr_get_shm(&ca, &shm), ACH_OK);

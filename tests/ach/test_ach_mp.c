@@ -75,7 +75,7 @@ static int reader(const char *name, int last)
     uint64_t seen[WRITERS] = {0};
     unsigned char buf[MAXLEN];
     uint64_t got = 0, missed_status = 0;
-    int64_t give_up = nerve_now_ns() + 60 * (int64_t)1000000000;
+    int64_t give_up = nerve_clock_now_ns() + 60 * (int64_t)1000000000;
     for (;;) {
         int finished = 1;
         for (int i = 0; i < WRITERS; i++)
@@ -89,7 +89,7 @@ static int reader(const char *name, int last)
         if (r == ACH_TIMEOUT) {
             if (atomic_load(&g_sh->writers_done) && last)
                 break; /* a LAST reader may skip the final frames */
-            if (nerve_now_ns() > give_up)
+            if (nerve_clock_now_ns() > give_up)
                 die("reader gave up waiting", r);
             continue;
         }
@@ -146,9 +146,9 @@ static void test_many(void)
         if (rp[i] == 0)
             _exit(reader(name, i == READERS));
     }
-    int64_t limit = nerve_now_ns() + 20 * (int64_t)1000000000;
+    int64_t limit = nerve_clock_now_ns() + 20 * (int64_t)1000000000;
     while (atomic_load(&g_sh->readers_ready) < READERS + 1 &&
-           nerve_now_ns() < limit)
+           nerve_clock_now_ns() < limit)
         usleep(1000);
     for (int i = 0; i < WRITERS; i++) {
         wp[i] = fork();
@@ -224,13 +224,13 @@ static int kill_reader(const char *name, uint32_t end_id)
     atomic_fetch_add(&g_sh->readers_ready, 1);
     unsigned char buf[MAXLEN];
     uint64_t got = 0;
-    int64_t give_up = nerve_now_ns() + 90 * (int64_t)1000000000;
+    int64_t give_up = nerve_clock_now_ns() + 90 * (int64_t)1000000000;
     for (;;) {
         struct timespec ts = {0, 100000000};
         size_t fs = 0;
         r = ach_get(&c, buf, sizeof buf, &fs, &ts, ACH_O_WAIT | ACH_O_RELTIME);
         if (r == ACH_TIMEOUT) {
-            if (nerve_now_ns() > give_up)
+            if (nerve_clock_now_ns() > give_up)
                 die("kill reader: no end frame", r);
             continue;
         }
@@ -263,8 +263,8 @@ static void test_kill_writers(void)
         if (rp[i] == 0)
             _exit(kill_reader(name, 99));
     }
-    int64_t limit = nerve_now_ns() + 20 * (int64_t)1000000000;
-    while (atomic_load(&g_sh->readers_ready) < 2 && nerve_now_ns() < limit)
+    int64_t limit = nerve_clock_now_ns() + 20 * (int64_t)1000000000;
+    while (atomic_load(&g_sh->readers_ready) < 2 && nerve_clock_now_ns() < limit)
         usleep(1000);
     srand(12345);
     for (int kill_no = 0; kill_no < 20; kill_no++) {

@@ -47,7 +47,7 @@ check() {
         rc=1
     fi
 }
-check NO_CODEC 'has no nerve::codec<T> specialization'
+check NO_CODEC 'has no nerve::Codec<T> specialization'
 check COPY 'deleted'
 check DISCARD 'nodiscard'
 check UNINIT_WRITE_LVALUE "qualifiers|rvalue ref-qualifier"

@@ -27,14 +27,18 @@ struct Plain {
     Plain p{};
     std::vector<Plain> v;
     (void)pub->publish(p);
-    (void)pub->loan().publish();
-    (void)pub->loan_uninit().write(p).publish();
+    if (auto l = pub->loan()) {
+        (void)l->publish();
+    }
+    if (auto u = pub->loan_uninit()) {
+        (void)std::move(*u).write(p).publish();
+    }
     (void)rd->get_newest(p);
     (void)rd->wait_newest(p, nerve::forever);
     (void)rd->get_next(p);
     (void)rd->read_unread(v);
     (void)rd->wait_unread(v, std::chrono::milliseconds(1));
-    (void)rd->get_by_timestamp(p, nerve::clock::now());
+    (void)rd->get_by_timestamp(p, nerve::Clock::now());
     (void)rd->get_seq(p, 1);
 
     auto sp = nerve::Publisher<robot_msgs::LaserScan>::open("nt-check");
@@ -43,8 +47,10 @@ struct Plain {
         robot_msgs::LaserScan s;
         (void)sp->publish(s);
         auto l = sp->loan(size_t{4});
-        l->ranges[0] = 1.0f;
-        (void)l.publish();
+        if (l) {
+            (*l)->ranges[0] = 1.0f;
+            (void)l->publish();
+        }
         (void)sr->get_newest(s);
     }
     nerve::Node node;
@@ -57,8 +63,8 @@ struct Plain {
 [[maybe_unused]] void instantiate_gpu(nerve::Channel &ch)
 {
     unsigned char b[4] = {};
-    (void)nerve::gpu::copy_view_to(ch, b, sizeof b, nerve::gpu::host_copier{});
-    (void)nerve::gpu::put_from(ch, b, sizeof b, nerve::gpu::host_copier{});
+    (void)nerve::gpu::copy_view_to(ch, b, sizeof b, nerve::gpu::HostCopier{});
+    (void)nerve::gpu::put_from(ch, b, sizeof b, nerve::gpu::HostCopier{});
 }
 
 #if defined(NERVE_MISUSE_NO_CODEC)
@@ -79,13 +85,13 @@ struct Plain {
 [[maybe_unused]] void misuse(nerve::Publisher<Plain> &p)
 {
     auto u = p.loan_uninit();
-    (void)u.write(Plain{}).publish();
+    (void)(*u).write(Plain{}).publish();
 }
 #elif defined(NERVE_MISUSE_RAW_LOAN_SIZE)
 // A raw type's loan takes no size.
 [[maybe_unused]] void misuse(nerve::Publisher<Plain> &p)
 {
-    (void)p.loan(size_t{3}).publish();
+    (void)p.loan(size_t{3})->publish();
 }
 #elif defined(NERVE_MISUSE_OVERALIGNED_LOAN)
 // A reservation is 64-byte aligned: no loan of a T that needs more.
@@ -94,7 +100,7 @@ struct alignas(128) Wide {
 };
 [[maybe_unused]] void misuse(nerve::Publisher<Wide> &p)
 {
-    (void)p.loan().publish();
+    (void)p.loan()->publish();
 }
 #elif defined(NERVE_MISUSE_OVERALIGNED_UNINIT)
 struct alignas(128) Wide {
@@ -103,7 +109,7 @@ struct alignas(128) Wide {
 [[maybe_unused]] void misuse(nerve::Publisher<Wide> &p)
 {
     auto u = p.loan_uninit();
-    (void)std::move(u).write(Wide{}).publish();
+    (void)std::move(*u).write(Wide{}).publish();
 }
 #endif
 

@@ -36,12 +36,12 @@ protected:
     void open_pair(const char *tag)
     {
         name_ = name(tag);
-        nerve::channel_options o;
+        nerve::ChannelOptions o;
         o.slots = 16;
         o.data_size = 4096;
         ASSERT_TRUE(nerve::Channel::create(name_, o));
-        auto w = nerve::Channel::open(name_, nerve::access::write);
-        auto r = nerve::Channel::open(name_, nerve::access::read);
+        auto w = nerve::Channel::open(name_, nerve::Access::write);
+        auto r = nerve::Channel::open(name_, nerve::Access::read);
         ASSERT_TRUE(w && r);
         w_ = std::move(*w);
         r_ = std::move(*r);
@@ -82,7 +82,7 @@ TEST_F(CxxGpu, PutFromCopiesIntoTheReservationAndCommits)
     EXPECT_GT(r.info().time_ns, 0);
 
     std::vector<uint8_t> got(kMsg);
-    auto c = gpu::copy_view_to(r_, got.data(), got.size(), gpu::host_copier{});
+    auto c = gpu::copy_view_to(r_, got.data(), got.size(), gpu::HostCopier{});
     ASSERT_TRUE(c) << c.name();
     EXPECT_EQ(c.seq(), 1u);
     EXPECT_EQ(c.size(), kMsg);
@@ -142,19 +142,19 @@ TEST_F(CxxGpu, CopyViewTakesMessagesInOrderAndReportsNothingNew)
     std::vector<uint8_t> got(kMsg);
     for (uint32_t k = 1; k <= 2; k++) {
         auto c = gpu::copy_view_to(r_, got.data(), got.size(),
-                                   gpu::host_copier{});
+                                   gpu::HostCopier{});
         ASSERT_TRUE(c) << c.name();
         EXPECT_EQ(c.seq(), k);
         EXPECT_EQ(c.missed(), 0u);
         EXPECT_EQ(got, payload(k));
     }
     auto none = gpu::copy_view_to(r_, got.data(), got.size(),
-                                  gpu::host_copier{});
+                                  gpu::HostCopier{});
     EXPECT_TRUE(none.nothing_new());
-    gpu::copy_options o;
+    gpu::CopyOptions o;
     o.wait = std::chrono::milliseconds(5);
     auto waited = gpu::copy_view_to(r_, got.data(), got.size(),
-                                    gpu::host_copier{}, o);
+                                    gpu::HostCopier{}, o);
     EXPECT_TRUE(waited.timed_out()) << waited.name();
 }
 
@@ -229,7 +229,7 @@ TEST_F(CxxGpu, EveryAttemptOverwrittenGivesElappedAndConsumesNothing)
         k += 5;
         return 0;
     };
-    gpu::copy_options o;
+    gpu::CopyOptions o;
     o.attempts = 3;
     auto c = gpu::copy_view_to(r_, got.data(), got.size(), copier, o);
     EXPECT_FALSE(c);
@@ -248,7 +248,7 @@ TEST_F(CxxGpu, EveryAttemptOverwrittenGivesElappedAndConsumesNothing)
     EXPECT_EQ(c.discarded(), 1u);
 
     // Without interference the next copy succeeds and counts the losses.
-    c = gpu::copy_view_to(r_, got.data(), got.size(), gpu::host_copier{});
+    c = gpu::copy_view_to(r_, got.data(), got.size(), gpu::HostCopier{});
     ASSERT_TRUE(c) << c.name();
     EXPECT_GT(c.missed(), 0u);
 }
@@ -267,7 +267,7 @@ TEST_F(CxxGpu, NewestRetryDeliversTheNewNewest)
         }
         return 0;
     };
-    gpu::copy_options o;
+    gpu::CopyOptions o;
     o.newest = true;
     auto c = gpu::copy_view_to(r_, got.data(), got.size(), copier, o);
     ASSERT_TRUE(c) << c.name();
@@ -308,7 +308,7 @@ TEST_F(CxxGpu, CopierFailureDeliversNothingAndConsumesNothing)
     EXPECT_EQ(c.copier_error(), 2);
     EXPECT_STREQ(c.message(), "the device copy failed");
     EXPECT_EQ(r_.cursor(), 0u);
-    c = gpu::copy_view_to(r_, got.data(), got.size(), gpu::host_copier{});
+    c = gpu::copy_view_to(r_, got.data(), got.size(), gpu::HostCopier{});
     ASSERT_TRUE(c);
     EXPECT_EQ(c.seq(), 1u);
 }
@@ -338,17 +338,17 @@ struct Frame {
 TEST_F(CxxGpu, TypedPublisherAndReaderWork)
 {
     const std::string n = name("typed");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 4;
     o.data_size = 4096;
     auto pub = nerve::Publisher<Frame>::create(n, o);
     auto rd = nerve::Reader<Frame>::open(n);
     ASSERT_TRUE(pub && rd);
     auto src = payload(9);
-    auto r = gpu::put_from(*pub, src.data(), sizeof(Frame), gpu::host_copier{});
+    auto r = gpu::put_from(*pub, src.data(), sizeof(Frame), gpu::HostCopier{});
     ASSERT_TRUE(r) << r.name();
     Frame f{};
-    auto c = gpu::copy_view_to(*rd, &f, sizeof f, gpu::host_copier{});
+    auto c = gpu::copy_view_to(*rd, &f, sizeof f, gpu::HostCopier{});
     ASSERT_TRUE(c) << c.name();
     EXPECT_EQ(c.seq(), 1u);
     EXPECT_EQ(0, std::memcmp(f.px, src.data(), kMsg));
@@ -356,21 +356,21 @@ TEST_F(CxxGpu, TypedPublisherAndReaderWork)
 
 TEST(CxxGpuPlan, RegistrationFollowsAccessAndDeviceAttributes)
 {
-    using gpu::reg_mode;
-    gpu::device_caps d;
+    using gpu::RegMode;
+    gpu::DeviceCaps d;
     d.host_register_supported = true;
     d.host_register_read_only_supported = true;
-    EXPECT_EQ(gpu::plan_registration(true, d), reg_mode::writable);
-    EXPECT_EQ(gpu::plan_registration(false, d), reg_mode::read_only);
+    EXPECT_EQ(gpu::plan_registration(true, d), RegMode::writable);
+    EXPECT_EQ(gpu::plan_registration(false, d), RegMode::read_only);
     d.host_register_read_only_supported = false;
-    EXPECT_EQ(gpu::plan_registration(false, d), reg_mode::none);
+    EXPECT_EQ(gpu::plan_registration(false, d), RegMode::none);
     d.pageable_uses_host_page_tables = true;
-    EXPECT_EQ(gpu::plan_registration(false, d), reg_mode::host_page_tables);
+    EXPECT_EQ(gpu::plan_registration(false, d), RegMode::host_page_tables);
     d.host_register_supported = false;
-    EXPECT_EQ(gpu::plan_registration(true, d), reg_mode::none);
-    EXPECT_EQ(gpu::plan_registration(false, d), reg_mode::none);
-    EXPECT_STREQ(gpu::to_string(reg_mode::read_only), "read-only");
-    EXPECT_STREQ(gpu::to_string(reg_mode::none), "none");
+    EXPECT_EQ(gpu::plan_registration(true, d), RegMode::none);
+    EXPECT_EQ(gpu::plan_registration(false, d), RegMode::none);
+    EXPECT_STREQ(gpu::to_string(RegMode::read_only), "read-only");
+    EXPECT_STREQ(gpu::to_string(RegMode::none), "none");
 }
 
 } // namespace

@@ -68,10 +68,11 @@ int cxx_writer(const std::string &name)
                 return 1;
             }
         } else {
-            auto loan = pub->loan_uninit();
-            if (!loan) {
+            auto got = pub->loan_uninit();
+            if (!got) {
                 return 1;
             }
+            auto &loan = *got;
             nt_payload_fill(loan.ptr(), sizeof(Sample), 2, i);
             if (!std::move(loan).assume_init().publish()) {
                 return 1;
@@ -87,7 +88,7 @@ int cxx_subscriber(const std::string &name)
     nerve::Node node;
     Checker check;
     uint64_t missed = 0;
-    auto sub = node.subscribe<Sample>(name, [&](const Sample &s, const nerve::msg_info &i) {
+    auto sub = node.subscribe<Sample>(name, [&](const Sample &s, const nerve::MsgInfo &i) {
         missed += i.missed;
         check.add(s);
         if (!check.ok || check.total == kWriters * kCount) {
@@ -139,7 +140,7 @@ class CxxMultiProcess : public nt::ChannelTest {};
 TEST_F(CxxMultiProcess, CAndCxxWritersAndReadersShareAChannel)
 {
     const std::string n = name("mixed");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 8192; // more than kWriters * kCount: no reader misses one
     o.data_size = 8192 * 128;
     auto pub = nerve::Publisher<Sample>::create(n, o);

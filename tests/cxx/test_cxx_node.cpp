@@ -58,7 +58,7 @@ TEST_F(CxxNode, SubscribeChecksTheType)
     EXPECT_EQ(node.size(), 0u);
 
     // With create, a subscriber may come first.
-    nerve::subscribe_options o;
+    nerve::SubscribeOptions o;
     o.create = true;
     const std::string later = name("later");
     auto early = node.subscribe<Imu>(later, [](const Imu &) {}, o);
@@ -77,11 +77,11 @@ TEST_F(CxxNode, CallbacksRunInCommitTimeOrderAcrossChannels)
     nerve::Node node;
     std::vector<std::pair<char, uint32_t>> order;
     std::vector<int64_t> times;
-    auto sa = node.subscribe<Imu>(a, [&](const Imu &m, const nerve::msg_info &i) {
+    auto sa = node.subscribe<Imu>(a, [&](const Imu &m, const nerve::MsgInfo &i) {
         order.emplace_back('a', m.seq);
         times.push_back(i.time_ns);
     });
-    auto sb = node.subscribe<Command>(b, [&](const Command &m, const nerve::msg_info &i) {
+    auto sb = node.subscribe<Command>(b, [&](const Command &m, const nerve::MsgInfo &i) {
         order.emplace_back('b', m.imu_seq);
         times.push_back(i.time_ns);
     });
@@ -128,7 +128,7 @@ TEST_F(CxxNode, NewestOnlySkipsUnneededCalls)
     std::vector<uint32_t> every, newest;
     auto s1 = node.subscribe<Imu>(n, [&](const Imu &m) { every.push_back(m.seq); });
     auto s2 = node.subscribe<Imu>(n, [&](const Imu &m) { newest.push_back(m.seq); },
-                                  nerve::delivery::newest);
+                                  nerve::Delivery::newest);
     ASSERT_TRUE(s1 && s2);
     for (uint32_t i = 1; i <= 5; i++) {
         ASSERT_TRUE(pub->publish(imu(i)));
@@ -139,7 +139,7 @@ TEST_F(CxxNode, NewestOnlySkipsUnneededCalls)
     EXPECT_EQ(newest, (std::vector<uint32_t>{5}));
     EXPECT_EQ(s2->stats().missed, 4u);
     EXPECT_EQ(s1->stats().missed, 0u);
-    EXPECT_EQ(s2->mode(), nerve::delivery::newest);
+    EXPECT_EQ(s2->mode(), nerve::Delivery::newest);
 }
 
 TEST_F(CxxNode, StopFromAnotherThread)
@@ -167,8 +167,8 @@ TEST_F(CxxNode, StopFromAnotherThread)
     node.reset();
     // If spin() did not deliver the message, this spin_once() must.
     const size_t before = calls;
-    auto once = node.spin_once(before == 0 ? nerve::duration(std::chrono::seconds(10))
-                                           : nerve::duration(std::chrono::milliseconds(1)));
+    auto once = node.spin_once(before == 0 ? nerve::Duration(std::chrono::seconds(10))
+                                           : nerve::Duration(std::chrono::milliseconds(1)));
     ASSERT_TRUE(once) << once.message();
     EXPECT_EQ(calls, 1u);
 }
@@ -322,10 +322,10 @@ TEST_F(CxxNode, NewestModeIgnoresMessagesAfterTheWait)
     auto sa = node.subscribe<Imu>(a, [&](const Imu &m) {
         order += "a" + std::to_string(m.seq) + " ";
         ASSERT_TRUE(pb->publish(imu(m.seq + 10)));
-    }, nerve::delivery::newest);
+    }, nerve::Delivery::newest);
     auto sb = node.subscribe<Imu>(b, [&](const Imu &m) {
         order += "b" + std::to_string(m.seq) + " ";
-    }, nerve::delivery::newest);
+    }, nerve::Delivery::newest);
     ASSERT_TRUE(sa && sb);
     ASSERT_TRUE(pb->publish(imu(1)));
     ASSERT_TRUE(pa->publish(imu(1)));

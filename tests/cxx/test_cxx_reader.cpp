@@ -69,14 +69,14 @@ TEST_F(CxxReader, ValidMessageAfterOversizedOneIsDelivered)
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<Imu>::open(n);
     ASSERT_TRUE(rd);
-    auto raw = nerve::Channel::open(n, nerve::access::write);
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     char big[sizeof(Imu) + 64] = {};
     ASSERT_TRUE(raw->put(big, sizeof big)); // seq 1: too large for Imu
     Imu m{};
     race_pub = &*pub; // seq 2 arrives right after the get saw seq 1
     auto r = rd->get_newest(m);
-    EXPECT_EQ(r.code(), NERVE_EMISMATCH);
+    EXPECT_EQ(r.code(), NERVE_EDECODE);
     EXPECT_EQ(rd->cursor(), 1u); // stepped over the bad one only
     auto r2 = rd->get_newest(m);
     ASSERT_TRUE(r2.has_data()) << r2.name();
@@ -91,29 +91,29 @@ TEST_F(CxxReader, GetSeqAndByTimestampDoNotCountMissed)
     ASSERT_TRUE(pub);
     auto rd = nerve::Reader<Imu>::open(n);
     ASSERT_TRUE(rd);
-    auto raw = nerve::Channel::open(n, nerve::access::write);
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     char big[sizeof(Imu) + 64] = {};
     ASSERT_TRUE(raw->put(big, sizeof big));
     Imu m{};
     for (int i = 0; i < 3; i++) {
         auto r = rd->get_seq(m, 1);
-        EXPECT_EQ(r.code(), NERVE_EMISMATCH);
+        EXPECT_EQ(r.code(), NERVE_EDECODE);
         EXPECT_EQ(r.missed(), 0u);
     }
-    auto t = rd->get_by_timestamp(m, nerve::clock::now());
-    EXPECT_EQ(t.code(), NERVE_EMISMATCH);
+    auto t = rd->get_by_timestamp(m, nerve::Clock::now());
+    EXPECT_EQ(t.code(), NERVE_EDECODE);
     EXPECT_EQ(t.missed(), 0u);
     EXPECT_EQ(rd->cursor(), 0u);
     auto r = rd->get_next(m); // the one read that consumes it counts it
-    EXPECT_EQ(r.code(), NERVE_EMISMATCH);
+    EXPECT_EQ(r.code(), NERVE_EDECODE);
     EXPECT_EQ(r.missed(), 1u);
 }
 
 TEST_F(CxxReader, ElapsedDoesNotReportMissedTwice)
 {
     const std::string n = name("elap");
-    nerve::channel_options o;
+    nerve::ChannelOptions o;
     o.slots = 2;
     auto pub = nerve::Publisher<std::string>::create(n, o);
     ASSERT_TRUE(pub);

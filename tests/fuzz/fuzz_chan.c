@@ -90,7 +90,7 @@ static void read_all(nerve_chan *c)
             check_info(&gi, data_size);
     }
     /* AT: before everything, now, the end of time, and a middle. */
-    int64_t times[] = {INT64_MIN, 0, nerve_now_ns(), INT64_MAX,
+    int64_t times[] = {INT64_MIN, 0, nerve_clock_now_ns(), INT64_MAX,
                        st.newest_time_ns};
     for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
         if (nerve_chan_get(c, buf, sizeof buf, times[i], 0, &gi,
@@ -118,7 +118,7 @@ static void read_all(nerve_chan *c)
     if (r == 0)
         check_info(&gi, data_size);
     uint64_t ready = 0;
-    r = nerve_wait_any(&c, 1, 0, &ready, 0);
+    r = nerve_chan_wait_any(&c, 1, 0, &ready, 0);
     must(r == NERVE_ETIMEDOUT || r == 1, "wait_any with timeout 0");
     struct nerve_meta m;
     if (nerve_chan_meta(c, &m) == 0) {
@@ -166,8 +166,8 @@ int nerve_fuzz_one(const uint8_t *data, size_t size)
          "check: unexpected error on an openable file");
     must(r == 0 || cr == r, "check and open disagree");
     struct nerve_stats st;
-    int sr = nerve_stat(name, &st);
-    must(r != 0 || sr == 0 || sr == NERVE_ECORRUPT, "nerve_stat");
+    int sr = nerve_chan_stat_name(name, &st);
+    must(r != 0 || sr == 0 || sr == NERVE_ECORRUPT, "nerve_chan_stat_name");
     unlink(path);
     return r;
 }

@@ -8,7 +8,7 @@
 
 /* Write data[0..size) as the channel file /dev/shm/nerve.nt-fuzz-<pid>,
  * open it read-only and run every read-side call on it: open, get in every
- * mode, view and view_check, stat, nerve_stat, nerve_chan_check; then
+ * mode, view and view_check, stat, nerve_chan_stat_name, nerve_chan_check; then
  * remove the file. Returns the result of nerve_chan_open (0 when the file
  * was accepted). Aborts on an impossible result (a get that returns
  * success with a length beyond the ring, a check message that is not a

@@ -59,22 +59,22 @@ int main()
     g_name = nt_name("gpu");
     std::atexit(cleanup);
     nt_create(g_name.c_str(), 16, ring);
-    auto w = nerve::Channel::open(g_name, nerve::access::write);
-    auto r = nerve::Channel::open(g_name, nerve::access::read);
+    auto w = nerve::Channel::open(g_name, nerve::Access::write);
+    auto r = nerve::Channel::open(g_name, nerve::Access::read);
     CHECK(w && r);
     {
-        auto rw = gpu::ring_registration::create(*w, nerve::access::write);
-        auto rr = gpu::ring_registration::create(*r, nerve::access::read);
+        auto rw = gpu::RingRegistration::create(*w, nerve::Access::write);
+        auto rr = gpu::RingRegistration::create(*r, nerve::Access::read);
         CHECK(rw && rr);
-        gpu::device_caps caps = gpu::query_caps(0);
+        gpu::DeviceCaps caps = gpu::query_caps(0);
         std::printf("writer ring: %s; reader ring: %s (%s); read-only "
                     "registration supported: %d\n",
                     gpu::to_string(rw->mode()), gpu::to_string(rr->mode()),
                     cudaGetErrorString(rr->error()),
                     (int)caps.host_register_read_only_supported);
-        CHECK(rw->registered() && rw->mode() == gpu::reg_mode::writable);
+        CHECK(rw->registered() && rw->mode() == gpu::RegMode::writable);
         CHECK(rr->mode() == gpu::plan_registration(false, caps));
-        CHECK(rr->registered() == (rr->mode() != gpu::reg_mode::none));
+        CHECK(rr->registered() == (rr->mode() != gpu::RegMode::none));
 
         cudaStream_t st;
         CHECK(cudaStreamCreate(&st) == cudaSuccess);
@@ -97,7 +97,7 @@ int main()
         auto p2 = pattern(2, n);
         CHECK(cudaMemcpy(src, p2.data(), n, cudaMemcpyHostToDevice) == cudaSuccess);
         CHECK(gpu::put_from_device(*w, src, n, st));
-        gpu::cuda_copier dev{st, cudaMemcpyHostToDevice, cudaSuccess};
+        gpu::CudaCopier dev{st, cudaMemcpyHostToDevice, cudaSuccess};
         int calls = 0;
         auto racing = [&](void *d, const void *s, size_t len) {
             int rc = dev(d, s, len);

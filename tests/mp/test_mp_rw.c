@@ -42,8 +42,8 @@ static void writer(uint32_t id)
     NT_OK(nerve_chan_open(chan, NERVE_O_WRITE, &w));
     static unsigned char buf[MAXMSG];
     uint64_t x = 0x1234567 + id * 7919, n = 0;
-    int64_t end = nerve_now_ns() + (int64_t)(seconds * 1e9);
-    while (nerve_now_ns() < end) {
+    int64_t end = nerve_clock_now_ns() + (int64_t)(seconds * 1e9);
+    while (nerve_clock_now_ns() < end) {
         size_t len = 24 + rnd(&x) % (rnd(&x) % 8 ? 600 : MAXMSG - 24);
         n++;
         if (rnd(&x) % 2) {
@@ -106,7 +106,7 @@ static void reader(int kind)
              * commit store.) */
             struct nerve_stats st;
             NT_OK(nerve_chan_stat(r, &st));
-            int64_t t = nerve_now_ns() - (int64_t)(rnd(&x) % 2000000);
+            int64_t t = nerve_clock_now_ns() - (int64_t)(rnd(&x) % 2000000);
             int rc = nerve_chan_get(r, buf, sizeof buf, t, 0, &gi,
                                     NERVE_GET_AT);
             if (rc == 0) {

@@ -1,6 +1,6 @@
 // ros1.hpp with ROS message types compiles with the strict flags the C++
 // headers promise (tests/ros/header_check.sh), with and without exceptions.
-#include <nerve/cxx/nerve.hpp>
+#include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 #include <sensor_msgs/Imu.h>
 #include <nav_msgs/OccupancyGrid.h>

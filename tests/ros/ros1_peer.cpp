@@ -14,7 +14,7 @@
 // from a publisher that announced the right type.
 #include "ros1_msgs.hpp"
 
-#include <nerve/cxx/nerve.hpp>
+#include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 #include <ros/ros.h>
 
@@ -74,7 +74,7 @@ template <class T> int read(const std::string &ch, uint32_t n, double secs)
     const auto end = std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(secs));
-    nerve::result<nerve::Reader<T>> rd = nerve::Reader<T>::open(ch);
+    nerve::Result<nerve::Reader<T>> rd = nerve::Reader<T>::open(ch);
     while (!rd && rd.code() == NERVE_ENOENT &&
            std::chrono::steady_clock::now() < end) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -92,7 +92,7 @@ template <class T> int read(const std::string &ch, uint32_t n, double secs)
             std::fprintf(stderr, "timeout after %u messages\n", good);
             return 1;
         }
-        auto r = rd->wait_next(m, std::chrono::duration_cast<nerve::duration>(left));
+        auto r = rd->wait_next(m, std::chrono::duration_cast<nerve::Duration>(left));
         if (r.timed_out()) {
             continue;
         }

@@ -82,7 +82,7 @@ TEST_F(Ros1Codec, TriviallyCopyableRosTypeIsRos1msg)
     auto rd = nerve::Reader<geometry_msgs::Vector3>::open(ch);
     ASSERT_TRUE(rd);
     geometry_msgs::Vector3 out;
-    ASSERT_TRUE(rd->get_newest(out, nerve::repeat::yes));
+    ASSERT_TRUE(rd->get_newest(out, nerve::Repeat::yes));
     EXPECT_TRUE(out == v);
 }
 
@@ -96,15 +96,16 @@ TEST_F(Ros1Codec, LoanStampAndZeroCopyView)
     auto rd = nerve::Reader<nav_msgs::OccupancyGrid>::open(ch);
     ASSERT_TRUE(rd);
     const auto m = rtest::make<nav_msgs::OccupancyGrid>(4);
-    auto loan = pub->loan(m);
-    ASSERT_TRUE(loan) << loan.code();
+    auto loan_r = pub->loan(m);
+    ASSERT_TRUE(loan_r) << loan_r.name();
+    auto &loan = *loan_r;
     EXPECT_EQ(loan->size, ros::serialization::serializationLength(m));
     ASSERT_TRUE(loan->set_stamp(77, 88));
     ASSERT_TRUE(loan.publish());
     uint32_t sec = 0, nsec = 0;
     size_t len = 0;
-    auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT, nerve::duration(0),
-                                    [&](const uint8_t *p, size_t n, const nerve::msg_info &) {
+    auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT, nerve::Duration(0),
+                                    [&](const uint8_t *p, size_t n, const nerve::MsgInfo &) {
                                         len = n;
                                         EXPECT_TRUE(nerve::ros1::stamp_of(p, n, sec, nsec));
                                     });
@@ -120,7 +121,7 @@ TEST_F(Ros1Codec, LoanStampAndZeroCopyView)
     want.header.stamp.sec = 77;
     want.header.stamp.nsec = 88;
     EXPECT_TRUE(out == want);
-    const nerve::ros1::serialized short_msg{nullptr, 4};
+    const nerve::ros1::Serialized short_msg{nullptr, 4};
     EXPECT_FALSE(short_msg.set_stamp(1, 2));
 }
 
@@ -143,9 +144,9 @@ TEST_F(Ros1Codec, MalformedBytesAreMismatch)
     ASSERT_TRUE(pub->publish(m));
     sensor_msgs::LaserScan out;
     auto r1 = rd->get_next(out);
-    EXPECT_TRUE(r1.mismatch()) << r1.name();
+    EXPECT_TRUE(r1.decode_failed()) << r1.name();
     auto r2 = rd->get_next(out);
-    EXPECT_TRUE(r2.mismatch()) << r2.name();
+    EXPECT_TRUE(r2.decode_failed()) << r2.name();
     auto r3 = rd->get_next(out);
     ASSERT_TRUE(r3) << r3.name();
     EXPECT_TRUE(out == m);
@@ -160,7 +161,9 @@ TEST_F(Ros1Codec, WrongTypeIsRefused)
     auto rd = nerve::Reader<sensor_msgs::LaserScan>::open(ch);
     ASSERT_FALSE(rd);
     EXPECT_EQ(rd.code(), NERVE_EMISMATCH);
-    auto pub2 = nerve::Publisher<sensor_msgs::LaserScan>::create(ch);
+    nerve::ChannelOptions reuse;
+    reuse.exist_ok = true;
+    auto pub2 = nerve::Publisher<sensor_msgs::LaserScan>::create(ch, reuse);
     ASSERT_FALSE(pub2);
     EXPECT_EQ(pub2.code(), NERVE_EMISMATCH);
 }

@@ -82,7 +82,7 @@ static void test_every_message(void)
     o.chan_which = NERVE_GET_NEXT;
     o.deadline_ns = 10000 * MS; /* generous; only a safety net */
     nerve_task *t;
-    NT_OK(nerve_task_create(&o, rx_body, &a, &t));
+    NT_OK(nerve_task_open(&o, rx_body, &a, &t));
     sem_t go;
     sem_init(&go, 0, 0);
     struct tx w = {name, &go};
@@ -97,13 +97,13 @@ static void test_every_message(void)
     NT_EQ(a.got, NMSG);
     NT_EQ(a.bad, 0);
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, NMSG + a.timeouts);
     NT_EQ(st.missed, 0);
     NT_EQ(st.latency.n, NMSG);
     NT_EQ(st.abs_err.n, 0); /* no clock: no absolute error */
     NT_CMP(st.latency.min_ns, >=, 0);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     nerve_chan_close(c);
     NT_OK(nerve_chan_unlink(name));
     sem_destroy(&go);
@@ -123,26 +123,26 @@ static void test_deadline(void)
     o.chan_which = NERVE_GET_NEWEST;
     o.deadline_ns = 5 * MS;
     nerve_task *t;
-    NT_OK(nerve_task_create(&o, rx_body, &a, &t));
+    NT_OK(nerve_task_open(&o, rx_body, &a, &t));
     NT_OK(nerve_task_run(t));
     NT_EQ(a.timeouts, 3);
     NT_EQ(a.bad, 0);
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.timeouts, 3);
     NT_EQ(st.cycles, 3);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
 
     /* No deadline and no writer: only a stop ends the wait. */
     memset(&a, 0, sizeof a);
     o.deadline_ns = 0;
-    NT_OK(nerve_task_create(&o, rx_body, &a, &t));
+    NT_OK(nerve_task_open(&o, rx_body, &a, &t));
     NT_OK(nerve_task_start(t));
     nerve_task_stop(t);
     NT_OK(nerve_task_join(t));
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 0);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     /* The handle was un-cancelled: a get polls normally again. */
     char buf[64];
     NT_RC(nerve_chan_get(c, buf, sizeof buf, 0, 0, NULL, NERVE_GET_NEWEST),
@@ -154,9 +154,9 @@ static void test_deadline(void)
     char big[100] = {0};
     NT_OK(nerve_chan_put(wc, big, sizeof big, NERVE_FOREVER, NULL, 0));
     o.msg_max = 10;
-    NT_OK(nerve_task_create(&o, rx_body, &a, &t));
+    NT_OK(nerve_task_open(&o, rx_body, &a, &t));
     NT_RC(nerve_task_run(t), NERVE_EMSGSIZE);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     nerve_chan_close(wc);
     nerve_chan_close(c);
     NT_OK(nerve_chan_unlink(name));

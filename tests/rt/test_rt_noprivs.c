@@ -62,26 +62,26 @@ static int unprivileged_checks(void)
     o.period_ns = 1000000;
     o.policy = NERVE_RT_FIFO;
     nerve_task *t;
-    NT_OK(nerve_task_create(&o, quick_body, NULL, &t));
+    NT_OK(nerve_task_open(&o, quick_body, NULL, &t));
     NT_RC(nerve_task_start(t), NERVE_EPERM);
     NT_RC(nerve_task_join(t), NERVE_EPERM);
-    nerve_task_destroy(t);
-    NT_OK(nerve_task_create(&o, quick_body, NULL, &t));
+    nerve_task_close(t);
+    NT_OK(nerve_task_open(&o, quick_body, NULL, &t));
     NT_RC(nerve_task_run(t), NERVE_EPERM);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     o.flags = NERVE_RT_BEST_EFFORT | NERVE_TASK_MLOCK;
-    NT_OK(nerve_task_create(&o, quick_body, NULL, &t));
+    NT_OK(nerve_task_open(&o, quick_body, NULL, &t));
     NT_OK(nerve_task_start(t));
     NT_OK(nerve_task_join(t));
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 5);
     NT_EQ(st.policy, NERVE_RT_OTHER);
     NT_EQ(st.sched_err, NERVE_EPERM);
     char text[1024];
     NT_CMP(nerve_task_stats_format(&st, "fallback", text, sizeof text), >, 0);
     NT_ASSERT(strstr(text, "fell back") != NULL);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     return 0;
 }
 

@@ -49,8 +49,8 @@ static void test_counts(void)
     o.offset_ns = 3 * MS;
     struct count_arg a = {0, 20, 0, 0, 1};
     nerve_task *t;
-    int64_t before = nerve_now_ns();
-    NT_OK(nerve_task_create(&o, count_body, &a, &t));
+    int64_t before = nerve_clock_now_ns();
+    NT_OK(nerve_task_open(&o, count_body, &a, &t));
     NT_OK(nerve_task_start(t));
     NT_RC(nerve_task_start(t), NERVE_EBUSY);
     NT_OK(nerve_task_join(t));
@@ -60,7 +60,7 @@ static void test_counts(void)
      * periodic (absolute times, no drift) unless periods were skipped. */
     NT_CMP(a.first_release, >=, before + 3 * MS);
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 20);
     NT_EQ(a.last_release - a.first_release, (int64_t)(19 + st.skipped) * 2 * MS);
     NT_EQ(st.abs_err.n, 20);
@@ -72,7 +72,7 @@ static void test_counts(void)
     NT_EQ(st.period_ns, 2 * MS);
     NT_EQ(st.policy, NERVE_RT_OTHER);
     NT_EQ(st.running, 0);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
 }
 
 /* ---- overruns ----------------------------------------------------------- */
@@ -105,10 +105,10 @@ static void test_overrun(uint32_t policy_flag)
     memset(&a, 0, sizeof a);
     a.period = o.period_ns;
     nerve_task *t;
-    NT_OK(nerve_task_create(&o, slow_body, &a, &t));
+    NT_OK(nerve_task_open(&o, slow_body, &a, &t));
     NT_OK(nerve_task_run(t));
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 10);
     /* The two slow bodies overran; a loaded machine may add more. */
     NT_CMP(st.overruns, >=, 2);
@@ -127,7 +127,7 @@ static void test_overrun(uint32_t policy_flag)
         NT_EQ(span, (int64_t)(9 + st.skipped) * o.period_ns);
         NT_CMP(a.releases[3] - a.releases[2], >=, 4 * o.period_ns);
     }
-    nerve_task_destroy(t);
+    nerve_task_close(t);
 }
 
 /* ---- stop from another thread and from a signal handler --------------- */
@@ -180,25 +180,25 @@ static void test_stop(void)
     struct nerve_task_opts o = NERVE_TASK_OPTS_INIT;
     o.period_ns = 1 * MS;
     nerve_task *t;
-    NT_OK(nerve_task_create(&o, forever_body, NULL, &t));
+    NT_OK(nerve_task_open(&o, forever_body, NULL, &t));
     NT_OK(nerve_task_start(t));
     while (sem_wait(&reached) != 0) {
     }
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.running, 1);
     nerve_task_stop(t);
     NT_OK(nerve_task_join(t));
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.running, 0);
     NT_CMP(st.cycles, >=, 4);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
 
     /* A long period: the signal interrupts the sleep, so the loop ends
      * without waiting for the next release. */
     o.period_ns = 30000 * MS;
     o.start_ns = 0;
-    NT_OK(nerve_task_create(&o, first_body, NULL, &sig_task));
+    NT_OK(nerve_task_open(&o, first_body, NULL, &sig_task));
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_usr1;
@@ -210,23 +210,23 @@ static void test_stop(void)
     NT_OK(nerve_task_run(sig_task));
     __atomic_store_n(&run_done, 1, __ATOMIC_RELEASE);
     pthread_join(k, NULL);
-    NT_OK(nerve_task_get_stats(sig_task, &st));
+    NT_OK(nerve_task_stat(sig_task, &st));
     NT_CMP(st.cycles, >=, 1);
     NT_EQ(st.running, 0);
-    nerve_task_destroy(sig_task);
+    nerve_task_close(sig_task);
 
     /* Stopped before it starts: runs no body. */
     o.period_ns = 1 * MS;
-    NT_OK(nerve_task_create(&o, forever_body, NULL, &t));
+    NT_OK(nerve_task_open(&o, forever_body, NULL, &t));
     nerve_task_stop(t);
     NT_OK(nerve_task_run(t));
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 0);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     /* Destroying a running task stops and joins it. */
-    NT_OK(nerve_task_create(&o, forever_body, NULL, &t));
+    NT_OK(nerve_task_open(&o, forever_body, NULL, &t));
     NT_OK(nerve_task_start(t));
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     sem_destroy(&reached);
 }
 
@@ -243,12 +243,12 @@ static void test_live_stats(void)
     o.period_ns = MS / 4;
     uint64_t stop_at = 400;
     nerve_task *t;
-    NT_OK(nerve_task_create(&o, until_body, &stop_at, &t));
+    NT_OK(nerve_task_open(&o, until_body, &stop_at, &t));
     NT_OK(nerve_task_start(t));
     uint64_t last = 0, reads = 0;
     for (;;) {
         struct nerve_task_stats st;
-        NT_OK(nerve_task_get_stats(t, &st));
+        NT_OK(nerve_task_stat(t, &st));
         reads++;
         /* One snapshot: every series was updated in the same cycle. */
         NT_EQ(st.abs_err.n, st.cycles);
@@ -262,7 +262,7 @@ static void test_live_stats(void)
     }
     NT_OK(nerve_task_join(t));
     NT_CMP(reads, >, 1);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -278,43 +278,43 @@ static void test_options(void)
 {
     nerve_task *t = NULL;
     struct nerve_task_opts o = NERVE_TASK_OPTS_INIT;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL); /* no period */
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL); /* no period */
     o.period_ns = MS;
-    NT_RC(nerve_task_create(&o, NULL, NULL, &t), NERVE_EINVAL);
-    NT_RC(nerve_task_create(NULL, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, NULL, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(NULL, noop_body, NULL, &t), NERVE_EINVAL);
     o.flags = 0x80000000u;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);
     o.flags = 0;
     o.policy = 7;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);
     o.policy = NERVE_RT_FIFO;
     o.priority = 100;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);
     o.policy = NERVE_RT_OTHER;
     o.priority = 5;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);
     o.priority = NERVE_TASK_PRIO_AUTO;
     o.reserved0 = 1;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);
     o.reserved0 = 0;
     o.period_ns = -1;
-    NT_RC(nerve_task_create(&o, noop_body, NULL, &t), NERVE_EINVAL);
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);
     /* Rate-monotonic priority: a 1 s period maps to 0 and is raised to 1. */
     o.period_ns = 1000 * MS;
     o.policy = NERVE_RT_FIFO;
-    NT_OK(nerve_task_create(&o, noop_body, NULL, &t));
+    NT_OK(nerve_task_open(&o, noop_body, NULL, &t));
     struct nerve_task_stats st;
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.priority, 1);
-    nerve_task_destroy(t);
+    nerve_task_close(t);
     o.period_ns = MS;
-    NT_OK(nerve_task_create(&o, noop_body, NULL, &t));
-    NT_OK(nerve_task_get_stats(t, &st));
+    NT_OK(nerve_task_open(&o, noop_body, NULL, &t));
+    NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.priority, 56);
     NT_EQ(st.cycles, 0);
     NT_RC(nerve_task_join(t), NERVE_EINVAL); /* never started */
-    nerve_task_destroy(t);
-    nerve_task_destroy(NULL);
+    nerve_task_close(t);
+    nerve_task_close(NULL);
 }
 
 int main(void)

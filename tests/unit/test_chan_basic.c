@@ -20,20 +20,20 @@ static void test_errors_table(void)
 
 static void test_names(void)
 {
-    NT_OK(nerve_name_check("imu"));
-    NT_OK(nerve_name_check("robot.arm-left_2"));
-    NT_RC(nerve_name_check(""), NERVE_EINVAL);
-    NT_RC(nerve_name_check(NULL), NERVE_EINVAL);
-    NT_RC(nerve_name_check(".hidden"), NERVE_EINVAL);
-    NT_RC(nerve_name_check("a/b"), NERVE_EINVAL);
-    NT_RC(nerve_name_check("sp ace"), NERVE_EINVAL);
+    NT_OK(nerve_chan_name_check("imu"));
+    NT_OK(nerve_chan_name_check("robot.arm-left_2"));
+    NT_RC(nerve_chan_name_check(""), NERVE_EINVAL);
+    NT_RC(nerve_chan_name_check(NULL), NERVE_EINVAL);
+    NT_RC(nerve_chan_name_check(".hidden"), NERVE_EINVAL);
+    NT_RC(nerve_chan_name_check("a/b"), NERVE_EINVAL);
+    NT_RC(nerve_chan_name_check("sp ace"), NERVE_EINVAL);
     char longname[NERVE_NAME_MAX + 2];
     memset(longname, 'x', sizeof longname);
     longname[NERVE_NAME_MAX] = 0;
-    NT_OK(nerve_name_check(longname));
+    NT_OK(nerve_chan_name_check(longname));
     longname[NERVE_NAME_MAX] = 'x';
     longname[NERVE_NAME_MAX + 1] = 0;
-    NT_RC(nerve_name_check(longname), NERVE_ENAMETOOLONG);
+    NT_RC(nerve_chan_name_check(longname), NERVE_ENAMETOOLONG);
     nerve_chan *c;
     NT_RC(nerve_chan_create("bad/name", NULL), NERVE_EINVAL);
     NT_RC(nerve_chan_open(longname, NERVE_O_READ, &c), NERVE_ENAMETOOLONG);
@@ -75,9 +75,9 @@ static void test_create_open(void)
     nerve_chan_close(c);
     NT_RC(nerve_chan_open(n, 0x80, &c), NERVE_EINVAL);
     NT_RC(nerve_chan_open(n, NERVE_O_READ, NULL), NERVE_EINVAL);
-    NT_OK(nerve_stat(n, &st));
+    NT_OK(nerve_chan_stat_name(n, &st));
     NT_OK(nerve_chan_unlink(n));
-    NT_RC(nerve_stat(n, &st), NERVE_ENOENT);
+    NT_RC(nerve_chan_stat_name(n, &st), NERVE_ENOENT);
 }
 
 struct list_ctx {
@@ -105,13 +105,13 @@ static void test_list(void)
     const char *n = nt_name("list");
     NT_OK(nerve_chan_create(n, NULL));
     struct list_ctx l = {n, 0};
-    NT_OK(nerve_list(list_cb, &l));
+    NT_OK(nerve_chan_list(list_cb, &l));
     NT_EQ(l.found, 1);
-    NT_EQ(nerve_list(list_stop, NULL), 42);
-    NT_RC(nerve_list(NULL, NULL), NERVE_EINVAL);
+    NT_EQ(nerve_chan_list(list_stop, NULL), 42);
+    NT_RC(nerve_chan_list(NULL, NULL), NERVE_EINVAL);
     NT_OK(nerve_chan_unlink(n));
     l.found = 0;
-    NT_OK(nerve_list(list_cb, &l));
+    NT_OK(nerve_chan_list(list_cb, &l));
     NT_EQ(l.found, 0);
 }
 
@@ -157,7 +157,7 @@ static void test_options(void)
     small.slots = 3; /* beyond size: ignored, default used */
     NT_OK(nerve_chan_create(n, &small));
     struct nerve_stats st;
-    NT_OK(nerve_stat(n, &st));
+    NT_OK(nerve_chan_stat_name(n, &st));
     NT_EQ(st.slots, 1024);
     NT_OK(nerve_chan_unlink(n));
     small.size = 2;
@@ -225,7 +225,7 @@ static void test_put_get(void)
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEWEST),
           NERVE_EAGAIN);
     struct nerve_put_info pi;
-    int64_t before = nerve_now_ns();
+    int64_t before = nerve_clock_now_ns();
     NT_OK(nerve_chan_put(w, "hello", 5, NERVE_FOREVER, &pi, 0));
     NT_EQ(pi.seq, 1);
     NT_CMP(pi.time_ns, >=, before);

@@ -123,7 +123,7 @@ static void special_at_channel(enum kind kind)
     NT_RC(nerve_chan_open(n, NERVE_O_WRITE, &c), NERVE_ENOTCHAN);
     NT_ASSERT(c == NULL);
     struct nerve_stats st;
-    NT_RC(nerve_stat(n, &st), NERVE_ENOTCHAN);
+    NT_RC(nerve_chan_stat_name(n, &st), NERVE_ENOTCHAN);
     char msg[256] = "";
     NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ENOTCHAN);
     NT_ASSERT(strstr(msg, "not a regular file") != NULL);
@@ -134,7 +134,7 @@ static void special_at_channel(enum kind kind)
     NT_RC(nerve_chan_chmod(n, 0600), NERVE_ENOTCHAN);
     /* Listed (tools show it as not a channel), never opened by the list. */
     struct seen s = {n, 0};
-    NT_OK(nerve_list(find_name, &s));
+    NT_OK(nerve_chan_list(find_name, &s));
     NT_ASSERT(s.found);
     /* unlink removes only channels: the planted thing stays. */
     NT_RC(nerve_chan_unlink(n), NERVE_ENOTCHAN);
@@ -478,7 +478,7 @@ static void descriptor_limits(void)
     nerve_chan *c = NULL;
     NT_RC(nerve_chan_open(n, NERVE_O_READ, &c), NERVE_EMFILE);
     struct nerve_stats st;
-    NT_RC(nerve_stat(n, &st), NERVE_EMFILE);
+    NT_RC(nerve_chan_stat_name(n, &st), NERVE_EMFILE);
     NT_RC(nerve_chan_create(nt_name("fds2"), NULL), NERVE_EMFILE);
     NT_ASSERT(strstr(nerve_strerror(NERVE_EMFILE), "too many open files"));
     NT_ASSERT(strcmp(nerve_err_name(NERVE_EMFILE), "EMFILE") == 0);
@@ -573,7 +573,7 @@ static void metadata_utf8(void)
     poke(n, OFF_TYPE + 3, "\xe9", 1); /* "caf\xe9\xa9/..." */
     NT_RC(nerve_chan_open(n, NERVE_O_READ, &c), NERVE_ECORRUPT);
     struct nerve_stats st;
-    NT_RC(nerve_stat(n, &st), NERVE_ECORRUPT);
+    NT_RC(nerve_chan_stat_name(n, &st), NERVE_ECORRUPT);
     NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ECORRUPT);
     NT_ASSERT(strstr(msg, "type is not valid UTF-8") != NULL);
     poke(n, OFF_TYPE + 3, "\xc3", 1);

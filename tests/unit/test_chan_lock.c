@@ -10,7 +10,7 @@
  *     NERVE_EPERM / NERVE_EBUSY, the reservation stays usable;
  *   - a second put by the reservation holder on another handle: EDEADLK;
  *   - timeouts that have already passed (negative relative, past absolute)
- *     in get, view, put, reserve and nerve_wait_any: NERVE_ETIMEDOUT after
+ *     in get, view, put, reserve and nerve_chan_wait_any: NERVE_ETIMEDOUT after
  *     one try. The watchdog (alarm) fails the test if any call blocks. */
 #include "nerve_test.h"
 
@@ -174,7 +174,7 @@ int main(void)
     NT_RC(nerve_chan_put(w2, "z", 1, -5000000000ll, NULL, 0),
           NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_put(w2, "z", 1, 0, NULL, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_put(w2, "z", 1, nerve_now_ns() - 1, NULL,
+    NT_RC(nerve_chan_put(w2, "z", 1, nerve_clock_now_ns() - 1, NULL,
                          NERVE_F_ABSTIME),
           NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_put(w2, "z", 1, -1, NULL, NERVE_F_ABSTIME),
@@ -219,10 +219,10 @@ int main(void)
     struct nerve_view v;
     NT_RC(nerve_chan_view(r, 0, -1, &v, wf), NERVE_ETIMEDOUT);
     uint64_t ready = 7;
-    NT_RC(nerve_wait_any(&r, 1, -1, &ready, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_wait_any(&r, 1, -1, &ready, 0), NERVE_ETIMEDOUT);
     NT_EQ(ready, 0);
-    NT_RC(nerve_wait_any(&r, 1, -1000000000, &ready, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_wait_any(&r, 1, nerve_now_ns() - 1000, &ready,
+    NT_RC(nerve_chan_wait_any(&r, 1, -1000000000, &ready, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_wait_any(&r, 1, nerve_clock_now_ns() - 1000, &ready,
                          NERVE_F_ABSTIME),
           NERVE_ETIMEDOUT);
     /* NERVE_FOREVER is not a time any subtraction gives. */

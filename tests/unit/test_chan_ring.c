@@ -291,15 +291,15 @@ static void test_put_at(void)
     struct nerve_put_info pi;
     struct nerve_get_info gi;
     char buf[64];
-    int64_t now = nerve_now_ns();
+    int64_t now = nerve_clock_now_ns();
     NT_OK(nerve_chan_put_at(w, "a", 1, now - 5000000, 0, &pi, 0));
     NT_EQ(pi.seq, 1);
     NT_EQ(pi.time_ns, now - 5000000); /* kept */
     NT_OK(nerve_chan_put_at(w, "b", 1, now - 9000000, 0, &pi, 0));
     NT_EQ(pi.time_ns, now - 5000000); /* before the previous: clamped */
-    int64_t future = nerve_now_ns() + 3600000000000ll;
+    int64_t future = nerve_clock_now_ns() + 3600000000000ll;
     NT_OK(nerve_chan_put_at(w, "c", 1, future, 0, &pi, 0));
-    NT_ASSERT(pi.time_ns < future && pi.time_ns <= nerve_now_ns()); /* now */
+    NT_ASSERT(pi.time_ns < future && pi.time_ns <= nerve_clock_now_ns()); /* now */
     int64_t t3 = pi.time_ns;
     void *p;
     NT_OK(nerve_chan_reserve(w, 8, 0, &p, 0));

@@ -87,12 +87,12 @@ static void test_timeouts(void)
           NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 2000000, &gi, NERVE_F_WAIT),
           NERVE_ETIMEDOUT);
-    int64_t t0 = nerve_now_ns();
+    int64_t t0 = nerve_clock_now_ns();
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, t0 + 2000000, &gi,
                          NERVE_F_WAIT | NERVE_F_ABSTIME),
           NERVE_ETIMEDOUT);
     /* The deadline is honoured as a lower bound (never returns early). */
-    NT_CMP(nerve_now_ns(), >=, t0 + 2000000);
+    NT_CMP(nerve_clock_now_ns(), >=, t0 + 2000000);
     /* An absolute deadline in the past. */
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 1, &gi,
                          NERVE_F_WAIT | NERVE_F_ABSTIME),
@@ -200,15 +200,15 @@ static void test_wait_any(void)
         NT_OK(nerve_chan_open(names[i], NERVE_O_READ, &r[i]));
     }
     uint64_t ready = 0;
-    NT_RC(nerve_wait_any(r, N, 0, &ready, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_wait_any(r, N, 1000000, &ready, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_wait_any(r, 0, 0, &ready, 0), NERVE_EINVAL);
-    NT_RC(nerve_wait_any(r, NERVE_WAIT_MAX + 1, 0, &ready, 0), NERVE_EINVAL);
+    NT_RC(nerve_chan_wait_any(r, N, 0, &ready, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_wait_any(r, N, 1000000, &ready, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_wait_any(r, 0, 0, &ready, 0), NERVE_EINVAL);
+    NT_RC(nerve_chan_wait_any(r, NERVE_WAIT_MAX + 1, 0, &ready, 0), NERVE_EINVAL);
     for (int i = 0; i < N; i++) {
         struct multi m = {w[i], i};
         pthread_t t;
         pthread_create(&t, NULL, put_after_wait, &m);
-        NT_EQ(nerve_wait_any(r, N, NERVE_FOREVER, &ready, 0), 1);
+        NT_EQ(nerve_chan_wait_any(r, N, NERVE_FOREVER, &ready, 0), 1);
         NT_EQ(ready, 1ull << i);
         pthread_join(t, NULL);
         char b[4];
@@ -218,7 +218,7 @@ static void test_wait_any(void)
     /* Two ready at once. */
     NT_OK(nerve_chan_put(w[1], "a", 1, 0, NULL, 0));
     NT_OK(nerve_chan_put(w[3], "b", 1, 0, NULL, 0));
-    NT_EQ(nerve_wait_any(r, N, NERVE_FOREVER, &ready, 0), 2);
+    NT_EQ(nerve_chan_wait_any(r, N, NERVE_FOREVER, &ready, 0), 2);
     NT_EQ(ready, (1ull << 1) | (1ull << 3));
     /* Cancelled through any handle. */
     g_r = r[2];
@@ -228,7 +228,7 @@ static void test_wait_any(void)
     NT_OK(nerve_chan_get(r[3], b, sizeof b, 0, 0, &gi, 0));
     pthread_t t;
     pthread_create(&t, NULL, canceller, NULL);
-    NT_RC(nerve_wait_any(r, N, NERVE_FOREVER, &ready, 0), NERVE_ECANCELED);
+    NT_RC(nerve_chan_wait_any(r, N, NERVE_FOREVER, &ready, 0), NERVE_ECANCELED);
     pthread_join(t, NULL);
     for (int i = 0; i < N; i++) {
         nerve_chan_close(w[i]);
@@ -284,7 +284,7 @@ static void *second_writer(void *arg)
     nerve_chan *w2;
     NT_OK(nerve_chan_open(l->name, NERVE_O_WRITE, &w2));
     l->rc_rel = nerve_chan_put(w2, "b", 1, 2000000, NULL, 0);
-    l->rc_abs = nerve_chan_put(w2, "b", 1, nerve_now_ns() + 2000000, NULL,
+    l->rc_abs = nerve_chan_put(w2, "b", 1, nerve_clock_now_ns() + 2000000, NULL,
                                NERVE_F_ABSTIME);
     nerve_chan_close(w2);
     return NULL;

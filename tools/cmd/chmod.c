@@ -29,9 +29,9 @@ static int run(int argc, char **argv)
     if (cli_check_name("chmod", name) != 0) {
         return CLI_USAGE;
     }
-    /* Only a valid channel is touched: nerve_stat validates the header. */
+    /* Only a valid channel is touched: nerve_chan_stat_name validates the header. */
     struct nerve_stats st;
-    int rc = nerve_stat(name, &st);
+    int rc = nerve_chan_stat_name(name, &st);
     if (rc != 0) {
         return cli_err("chmod", name, rc);
     }

@@ -137,7 +137,7 @@ static int run(int argc, char **argv)
         return cli_err("create", name, rc);
     }
     struct nerve_stats st;
-    if (nerve_stat(name, &st) == 0) {
+    if (nerve_chan_stat_name(name, &st) == 0) {
         char fs[40], ds[40];
         cli_mem_str(fs, sizeof fs, st.file_size);
         cli_mem_str(ds, sizeof ds, st.data_size);

@@ -72,7 +72,7 @@ static int explain(const struct cli_read *r, nerve_chan *ch, int rc)
         }
         if (oldest >= 0) {
             char iso[64];
-            iso8601(iso, sizeof iso, nerve_mono_to_realtime_ns(oldest));
+            iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(oldest));
             fprintf(stderr, "nerve get: %s: %s: no message committed at or "
                             "before %" PRId64 " ns: the oldest present (seq %"
                             PRIu64 ") was committed at %" PRId64 " ns (%s)\n",
@@ -140,7 +140,7 @@ static int run(int argc, char **argv)
     if (have_timeout && !wait) {
         return cli_usage("get", "--timeout needs --wait");
     }
-    if (at != NULL && cli_parse_time(at, nerve_now_ns(), &arg) != 0) {
+    if (at != NULL && cli_parse_time(at, nerve_clock_now_ns(), &arg) != 0) {
         return cli_usage("get", "bad --at '%s' (nanoseconds, or -1.5s, "
                                 "-200ms, -30us)", at);
     }

@@ -50,12 +50,12 @@ static int run(int argc, char **argv)
         nerve_chan_close(ch);
         return cli_err("info", name, rc);
     }
-    int64_t now = nerve_now_ns();
+    int64_t now = nerve_clock_now_ns();
     char created[64], newest[64] = "";
     iso8601(created, sizeof created, st.created_ns);
     if (st.head_seq > 0) {
         iso8601(newest, sizeof newest,
-                nerve_mono_to_realtime_ns(st.newest_time_ns));
+                nerve_clock_to_realtime_ns(st.newest_time_ns));
     }
     unsigned cv = st.creator_version;
     if (json) {

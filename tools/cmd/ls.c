@@ -81,7 +81,7 @@ static int ls_match(const char *name, char **pat, int npat)
 static int ls_once(char **pat, int npat, int json)
 {
     struct name_list l = {NULL, 0, 0};
-    int rc = nerve_list(collect_name, &l);
+    int rc = nerve_chan_list(collect_name, &l);
     if (rc != 0) {
         for (size_t i = 0; i < l.n; i++) {
             free(l.v[i]);
@@ -90,7 +90,7 @@ static int ls_once(char **pat, int npat, int json)
         return cli_err("ls", "/dev/shm", rc);
     }
     qsort(l.v, l.n, sizeof l.v[0], cmp_str);
-    int64_t now = nerve_now_ns();
+    int64_t now = nerve_clock_now_ns();
     if (json) {
         fputc('[', stdout);
     } else {
@@ -105,7 +105,7 @@ static int ls_once(char **pat, int npat, int json)
         }
         nerve_chan *ch = NULL;
         struct nerve_stats st;
-        struct nerve_meta meta = {"", "", "", 0};
+        struct nerve_meta meta = {.type = "", .encoding = "", .schema = ""};
         rc = nerve_chan_open(l.v[i], NERVE_O_READ, &ch);
         if (rc == 0) {
             rc = nerve_chan_stat(ch, &st);

@@ -167,7 +167,7 @@ static const char *policy_name(int p)
 static int run_phase(const struct config *cfg, struct client *cl, int n,
                      int policy)
 {
-    int64_t start = nerve_now_ns() + 20 * 1000000LL; /* all in phase */
+    int64_t start = nerve_clock_now_ns() + 20 * 1000000LL; /* all in phase */
     for (int i = 0; i < n; i++) {
         struct client *c = &cl[i];
         memset(c->abs.bins, 0, g_hist_us * sizeof *c->abs.bins);
@@ -182,11 +182,11 @@ static int run_phase(const struct config *cfg, struct client *cl, int n,
                                                : NERVE_TASK_PRIO_AUTO;
         o.cpus = cfg->cpu >= 0 ? 1ull << cfg->cpu : 0;
         o.stack_prefault = 128 * 1024;
-        int rc = nerve_task_create(&o, body, c, &c->task);
+        int rc = nerve_task_open(&o, body, c, &c->task);
         if (rc == 0) {
             rc = nerve_task_start(c->task);
             if (rc != 0) {
-                nerve_task_destroy(c->task);
+                nerve_task_close(c->task);
                 c->task = NULL;
             }
         }
@@ -194,7 +194,7 @@ static int run_phase(const struct config *cfg, struct client *cl, int n,
             fprintf(stderr, "nerve cyclic: task %d (%s): %s\n", i,
                     policy_name(policy), nerve_strerror(rc));
             for (int j = 0; j < i; j++) {
-                nerve_task_destroy(cl[j].task);
+                nerve_task_close(cl[j].task);
                 cl[j].task = NULL;
             }
             return rc;
@@ -208,9 +208,9 @@ static int run_phase(const struct config *cfg, struct client *cl, int n,
         int rc = nerve_task_join(cl[i].task);
         if (rc != 0)
             err = rc;
-        if (nerve_task_get_stats(cl[i].task, &cl[i].st) != 0)
+        if (nerve_task_stat(cl[i].task, &cl[i].st) != 0)
             memset(&cl[i].st, 0, sizeof cl[i].st);
-        nerve_task_destroy(cl[i].task);
+        nerve_task_close(cl[i].task);
         cl[i].task = NULL;
     }
     return err;

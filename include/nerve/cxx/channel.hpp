@@ -22,20 +22,20 @@ namespace nerve {
 
 /// Timeouts are std::chrono durations (any unit converts); `forever`
 /// waits without bound and a zero or negative duration does not wait.
-using duration = std::chrono::nanoseconds;
-inline constexpr duration forever = duration::max();
+using Duration = std::chrono::nanoseconds;
+inline constexpr Duration forever = Duration::max();
 
-/// The clock of message times: CLOCK_MONOTONIC, as nerve_now_ns().
-struct clock {
+/// The clock of message times: CLOCK_MONOTONIC, as nerve_clock_now_ns().
+struct Clock {
     using rep = int64_t;
     using period = std::nano;
     using duration = std::chrono::nanoseconds;
-    using time_point = std::chrono::time_point<clock>;
+    using time_point = std::chrono::time_point<Clock>;
     static constexpr bool is_steady = true;
     /// Now. RT: safe (vDSO).  Signal: safe.
     static time_point now() noexcept
     {
-        return time_point(duration(nerve_now_ns()));
+        return time_point(duration(nerve_clock_now_ns()));
     }
 };
 
@@ -43,7 +43,7 @@ namespace detail {
 
 // A C timeout from a duration: NERVE_FOREVER for `forever`, 0 for
 // anything not positive.
-constexpr int64_t timeout_ns(duration d) noexcept
+constexpr int64_t timeout_ns(Duration d) noexcept
 {
     return d == forever ? NERVE_FOREVER : d.count() < 0 ? 0 : d.count();
 }
@@ -69,35 +69,35 @@ struct cname {
 
 /// What a put did: the C struct nerve_put_info (seq, time_ns, recovered),
 /// which the C call fills in place (no copy on the hot path).
-struct publish_info : nerve_put_info {
-    publish_info() noexcept : nerve_put_info{} {}
-    /// The commit time as a nerve::clock time point.
-    clock::time_point time() const noexcept
+struct PublishInfo : nerve_put_info {
+    PublishInfo() noexcept : nerve_put_info{} {}
+    /// The commit time as a nerve::Clock time point.
+    Clock::time_point time() const noexcept
     {
-        return clock::time_point(duration(time_ns));
+        return Clock::time_point(Duration(time_ns));
     }
 };
 
 /// What a read delivered: the C struct nerve_get_info (seq, missed,
 /// time_ns, len), filled in place by the C call.
-struct msg_info : nerve_get_info {
-    msg_info() noexcept : nerve_get_info{} {}
-    /// The commit time as a nerve::clock time point.
-    clock::time_point time() const noexcept
+struct MsgInfo : nerve_get_info {
+    MsgInfo() noexcept : nerve_get_info{} {}
+    /// The commit time as a nerve::Clock time point.
+    Clock::time_point time() const noexcept
     {
-        return clock::time_point(duration(time_ns));
+        return Clock::time_point(Duration(time_ns));
     }
 };
 
 template <class T> class Reader;
 
 /// What a read did, the first thing a caller looks at.
-enum class read_status : uint8_t {
+enum class ReadStatus : uint8_t {
     data,        ///< a message (or count() messages) was delivered
     nothing_new, ///< nothing after the cursor (or no such seq / time yet)
     timeout,     ///< waited the whole timeout
     cancelled,   ///< the handle was cancelled (cancel() / Node::stop())
-    error,       ///< see code(): ECORRUPT, EMISMATCH, EOVERWRITTEN, ...
+    error,       ///< see code(): ECORRUPT, EDECODE, EOVERWRITTEN, ...
 };
 
 /// The outcome of a Reader call; never thrown. `if (r)` is true when data
@@ -106,29 +106,29 @@ enum class read_status : uint8_t {
 /// sequence number and time, and for batch reads the count. It holds the
 /// C status and info as they came; status() is derived on demand, so
 /// building one on the hot path costs no more than the C call's outputs.
-class [[nodiscard]] read_result {
+class [[nodiscard]] ReadResult {
 public:
-    read_result() noexcept = default;
+    ReadResult() noexcept = default;
     /// From a C status (0 or negative) and the info of the (last) message
     /// delivered.
-    read_result(int rc, const msg_info &info, size_t count) noexcept
+    ReadResult(int rc, const MsgInfo &info, size_t count) noexcept
         : code_(rc > 0 ? 0 : rc), count_(count), info_(info)
     {
     }
 
-    read_status status() const noexcept
+    ReadStatus status() const noexcept
     {
         switch (code_) {
         case 0:
-            return read_status::data;
+            return ReadStatus::data;
         case NERVE_EAGAIN:
-            return read_status::nothing_new;
+            return ReadStatus::nothing_new;
         case NERVE_ETIMEDOUT:
-            return read_status::timeout;
+            return ReadStatus::timeout;
         case NERVE_ECANCELED:
-            return read_status::cancelled;
+            return ReadStatus::cancelled;
         default:
-            return read_status::error;
+            return ReadStatus::error;
         }
     }
     explicit operator bool() const noexcept { return code_ == 0; }
@@ -139,8 +139,8 @@ public:
     /// The channel file failed validation (NERVE_ECORRUPT).
     bool corrupt() const noexcept { return code_ == NERVE_ECORRUPT; }
     /// A message did not decode as T (wrong size or malformed;
-    /// NERVE_EMISMATCH). The message was consumed and counted as missed.
-    bool mismatch() const noexcept { return code_ == NERVE_EMISMATCH; }
+    /// NERVE_EDECODE). The message was consumed and counted as missed.
+    bool decode_failed() const noexcept { return code_ == NERVE_EDECODE; }
     /// 0 on data, else the NERVE_E* code (EAGAIN, ETIMEDOUT, ...).
     int code() const noexcept { return code_; }
     const char *name() const noexcept { return nerve_err_name(code_); }
@@ -151,7 +151,7 @@ public:
     /// Messages delivered: 1 for single reads, the batch size otherwise.
     size_t count() const noexcept { return count_; }
     /// Facts of the (last) delivered message.
-    const msg_info &info() const noexcept { return info_; }
+    const MsgInfo &info() const noexcept { return info_; }
     uint64_t seq() const noexcept { return info_.seq; }
     int64_t time_ns() const noexcept { return info_.time_ns; }
 
@@ -159,29 +159,30 @@ private:
     template <class> friend class Reader;
     int code_ = NERVE_EAGAIN;
     size_t count_ = 0;
-    msg_info info_;
+    MsgInfo info_;
 };
 
 /// Geometry and permissions of a channel to create. Zero means the
 /// library's default (1024 slots, 1 MiB data ring, mode 0644).
-struct channel_options {
+struct ChannelOptions {
     uint64_t slots = 0;     ///< index ring entries (messages kept)
     uint64_t data_size = 0; ///< data ring bytes; also the largest message
     uint32_t mode = 0;      ///< permission bits
     /// Reuse an existing channel of equal geometry and metadata instead of
-    /// failing with NERVE_EEXIST.
-    bool exist_ok = true;
+    /// failing with NERVE_EEXIST. Off by default, as in C (no
+    /// NERVE_C_EXIST_OK) and Python (exist_ok=False).
+    bool exist_ok = false;
 };
 
 /// Metadata recorded at creation: type name, encoding and schema.
-struct channel_meta {
+struct ChannelMeta {
     std::string type;     ///< valid UTF-8 (create: NERVE_EINVAL otherwise)
     std::string encoding; ///< valid UTF-8 (create: NERVE_EINVAL otherwise)
     std::string schema;   ///< any bytes but NUL (may be binary)
 };
 
 /// Open for reading only, or for reading and writing.
-enum class access : uint32_t { read = NERVE_O_READ, write = NERVE_O_WRITE };
+enum class Access : uint32_t { read = NERVE_O_READ, write = NERVE_O_WRITE };
 
 /// One open channel handle; closes it on destruction. Move-only. The typed
 /// classes build on it; use it directly for untyped bytes.
@@ -207,9 +208,9 @@ public:
     /// Create channel `name` (nerve_chan_create). With o.exist_ok an
     /// existing channel of equal geometry and metadata is reused; other
     /// geometry or metadata gives NERVE_EMISMATCH. Setup phase.
-    static result<void> create(std::string_view name,
-                               const channel_options &o = {},
-                               const channel_meta &meta = {}) noexcept
+    static Result<void> create(std::string_view name,
+                               const ChannelOptions &o = {},
+                               const ChannelMeta &meta = {}) noexcept
     {
         detail::cname n(name);
         if (n.rc != 0) {
@@ -224,12 +225,12 @@ public:
         co.encoding = meta.encoding.empty() ? nullptr : meta.encoding.c_str();
         co.schema = meta.schema.empty() ? nullptr : meta.schema.data();
         co.schema_len = meta.schema.size();
-        return result<void>::from_status(nerve_chan_create(n.buf, &co));
+        return Result<void>::from_status(nerve_chan_create(n.buf, &co));
     }
 
     /// Open channel `name` (nerve_chan_open). Setup phase.
-    static result<Channel> open(std::string_view name,
-                                access a = access::read) noexcept
+    static Result<Channel> open(std::string_view name,
+                                Access a = Access::read) noexcept
     {
         detail::cname n(name);
         if (n.rc != 0) {
@@ -244,19 +245,19 @@ public:
     }
 
     /// Remove channel `name` (nerve_chan_unlink); open handles keep working.
-    static result<void> unlink(std::string_view name) noexcept
+    static Result<void> unlink(std::string_view name) noexcept
     {
         detail::cname n(name);
         if (n.rc != 0) {
             return fail(n.rc);
         }
-        return result<void>::from_status(nerve_chan_unlink(n.buf));
+        return Result<void>::from_status(nerve_chan_unlink(n.buf));
     }
 
 #if NERVE_CXX_EXCEPTIONS
     /// As open(), throwing nerve::Error on failure.
     static Channel open_or_throw(std::string_view name,
-                                 access a = access::read)
+                                 Access a = Access::read)
     {
         auto r = open(name, a);
         if (!r) {
@@ -281,14 +282,14 @@ public:
     }
 
     /// A copy of the recorded metadata. Allocates: setup phase.
-    result<channel_meta> meta() const
+    Result<ChannelMeta> meta() const
     {
         struct nerve_meta m;
         int rc = nerve_chan_meta(c_, &m);
         if (rc < 0) {
             return fail(rc);
         }
-        channel_meta out;
+        ChannelMeta out;
         out.type = m.type ? m.type : "";
         out.encoding = m.encoding ? m.encoding : "";
         if (m.schema) {
@@ -298,7 +299,7 @@ public:
     }
 
     /// Channel facts (nerve_chan_stat). RT: safe.
-    result<struct nerve_stats> stat() const noexcept
+    Result<struct nerve_stats> stat() const noexcept
     {
         struct nerve_stats st;
         int rc = nerve_chan_stat(c_, &st);
@@ -337,10 +338,10 @@ public:
     }
 
     /// Append a copy of bytes (nerve_chan_put). RT: safe.
-    result<publish_info> put(const void *data, size_t len,
-                             duration lock_timeout = forever) noexcept
+    Result<PublishInfo> put(const void *data, size_t len,
+                             Duration lock_timeout = forever) noexcept
     {
-        publish_info pi;
+        PublishInfo pi;
         int rc = nerve_chan_put(c_, data, len, detail::timeout_ns(lock_timeout),
                                 &pi, 0);
         if (rc < 0) {
@@ -356,11 +357,11 @@ private:
 namespace detail {
 
 // The metadata a typed channel of T records. Allocates: setup phase.
-template <class T> channel_meta meta_of()
+template <class T> ChannelMeta meta_of()
 {
     require_codec<T>();
-    return channel_meta{codec<T>::type_name(),
-                        std::string(codec<T>::encoding()), schema_of<T>()};
+    return ChannelMeta{Codec<T>::type_name(),
+                        std::string(Codec<T>::encoding()), schema_of<T>()};
 }
 
 // 0 when the channel's recorded type and encoding are T's, else
@@ -373,8 +374,8 @@ template <class T> int check_type(const nerve_chan *c)
     if (rc < 0) {
         return rc;
     }
-    const std::string type = codec<T>::type_name();
-    const std::string_view enc = codec<T>::encoding();
+    const std::string type = Codec<T>::type_name();
+    const std::string_view enc = Codec<T>::encoding();
     if (type != std::string_view(m.type ? m.type : "") ||
         enc != std::string_view(m.encoding ? m.encoding : "")) {
         return NERVE_EMISMATCH;
@@ -383,7 +384,7 @@ template <class T> int check_type(const nerve_chan *c)
 }
 
 // Open `name` with access `a` and check that it carries T.
-template <class T> result<Channel> open_typed(std::string_view name, access a)
+template <class T> Result<Channel> open_typed(std::string_view name, Access a)
 {
     auto ch = Channel::open(name, a);
     if (!ch) {
@@ -396,9 +397,9 @@ template <class T> result<Channel> open_typed(std::string_view name, access a)
     return ch;
 }
 
-inline msg_info to_info(const struct nerve_get_info &gi) noexcept
+inline MsgInfo to_info(const struct nerve_get_info &gi) noexcept
 {
-    msg_info i;
+    MsgInfo i;
     static_cast<struct nerve_get_info &>(i) = gi;
     return i;
 }

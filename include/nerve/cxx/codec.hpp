@@ -1,7 +1,7 @@
-// nerve C++ API: serialization policy (nerve::codec<T>) and type names.
+// nerve C++ API: serialization policy (nerve::Codec<T>) and type names.
 //
 // A channel carries bytes; the C++ layer maps a message type T to those
-// bytes through nerve::codec<T>, a policy class, never through a
+// bytes through nerve::Codec<T>, a policy class, never through a
 // serialization library. Three kinds of T are covered here:
 //
 //   - trivially copyable types (the common case for control loops): the
@@ -10,9 +10,9 @@
 //   - std::string and std::vector<E> (E trivially copyable): the message is
 //     the characters or the elements back to back, encoding "raw";
 //   - anything else: the user writes a `template <> struct
-//     nerve::codec<MyType>` (examples/msgs.hpp has one for a LaserScan).
+//     nerve::Codec<MyType>` (examples/msgs.hpp has one for a LaserScan).
 //
-// The channel's metadata records codec<T>::type_name() and encoding() at
+// The channel's metadata records Codec<T>::type_name() and encoding() at
 // creation; opening a channel whose recorded type or encoding differs from
 // T's fails with NERVE_EMISMATCH, so a reader cannot misread a channel.
 //
@@ -54,10 +54,10 @@
 namespace nerve {
 
 /// A contiguous run of T in a loan (std::span is C++20).
-template <class T> class span {
+template <class T> class Span {
 public:
-    constexpr span() noexcept = default;
-    constexpr span(T *p, size_t n) noexcept : p_(p), n_(n) {}
+    constexpr Span() noexcept = default;
+    constexpr Span(T *p, size_t n) noexcept : p_(p), n_(n) {}
     constexpr T *data() const noexcept { return p_; }
     constexpr size_t size() const noexcept { return n_; }
     constexpr bool empty() const noexcept { return n_ == 0; }
@@ -139,7 +139,7 @@ struct has_member_name<T, std::void_t<decltype(T::nerve_type_name)>>
 /// fixed name for fundamental types ("int32", "float64", ...), or the
 /// compiler's spelling of T ("Imu", "robot::Imu"). Give a name to every
 /// type that C programs, Python or another compiler also use.
-template <class T> struct type_name {
+template <class T> struct TypeName {
     static constexpr std::string_view value = [] {
         if constexpr (detail::has_member_name<T>::value) {
             return std::string_view(T::nerve_type_name);
@@ -152,14 +152,14 @@ template <class T> struct type_name {
 /// Name a type for the channel metadata; use at global scope:
 /// `NERVE_TYPE_NAME(robot::Imu, "robot/Imu");`
 #define NERVE_TYPE_NAME(T, NAME)                                               \
-    template <> struct nerve::type_name<T> {                                   \
+    template <> struct nerve::TypeName<T> {                                    \
         static constexpr std::string_view value = NAME;                        \
     }
 
 /// The serialization policy of T. There is no definition for a type that
 /// is neither trivially copyable nor given a specialization, so using such
-/// a type is a compile-time error naming nerve::codec<T>.
-template <class T, class Enable = void> struct codec;
+/// a type is a compile-time error naming nerve::Codec<T>.
+template <class T, class Enable = void> struct Codec;
 
 namespace detail {
 /// Hook for families of types that bring their own codec (ros1.hpp: ROS 1
@@ -170,13 +170,13 @@ template <class T, class = void> struct external_codec : std::false_type {};
 
 /// Trivially copyable types: the message is the object's bytes.
 template <class T>
-struct codec<T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
+struct Codec<T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
                                  !std::is_pointer_v<T> &&
                                  !detail::external_codec<T>::value>> {
     /// Raw codecs take the direct path: put/get copy into and out of the
     /// ring once, with no view and no retry.
     static constexpr bool raw = true;
-    static std::string type_name() { return std::string(nerve::type_name<T>::value); }
+    static std::string type_name() { return std::string(nerve::TypeName<T>::value); }
     static constexpr std::string_view encoding() noexcept { return "raw"; }
     static constexpr size_t size(const T &) noexcept { return sizeof(T); }
     static void encode(const T &m, void *dst, size_t) noexcept
@@ -194,9 +194,9 @@ struct codec<T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
 };
 
 /// std::string: the characters, without a terminating NUL. A loan of n
-/// characters exposes a span<char>.
-template <> struct codec<std::string> {
-    using view = span<char>;
+/// characters exposes a Span<char>.
+template <> struct Codec<std::string> {
+    using view = Span<char>;
     static std::string type_name() { return "string"; }
     static constexpr std::string_view encoding() noexcept { return "raw"; }
     static size_t size(const std::string &m) noexcept { return m.size(); }
@@ -219,18 +219,18 @@ template <> struct codec<std::string> {
 
 /// std::vector<E> of trivially copyable E: the elements back to back (the
 /// count is the message size / sizeof(E)). A loan of n elements exposes a
-/// span<E> placed in the ring (ring space is 64-byte aligned).
-template <class E, class A> struct codec<std::vector<E, A>> {
+/// Span<E> placed in the ring (ring space is 64-byte aligned).
+template <class E, class A> struct Codec<std::vector<E, A>> {
     static_assert(std::is_trivially_copyable_v<E>,
-                  "nerve::codec<std::vector<E>> needs a trivially copyable E");
+                  "nerve::Codec<std::vector<E>> needs a trivially copyable E");
     static_assert(alignof(E) <= 64, "ring space is 64-byte aligned");
     static_assert(!std::is_same_v<E, bool>,
                   "std::vector<bool> packs bits and has no data(): use "
                   "std::vector<uint8_t>");
-    using view = span<E>;
+    using view = Span<E>;
     static std::string type_name()
     {
-        return "vector<" + std::string(nerve::type_name<E>::value) + ">";
+        return "vector<" + std::string(nerve::TypeName<E>::value) + ">";
     }
     static constexpr std::string_view encoding() noexcept { return "raw"; }
     static size_t size(const std::vector<E, A> &m) noexcept
@@ -272,45 +272,45 @@ namespace detail {
 
 template <class T, class = void> struct is_raw : std::false_type {};
 template <class T>
-struct is_raw<T, std::enable_if_t<codec<T>::raw>> : std::true_type {};
+struct is_raw<T, std::enable_if_t<Codec<T>::raw>> : std::true_type {};
 
 template <class T, class = void> struct has_codec : std::false_type {};
 template <class T>
-struct has_codec<T, std::void_t<decltype(sizeof(codec<T>))>>
+struct has_codec<T, std::void_t<decltype(sizeof(Codec<T>))>>
     : std::true_type {};
 
 template <class T, class = void> struct has_schema : std::false_type {};
 template <class T>
-struct has_schema<T, std::void_t<decltype(codec<T>::schema())>>
+struct has_schema<T, std::void_t<decltype(Codec<T>::schema())>>
     : std::true_type {};
 
 template <class T, class = void> struct has_view : std::false_type {};
 template <class T>
-struct has_view<T, std::void_t<typename codec<T>::view>> : std::true_type {};
+struct has_view<T, std::void_t<typename Codec<T>::view>> : std::true_type {};
 
 template <class T> std::string schema_of()
 {
     if constexpr (has_schema<T>::value) {
-        return std::string(codec<T>::schema());
+        return std::string(Codec<T>::schema());
     } else {
         return std::string();
     }
 }
 
 template <class T>
-inline constexpr bool nothrow_decode = noexcept(codec<T>::decode(
+inline constexpr bool nothrow_decode = noexcept(Codec<T>::decode(
     static_cast<const void *>(nullptr), size_t{0}, std::declval<T &>()));
 
 template <class T>
 inline constexpr bool nothrow_encode =
-    noexcept(codec<T>::size(std::declval<const T &>())) &&
-    noexcept(codec<T>::encode(std::declval<const T &>(),
+    noexcept(Codec<T>::size(std::declval<const T &>())) &&
+    noexcept(Codec<T>::encode(std::declval<const T &>(),
                               static_cast<void *>(nullptr), size_t{0}));
 
 template <class T> constexpr void require_codec() noexcept
 {
     static_assert(has_codec<T>::value,
-                  "T is not trivially copyable and has no nerve::codec<T> "
+                  "T is not trivially copyable and has no nerve::Codec<T> "
                   "specialization (see nerve/cxx/codec.hpp)");
 }
 

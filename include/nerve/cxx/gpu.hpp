@@ -1,6 +1,7 @@
 // nerve C++ API: moving messages between a channel and device memory.
 //
-// Not part of the umbrella header: `#include <nerve/cxx/gpu.hpp>`.
+// Included by the umbrella <nerve/nerve.hpp>; its CUDA part exists only
+// where <cuda_runtime.h> is on the include path (see below).
 //
 // A GPU frame crosses a channel with one copy at each end when the ring is
 // registered with the device (cudaHostRegister of nerve_chan_ring()):
@@ -72,7 +73,7 @@ inline constexpr int copy_failed = -EIO;
 
 /// Copy with std::memcpy: the host copier, for host memory on both sides
 /// (and the tests).
-struct host_copier {
+struct HostCopier {
     int operator()(void *dst, const void *src, size_t len) const noexcept
     {
         std::memcpy(dst, src, len);
@@ -81,12 +82,12 @@ struct host_copier {
 };
 
 /// Which message copy_view_to() takes and how long it waits for one.
-struct copy_options {
+struct CopyOptions {
     /// The newest message (true) or the next after the cursor (false).
     bool newest = false;
     /// Wait up to this long for a message after the cursor; zero does not
     /// wait, nerve::forever waits without bound.
-    duration wait = duration::zero();
+    Duration wait = Duration::zero();
     /// Copies tried before giving up with NERVE_ELAPPED when writers keep
     /// overwriting the message during the copy (at least 1).
     int attempts = 4;
@@ -94,10 +95,10 @@ struct copy_options {
 
 /// The outcome of copy_view_to() and put_from(); never thrown. `if (r)` is
 /// true when the bytes were delivered (copied and validated, or committed).
-class [[nodiscard]] copy_result {
+class [[nodiscard]] CopyResult {
 public:
-    copy_result() noexcept = default;
-    copy_result(int code, const msg_info &info, unsigned discarded,
+    CopyResult() noexcept = default;
+    CopyResult(int code, const MsgInfo &info, unsigned discarded,
                 int copier_error) noexcept
         : code_(code > 0 ? 0 : code), discarded_(discarded),
           copier_error_(copier_error), info_(info)
@@ -133,7 +134,7 @@ public:
     /// The message: seq, missed, time_ns and len (the bytes copied). On
     /// NERVE_EMSGSIZE len is the size needed. For put_from(), seq and
     /// time_ns of the committed message.
-    const msg_info &info() const noexcept { return info_; }
+    const MsgInfo &info() const noexcept { return info_; }
     uint64_t seq() const noexcept { return info_.seq; }
     uint64_t missed() const noexcept { return info_.missed; }
     size_t size() const noexcept { return static_cast<size_t>(info_.len); }
@@ -142,7 +143,7 @@ private:
     int code_ = NERVE_EAGAIN;
     unsigned discarded_ = 0;
     int copier_error_ = 0;
-    msg_info info_;
+    MsgInfo info_;
 };
 
 namespace detail {
@@ -172,18 +173,18 @@ int run_copier(Copier &copy, void *dst, const void *src, size_t len,
 /// On anything but data the destination's bytes are unspecified and
 /// nothing is consumed: the cursor is where it was.
 /// Thread: one caller per handle.  Blocking: only with o.wait, and for as
-/// long as the copier runs.  RT: as the copier (safe with host_copier; no
+/// long as the copier runs.  RT: as the copier (safe with HostCopier; no
 /// allocation here).  Signal: not safe.
 template <class Copier>
-copy_result copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
-                         const copy_options &o = {})
+CopyResult copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
+                         const CopyOptions &o = {})
 {
     static_assert(detail::is_copier<Copier>,
                   "a copier is callable as int(void *dst, const void *src, "
                   "size_t len)");
     uint32_t flags = o.newest ? NERVE_GET_NEWEST : NERVE_GET_NEXT;
     int64_t timeout = 0;
-    if (o.wait != duration::zero()) {
+    if (o.wait != Duration::zero()) {
         flags |= NERVE_F_WAIT;
         timeout = nerve::detail::timeout_ns(o.wait);
     }
@@ -194,13 +195,13 @@ copy_result copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
         struct nerve_view v;
         int rc = nerve_chan_view(c, 0, timeout, &v, flags);
         if (rc < 0) {
-            return copy_result(rc, msg_info{}, discarded, 0);
+            return CopyResult(rc, MsgInfo{}, discarded, 0);
         }
-        msg_info info = nerve::detail::to_info(v.info);
+        MsgInfo info = nerve::detail::to_info(v.info);
         if (v.info.len > cap) {
             // Consume nothing: the caller may retry with a larger buffer.
             nerve_chan_seek(c, cursor);
-            return copy_result(NERVE_EMSGSIZE, info, discarded, 0);
+            return CopyResult(NERVE_EMSGSIZE, info, discarded, 0);
         }
         int cerr = 0;
         if (v.info.len > 0) {
@@ -213,10 +214,10 @@ copy_result copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
         if (rc < 0) {
             // The copy itself failed: nothing delivered, nothing consumed.
             nerve_chan_seek(c, cursor);
-            return copy_result(rc, info, discarded, cerr);
+            return CopyResult(rc, info, discarded, cerr);
         }
         if (intact) {
-            return copy_result(0, info, discarded, 0);
+            return CopyResult(0, info, discarded, 0);
         }
         // Overwritten during the copy: dst holds torn bytes. Put the
         // cursor back so NEXT returns the oldest message still present
@@ -227,13 +228,13 @@ copy_result copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
         flags &= ~NERVE_F_WAIT;
         timeout = 0;
     }
-    return copy_result(NERVE_ELAPPED, msg_info{}, discarded, 0);
+    return CopyResult(NERVE_ELAPPED, MsgInfo{}, discarded, 0);
 }
 
 /// As above on a Channel.
 template <class Copier>
-copy_result copy_view_to(Channel &ch, void *dst, size_t cap, Copier &&copy,
-                         const copy_options &o = {})
+CopyResult copy_view_to(Channel &ch, void *dst, size_t cap, Copier &&copy,
+                         const CopyOptions &o = {})
 {
     return copy_view_to(ch.get(), dst, cap, std::forward<Copier>(copy), o);
 }
@@ -243,8 +244,8 @@ copy_result copy_view_to(Channel &ch, void *dst, size_t cap, Copier &&copy,
 /// codec runs.
 template <class Handle, class Copier,
           class = decltype(std::declval<Handle &>().native_handle())>
-copy_result copy_view_to(Handle &h, void *dst, size_t cap, Copier &&copy,
-                         const copy_options &o = {})
+CopyResult copy_view_to(Handle &h, void *dst, size_t cap, Copier &&copy,
+                         const CopyOptions &o = {})
 {
     return copy_view_to(h.native_handle(), dst, cap,
                         std::forward<Copier>(copy), o);
@@ -260,8 +261,8 @@ copy_result copy_view_to(Handle &h, void *dst, size_t cap, Copier &&copy,
 /// lock (other writers of the channel wait).  RT: as the copier.
 /// Signal: not safe.
 template <class Copier>
-copy_result put_from(nerve_chan *c, const void *src, size_t len,
-                     Copier &&copy, duration lock_timeout = forever)
+CopyResult put_from(nerve_chan *c, const void *src, size_t len,
+                     Copier &&copy, Duration lock_timeout = forever)
 {
     static_assert(detail::is_copier<Copier>,
                   "a copier is callable as int(void *dst, const void *src, "
@@ -270,7 +271,7 @@ copy_result put_from(nerve_chan *c, const void *src, size_t len,
     int rc = nerve_chan_reserve(c, len, nerve::detail::timeout_ns(lock_timeout),
                                 &p, 0);
     if (rc < 0) {
-        return copy_result(rc, msg_info{}, 0, 0);
+        return CopyResult(rc, MsgInfo{}, 0, 0);
     }
     int cerr = 0;
     if (len > 0) {
@@ -278,25 +279,25 @@ copy_result put_from(nerve_chan *c, const void *src, size_t len,
     }
     if (rc < 0) {
         (void)nerve_chan_abort(c); // only fails without a reservation
-        return copy_result(rc, msg_info{}, 0, cerr);
+        return CopyResult(rc, MsgInfo{}, 0, cerr);
     }
-    publish_info pi;
+    PublishInfo pi;
     rc = nerve_chan_commit(c, len, &pi);
     if (rc < 0) {
         (void)nerve_chan_abort(c);
-        return copy_result(rc, msg_info{}, 0, 0);
+        return CopyResult(rc, MsgInfo{}, 0, 0);
     }
-    msg_info info;
+    MsgInfo info;
     info.seq = pi.seq;
     info.time_ns = pi.time_ns;
     info.len = len;
-    return copy_result(0, info, 0, 0);
+    return CopyResult(0, info, 0, 0);
 }
 
 /// As above on a Channel.
 template <class Copier>
-copy_result put_from(Channel &ch, const void *src, size_t len, Copier &&copy,
-                     duration lock_timeout = forever)
+CopyResult put_from(Channel &ch, const void *src, size_t len, Copier &&copy,
+                     Duration lock_timeout = forever)
 {
     return put_from(ch.get(), src, len, std::forward<Copier>(copy),
                     lock_timeout);
@@ -308,8 +309,8 @@ copy_result put_from(Channel &ch, const void *src, size_t len, Copier &&copy,
 /// exactly sizeof(T) bytes of a T).
 template <class Handle, class Copier,
           class = decltype(std::declval<Handle &>().native_handle())>
-copy_result put_from(Handle &h, const void *src, size_t len, Copier &&copy,
-                     duration lock_timeout = forever)
+CopyResult put_from(Handle &h, const void *src, size_t len, Copier &&copy,
+                     Duration lock_timeout = forever)
 {
     return put_from(h.native_handle(), src, len, std::forward<Copier>(copy),
                     lock_timeout);
@@ -317,7 +318,7 @@ copy_result put_from(Handle &h, const void *src, size_t len, Copier &&copy,
 
 /// How a ring mapping gets registered with a device, decided from the
 /// handle's access and the device's attributes (plan_registration()).
-enum class reg_mode : uint8_t {
+enum class RegMode : uint8_t {
     writable,  ///< cudaHostRegisterDefault on a writable mapping
     read_only, ///< cudaHostRegisterReadOnly on a read-only mapping
     host_page_tables, ///< read-only mapping, registered without the flag:
@@ -326,7 +327,7 @@ enum class reg_mode : uint8_t {
 };
 
 /// What a device offers, as the CUDA attributes of the same names.
-struct device_caps {
+struct DeviceCaps {
     bool host_register_supported = true;           // cudaDevAttrHostRegisterSupported
     bool host_register_read_only_supported = false; // ...HostRegisterReadOnlySupported
     bool pageable_uses_host_page_tables = false;    // ...PageableMemoryAccessUsesHostPageTables
@@ -338,36 +339,36 @@ struct device_caps {
 /// page tables; otherwise it is not registered and copies from it go
 /// through the driver's pageable path (it stages them in its own pinned
 /// buffers: several times slower for large frames, see docs/gpu.md).
-constexpr reg_mode plan_registration(bool writable,
-                                     const device_caps &d) noexcept
+constexpr RegMode plan_registration(bool writable,
+                                     const DeviceCaps &d) noexcept
 {
     if (!d.host_register_supported) {
-        return reg_mode::none;
+        return RegMode::none;
     }
     if (writable) {
-        return reg_mode::writable;
+        return RegMode::writable;
     }
     if (d.host_register_read_only_supported) {
-        return reg_mode::read_only;
+        return RegMode::read_only;
     }
     if (d.pageable_uses_host_page_tables) {
-        return reg_mode::host_page_tables;
+        return RegMode::host_page_tables;
     }
-    return reg_mode::none;
+    return RegMode::none;
 }
 
 /// The mode's name, for logs: "writable", "read-only", "host-page-tables"
 /// or "none".
-constexpr const char *to_string(reg_mode m) noexcept
+constexpr const char *to_string(RegMode m) noexcept
 {
     switch (m) {
-    case reg_mode::writable:
+    case RegMode::writable:
         return "writable";
-    case reg_mode::read_only:
+    case RegMode::read_only:
         return "read-only";
-    case reg_mode::host_page_tables:
+    case RegMode::host_page_tables:
         return "host-page-tables";
-    case reg_mode::none:
+    case RegMode::none:
         break;
     }
     return "none";
@@ -380,7 +381,7 @@ constexpr const char *to_string(reg_mode m) noexcept
 /// (direction from the pointers; every 64-bit CUDA platform has unified
 /// addressing). `error` keeps the last CUDA error; the copier returns it
 /// (positive) on failure.
-struct cuda_copier {
+struct CudaCopier {
     cudaStream_t stream = nullptr;
     cudaMemcpyKind kind = cudaMemcpyDefault;
     cudaError_t error = cudaSuccess;
@@ -397,9 +398,9 @@ struct cuda_copier {
 
 /// The attributes of device `device` that plan_registration() reads; a
 /// query that fails counts as "not supported".
-inline device_caps query_caps(int device) noexcept
+inline DeviceCaps query_caps(int device) noexcept
 {
-    device_caps d;
+    DeviceCaps d;
     int v = 0;
     d.host_register_supported =
         cudaDeviceGetAttribute(&v, cudaDevAttrHostRegisterSupported, device) ==
@@ -426,41 +427,41 @@ inline device_caps query_caps(int device) noexcept
 /// the setup phase (it pins 2 x data_size bytes of pages), and destroy
 /// this object before closing the handle: unregistering an unmapped range
 /// fails. Move-only.
-class ring_registration {
+class RingRegistration {
 public:
-    ring_registration() noexcept = default;
-    ring_registration(const ring_registration &) = delete;
-    ring_registration &operator=(const ring_registration &) = delete;
-    ring_registration(ring_registration &&o) noexcept
+    RingRegistration() noexcept = default;
+    RingRegistration(const RingRegistration &) = delete;
+    RingRegistration &operator=(const RingRegistration &) = delete;
+    RingRegistration(RingRegistration &&o) noexcept
         : base_(std::exchange(o.base_, nullptr)), len_(o.len_),
-          mode_(std::exchange(o.mode_, reg_mode::none)), error_(o.error_)
+          mode_(std::exchange(o.mode_, RegMode::none)), error_(o.error_)
     {
     }
-    ring_registration &operator=(ring_registration &&o) noexcept
+    RingRegistration &operator=(RingRegistration &&o) noexcept
     {
         if (this != &o) {
             reset();
             base_ = std::exchange(o.base_, nullptr);
             len_ = o.len_;
-            mode_ = std::exchange(o.mode_, reg_mode::none);
+            mode_ = std::exchange(o.mode_, RegMode::none);
             error_ = o.error_;
         }
         return *this;
     }
     /// cudaHostUnregister(). RT: not safe.
-    ~ring_registration() { reset(); }
+    ~RingRegistration() { reset(); }
 
     /// Register the ring of `c`, opened with access `a`, with the current
     /// device (cudaGetDevice), as plan_registration() decides. (The C API
     /// does not tell a handle's access, so the caller says it; a wrong
     /// answer makes the registration fail, with the error kept.) Never
-    /// fails for lack of support: mode() is then reg_mode::none and
+    /// fails for lack of support: mode() is then RegMode::none and
     /// error() says why (the CUDA error of a registration the driver
     /// refused, or cudaErrorNotSupported when the plan was not to try),
     /// and copies take the pageable path. Returns an error only for a
     /// handle without a ring (NERVE_EINVAL).
     /// Setup phase: pins memory, system calls.
-    static result<ring_registration> create(const nerve_chan *c, access a)
+    static Result<RingRegistration> create(const nerve_chan *c, Access a)
     {
         void *base = nullptr;
         uint64_t len = 0;
@@ -468,7 +469,7 @@ public:
         if (rc < 0) {
             return fail(rc);
         }
-        ring_registration r;
+        RingRegistration r;
         r.len_ = static_cast<size_t>(len);
         int dev = 0;
         cudaError_t e = cudaGetDevice(&dev);
@@ -477,14 +478,14 @@ public:
             r.error_ = e;
             return r;
         }
-        const reg_mode m =
-            plan_registration(a == access::write, query_caps(dev));
-        if (m == reg_mode::none) {
+        const RegMode m =
+            plan_registration(a == Access::write, query_caps(dev));
+        if (m == RegMode::none) {
             r.error_ = cudaErrorNotSupported;
             return r;
         }
         e = cudaHostRegister(base, r.len_,
-                             m == reg_mode::read_only ? cudaHostRegisterReadOnly
+                             m == RegMode::read_only ? cudaHostRegisterReadOnly
                                                       : cudaHostRegisterDefault);
         if (e != cudaSuccess) {
             (void)cudaGetLastError(); // not sticky; keep it out of later calls
@@ -495,13 +496,13 @@ public:
         r.mode_ = m;
         return r;
     }
-    static result<ring_registration> create(const Channel &ch, access a)
+    static Result<RingRegistration> create(const Channel &ch, Access a)
     {
         return create(ch.get(), a);
     }
 
-    /// How the ring is registered (reg_mode::none: not at all).
-    reg_mode mode() const noexcept { return mode_; }
+    /// How the ring is registered (RegMode::none: not at all).
+    RegMode mode() const noexcept { return mode_; }
     bool registered() const noexcept { return base_ != nullptr; }
     /// Why it is not registered (cudaSuccess when it is).
     cudaError_t error() const noexcept { return error_; }
@@ -515,65 +516,65 @@ public:
         if (base_ != nullptr) {
             (void)cudaHostUnregister(base_);
             base_ = nullptr;
-            mode_ = reg_mode::none;
+            mode_ = RegMode::none;
         }
     }
 
 private:
     void *base_ = nullptr;
     size_t len_ = 0;
-    reg_mode mode_ = reg_mode::none;
+    RegMode mode_ = RegMode::none;
     cudaError_t error_ = cudaSuccess;
 };
 
 /// copy_view_to() into device memory dev[0..cap) on `stream`: a message
 /// of the channel lands on the GPU, checked after the copy completed.
 /// With the ring registered this is one DMA transfer.
-inline copy_result copy_view_to_device(nerve_chan *c, void *dev, size_t cap,
+inline CopyResult copy_view_to_device(nerve_chan *c, void *dev, size_t cap,
                                        cudaStream_t stream,
-                                       const copy_options &o = {})
+                                       const CopyOptions &o = {})
 {
     return copy_view_to(c, dev, cap,
-                        cuda_copier{stream, cudaMemcpyHostToDevice,
+                        CudaCopier{stream, cudaMemcpyHostToDevice,
                                     cudaSuccess},
                         o);
 }
-inline copy_result copy_view_to_device(Channel &ch, void *dev, size_t cap,
+inline CopyResult copy_view_to_device(Channel &ch, void *dev, size_t cap,
                                        cudaStream_t stream,
-                                       const copy_options &o = {})
+                                       const CopyOptions &o = {})
 {
     return copy_view_to_device(ch.get(), dev, cap, stream, o);
 }
 template <class Handle,
           class = decltype(std::declval<Handle &>().native_handle())>
-copy_result copy_view_to_device(Handle &h, void *dev, size_t cap,
+CopyResult copy_view_to_device(Handle &h, void *dev, size_t cap,
                                 cudaStream_t stream,
-                                const copy_options &o = {})
+                                const CopyOptions &o = {})
 {
     return copy_view_to_device(h.native_handle(), dev, cap, stream, o);
 }
 
 /// put_from() device memory dev[0..len) on `stream`: reserve, one DMA
 /// into the reservation (with the ring registered), commit.
-inline copy_result put_from_device(nerve_chan *c, const void *dev, size_t len,
+inline CopyResult put_from_device(nerve_chan *c, const void *dev, size_t len,
                                    cudaStream_t stream,
-                                   duration lock_timeout = forever)
+                                   Duration lock_timeout = forever)
 {
     return put_from(c, dev, len,
-                    cuda_copier{stream, cudaMemcpyDeviceToHost, cudaSuccess},
+                    CudaCopier{stream, cudaMemcpyDeviceToHost, cudaSuccess},
                     lock_timeout);
 }
-inline copy_result put_from_device(Channel &ch, const void *dev, size_t len,
+inline CopyResult put_from_device(Channel &ch, const void *dev, size_t len,
                                    cudaStream_t stream,
-                                   duration lock_timeout = forever)
+                                   Duration lock_timeout = forever)
 {
     return put_from_device(ch.get(), dev, len, stream, lock_timeout);
 }
 template <class Handle,
           class = decltype(std::declval<Handle &>().native_handle())>
-copy_result put_from_device(Handle &h, const void *dev, size_t len,
+CopyResult put_from_device(Handle &h, const void *dev, size_t len,
                             cudaStream_t stream,
-                            duration lock_timeout = forever)
+                            Duration lock_timeout = forever)
 {
     return put_from_device(h.native_handle(), dev, len, stream, lock_timeout);
 }

@@ -1,7 +1,7 @@
 // nerve C++ API: callback subscribers and the Node that drives them.
 //
 // A Node holds up to NERVE_WAIT_MAX (64) subscribers. spin_once(timeout)
-// makes ONE nerve_wait_any() call over all their channels (a multi-futex
+// makes ONE nerve_chan_wait_any() call over all their channels (a multi-futex
 // wait, no polling), then reads the channels that have data and calls the
 // callbacks; spin() repeats that until stop().
 //
@@ -17,11 +17,11 @@
 // So a controller subscribed to an IMU and a joint-state channel sees
 // their messages in the order they were published, not grouped by
 // channel. Per subscriber:
-//   - delivery::every calls back once per message, oldest first, at most
+//   - Delivery::every calls back once per message, oldest first, at most
 //     one ring's worth (its slot count) per spin_once(), so a fast writer
 //     cannot hold the node forever; messages overwritten before they were
 //     read are counted in stats().missed;
-//   - delivery::newest calls back at most once per spin_once(), with the
+//   - Delivery::newest calls back at most once per spin_once(), with the
 //     newest message committed before the snapshot, skipping the calls a slow consumer does not need
 //     (fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API)'s remark on callback subscribers).
 // Only channels the wait reported ready are read in that round.
@@ -63,25 +63,25 @@
 namespace nerve {
 
 /// Which messages a Subscriber's callback gets.
-enum class delivery : uint8_t {
+enum class Delivery : uint8_t {
     every, ///< every message, oldest first (missed ones are counted)
     newest ///< only the newest message at each spin
 };
 
 /// How Node::subscribe() opens its channel.
-struct subscribe_options {
-    delivery mode = delivery::every;
+struct SubscribeOptions {
+    Delivery mode = Delivery::every;
     /// Create the channel (with `channel`) if it does not exist yet, so a
     /// subscriber may start before its publisher.
     bool create = false;
-    channel_options channel;
+    ChannelOptions channel;
 };
 
 /// Counters of one subscriber, read from the spinning thread.
-struct subscriber_stats {
+struct SubscriberStats {
     uint64_t received = 0; ///< callbacks made
     uint64_t missed = 0;   ///< messages overwritten (or undecodable) before read
-    uint64_t errors = 0;   ///< failed reads (ELAPPED, EMISMATCH, ...)
+    uint64_t errors = 0;   ///< failed reads (ELAPPED, EDECODE, ...)
     int last_error = 0;    ///< code of the last failed read
 };
 
@@ -117,18 +117,18 @@ public:
     ~Node();
 
     /// Subscribe `cb` to channel `name` carrying T. cb is invocable as
-    /// cb(const T &) or cb(const T &, const nerve::msg_info &). Returns the
+    /// cb(const T &) or cb(const T &, const nerve::MsgInfo &). Returns the
     /// Subscriber handle: keep it; destroying it unsubscribes. Errors: as
     /// Reader<T>::open(), and NERVE_EINVAL when the node already has
     /// NERVE_WAIT_MAX subscribers. Setup phase (allocates).
     template <class T, class F>
-    result<Subscriber<T>> subscribe(std::string_view name, F &&cb,
-                                    const subscribe_options &o = {});
+    Result<Subscriber<T>> subscribe(std::string_view name, F &&cb,
+                                    const SubscribeOptions &o = {});
     template <class T, class F>
-    result<Subscriber<T>> subscribe(std::string_view name, F &&cb,
-                                    delivery mode)
+    Result<Subscriber<T>> subscribe(std::string_view name, F &&cb,
+                                    Delivery mode)
     {
-        subscribe_options o;
+        SubscribeOptions o;
         o.mode = mode;
         return subscribe<T>(name, std::forward<F>(cb), o);
     }
@@ -139,7 +139,7 @@ public:
     /// NERVE_EINVAL with no subscribers, NERVE_ECORRUPT (a channel failed
     /// validation; the other subscribers were still served).
     /// Thread: the spinning thread.  Blocking: one futex wait.
-    result<size_t> spin_once(duration timeout = forever)
+    Result<size_t> spin_once(Duration timeout = forever)
     {
         if (stop_.load(std::memory_order_acquire)) {
             return fail(NERVE_ECANCELED);
@@ -148,10 +148,10 @@ public:
             return fail(NERVE_EINVAL);
         }
         uint64_t ready = 0;
-        int rc = nerve_wait_any(chans_, n_, detail::timeout_ns(timeout),
+        int rc = nerve_chan_wait_any(chans_, n_, detail::timeout_ns(timeout),
                                 &ready, 0);
         // The snapshot: what was committed by now is this spin's to deliver.
-        const int64_t limit = nerve_now_ns();
+        const int64_t limit = nerve_clock_now_ns();
         if (rc == NERVE_ETIMEDOUT) {
             return size_t{0};
         }
@@ -164,7 +164,7 @@ public:
     /// spin_once() until stop(). Returns success when stopped, else the
     /// error that ended it (NERVE_ECORRUPT, or NERVE_ECANCELED when a
     /// subscriber's handle was cancelled by other means).
-    result<void> spin()
+    Result<void> spin()
     {
         while (!stop_.load(std::memory_order_acquire)) {
             auto r = spin_once(forever);
@@ -184,7 +184,7 @@ public:
     void stop() noexcept
     {
         // SYNC(node-stop) release: pairs with the acquire loads in spin();
-        // the cancel below wakes a spin blocked in nerve_wait_any, and is
+        // the cancel below wakes a spin blocked in nerve_chan_wait_any, and is
         // sticky, so a stop between the flag check and the wait is not lost.
         stop_.store(true, std::memory_order_release);
         for (size_t i = 0; i < n_; i++) {
@@ -256,7 +256,7 @@ private:
                 e.pending = true;
                 return;
             }
-            if (rc == NERVE_EMISMATCH) {
+            if (rc == NERVE_EDECODE) {
                 continue; // consumed and counted; try the next one
             }
             if (rc != NERVE_EAGAIN && rc != NERVE_ELAPPED && *hard == 0) {
@@ -294,7 +294,7 @@ private:
         }
     };
 
-    result<size_t> dispatch(uint64_t ready, int64_t limit)
+    Result<size_t> dispatch(uint64_t ready, int64_t limit)
     {
         dispatch_guard guard{*this};
         int hard = 0;
@@ -362,16 +362,16 @@ namespace detail {
 
 template <class T> struct sub_state {
     Reader<T> reader;
-    std::function<void(const T &, const msg_info &)> cb;
-    delivery mode;
+    std::function<void(const T &, const MsgInfo &)> cb;
+    Delivery mode;
     Node *node = nullptr;
     T msg{};
-    msg_info info;
-    subscriber_stats stats;
+    MsgInfo info;
+    SubscriberStats stats;
 
     sub_state(Reader<T> &&r,
-              std::function<void(const T &, const msg_info &)> &&f,
-              delivery m)
+              std::function<void(const T &, const MsgInfo &)> &&f,
+              Delivery m)
         : reader(std::move(r)), cb(std::move(f)), mode(m)
     {
     }
@@ -383,7 +383,7 @@ template <class T> struct sub_state {
         auto *s = static_cast<sub_state *>(p);
         nerve_chan *c = s->reader.native_handle();
         int rc;
-        if (s->mode == delivery::every) {
+        if (s->mode == Delivery::every) {
             rc = read_one(c, s->msg, 0, 0, NERVE_GET_NEXT, s->info);
             if (rc == 0 && s->info.time_ns > limit_ns) {
                 // Too new for this spin: un-read it. The losses before it
@@ -400,7 +400,7 @@ template <class T> struct sub_state {
             if (rc == NERVE_EOVERWRITTEN) {
                 return NERVE_EAGAIN; // everything present is newer
             }
-            if (rc == 0 || rc == NERVE_EMISMATCH) {
+            if (rc == 0 || rc == NERVE_EDECODE) {
                 if (s->info.seq <= cur) {
                     return NERVE_EAGAIN;
                 }
@@ -414,7 +414,7 @@ template <class T> struct sub_state {
         } else if (rc != NERVE_EAGAIN) {
             s->stats.errors++;
             s->stats.last_error = rc;
-            if (rc == NERVE_EMISMATCH) {
+            if (rc == NERVE_EDECODE) {
                 s->stats.missed += s->info.missed + 1;
             }
         }
@@ -478,12 +478,12 @@ public:
     /// Counters; read them from the spinning thread. An empty (default or
     /// moved-from) Subscriber has zero counters, no name, mode every and
     /// an empty reader.
-    const subscriber_stats &stats() const noexcept
+    const SubscriberStats &stats() const noexcept
     {
-        static const subscriber_stats none{};
+        static const SubscriberStats none{};
         return s_ ? s_->stats : none;
     }
-    delivery mode() const noexcept { return s_ ? s_->mode : delivery::every; }
+    Delivery mode() const noexcept { return s_ ? s_->mode : Delivery::every; }
     std::string_view name() const noexcept
     {
         return s_ ? s_->reader.name() : std::string_view{};
@@ -512,18 +512,18 @@ inline Node::~Node()
 }
 
 template <class T, class F>
-result<Subscriber<T>> Node::subscribe(std::string_view name, F &&cb,
-                                      const subscribe_options &o)
+Result<Subscriber<T>> Node::subscribe(std::string_view name, F &&cb,
+                                      const SubscribeOptions &o)
 {
-    using callback = std::function<void(const T &, const msg_info &)>;
+    using callback = std::function<void(const T &, const MsgInfo &)>;
     callback fn;
-    if constexpr (std::is_invocable_v<F &, const T &, const msg_info &>) {
+    if constexpr (std::is_invocable_v<F &, const T &, const MsgInfo &>) {
         fn = std::forward<F>(cb);
     } else {
         static_assert(std::is_invocable_v<F &, const T &>,
                       "the callback must be invocable as f(const T &) or "
-                      "f(const T &, const nerve::msg_info &)");
-        fn = [f = std::forward<F>(cb)](const T &m, const msg_info &) mutable {
+                      "f(const T &, const nerve::MsgInfo &)");
+        fn = [f = std::forward<F>(cb)](const T &m, const MsgInfo &) mutable {
             f(m);
         };
     }
@@ -535,7 +535,7 @@ result<Subscriber<T>> Node::subscribe(std::string_view name, F &&cb,
     if (!r) {
         return fail(r.code());
     }
-    const uint64_t reads = o.mode == delivery::every ? r->batch_max() : 1;
+    const uint64_t reads = o.mode == Delivery::every ? r->batch_max() : 1;
     auto st = std::make_unique<detail::sub_state<T>>(std::move(*r),
                                                      std::move(fn), o.mode);
     detail::sub_entry e;

@@ -3,7 +3,7 @@
 // Publisher<T> writes messages of type T to one channel. publish(msg)
 // copies: for a raw (trivially copyable) T it is exactly one
 // nerve_chan_put of sizeof(T) bytes; for a codec type it reserves
-// codec<T>::size(msg) bytes in the ring, encodes straight into them and
+// Codec<T>::size(msg) bytes in the ring, encodes straight into them and
 // commits, so a serialized message is never staged in a second buffer.
 //
 // Loans write in place. They are typed states over nerve_chan_reserve /
@@ -11,7 +11,8 @@
 //
 //   UninitLoan<T>  --write(v) / assume_init()-->  Loan<T>  --publish()-->  done
 //
-// pub.loan() hands out a Loan<T> directly: a value-initialized T for raw
+// pub.loan() returns a Result<Loan<T>> (a loan, or the code saying why
+// there is none): a value-initialized T for raw
 // types, or for a codec with a `view` (std::string, std::vector<E>, a
 // LaserScan) a view of a message sized at loan time: pub.loan(n) reserves
 // room for n elements. A loan that is destroyed without publish() aborts
@@ -49,15 +50,17 @@ template <class T, class = void> struct loan_view {
 };
 template <class T>
 struct loan_view<T, std::enable_if_t<!is_raw<T>::value && has_view<T>::value>> {
-    using type = typename codec<T>::view;
+    using type = typename Codec<T>::view;
 };
 
 } // namespace detail
 
 /// A reservation in the ring holding a message of type T under
 /// construction. Move-only; publish() commits it, destruction without
-/// publish() aborts it. A failed loan (bool false, code() says why)
-/// publishes nothing and returns its code from publish().
+/// publish() aborts it. Publisher::loan() returns a Result<Loan<T>>, so a
+/// Loan always held a reservation; it is empty only once published,
+/// discarded or moved from, and publish() on an empty loan returns
+/// NERVE_EBADF.
 template <class T> class [[nodiscard]] Loan {
     using view_type = typename detail::loan_view<T>::type;
     static constexpr bool raw_view = std::is_pointer_v<view_type>;
@@ -67,7 +70,7 @@ public:
     Loan &operator=(const Loan &) = delete;
     Loan(Loan &&o) noexcept
         : c_(std::exchange(o.c_, nullptr)), v_(o.v_), len_(o.len_),
-          code_(std::exchange(o.code_, NERVE_EINVAL)), data_(o.data_)
+          data_(o.data_)
     {
     }
     Loan &operator=(Loan &&o) noexcept
@@ -77,7 +80,6 @@ public:
             c_ = std::exchange(o.c_, nullptr);
             v_ = o.v_;
             len_ = o.len_;
-            code_ = std::exchange(o.code_, NERVE_EINVAL);
             data_ = o.data_;
         }
         return *this;
@@ -88,11 +90,9 @@ public:
     /// True while the loan holds a reservation.
     bool ok() const noexcept { return c_ != nullptr; }
     explicit operator bool() const noexcept { return ok(); }
-    /// 0 while open; the reason for a failed loan; NERVE_EINVAL once used.
-    int code() const noexcept { return code_; }
 
     /// The message: T& for raw types, the codec's view otherwise (e.g. a
-    /// span<float> for std::vector<float>). Precondition: ok().
+    /// Span<float> for std::vector<float>). Precondition: ok().
     decltype(auto) operator*() noexcept
     {
         if constexpr (raw_view) {
@@ -115,18 +115,17 @@ public:
 
     /// Commit the message and release the writer lock. The loan is empty
     /// afterwards. RT: safe (futex wake only when a reader waits).
-    result<publish_info> publish() noexcept
+    Result<PublishInfo> publish() noexcept
     {
         if (!c_) {
-            return fail(code_ < 0 ? code_ : NERVE_EINVAL);
+            return fail(NERVE_EBADF);
         }
-        publish_info pi;
+        PublishInfo pi;
         int rc = nerve_chan_commit(c_, len_, &pi);
         if (rc < 0) {
             return fail(rc);
         }
         c_ = nullptr;
-        code_ = NERVE_EINVAL;
         return pi;
     }
 
@@ -137,23 +136,20 @@ public:
             // Only fails when no reservation is open, which ok() rules out.
             (void)nerve_chan_abort(c_);
             c_ = nullptr;
-            code_ = NERVE_EINVAL;
         }
     }
 
 private:
     friend class Publisher<T>;
     template <class> friend class UninitLoan;
-    explicit Loan(int code) noexcept : code_(code) {}
     Loan(nerve_chan *c, void *data, view_type v, size_t len) noexcept
-        : c_(c), v_(v), len_(len), code_(0), data_(data)
+        : c_(c), v_(v), len_(len), data_(data)
     {
     }
 
     nerve_chan *c_ = nullptr;
     view_type v_{};
     size_t len_ = 0;
-    int code_ = NERVE_EINVAL;
     void *data_ = nullptr;
 };
 
@@ -179,7 +175,6 @@ public:
 
     bool ok() const noexcept { return l_.ok(); }
     explicit operator bool() const noexcept { return ok(); }
-    int code() const noexcept { return l_.code(); }
 
     /// The uninitialized storage (sizeof(T) bytes, 64-byte aligned).
     void *ptr() const noexcept { return l_.data(); }
@@ -216,8 +211,8 @@ public:
     /// schema) or reuse an existing one of equal geometry and metadata,
     /// and open it for writing. NERVE_EMISMATCH when it exists with
     /// another type or geometry. Setup phase (allocates, system calls).
-    static result<Publisher> create(std::string_view name,
-                                    const channel_options &o = {})
+    static Result<Publisher> create(std::string_view name,
+                                    const ChannelOptions &o = {})
     {
         auto made = Channel::create(name, o, detail::meta_of<T>());
         if (!made) {
@@ -228,10 +223,10 @@ public:
 
     /// Open existing channel `name` for writing; NERVE_EMISMATCH when it
     /// does not carry T. Setup phase.
-    static result<Publisher> open(std::string_view name)
+    static Result<Publisher> open(std::string_view name)
     {
         detail::require_codec<T>();
-        auto ch = detail::open_typed<T>(name, access::write);
+        auto ch = detail::open_typed<T>(name, Access::write);
         if (!ch) {
             return fail(ch.code());
         }
@@ -241,7 +236,7 @@ public:
 #if NERVE_CXX_EXCEPTIONS
     /// As create() / open(), throwing nerve::Error on failure.
     static Publisher create_or_throw(std::string_view name,
-                                     const channel_options &o = {})
+                                     const ChannelOptions &o = {})
     {
         auto r = create(name, o);
         if (!r) {
@@ -265,14 +260,14 @@ public:
     /// NERVE_EMSGSIZE (larger than the data ring), NERVE_EBUSY (a loan of
     /// this publisher is open), NERVE_ECORRUPT.
     /// Thread: one caller per Publisher.  RT: safe for raw T.
-    result<publish_info> publish(const T &m) noexcept(detail::nothrow_encode<T>)
+    Result<PublishInfo> publish(const T &m) noexcept(detail::nothrow_encode<T>)
     {
         return publish(m, lock_timeout_);
     }
-    result<publish_info> publish(const T &m, duration lock_timeout) noexcept(
+    Result<PublishInfo> publish(const T &m, Duration lock_timeout) noexcept(
         detail::nothrow_encode<T>)
     {
-        publish_info pi;
+        PublishInfo pi;
         const int64_t to = detail::timeout_ns(lock_timeout);
         if constexpr (detail::is_raw<T>::value) {
             int rc = nerve_chan_put(ch_.get(), &m, sizeof(T), to, &pi, 0);
@@ -280,7 +275,7 @@ public:
                 return fail(rc);
             }
         } else {
-            const size_t n = codec<T>::size(m);
+            const size_t n = Codec<T>::size(m);
             void *p = nullptr;
             int rc = nerve_chan_reserve(ch_.get(), n, to, &p, 0);
             if (rc < 0) {
@@ -297,7 +292,7 @@ public:
                     }
                 }
             } guard{ch_.get()};
-            codec<T>::encode(m, p, n);
+            Codec<T>::encode(m, p, n);
             guard.c = nullptr;
             rc = nerve_chan_commit(ch_.get(), n, &pi);
             if (rc < 0) {
@@ -308,22 +303,28 @@ public:
         return pi;
     }
 
-    /// A loan of sizeof(T) uninitialized bytes for a raw T.
-    UninitLoan<T> loan_uninit() noexcept
+    /// A loan of sizeof(T) uninitialized bytes for a raw T, or the reason
+    /// there is none (errors as publish()).
+    Result<UninitLoan<T>> loan_uninit() noexcept
     {
         static_assert(detail::is_raw<T>::value,
                       "loan_uninit() is for trivially copyable (raw) types");
         static_assert(alignof(T) <= 64,
                       "a reservation is only 64-byte aligned: no loans of T "
                       "with alignof(T) > 64 (publish() copies it instead)");
-        return UninitLoan<T>(reserve_raw());
+        auto l = reserve_raw();
+        if (!l) {
+            return fail(l.code());
+        }
+        return UninitLoan<T>(std::move(*l));
     }
 
     /// A loan holding a value-initialized T in the ring (raw T), or, with
-    /// arguments, a loan sized by codec<T>::loan_size(args...) whose view
-    /// codec<T>::loan_init() prepared (e.g. pub.loan(n) for n elements of
-    /// a std::vector<E>). A failed loan reports its code.
-    template <class... A> Loan<T> loan(A &&...args) noexcept
+    /// arguments, a loan sized by Codec<T>::loan_size(args...) whose view
+    /// Codec<T>::loan_init() prepared (e.g. pub.loan(n) for n elements of
+    /// a std::vector<E>); or the reason there is none (errors as publish(),
+    /// NERVE_EMSGSIZE when loan_size() overflows).
+    template <class... A> Result<Loan<T>> loan(A &&...args) noexcept
     {
         if constexpr (detail::is_raw<T>::value) {
             static_assert(sizeof...(A) == 0,
@@ -333,33 +334,33 @@ public:
             static_assert(alignof(T) <= 64,
                           "a reservation is only 64-byte aligned: no loans "
                           "of T with alignof(T) > 64 (use publish())");
-            Loan<T> l = reserve_raw();
-            if (l.ok()) {
-                l.v_ = ::new (l.data()) T();
+            auto l = reserve_raw();
+            if (l) {
+                l->v_ = ::new (l->data()) T();
             }
             return l;
         } else {
             static_assert(detail::has_view<T>::value,
-                          "nerve::codec<T> has no view type: no loans for T");
-            const size_t n = codec<T>::loan_size(args...);
+                          "nerve::Codec<T> has no view type: no loans for T");
+            const size_t n = Codec<T>::loan_size(args...);
             if (n == SIZE_MAX) {
                 // loan_size() says the size overflowed: no ring holds it.
-                return Loan<T>(NERVE_EMSGSIZE);
+                return fail(NERVE_EMSGSIZE);
             }
             void *p = nullptr;
             int rc = nerve_chan_reserve(ch_.get(), n,
                                         detail::timeout_ns(lock_timeout_), &p,
                                         0);
             if (rc < 0) {
-                return Loan<T>(rc);
+                return fail(rc);
             }
-            auto v = codec<T>::loan_init(p, n, std::forward<A>(args)...);
+            auto v = Codec<T>::loan_init(p, n, std::forward<A>(args)...);
             return Loan<T>(ch_.get(), p, v, n);
         }
     }
 
     /// How long publish() and loan() wait for the writer lock.
-    void set_lock_timeout(duration d) noexcept { lock_timeout_ = d; }
+    void set_lock_timeout(Duration d) noexcept { lock_timeout_ = d; }
 
     /// The channel handle and name.
     Channel &channel() noexcept { return ch_; }
@@ -370,19 +371,19 @@ public:
 private:
     explicit Publisher(Channel &&ch) noexcept : ch_(std::move(ch)) {}
 
-    Loan<T> reserve_raw() noexcept
+    Result<Loan<T>> reserve_raw() noexcept
     {
         void *p = nullptr;
         int rc = nerve_chan_reserve(ch_.get(), sizeof(T),
                                     detail::timeout_ns(lock_timeout_), &p, 0);
         if (rc < 0) {
-            return Loan<T>(rc);
+            return fail(rc);
         }
         return Loan<T>(ch_.get(), p, static_cast<T *>(p), sizeof(T));
     }
 
     Channel ch_;
-    duration lock_timeout_ = forever;
+    Duration lock_timeout_ = forever;
 };
 
 } // namespace nerve

@@ -3,7 +3,7 @@
 // Reader<T> reads messages of type T from one channel at the times the
 // caller chooses (the fuRom (K. Irie, RSJ 2017: shared-memory pub/sub with a ROS-like API) ShmReader): the newest message, every message
 // not yet read, the message nearest a time, or a given sequence number.
-// Each call returns a nerve::read_result that says what happened (data,
+// Each call returns a nerve::ReadResult that says what happened (data,
 // nothing new, timeout, cancelled, or an error such as ECORRUPT) with the
 // number of messages missed; none throws on its own (a codec's decode()
 // may, e.g. std::bad_alloc from std::string, and is let through).
@@ -12,14 +12,14 @@
 //   - raw T: nerve_chan_get() copies the message straight into the
 //     caller's T: one memcpy, validated by the core before it returns;
 //   - codec T: nerve_chan_view() gives the message's bytes in the ring,
-//     codec<T>::decode() builds the T from them, and
+//     Codec<T>::decode() builds the T from them, and
 //     nerve_chan_view_check() then tells whether a writer overwrote the
 //     bytes meanwhile. If it did, the decoded T is discarded, the cursor is
 //     put back and the read is retried (at most 4 times, then
 //     NERVE_ELAPPED), so a torn message is never delivered.
 //
 // A message of the wrong size for a raw T, or one that decode() rejects,
-// is consumed, counted as missed and reported as NERVE_EMISMATCH; the
+// is consumed, counted as missed and reported as NERVE_EDECODE; the
 // reader never sticks on it. On any result but data, `out` is unspecified
 // if the result is an error and untouched otherwise.
 //
@@ -48,14 +48,17 @@ namespace detail {
 // seek-back are explained in the file comment.
 template <class T>
 int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
-             uint32_t flags, msg_info &info) noexcept(nothrow_decode<T>)
+             uint32_t flags, MsgInfo &info) noexcept(nothrow_decode<T>)
 {
+    if (c == nullptr) {
+        return NERVE_EBADF; // an empty Reader; the C cursor calls need a handle
+    }
     const uint32_t sel = flags & NERVE_GET_MASK;
     const bool moves_cursor = sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST;
     if constexpr (is_raw<T>::value) {
         int rc = nerve_chan_get(c, &out, sizeof(T), arg, timeout, &info, flags);
         if (rc == 0) {
-            return info.len == sizeof(T) ? 0 : NERVE_EMISMATCH;
+            return info.len == sizeof(T) ? 0 : NERVE_EDECODE;
         }
         if (rc != NERVE_EMSGSIZE) {
             return rc;
@@ -69,7 +72,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
         } else {
             info.missed = 0;
         }
-        return NERVE_EMISMATCH;
+        return NERVE_EDECODE;
     } else {
         const uint64_t cursor = nerve_chan_cursor(c);
         for (int attempt = 0; attempt < 4; attempt++) {
@@ -79,10 +82,10 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
                 return rc;
             }
             info = to_info(v.info);
-            const bool decoded = codec<T>::decode(
+            const bool decoded = Codec<T>::decode(
                 v.data, static_cast<size_t>(v.info.len), out);
             if (nerve_chan_view_check(c, &v) == 0) {
-                return decoded ? 0 : NERVE_EMISMATCH;
+                return decoded ? 0 : NERVE_EDECODE;
             }
             // Overwritten while decoding: what decode() saw may be torn.
             // Put the cursor back so NEXT returns the oldest message still
@@ -96,7 +99,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
         }
         // The cursor is back where it was, so the retry reports the same
         // losses again: report none here, or they would count twice.
-        info = msg_info{};
+        info = MsgInfo{};
         return NERVE_ELAPPED;
     }
 }
@@ -104,7 +107,7 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
 } // namespace detail
 
 /// Whether get_newest() returns a message this reader already returned.
-enum class repeat : uint8_t {
+enum class Repeat : uint8_t {
     no, ///< nothing_new when the newest message was already read
     yes ///< always the newest message (fuRom's get_newest)
 };
@@ -122,10 +125,10 @@ public:
 
     /// Open existing channel `name` read-only; NERVE_EMISMATCH when it does
     /// not carry T, NERVE_ENOENT when it does not exist. Setup phase.
-    static result<Reader> open(std::string_view name)
+    static Result<Reader> open(std::string_view name)
     {
         detail::require_codec<T>();
-        auto ch = detail::open_typed<T>(name, access::read);
+        auto ch = detail::open_typed<T>(name, Access::read);
         if (!ch) {
             return fail(ch.code());
         }
@@ -135,14 +138,17 @@ public:
     /// Open channel `name`, creating it for T with `o` first if it does
     /// not exist (so a reader may start before its writer). An existing
     /// channel is opened whatever its geometry. Setup phase.
-    static result<Reader> open_or_create(std::string_view name,
-                                         const channel_options &o = {})
+    static Result<Reader> open_or_create(std::string_view name,
+                                         const ChannelOptions &o = {})
     {
         auto r = open(name);
         if (r || r.code() != NERVE_ENOENT) {
             return r;
         }
-        auto made = Channel::create(name, o, detail::meta_of<T>());
+        // Another process may create it between the two calls: reuse it.
+        ChannelOptions reuse = o;
+        reuse.exist_ok = true;
+        auto made = Channel::create(name, reuse, detail::meta_of<T>());
         if (!made) {
             return fail(made.code());
         }
@@ -160,7 +166,7 @@ public:
         return std::move(*r);
     }
     static Reader open_or_create_or_throw(std::string_view name,
-                                          const channel_options &o = {})
+                                          const ChannelOptions &o = {})
     {
         auto r = open_or_create(name, o);
         if (!r) {
@@ -171,19 +177,19 @@ public:
 #endif
 
     /// The newest message, if this reader has not returned it yet (or with
-    /// repeat::yes, in any case). Moves the cursor to it; missed() counts
+    /// Repeat::yes, in any case). Moves the cursor to it; missed() counts
     /// the messages skipped. RT: safe (raw T).
-    read_result get_newest(T &out, repeat r = repeat::no) noexcept(
+    ReadResult get_newest(T &out, Repeat r = Repeat::no) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, 0, 0,
                    NERVE_GET_NEWEST |
-                       (r == repeat::yes ? NERVE_F_REPEAT : 0u));
+                       (r == Repeat::yes ? NERVE_F_REPEAT : 0u));
     }
 
     /// As get_newest(), waiting up to `timeout` for a message newer than
     /// the cursor. Blocking: futex wait.
-    read_result wait_newest(T &out, duration timeout) noexcept(
+    ReadResult wait_newest(T &out, Duration timeout) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, 0, detail::timeout_ns(timeout),
@@ -192,11 +198,11 @@ public:
 
     /// The next message after the cursor (or the oldest still present if
     /// it was overwritten; missed() says how many were lost).
-    read_result get_next(T &out) noexcept(detail::nothrow_decode<T>)
+    ReadResult get_next(T &out) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, 0, 0, NERVE_GET_NEXT);
     }
-    read_result wait_next(T &out, duration timeout) noexcept(
+    ReadResult wait_next(T &out, Duration timeout) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, 0, detail::timeout_ns(timeout),
@@ -208,14 +214,14 @@ public:
     /// not allocate). At most one ring's worth (the slot count) per call,
     /// so a fast writer cannot keep it busy forever. count() is the number
     /// read, missed() the total lost to overwriting before them.
-    read_result read_unread(std::vector<T> &out)
+    ReadResult read_unread(std::vector<T> &out)
     {
         return drain(out, NERVE_GET_NEXT, 0);
     }
 
     /// As read_unread(), but when nothing is unread wait up to `timeout`
     /// for a message first (fuRom's wait_unread).
-    read_result wait_unread(std::vector<T> &out, duration timeout)
+    ReadResult wait_unread(std::vector<T> &out, Duration timeout)
     {
         return drain(out, NERVE_GET_NEXT | NERVE_F_WAIT,
                      detail::timeout_ns(timeout));
@@ -225,12 +231,12 @@ public:
     /// (CLOCK_MONOTONIC): for aligning two sensors. nothing_new when every
     /// message still present is newer. Does not move the cursor; never
     /// waits. RT: safe (raw T; a binary search over the index ring).
-    read_result get_by_timestamp(T &out, int64_t time_ns) noexcept(
+    ReadResult get_by_timestamp(T &out, int64_t time_ns) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, time_ns, 0, NERVE_GET_AT);
     }
-    read_result get_by_timestamp(T &out, clock::time_point t) noexcept(
+    ReadResult get_by_timestamp(T &out, Clock::time_point t) noexcept(
         detail::nothrow_decode<T>)
     {
         return get_by_timestamp(out, t.time_since_epoch().count());
@@ -239,7 +245,7 @@ public:
     /// The message with sequence number `seq`. nothing_new when it is not
     /// yet published; error NERVE_EOVERWRITTEN when it is gone. Does not
     /// move the cursor.
-    read_result get_seq(T &out, uint64_t seq) noexcept(
+    ReadResult get_seq(T &out, uint64_t seq) noexcept(
         detail::nothrow_decode<T>)
     {
         return one(out, static_cast<int64_t>(seq), 0, NERVE_GET_SEQ);
@@ -269,15 +275,15 @@ private:
     }
 
     // One message; the C call fills the result's info in place.
-    read_result one(T &out, int64_t arg, int64_t timeout,
+    ReadResult one(T &out, int64_t arg, int64_t timeout,
                     uint32_t flags) noexcept(detail::nothrow_decode<T>)
     {
-        read_result r;
+        ReadResult r;
         int rc = detail::read_one(ch_.get(), out, arg, timeout, flags, r.info_);
         r.code_ = rc;
         r.count_ = rc == 0 ? 1 : 0;
         const uint32_t sel = flags & NERVE_GET_MASK;
-        if (rc == NERVE_EMISMATCH &&
+        if (rc == NERVE_EDECODE &&
             (sel == NERVE_GET_NEXT || sel == NERVE_GET_NEWEST)) {
             // The bad message was consumed (the cursor went past it) and
             // not delivered. get_seq / get_by_timestamp consume nothing.
@@ -286,12 +292,12 @@ private:
         return r;
     }
 
-    read_result drain(std::vector<T> &out, uint32_t first_flags,
+    ReadResult drain(std::vector<T> &out, uint32_t first_flags,
                       int64_t timeout)
     {
         size_t n = 0, bad = 0;
         uint64_t missed = 0;
-        msg_info last, info;
+        MsgInfo last, info;
         int stop_rc = NERVE_EAGAIN;
         for (uint64_t i = 0; i < slots_; i++) {
             if (n == out.size()) {
@@ -306,7 +312,7 @@ private:
                 missed += info.missed;
                 last = info;
                 n++;
-            } else if (rc == NERVE_EMISMATCH) {
+            } else if (rc == NERVE_EDECODE) {
                 missed += info.missed + 1;
                 bad++;
             } else {
@@ -317,13 +323,13 @@ private:
         out.erase(out.begin() + static_cast<std::ptrdiff_t>(n), out.end());
         if (n > 0) {
             last.missed = missed;
-            return read_result(0, last, n);
+            return ReadResult(0, last, n);
         }
         info.missed = missed;
         if (bad > 0 && (stop_rc == NERVE_EAGAIN || stop_rc == NERVE_ETIMEDOUT)) {
-            stop_rc = NERVE_EMISMATCH;
+            stop_rc = NERVE_EDECODE;
         }
-        return read_result(stop_rc, info, 0);
+        return ReadResult(stop_rc, info, 0);
     }
 
     Channel ch_;

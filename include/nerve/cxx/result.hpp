@@ -1,8 +1,8 @@
-// nerve C++ API: error codes, nerve::result<T> and the optional exception.
+// nerve C++ API: error codes, nerve::Result<T> and the optional exception.
 //
 // Every fallible call of the C++ layer returns a value that says what
-// happened, as the C API does: nerve::result<T> for setup and writes (a T or
-// a negative NERVE_E* code) and nerve::read_result (in channel.hpp) for
+// happened, as the C API does: nerve::Result<T> for setup and writes (a T or
+// a negative NERVE_E* code) and nerve::ReadResult (in channel.hpp) for
 // reads. Nothing on the hot path throws. Setup calls also come in an
 // `_or_throw` form that throws nerve::Error, for code that prefers
 // exceptions; those forms exist only when exceptions are enabled, so the
@@ -53,17 +53,17 @@ inline std::error_code make_error_code(int code) noexcept
 }
 
 /// Marks a failed result: `return nerve::fail(NERVE_EINVAL);` converts to
-/// any nerve::result<T>. `code` must be negative.
-struct failure {
+/// any nerve::Result<T>. `code` must be negative.
+struct Failure {
     int code;
 };
 
 /// A failure with the given negative NERVE_E* code.
-constexpr failure fail(int code) noexcept { return failure{code}; }
+constexpr Failure fail(int code) noexcept { return Failure{code}; }
 
 #if NERVE_CXX_EXCEPTIONS
 /// The exception thrown by the `_or_throw` setup calls and by
-/// result<T>::value() on a failed result. code() is the NERVE_E* value;
+/// Result<T>::value() on a failed result. code() is the NERVE_E* value;
 /// what() names the call, the channel and the error.
 class Error : public std::system_error {
 public:
@@ -100,21 +100,21 @@ namespace detail {
 /// calls (open, create) and writes (publish, loan). Test it with `if (r)` or
 /// r.ok(); read the value with *r, r->, or r.value() (which raises
 /// nerve::Error on a failure, so use it only where an exception is wanted).
-template <class T> class [[nodiscard]] result {
+template <class T> class [[nodiscard]] Result {
 public:
     using value_type = T;
 
     /// A successful result holding v.
-    result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>)
+    Result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>)
         : v_(v)
     {
     }
-    result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>)
+    Result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>)
         : v_(std::move(v))
     {
     }
     /// A failed result.
-    result(failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
+    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
 
     /// True when the result holds a value.
     bool ok() const noexcept { return code_ == 0; }
@@ -165,7 +165,7 @@ private:
     void check() const
     {
         if (!ok()) {
-            detail::raise(code_, "nerve::result::value()");
+            detail::raise(code_, "nerve::Result::value()");
         }
     }
 
@@ -174,14 +174,14 @@ private:
 };
 
 /// A result that carries only success or a code.
-template <> class [[nodiscard]] result<void> {
+template <> class [[nodiscard]] Result<void> {
 public:
-    result() noexcept = default;
-    result(failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
+    Result() noexcept = default;
+    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
     /// From a C status: 0 (or a count) is success, negative a failure.
-    static result from_status(int rc) noexcept
+    static Result from_status(int rc) noexcept
     {
-        return rc < 0 ? result(fail(rc)) : result();
+        return rc < 0 ? Result(fail(rc)) : Result();
     }
 
     bool ok() const noexcept { return code_ == 0; }
@@ -197,7 +197,7 @@ public:
     void value() const
     {
         if (!ok()) {
-            detail::raise(code_, "nerve::result::value()");
+            detail::raise(code_, "nerve::Result::value()");
         }
     }
 

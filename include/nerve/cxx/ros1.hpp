@@ -1,12 +1,13 @@
 // nerve C++ API: ROS 1 message types as channel payloads.
 //
-// Include this header (not part of the <nerve/cxx/nerve.hpp> umbrella, so
-// that code without ROS never sees ROS headers) together with ROS 1
-// message headers, and nerve::Publisher<sensor_msgs::Imu>,
+// The umbrella <nerve/nerve.hpp> includes this header; its content exists
+// only where the ROS 1 headers are on the include path (so code without
+// ROS never sees ROS headers; define NERVE_CXX_NO_ROS1 to leave it out
+// anyway). Include ROS 1 message headers, and
+// nerve::Publisher<sensor_msgs::Imu>,
 // nerve::Reader<...> and Node::subscribe<...> take the ROS type directly:
 //
-//   #include <nerve/cxx/nerve.hpp>
-//   #include <nerve/cxx/ros1.hpp>
+//   #include <nerve/nerve.hpp>
 //   #include <sensor_msgs/Imu.h>
 //   auto pub = nerve::Publisher<sensor_msgs::Imu>::create("robot.imu");
 //   pub->publish(msg);
@@ -32,7 +33,7 @@
 // into a T (the ROS code copies arrays with memcpy). For large messages
 // that one copy can be avoided on either side:
 //   - pub.loan(msg) serializes msg into the ring and returns a Loan whose
-//     view is the serialized bytes (ros1::serialized); a header stamp can
+//     view is the serialized bytes (ros1::Serialized); a header stamp can
 //     still be set in place (view.set_stamp()) before publish(), so the
 //     stamp is taken after the bytes are in place;
 //   - ros1::read_view(reader, flags, timeout, fn) hands fn the serialized
@@ -45,8 +46,8 @@
 // StreamOverrunException, reported here as a mismatch), but sizes a vector
 // from its length field before copying into it, so a torn length can make
 // one decode allocate up to that length before the overwrite is detected;
-// std::bad_alloc and std::length_error are caught and reported as a
-// mismatch as well. A reader that must never allocate should use
+// std::bad_alloc and std::length_error are caught and reported as
+// NERVE_EDECODE as well. A reader that must never allocate should use
 // read_view().
 #ifndef NERVE_CXX_ROS1_HPP
 #define NERVE_CXX_ROS1_HPP
@@ -55,7 +56,7 @@
 #include <nerve/cxx/codec.hpp>
 #include <nerve/cxx/reader.hpp>
 
-#if defined(__has_include)
+#if !defined(NERVE_CXX_NO_ROS1) && defined(__has_include)
 #if __has_include(<ros/serialization.h>) && __has_include(<ros/message_traits.h>)
 #define NERVE_CXX_HAVE_ROS1 1
 #endif
@@ -85,7 +86,7 @@ inline constexpr bool is_message_v = ros::message_traits::IsMessage<T>::value;
 
 /// The serialized bytes of one message in the ring, as a loan exposes
 /// them (writable) before publish().
-struct serialized {
+struct Serialized {
     uint8_t *data = nullptr;
     size_t size = 0;
 
@@ -121,7 +122,7 @@ inline bool stamp_of(const void *data, size_t len, uint32_t &sec,
 }
 
 /// Zero-copy read of one message of reader `r`: fn(const uint8_t *data,
-/// size_t len, const msg_info &info) is called on the serialized bytes in
+/// size_t len, const MsgInfo &info) is called on the serialized bytes in
 /// the ring, then the view is validated. flags select the message as for
 /// nerve_chan_view (NERVE_GET_NEXT, NERVE_GET_NEWEST, ... | NERVE_F_WAIT)
 /// and timeout bounds a wait. The result is data when fn saw a message
@@ -131,19 +132,19 @@ inline bool stamp_of(const void *data, size_t len, uint32_t &sec,
 /// Thread: one caller per Reader.  Blocking: only with NERVE_F_WAIT
 /// (futex wait).  RT: safe when fn is (no allocation).  Signal: not safe.
 template <class T, class F>
-read_result read_view(Reader<T> &r, uint32_t flags, duration timeout, F &&fn)
+ReadResult read_view(Reader<T> &r, uint32_t flags, Duration timeout, F &&fn)
 {
     struct nerve_view v;
     int rc = nerve_chan_view(r.native_handle(), 0,
                              detail::timeout_ns(timeout), &v, flags);
     if (rc < 0) {
-        return read_result(rc, msg_info{}, 0);
+        return ReadResult(rc, MsgInfo{}, 0);
     }
-    const msg_info info = detail::to_info(v.info);
+    const MsgInfo info = detail::to_info(v.info);
     fn(static_cast<const uint8_t *>(v.data), static_cast<size_t>(v.info.len),
        info);
     rc = nerve_chan_view_check(r.native_handle(), &v);
-    return read_result(rc < 0 ? rc : 0, info, rc < 0 ? 0 : 1);
+    return ReadResult(rc < 0 ? rc : 0, info, rc < 0 ? 0 : 1);
 }
 
 } // namespace ros1
@@ -162,8 +163,8 @@ struct external_codec<T, std::enable_if_t<ros1::is_message_v<T>>>
 /// size() and encode() walk the message without allocating; decode()
 /// allocates as the message's vectors and strings need (not RT-safe for
 /// variable-size messages; read_view() is).
-template <class T> struct codec<T, std::enable_if_t<ros1::is_message_v<T>>> {
-    using view = ros1::serialized;
+template <class T> struct Codec<T, std::enable_if_t<ros1::is_message_v<T>>> {
+    using view = ros1::Serialized;
 
     static std::string type_name()
     {

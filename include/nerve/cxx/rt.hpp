@@ -1,12 +1,12 @@
 // nerve C++ API: real-time helpers and periodic tasks (include/nerve/rt.h).
 //
 // A thin, header-only layer: every call is the C call of the same name,
-// with std::chrono durations and nerve::result<T> instead of out-params.
-// nerve::rt::task<F> owns a nerve_task and the callable it runs; the
+// with std::chrono durations and nerve::Result<T> instead of out-params.
+// nerve::rt::Task<F> owns a nerve_task and the callable it runs; the
 // callable takes the tick and returns 0 to go on, > 0 to stop, or a
 // negative nerve code to stop with that error.
 //
-//   auto t = nerve::rt::task<F>::create(opts, [&](const nerve_task_tick &k) {
+//   auto t = nerve::rt::Task<F>::open(opts, [&](const nerve_task_tick &k) {
 //       return step(k);
 //   });
 //   if (t) { (void)t->start(); ... t->stop(); (void)t->join(); }
@@ -25,7 +25,7 @@
 namespace nerve::rt {
 
 /// Rate-monotonic priority of a period (Tobar et al. eq. 1); map may be null.
-inline result<int> prio_from_period(std::chrono::nanoseconds period,
+inline Result<int> prio_from_period(std::chrono::nanoseconds period,
                                     const nerve_rt_prio_map *map = nullptr) noexcept
 {
     int p = nerve_rt_prio_from_period(static_cast<int64_t>(period.count()), map);
@@ -36,7 +36,7 @@ inline result<int> prio_from_period(std::chrono::nanoseconds period,
 }
 
 /// Lock memory and prefault stack and heap; see nerve_rt_lock_memory().
-inline result<nerve_rt_applied> lock_memory(std::size_t stack_bytes,
+inline Result<nerve_rt_applied> lock_memory(std::size_t stack_bytes,
                                             std::size_t heap_bytes,
                                             uint32_t flags = 0) noexcept
 {
@@ -49,7 +49,7 @@ inline result<nerve_rt_applied> lock_memory(std::size_t stack_bytes,
 }
 
 /// Policy and priority of the calling thread; see nerve_rt_sched_set().
-inline result<nerve_rt_applied> sched_set(int policy, int priority,
+inline Result<nerve_rt_applied> sched_set(int policy, int priority,
                                           uint32_t flags = 0) noexcept
 {
     nerve_rt_applied a{};
@@ -61,13 +61,13 @@ inline result<nerve_rt_applied> sched_set(int policy, int priority,
 }
 
 /// Pin the calling thread to the CPUs of a mask (bit i = CPU i).
-inline result<void> affinity_set(uint64_t cpus) noexcept
+inline Result<void> affinity_set(uint64_t cpus) noexcept
 {
-    return result<void>::from_status(nerve_rt_affinity_set(cpus));
+    return Result<void>::from_status(nerve_rt_affinity_set(cpus));
 }
 
 /// What this process may do (real-time scheduling, memory locking).
-inline result<nerve_rt_caps> probe() noexcept
+inline Result<nerve_rt_caps> probe() noexcept
 {
     nerve_rt_caps c{};
     int rc = nerve_rt_probe(&c);
@@ -79,59 +79,60 @@ inline result<nerve_rt_caps> probe() noexcept
 
 /// A periodic or channel-driven loop calling F (int(const nerve_task_tick&)).
 /// Move-only; destroying it stops and joins a running loop.
-template <class F> class task {
+template <class F> class Task {
 public:
-    /// Make a task (not started) from options and a callable.
-    static result<task> create(const nerve_task_opts &opts, F fn)
+    /// Make a task (not started) from options and a callable
+    /// (nerve_task_open()).
+    static Result<Task> open(const nerve_task_opts &opts, F fn)
     {
         auto body = std::make_unique<F>(std::move(fn));
         nerve_task *t = nullptr;
-        int rc = nerve_task_create(&opts, &task::trampoline, body.get(), &t);
+        int rc = nerve_task_open(&opts, &Task::trampoline, body.get(), &t);
         if (rc != 0) {
             return fail(rc);
         }
-        return task(t, std::move(body));
+        return Task(t, std::move(body));
     }
 
-    task(task &&o) noexcept
+    Task(Task &&o) noexcept
         : t_(std::exchange(o.t_, nullptr)), body_(std::move(o.body_))
     {
     }
-    task &operator=(task &&o) noexcept
+    Task &operator=(Task &&o) noexcept
     {
         if (this != &o) {
-            nerve_task_destroy(t_);
+            nerve_task_close(t_);
             t_ = std::exchange(o.t_, nullptr);
             body_ = std::move(o.body_);
         }
         return *this;
     }
-    task(const task &) = delete;
-    task &operator=(const task &) = delete;
-    ~task() { nerve_task_destroy(t_); }
+    Task(const Task &) = delete;
+    Task &operator=(const Task &) = delete;
+    ~Task() { nerve_task_close(t_); }
 
     /// Start on a new thread; see nerve_task_start().
-    result<void> start() noexcept
+    Result<void> start() noexcept
     {
-        return result<void>::from_status(nerve_task_start(t_));
+        return Result<void>::from_status(nerve_task_start(t_));
     }
     /// Run on the calling thread until stopped; see nerve_task_run().
-    result<void> run() noexcept
+    Result<void> run() noexcept
     {
-        return result<void>::from_status(nerve_task_run(t_));
+        return Result<void>::from_status(nerve_task_run(t_));
     }
     /// Ask the loop to stop (any thread, signal-safe).
     void stop() noexcept { nerve_task_stop(t_); }
     /// Wait for a started loop to end; its status.
-    result<void> join() noexcept
+    Result<void> join() noexcept
     {
-        return result<void>::from_status(nerve_task_join(t_));
+        return Result<void>::from_status(nerve_task_join(t_));
     }
     /// Statistics, readable while the loop runs.
-    result<struct nerve_task_stats> stats() const noexcept
+    Result<struct nerve_task_stats> stats() const noexcept
     {
         struct nerve_task_stats s {};
-        int rc = nerve_task_get_stats(t_, &s);
+        int rc = nerve_task_stat(t_, &s);
         if (rc != 0) {
             return fail(rc);
         }
@@ -141,7 +142,7 @@ public:
     std::string format(const char *name = nullptr) const
     {
         struct nerve_task_stats s {};
-        if (nerve_task_get_stats(t_, &s) != 0) {
+        if (nerve_task_stat(t_, &s) != 0) {
             return std::string();
         }
         int n = nerve_task_stats_format(&s, name, nullptr, 0);
@@ -154,7 +155,7 @@ public:
     nerve_task *get() const noexcept { return t_; }
 
 private:
-    task(nerve_task *t, std::unique_ptr<F> body) noexcept
+    Task(nerve_task *t, std::unique_ptr<F> body) noexcept
         : t_(t), body_(std::move(body))
     {
     }
@@ -168,9 +169,9 @@ private:
 };
 
 /// Deduce F from a lambda: auto t = nerve::rt::make_task(opts, [](auto&){...});
-template <class F> result<task<F>> make_task(const nerve_task_opts &opts, F fn)
+template <class F> Result<Task<F>> make_task(const nerve_task_opts &opts, F fn)
 {
-    return task<F>::create(opts, std::move(fn));
+    return Task<F>::open(opts, std::move(fn));
 }
 
 } // namespace nerve::rt

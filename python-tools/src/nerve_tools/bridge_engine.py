@@ -16,7 +16,7 @@
   the message into the local channel with its origin time translated to
   this host's CLOCK_MONOTONIC (nerve_chan_put_at keeps ring times ordered).
 - :class:`Bridge`: the session, the globs, the periodic scan of local
-  channels (bounded: one nerve_list every ``scan`` seconds), the liveliness
+  channels (bounded: one nerve_chan_list every ``scan`` seconds), the liveliness
   events of remote channels, counters and the registry for ``nerve top``.
 """
 

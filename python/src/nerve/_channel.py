@@ -104,7 +104,7 @@ class Metadata(NamedTuple):
 
 @dataclass(frozen=True)
 class ChannelInfo:
-    """Facts about a channel, read without any lock (see nerve_stat)."""
+    """Facts about a channel, read without any lock (nerve_chan_stat_name)."""
 
     name: str
     slots: int = 0

@@ -48,6 +48,7 @@ __all__ = [
     "Overwritten",
     "Lapped",
     "AbiMismatch",
+    "DecodeFailed",
 ]
 
 
@@ -192,6 +193,10 @@ class AbiMismatch(Error):
     """EABI: the channel was made by an incompatible platform or ABI."""
 
 
+class DecodeFailed(Error):
+    """EDECODE: a message does not decode as the expected type (C++ codecs)."""
+
+
 _BY_NAME: Dict[str, Type[Error]] = {
     "EPERM": OperationNotPermitted,
     "ENOENT": ChannelNotFound,
@@ -223,6 +228,7 @@ _BY_NAME: Dict[str, Type[Error]] = {
     "EOVERWRITTEN": Overwritten,
     "ELAPPED": Lapped,
     "EABI": AbiMismatch,
+    "EDECODE": DecodeFailed,
 }
 
 #: Every error class by its (negative) code, from the C library's own table.

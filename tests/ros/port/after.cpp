@@ -4,7 +4,7 @@
 // ros::spinOnce() becomes node.spin_once(). No master: the channel lives
 // in /dev/shm. `--self-test` (ctest ros1_port_after) runs it on a
 // private channel, checks that every message came back, and removes it.
-#include <nerve/cxx/nerve.hpp>
+#include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 #include <sensor_msgs/Imu.h>
 
