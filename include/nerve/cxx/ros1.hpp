@@ -127,15 +127,29 @@ inline bool stamp_of(const void *data, size_t len, uint32_t &sec,
 /// and timeout bounds a wait. The result is data when fn saw a message
 /// that no writer overwrote meanwhile; NERVE_ELAPPED when it was
 /// overwritten while fn ran (fn's conclusions about it must be dropped).
-/// fn must not keep the pointer.
+/// fn must not keep the pointer. A wait follows the reader's
+/// wait_policy (r.set_wait_policy(): block at once, or poll first).
 /// Thread: one caller per Reader.  Blocking: only with NERVE_F_WAIT
-/// (futex wait).  RT: safe when fn is (no allocation).  Signal: not safe.
+/// (futex wait, after the policy's busy poll).  RT: safe when fn is (no
+/// allocation).  Signal: not safe.
 template <class T, class F>
 read_result read_view(Reader<T> &r, uint32_t flags, duration timeout, F &&fn)
 {
     struct nerve_view v;
-    int rc = nerve_chan_view(r.native_handle(), 0,
-                             detail::timeout_ns(timeout), &v, flags);
+    int64_t to = detail::timeout_ns(timeout);
+    const int64_t spin = r.get_wait_policy().spin.count();
+    int rc = NERVE_EAGAIN;
+    if ((flags & NERVE_F_WAIT) && spin > 0 && to != 0) {
+        rc = detail::spin_wait(
+            [&] {
+                return nerve_chan_view(r.native_handle(), 0, 0, &v,
+                                       flags & ~NERVE_F_WAIT);
+            },
+            spin, &to);
+    }
+    if (rc == NERVE_EAGAIN) {
+        rc = nerve_chan_view(r.native_handle(), 0, to, &v, flags);
+    }
     if (rc < 0) {
         return read_result(rc, msg_info{}, 0);
     }
