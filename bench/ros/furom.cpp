@@ -192,7 +192,8 @@ template <class T> nerve::channel_options geometry()
 }
 
 template <class T>
-int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, long spin_us)
+int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, long spin_us,
+              long lead_us)
 {
     auto rd = nerve::Reader<T>::open_or_create(name, geometry<T>());
     if (!rd) {
@@ -202,7 +203,8 @@ int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, l
     if (spin_us > 0) {
         // Opt-in busy polling (nerve::wait_policy): poll for up to
         // spin_us before blocking in the futex wait.
-        rd->set_wait_policy(nerve::wait_policy{std::chrono::microseconds(spin_us)});
+        rd->set_wait_policy(nerve::wait_policy{std::chrono::microseconds(spin_us),
+                                               std::chrono::microseconds(lead_us)});
     }
     std::printf("ready\n");
     std::fflush(stdout);
@@ -240,8 +242,10 @@ int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, l
             rec.add(m.header.seq, stamp_ns(m.header.stamp.sec, m.header.stamp.nsec));
         }
     }
-    const char *col = spin_us > 0 ? (view ? "nerve zero-copy, spin" : "nerve copy, spin")
-                                  : (view ? "nerve zero-copy" : "nerve copy");
+    const char *col = spin_us > 0 && lead_us > 0
+                          ? (view ? "nerve zero-copy, lead+spin" : "nerve copy, lead+spin")
+                      : spin_us > 0 ? (view ? "nerve zero-copy, spin" : "nerve copy, spin")
+                                    : (view ? "nerve zero-copy" : "nerve copy");
     rec.print(col, msg, bytes);
     return 0;
 }
@@ -522,7 +526,9 @@ int hop(const run_spec &r, const char *name, long spin_us)
         std::fprintf(stderr, "hop %s: %s\n", name, rd.message());
         return 1;
     }
-    rd->set_wait_policy(nerve::wait_policy{std::chrono::microseconds(spin_us)});
+    const long lead_us = std::getenv("FUROM_LEAD_US") ? std::atol(std::getenv("FUROM_LEAD_US")) : 0;
+    rd->set_wait_policy(nerve::wait_policy{std::chrono::microseconds(spin_us),
+                                           std::chrono::microseconds(lead_us)});
     const pid_t child = fork();
     if (child == 0) {
         auto pub = nerve::Publisher<int64_t>::open(name);
@@ -548,7 +554,9 @@ int hop(const run_spec &r, const char *name, long spin_us)
     }
     int st = 0;
     waitpid(child, &st, 0);
-    rec.print(spin_us > 0 ? "hop int64, spin" : "hop int64, blocking", "int64", 8);
+    rec.print(spin_us > 0 ? (lead_us > 0 ? "hop int64, lead+spin" : "hop int64, spin")
+                          : "hop int64, blocking",
+              "int64", 8);
     return 0;
 }
 
@@ -611,7 +619,8 @@ int main(int argc, char **argv)
         g_run = r;
         if (mode == "nerve-sub") {
             const long spin_us = argc > 7 ? std::atol(argv[7]) : 0;
-            return nerve_sub<T>(r, name, how == "view", msg.c_str(), spin_us);
+            const long lead_us = argc > 8 ? std::atol(argv[8]) : 0;
+            return nerve_sub<T>(r, name, how == "view", msg.c_str(), spin_us, lead_us);
         }
         if (mode == "breakdown") {
             return breakdown<T>(r, name, msg.c_str());

@@ -11,9 +11,11 @@
 # Columns per message: nerve copy and zero-copy with the default blocking
 # wait; the same with an opt-in busy poll (nerve::wait_policy, spin of two
 # message periods: the subscriber polls all the time and keeps one core
-# 100% busy); roscpp over TCPROS with default transport hints (as fuRom)
-# and with TCP_NODELAY; nodelets. FUROM_SPIN=0 leaves the spin columns
-# out. RUNS (default 1) repeats the whole table; the report gives the
+# 100% busy); the same with a lead (wait_policy lead of a fifth of a
+# period, at most 300 us, and a spin of three leads: the reader naps until
+# just before the next message is due, then polls); roscpp over TCPROS with default transport hints (as fuRom)
+# and with TCP_NODELAY; nodelets. FUROM_SPIN=0 leaves the spin and lead
+# columns out. RUNS (default 1) repeats the whole table; the report gives the
 # median of each statistic over the runs, and every run.
 #
 # Writes OUT_PREFIX.jsonl (one line per cell and run) and OUT_PREFIX.md
@@ -129,14 +131,19 @@ while [ $run -le "$RUNS" ]; do
         msg=${cell%%:*}
         rate=${cell#*:}
         spin_us=$((2000000 / rate)) # two periods
+        lead_us=$((200000 / rate)) # a fifth of a period, at most 300 us
+        [ $lead_us -le 300 ] || lead_us=300
+        lspin_us=$((3 * lead_us))
         ch=furom-$$-$msg
         pair "nerve-sub $msg $rate $SECS $ch-c copy" "nerve-pub $msg $rate $SECS $ch-c copy"
         pair "nerve-sub $msg $rate $SECS $ch-v view" "nerve-pub $msg $rate $SECS $ch-v loan"
         if [ "$SPIN" != 0 ]; then
             pair "nerve-sub $msg $rate $SECS $ch-cs copy $spin_us" "nerve-pub $msg $rate $SECS $ch-cs copy"
             pair "nerve-sub $msg $rate $SECS $ch-vs view $spin_us" "nerve-pub $msg $rate $SECS $ch-vs loan"
+            pair "nerve-sub $msg $rate $SECS $ch-cl copy $lspin_us $lead_us" "nerve-pub $msg $rate $SECS $ch-cl copy"
+            pair "nerve-sub $msg $rate $SECS $ch-vl view $lspin_us $lead_us" "nerve-pub $msg $rate $SECS $ch-vl loan"
         fi
-        for c in "$ch-c" "$ch-v" "$ch-cs" "$ch-vs"; do "$NERVE" rm "$c" >/dev/null 2>&1 || true; done
+        for c in "$ch-c" "$ch-v" "$ch-cs" "$ch-vs" "$ch-cl" "$ch-vl"; do "$NERVE" rm "$c" >/dev/null 2>&1 || true; done
         pair "ros-sub $msg $rate $SECS /furom_$msg" "ros-pub $msg $rate $SECS /furom_$msg"
         pair "ros-sub $msg $rate $SECS /furom_nd_$msg nodelay" "ros-pub $msg $rate $SECS /furom_nd_$msg"
         log=$TMP/nodelet.out

@@ -3,7 +3,8 @@
 // and raw types, ros1::read_view() through its Reader, and
 // subscribe_options::wait on a Node. What is checked is behaviour, never
 // time: every message is delivered in order whether it arrives during the
-// poll or after it (in the blocking wait), a wait ends at its timeout even
+// poll or after it (in the blocking wait) and, with a lead, whether the
+// learnt period predicted it right or not; a wait ends at its timeout even
 // when the spin is far longer (a spin that ignored the timeout would hang
 // the test until the watchdog ends it), cancel() and Node::stop() end a
 // spinning wait, and a zero timeout never waits.
@@ -240,6 +241,51 @@ TEST_F(WaitPolicy, ReadViewSpins)
         EXPECT_EQ(nsec, 7 * i);
     }
     t.join();
+}
+
+// lead: the reader learns the period, naps until just before the next
+// message is due, then polls. Every message of a periodic publisher (with
+// a longer pause in the middle, so that some predictions are wrong both
+// ways) is delivered in order, through wait_next and read_view; when the
+// publisher stops, a wait still ends at its timeout.
+TEST_F(WaitPolicy, LeadDeliversEveryPeriodicMessage)
+{
+    const std::string ch = name("lead");
+    auto pub = nerve::Publisher<sensor_msgs::Imu>::create(ch);
+    ASSERT_TRUE(pub) << pub.message();
+    auto rd = nerve::Reader<sensor_msgs::Imu>::open(ch);
+    ASSERT_TRUE(rd) << rd.message();
+    rd->set_wait_policy(nerve::wait_policy{2ms, 500us});
+    EXPECT_EQ(rd->get_wait_policy().lead, nerve::duration(500us));
+    const uint32_t n = 60;
+    std::thread t([&] {
+        auto next = std::chrono::steady_clock::now();
+        for (uint32_t i = 1; i <= n; i++) {
+            next += i == n / 2 ? 20ms : 2ms;
+            std::this_thread::sleep_until(next);
+            ASSERT_TRUE(pub->publish(rtest::make<sensor_msgs::Imu>(i)));
+        }
+    });
+    sensor_msgs::Imu m;
+    for (uint32_t i = 1; i <= n; i++) {
+        if (i % 2 == 0) {
+            auto r = rd->wait_next(m, 10s);
+            ASSERT_TRUE(r) << "message " << i << ": " << r.message();
+            EXPECT_TRUE(m == rtest::make<sensor_msgs::Imu>(i)) << "message " << i;
+        } else {
+            uint32_t seq = 0;
+            auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT | NERVE_F_WAIT, 10s,
+                                            [&](const uint8_t *p, size_t len, const nerve::msg_info &) {
+                                                ASSERT_GE(len, 4u);
+                                                std::memcpy(&seq, p, 4);
+                                            });
+            ASSERT_TRUE(r) << "message " << i << ": " << r.message();
+            EXPECT_EQ(seq, i);
+        }
+    }
+    t.join();
+    EXPECT_EQ(rd->wait_next(m, 30ms).code(), NERVE_ETIMEDOUT);
+    EXPECT_EQ(rd->wait_next(m, 1ms).code(), NERVE_ETIMEDOUT);
 }
 
 // A Node polls for the longest spin of its subscribers: every message of

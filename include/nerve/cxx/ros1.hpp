@@ -136,20 +136,11 @@ template <class T, class F>
 read_result read_view(Reader<T> &r, uint32_t flags, duration timeout, F &&fn)
 {
     struct nerve_view v;
-    int64_t to = detail::timeout_ns(timeout);
-    const int64_t spin = r.get_wait_policy().spin.count();
-    int rc = NERVE_EAGAIN;
-    if ((flags & NERVE_F_WAIT) && spin > 0 && to != 0) {
-        rc = detail::spin_wait(
-            [&] {
-                return nerve_chan_view(r.native_handle(), 0, 0, &v,
-                                       flags & ~NERVE_F_WAIT);
-            },
-            spin, &to);
-    }
-    if (rc == NERVE_EAGAIN) {
-        rc = nerve_chan_view(r.native_handle(), 0, to, &v, flags);
-    }
+    int rc = r.read_with_policy(
+        flags, detail::timeout_ns(timeout), v.info,
+        [&](int64_t to, uint32_t fl) {
+            return nerve_chan_view(r.native_handle(), 0, to, &v, fl);
+        });
     if (rc < 0) {
         return read_result(rc, msg_info{}, 0);
     }
