@@ -23,14 +23,21 @@
 // over nerve's data ring (header.seq 0), is warm-up and not counted; every
 // later message is, and messages that never arrive are counted as lost.
 //
-//   furom nerve-sub  MSG RATE SECONDS CHANNEL copy|view
+//   furom nerve-sub  MSG RATE SECONDS CHANNEL copy|view [SPIN_US [LEAD_US]]
 //   furom nerve-pub  MSG RATE SECONDS CHANNEL copy|loan
-//   furom ros-sub    MSG RATE SECONDS TOPIC
+//   furom ros-sub    MSG RATE SECONDS TOPIC [nodelay]
 //   furom ros-pub    MSG RATE SECONDS TOPIC
 //   furom nodelet    MSG RATE SECONDS TOPIC
+//   furom breakdown  MSG RATE SECONDS CHANNEL
+//   furom hop        - RATE SECONDS CHANNEL [SPIN_US]   (FUROM_LEAD_US=...)
 //
 // MSG is imu, scan or grid. Receivers print one JSON line with the
 // statistics (microseconds). bench/ros/run.sh runs the whole table.
+// SPIN_US / LEAD_US set the reader's nerve::wait_policy (default: block
+// at once); `nodelay` asks roscpp for TCP_NODELAY. `breakdown` times the
+// steps of a hop in one process (serialize, deserialize, publish, loan,
+// read and decode, zero-copy view; medians in ns) and `hop` the bare
+// wake-up between two processes (an int64_t send time).
 #include <nerve/cxx/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 
