@@ -404,14 +404,16 @@ public:
     void cancel_clear() noexcept { ch_.cancel_clear(); }
 
     /// How wait_newest(), wait_next() and wait_unread() wait (see
-    /// wait_policy; default: block at once). Thread: the reading thread.
+    /// wait_policy; default: block at once). Setting it forgets nothing
+    /// learnt for a lead. Thread: the reading thread.  RT: safe.
     void set_wait_policy(const wait_policy &p) noexcept { wait_ = p; }
     const wait_policy &get_wait_policy() const noexcept { return wait_; }
 
     /// For zero-copy reads (ros1::read_view): run read(timeout_ns, flags),
     /// one C read (nerve_chan_view or get on native_handle()) that fills
     /// `info`, under this reader's wait policy, as the typed reads do.
-    /// Returns read()'s result. Thread: the reading thread.
+    /// Returns read()'s result. Thread: the reading thread.  Blocking: as
+    /// the policy says.  RT: safe when read() is.
     template <class Read>
     int read_with_policy(uint32_t flags, int64_t timeout_ns,
                          const nerve_get_info &info, Read &&read)
