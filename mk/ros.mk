@@ -6,7 +6,8 @@
 #
 #   make test-ros    the bridge tests (pytest tests/ros, one shared roscore)
 #                    and the C++ codec tests (ctest -L ros)
-#   make bench-ros   the fuRom table: nerve vs roscpp vs nodelets
+#   make bench-ros   the fuRom table: nerve (blocking, busy poll, lead)
+#                    vs roscpp vs nodelets, ROS_BENCH_RUNS times
 #                    (writes bench/results/ros-furom-<host>.md)
 
 DEPS_PKGS += ros-core python3-rospy python3-rostopic python3-rosbag \
@@ -15,6 +16,7 @@ DEPS_PKGS += ros-core python3-rospy python3-rostopic python3-rosbag \
 TEST_TARGETS += test-ros
 
 ROS_BENCH_SECONDS ?= 10
+ROS_BENCH_RUNS ?= 2
 
 .PHONY: test-ros bench-ros
 
@@ -25,4 +27,4 @@ test-ros: $(VENV)/.nerve-tools-installed build
 	    $(PY) -m pytest -p no:cacheprovider -c tests/ros/pytest.ini tests/ros
 
 bench-ros: build
-	bench/ros/run.sh $(BUILD) $(ROS_BENCH_SECONDS)
+	bench/ros/run.sh $(BUILD) $(ROS_BENCH_SECONDS) bench/results/ros-furom-$$(hostname) $(ROS_BENCH_RUNS)

@@ -23,14 +23,21 @@
 // over nerve's data ring (header.seq 0), is warm-up and not counted; every
 // later message is, and messages that never arrive are counted as lost.
 //
-//   furom nerve-sub  MSG RATE SECONDS CHANNEL copy|view
+//   furom nerve-sub  MSG RATE SECONDS CHANNEL copy|view [SPIN_US [LEAD_US]]
 //   furom nerve-pub  MSG RATE SECONDS CHANNEL copy|loan
-//   furom ros-sub    MSG RATE SECONDS TOPIC
+//   furom ros-sub    MSG RATE SECONDS TOPIC [nodelay]
 //   furom ros-pub    MSG RATE SECONDS TOPIC
 //   furom nodelet    MSG RATE SECONDS TOPIC
+//   furom breakdown  MSG RATE SECONDS CHANNEL
+//   furom hop        - RATE SECONDS CHANNEL [SPIN_US]   (FUROM_LEAD_US=...)
 //
 // MSG is imu, scan or grid. Receivers print one JSON line with the
 // statistics (microseconds). bench/ros/run.sh runs the whole table.
+// SPIN_US / LEAD_US set the reader's nerve::WaitPolicy (default: block
+// at once); `nodelay` asks roscpp for TCP_NODELAY. `breakdown` times the
+// steps of a hop in one process (serialize, deserialize, publish, loan,
+// read and decode, zero-copy view; medians in ns) and `hop` the bare
+// wake-up between two processes (an int64_t send time).
 #include <nerve/nerve.hpp>
 #include <nerve/cxx/ros1.hpp>
 
@@ -50,7 +57,9 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -189,12 +198,20 @@ template <class T> nerve::ChannelOptions geometry()
     return o;
 }
 
-template <class T> int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg)
+template <class T>
+int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, long spin_us,
+              long lead_us)
 {
     auto rd = nerve::Reader<T>::open_or_create(name, geometry<T>());
     if (!rd) {
         std::fprintf(stderr, "open %s: %s\n", name, rd.message());
         return 1;
+    }
+    if (spin_us > 0) {
+        // Opt-in busy polling (nerve::WaitPolicy): poll for up to
+        // spin_us before blocking in the futex wait.
+        rd->set_wait_policy(nerve::WaitPolicy{std::chrono::microseconds(spin_us),
+                                               std::chrono::microseconds(lead_us)});
     }
     std::printf("ready\n");
     std::fflush(stdout);
@@ -232,7 +249,11 @@ template <class T> int nerve_sub(const run_spec &r, const char *name, bool view,
             rec.add(m.header.seq, stamp_ns(m.header.stamp.sec, m.header.stamp.nsec));
         }
     }
-    rec.print(view ? "nerve zero-copy" : "nerve copy", msg, bytes);
+    const char *col = spin_us > 0 && lead_us > 0
+                          ? (view ? "nerve zero-copy, lead+spin" : "nerve copy, lead+spin")
+                      : spin_us > 0 ? (view ? "nerve zero-copy, spin" : "nerve copy, spin")
+                                    : (view ? "nerve zero-copy" : "nerve copy");
+    rec.print(col, msg, bytes);
     return 0;
 }
 
@@ -264,13 +285,24 @@ template <class T> int nerve_pub(const run_spec &r, const char *name, bool loan)
 
 // ---- roscpp over TCPROS ------------------------------------------------
 
-template <class T> int ros_sub(const run_spec &r, const char *topic, const char *msg)
+template <class T>
+int ros_sub(const run_spec &r, const char *topic, const char *msg, bool nodelay)
 {
     ros::NodeHandle nh;
     recorder rec(r.count());
-    ros::Subscriber sub = nh.subscribe<T>(topic, 1000, [&](const typename T::ConstPtr &m) {
-        rec.add(m->header.seq, stamp_ns(m->header.stamp.sec, m->header.stamp.nsec));
-    });
+    // Default transport hints, as fuRom measured (Nagle's algorithm on),
+    // or TCP_NODELAY on the connection (the subscriber asks for it).
+    ros::TransportHints hints;
+    if (nodelay) {
+        hints = hints.tcpNoDelay();
+    }
+    ros::Subscriber sub = nh.subscribe<T>(
+        topic, 1000,
+        boost::function<void(const typename T::ConstPtr &)>(
+            [&](const typename T::ConstPtr &m) {
+                rec.add(m->header.seq, stamp_ns(m->header.stamp.sec, m->header.stamp.nsec));
+            }),
+        ros::VoidConstPtr(), hints);
     std::printf("ready\n");
     std::fflush(stdout);
     ros::WallTime idle_end = ros::WallTime::now() + ros::WallDuration(30);
@@ -284,7 +316,8 @@ template <class T> int ros_sub(const run_spec &r, const char *topic, const char 
             idle_end = ros::WallTime::now() + ros::WallDuration(3);
         }
     }
-    rec.print("ROS roscpp TCPROS", msg, ros::serialization::serializationLength(proto<T>()));
+    rec.print(nodelay ? "ROS roscpp TCPROS, tcp_nodelay" : "ROS roscpp TCPROS", msg,
+              ros::serialization::serializationLength(proto<T>()));
     return 0;
 }
 
@@ -404,6 +437,141 @@ template <class T> int nodelets()
     return 0;
 }
 
+// ---- where a nerve hop's time goes ---------------------------------------
+
+// Median of `n` timings of f(), in ns (each timing is one call).
+template <class F> double median_ns(int n, F &&f)
+{
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (auto &x : v) {
+        const int64_t t0 = now_ns();
+        f();
+        x = now_ns() - t0;
+    }
+    std::sort(v.begin(), v.end());
+    return double(v[v.size() / 2]);
+}
+
+// One process, one message type: the steps of a hop timed one by one
+// (median of many), apart from the wake-up (see `hop`). RATE and SECONDS
+// are unused but kept for the common argument list.
+template <class T> int breakdown(const run_spec &, const char *name, const char *msg)
+{
+    auto pub = nerve::Publisher<T>::create(name, geometry<T>());
+    if (!pub) {
+        std::fprintf(stderr, "breakdown %s: %s\n", name, pub.message());
+        return 1;
+    }
+    auto rd = nerve::Reader<T>::open(name);
+    if (!rd) {
+        std::fprintf(stderr, "breakdown %s: %s\n", name, rd.message());
+        return 1;
+    }
+    T m = proto<T>(), in;
+    const size_t bytes = ros::serialization::serializationLength(m);
+    std::vector<uint8_t> buf(bytes);
+    const int n = bytes > 100000 ? 200 : 20000;
+    int64_t sink = 0;
+    const double clk = median_ns(n, [&] { sink += now_ns(); });
+    const double ser = median_ns(n, [&] {
+        const uint32_t len = ros::serialization::serializationLength(m);
+        ros::serialization::OStream os(buf.data(), len);
+        ros::serialization::serialize(os, m);
+    });
+    const double des = median_ns(n, [&] {
+        ros::serialization::IStream is(buf.data(), uint32_t(buf.size()));
+        ros::serialization::deserialize(is, in);
+    });
+    // A fresh T each time, as a subscriber that hands messages on must.
+    const double des_new = median_ns(n, [&] {
+        T fresh;
+        ros::serialization::IStream is(buf.data(), uint32_t(buf.size()));
+        ros::serialization::deserialize(is, fresh);
+        sink += fresh.header.seq;
+    });
+    const double put = median_ns(n, [&] { (void)pub->publish(m); });
+    const double loan = median_ns(n, [&] {
+        auto l = pub->loan(m);
+        if (l) {
+            (*l)->set_stamp(1, 2);
+            (void)l->publish();
+        }
+    });
+    std::vector<int64_t> g(static_cast<size_t>(n)), vw(static_cast<size_t>(n));
+    for (int i = 0; i < n; i++) {
+        (void)pub->publish(m);
+        int64_t t0 = now_ns();
+        auto res = rd->get_next(in);
+        g[size_t(i)] = now_ns() - t0;
+        sink += res ? 1 : 0;
+        (void)pub->publish(m);
+        t0 = now_ns();
+        (void)nerve::ros1::read_view(*rd, NERVE_GET_NEXT, std::chrono::seconds(0),
+                                     [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
+                                         uint32_t a = 0, b = 0;
+                                         nerve::ros1::stamp_of(p, len, a, b);
+                                         sink += a;
+                                     });
+        vw[size_t(i)] = now_ns() - t0;
+    }
+    std::sort(g.begin(), g.end());
+    std::sort(vw.begin(), vw.end());
+    std::printf("{\"breakdown\": \"%s\", \"bytes\": %zu, \"clock_ns\": %.0f, "
+                "\"ros_serialize_ns\": %.0f, \"ros_deserialize_reuse_ns\": %.0f, "
+                "\"ros_deserialize_fresh_ns\": %.0f, \"nerve_publish_copy_ns\": %.0f, "
+                "\"nerve_loan_publish_ns\": %.0f, \"nerve_get_next_decode_ns\": %.0f, "
+                "\"nerve_view_stamp_check_ns\": %.0f, \"sink\": %lld}\n",
+                msg, bytes, clk, ser, des, des_new, put, loan, double(g[g.size() / 2]),
+                double(vw[vw.size() / 2]), (long long)(sink & 1));
+    return 0;
+}
+
+// The bare wake-up hop between two processes: an int64_t (the send time)
+// at RATE for SECONDS, read with wait_next() blocking (SPIN_US 0) or with
+// a spin of SPIN_US first. Prints one statistics line.
+int hop(const run_spec &r, const char *name, long spin_us)
+{
+    nerve::ChannelOptions o;
+    o.slots = 1024;
+    auto rd = nerve::Reader<int64_t>::open_or_create(name, o);
+    if (!rd) {
+        std::fprintf(stderr, "hop %s: %s\n", name, rd.message());
+        return 1;
+    }
+    const long lead_us = std::getenv("FUROM_LEAD_US") ? std::atol(std::getenv("FUROM_LEAD_US")) : 0;
+    rd->set_wait_policy(nerve::WaitPolicy{std::chrono::microseconds(spin_us),
+                                           std::chrono::microseconds(lead_us)});
+    const pid_t child = fork();
+    if (child == 0) {
+        auto pub = nerve::Publisher<int64_t>::open(name);
+        if (!pub) {
+            _exit(1);
+        }
+        paced(r, [&](uint32_t seq) { (void)pub->publish(seq == 0 ? int64_t(0) : now_ns()); });
+        _exit(0);
+    }
+    recorder rec(r.count());
+    int64_t sent = 0;
+    while (!rec.done()) {
+        auto res = rd->wait_next(sent, std::chrono::seconds(3));
+        if (!res) {
+            if (res.timed_out()) {
+                break;
+            }
+            continue;
+        }
+        if (sent != 0) {
+            rec.add(1, sent);
+        }
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    rec.print(spin_us > 0 ? (lead_us > 0 ? "hop int64, lead+spin" : "hop int64, spin")
+                          : "hop int64, blocking",
+              "int64", 8);
+    return 0;
+}
+
 template <class F> int with_msg(const std::string &msg, F &&f)
 {
     if (msg == "imu") {
@@ -429,6 +597,14 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::string mode = argv[1], msg = argv[2];
+    if (mode == "hop") {
+        run_spec hr;
+        hr.rate = std::atof(argv[3]);
+        hr.seconds = std::atof(argv[4]);
+        hr.bytes = 8;
+        return hr.rate > 0 && hr.seconds > 0 ? hop(hr, argv[5], argc > 6 ? std::atol(argv[6]) : 0)
+                                             : 2;
+    }
     run_spec r;
     r.rate = std::atof(argv[3]);
     r.seconds = std::atof(argv[4]);
@@ -454,13 +630,18 @@ int main(int argc, char **argv)
         r.bytes = ros::serialization::serializationLength(proto<T>());
         g_run = r;
         if (mode == "nerve-sub") {
-            return nerve_sub<T>(r, name, how == "view", msg.c_str());
+            const long spin_us = argc > 7 ? std::atol(argv[7]) : 0;
+            const long lead_us = argc > 8 ? std::atol(argv[8]) : 0;
+            return nerve_sub<T>(r, name, how == "view", msg.c_str(), spin_us, lead_us);
+        }
+        if (mode == "breakdown") {
+            return breakdown<T>(r, name, msg.c_str());
         }
         if (mode == "nerve-pub") {
             return nerve_pub<T>(r, name, how == "loan");
         }
         if (mode == "ros-sub") {
-            return ros_sub<T>(r, name, msg.c_str());
+            return ros_sub<T>(r, name, msg.c_str(), how == "nodelay");
         }
         if (mode == "ros-pub") {
             return ros_pub<T>(r, name);

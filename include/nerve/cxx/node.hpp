@@ -75,6 +75,10 @@ struct SubscribeOptions {
     /// subscriber may start before its publisher.
     bool create = false;
     ChannelOptions channel;
+    /// How spin_once() waits for this subscriber (see WaitPolicy in
+    /// reader.hpp): a Node polls all its channels for the longest spin
+    /// any of its subscribers asks for, then blocks. Default: no spin.
+    WaitPolicy wait;
 };
 
 /// Counters of one subscriber, read from the spinning thread.
@@ -100,6 +104,7 @@ struct sub_entry {
     Node **node = nullptr;     // the state's back pointer, cleared by ~Node
     uint64_t max_reads = 0; // reads per spin: slot count (every) or 1 (newest)
     uint64_t budget = 0;  // reads left this spin
+    int64_t spin_ns = 0;  // SubscribeOptions::wait.spin
     int64_t time_ns = 0;  // commit time of the loaded message
     bool pending = false; // a message is loaded and not yet delivered
 };
@@ -138,7 +143,8 @@ public:
     /// callbacks made (0 on timeout), or NERVE_ECANCELED after stop(),
     /// NERVE_EINVAL with no subscribers, NERVE_ECORRUPT (a channel failed
     /// validation; the other subscribers were still served).
-    /// Thread: the spinning thread.  Blocking: one futex wait.
+    /// Thread: the spinning thread.  Blocking: one futex wait, after a
+    /// busy poll when a subscriber's wait policy asks for one.
     Result<size_t> spin_once(Duration timeout = forever)
     {
         if (stop_.load(std::memory_order_acquire)) {
@@ -148,8 +154,28 @@ public:
             return fail(NERVE_EINVAL);
         }
         uint64_t ready = 0;
-        int rc = nerve_chan_wait_any(chans_, n_, detail::timeout_ns(timeout),
-                                &ready, 0);
+        int64_t to = detail::timeout_ns(timeout);
+        int64_t spin = 0;
+        for (size_t i = 0; i < n_; i++) {
+            spin = entries_[i].spin_ns > spin ? entries_[i].spin_ns : spin;
+        }
+        int rc = NERVE_EAGAIN;
+        if (spin > 0 && to != 0) {
+            // The wait policy's poll: nerve_chan_wait_any with a zero timeout
+            // only loads the heads (no system call). stop() ends it.
+            rc = detail::spin_wait(
+                [&]() -> int {
+                    if (stop_.load(std::memory_order_acquire)) {
+                        return NERVE_ECANCELED;
+                    }
+                    int r = nerve_chan_wait_any(chans_, n_, 0, &ready, 0);
+                    return r == NERVE_ETIMEDOUT ? NERVE_EAGAIN : r;
+                },
+                spin, &to);
+        }
+        if (rc == NERVE_EAGAIN) {
+            rc = nerve_chan_wait_any(chans_, n_, to, &ready, 0);
+        }
         // The snapshot: what was committed by now is this spin's to deliver.
         const int64_t limit = nerve_clock_now_ns();
         if (rc == NERVE_ETIMEDOUT) {
@@ -545,6 +571,7 @@ Result<Subscriber<T>> Node::subscribe(std::string_view name, F &&cb,
     e.restore = &detail::sub_state<T>::restore;
     e.node = &st->node;
     e.max_reads = reads;
+    e.spin_ns = o.wait.spin.count() > 0 ? o.wait.spin.count() : 0;
     int rc = attach(st->reader.native_handle(), e);
     if (rc < 0) {
         return fail(rc);

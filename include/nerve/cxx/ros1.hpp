@@ -128,15 +128,20 @@ inline bool stamp_of(const void *data, size_t len, uint32_t &sec,
 /// and timeout bounds a wait. The result is data when fn saw a message
 /// that no writer overwrote meanwhile; NERVE_ELAPPED when it was
 /// overwritten while fn ran (fn's conclusions about it must be dropped).
-/// fn must not keep the pointer.
+/// fn must not keep the pointer. A wait follows the reader's
+/// WaitPolicy (r.set_wait_policy(): block at once, or poll first).
 /// Thread: one caller per Reader.  Blocking: only with NERVE_F_WAIT
-/// (futex wait).  RT: safe when fn is (no allocation).  Signal: not safe.
+/// (futex wait, after the policy's busy poll).  RT: safe when fn is (no
+/// allocation).  Signal: not safe.
 template <class T, class F>
 ReadResult read_view(Reader<T> &r, uint32_t flags, Duration timeout, F &&fn)
 {
     struct nerve_view v;
-    int rc = nerve_chan_view(r.native_handle(), 0,
-                             detail::timeout_ns(timeout), &v, flags);
+    int rc = r.read_with_policy(
+        flags, detail::timeout_ns(timeout), v.info,
+        [&](int64_t to, uint32_t fl) {
+            return nerve_chan_view(r.native_handle(), 0, to, &v, fl);
+        });
     if (rc < 0) {
         return ReadResult(rc, MsgInfo{}, 0);
     }
