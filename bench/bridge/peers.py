@@ -47,9 +47,10 @@ def zenoh_sub(listen: str, n: int, idle_s: float) -> dict:
     import zenoh
 
     s = zenoh.open(zconf(listen=listen))
-    lat = []
+    lat, arr = [], []
     last = [0]
     first = [0]
+    cpu = [0.0, 0.0, 1]  # CPU time at the first message, at the latest 1000th, that count
     done = threading.Event()
 
     def cb(sample):
@@ -57,8 +58,12 @@ def zenoh_sub(listen: str, n: int, idle_s: float) -> dict:
         sent, _i = struct.unpack("<qq", sample.attachment.to_bytes())
         len(sample.payload)
         lat.append(now - sent)
+        arr.append(now)
         if not first[0]:
             first[0] = now
+            cpu[0] = time.process_time()
+        elif len(lat) % 1000 == 0:
+            cpu[1:] = [time.process_time(), len(lat)]
         last[0] = now
         if len(lat) >= n:
             done.set()
@@ -71,7 +76,8 @@ def zenoh_sub(listen: str, n: int, idle_s: float) -> dict:
         if last[0] and time.monotonic_ns() - last[0] > idle_s * 1e9:
             break
     sub.undeclare()
-    out = {"received": len(lat), "lat_ns": lat, "span_ns": last[0] - first[0]}
+    out = {"received": len(lat), "lat_ns": lat, "arr_ns": arr, "span_ns": last[0] - first[0],
+           "cpu_us_per_msg": 1e6 * (cpu[1] - cpu[0]) / cpu[2] if cpu[2] > 1 else None}
     print(json.dumps(out), flush=True)
     os._exit(0)
 
@@ -89,12 +95,15 @@ def zenoh_pub(connect: str, n: int, size: int, rate: float) -> dict:
         time.sleep(0.05)
     time.sleep(0.3)
     body = b"\x5a" * size
+    c0 = time.process_time()
     t0 = time.monotonic_ns()
     for i in range(n):
         pace(i, t0, rate)
         pub.put(body, attachment=struct.pack("<qq", time.monotonic_ns(), i))
+    t1 = time.monotonic_ns()
+    cpu = time.process_time() - c0
     time.sleep(1.0)
-    print(json.dumps({"sent": n, "send_s": (time.monotonic_ns() - t0) / 1e9}), flush=True)
+    print(json.dumps({"sent": n, "send_s": (t1 - t0) / 1e9, "cpu_us_per_msg": 1e6 * cpu / n}), flush=True)
     os._exit(0)
 
 
@@ -102,12 +111,15 @@ def nerve_writer(name: str, n: int, size: int, rate: float, wait_s: float) -> di
     w = nerve.open(name, write=True)
     time.sleep(wait_s)
     body = bytearray(b"\x5a" * size)
+    c0 = time.process_time()
     t0 = time.monotonic_ns()
     for i in range(n):
         pace(i, t0, rate)
         body[:8] = struct.pack("<q", i)
         w.put(body)
-    print(json.dumps({"sent": n, "send_s": (time.monotonic_ns() - t0) / 1e9}), flush=True)
+    t1 = time.monotonic_ns()
+    cpu = time.process_time() - c0
+    print(json.dumps({"sent": n, "send_s": (t1 - t0) / 1e9, "cpu_us_per_msg": 1e6 * cpu / n}), flush=True)
     return {}
 
 
@@ -123,9 +135,11 @@ def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
             time.sleep(0.05)
     r.seek(r.stat().head_seq)
     print("ready", file=sys.stderr, flush=True)
-    lat, idx = [], []
+    lat, idx, arr = [], [], []
     missed = 0
     first = last = 0
+    cpu0 = cpu1 = 0.0
+    ncpu = 1
     big = r.stat().data_size >= 32 << 20
     while len(lat) < n:
         # Small messages: get() (one copy, the cheapest read), waiting only
@@ -155,12 +169,18 @@ def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
             missed += 1
             continue
         lat.append(now - m.time)
+        arr.append(now)
         missed += m.missed
         idx.append(i)
-        first = first or now
+        if not first:
+            first = now
+            cpu0 = time.process_time()
+        elif len(lat) % 1000 == 0:
+            cpu1, ncpu = time.process_time(), len(lat)
         last = now
-    print(json.dumps({"received": len(lat), "lat_ns": lat, "missed": missed,
-                      "distinct": len(set(idx)), "span_ns": last - first}), flush=True)
+    print(json.dumps({"received": len(lat), "lat_ns": lat, "arr_ns": arr, "missed": missed,
+                      "distinct": len(set(idx)), "span_ns": last - first,
+                      "cpu_us_per_msg": 1e6 * (cpu1 - cpu0) / ncpu if ncpu > 1 else None}), flush=True)
     return {}
 
 
