@@ -82,12 +82,12 @@ def zenoh_sub(listen: str, n: int, idle_s: float) -> dict:
     os._exit(0)
 
 
-def zenoh_pub(connect: str, n: int, size: int, rate: float) -> dict:
+def zenoh_pub(connect: str, n: int, size: int, rate: float, express: bool = False) -> dict:
     import zenoh
 
     s = zenoh.open(zconf(connect=connect))
     pub = s.declare_publisher(KEY, congestion_control=zenoh.CongestionControl.DROP,
-                              priority=zenoh.Priority.DATA, express=False)
+                              priority=zenoh.Priority.DATA, express=express)
     end = time.monotonic() + 20
     while not getattr(pub.matching_status, "matching", pub.matching_status):
         if time.monotonic() > end:
@@ -189,7 +189,7 @@ if __name__ == "__main__":
     if what == "zsub":
         zenoh_sub(args[0], int(args[1]), float(args[2]))
     elif what == "zpub":
-        zenoh_pub(args[0], int(args[1]), int(args[2]), float(args[3]))
+        zenoh_pub(args[0], int(args[1]), int(args[2]), float(args[3]), len(args) > 4 and args[4] == "express")
     elif what == "nwrite":
         nerve_writer(args[0], int(args[1]), int(args[2]), float(args[3]), float(args[4]))
     elif what == "nread":

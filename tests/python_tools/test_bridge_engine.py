@@ -178,3 +178,34 @@ def test_recreated_channel_noticed_without_mapping_it(bridge: be.Bridge, name) -
     nerve.unlink(ch)
     bridge._scan()
     assert ch not in bridge.exporters
+
+
+def test_large_messages_through_views_keep_their_bytes(bridge: be.Bridge, name) -> None:
+    # Large messages are read through a view and copied into a buffer the
+    # exporter keeps; smaller ones that follow must not share it.
+    src = name("large")
+    nerve.create(src, slots=64, size=8 << 20).close()
+    ex, rec = exporter(bridge, src)
+    sizes = [be.LARGE + 1000, be.LARGE + 1000, 100, 100, 100, be.LARGE + 7, be.BATCH_ITEM + 3,
+             be.BATCH_ITEM + 3, 50, 60, be.LARGE + 1000]
+    try:
+        w = nerve.open(src, write=True)
+        sent = []
+        for i, n in enumerate(sizes):
+            data = bytes([i + 1]) * n
+            w.put(data)
+            sent.append(data)
+            if i in (1, 5, 7):
+                time.sleep(0.05)  # the others are (most likely) drained together
+        assert wait_until(lambda: ex.counters.forwarded == len(sizes)), ex.counters
+        w.close()
+    finally:
+        ex.close()
+    got = []
+    for data, att in rec.samples:
+        _epoch, table = unpack_table(att, len(data))
+        pos = 0
+        for i in range(0, len(table), 3):
+            got.append(data[pos:pos + table[i + 2]])
+            pos += table[i + 2]
+    assert got == sent

@@ -193,6 +193,8 @@ class Exporter:
         self.token = s.liveliness().declare_token(live_key(d, bridge.ident, name))
         self._rate: List[Tuple[int, int]] = []
         self._large = False
+        self._buf = bytearray()
+        self._bufmv = memoryview(self._buf)
         self.thread = threading.Thread(target=self._run, name=f"export-{name}", daemon=True)
         self.thread.start()
 
@@ -221,8 +223,9 @@ class Exporter:
         """The next message as (seq, time, data, missed, size), or None
         (nothing new; with ``wait``, nothing within READ_SLICE_S). Small
         messages: get(), one validated copy, the cheapest call. Once
-        messages are large: a zero-copy view, copied once (the bytes Zenoh
-        is given) and validated before it is used. Raises _Stop."""
+        messages are large: a zero-copy view, copied once (into a buffer
+        kept for the next message when the message goes out alone) and
+        validated before it is used. Raises _Stop."""
         ch = self.ch
         try:
             if not self._large:
@@ -233,7 +236,18 @@ class Exporter:
             with ch.view(wait=wait, timeout=READ_SLICE_S if wait else None) as v:
                 if v is None:
                     return None
-                m = (v.seq, v.time, bytes(v.data), v.missed, v.size)
+                n = v.size
+                if n >= BATCH_ITEM:
+                    # Sent alone, before the next read: the copy goes into
+                    # a buffer kept from one message to the next (warm
+                    # memory, no allocation), which Zenoh copies in put().
+                    if len(self._buf) != n:
+                        self._buf = bytearray(n)
+                        self._bufmv = memoryview(self._buf)
+                    self._bufmv[:] = v.data  # one memcpy
+                    m = (v.seq, v.time, self._buf, v.missed, n)
+                else:
+                    m = (v.seq, v.time, bytes(v.data), v.missed, n)
             if m[4] < LARGE:
                 self._large = False
             return m
