@@ -24,15 +24,12 @@ KEY = "bench/x"
 
 
 def zconf(listen=None, connect=None):
-    import zenoh
+    """The bridge's own Zenoh configuration (bridge_zenoh.make_config:
+    peer, multicast scouting off, Zenoh shared memory off, the same drop
+    settings), so that both paths run the same Zenoh."""
+    from nerve_tools.bridge_zenoh import SessionOptions, make_config
 
-    c = zenoh.Config()
-    c.insert_json5("mode", '"peer"')
-    c.insert_json5("scouting/multicast/enabled", "false")
-    c.insert_json5("transport/shared_memory/enabled", "false")
-    c.insert_json5("listen/endpoints", json.dumps([listen] if listen else []))
-    c.insert_json5("connect/endpoints", json.dumps([connect] if connect else []))
-    return c
+    return make_config(SessionOptions(listen=[listen] if listen else [], connect=[connect] if connect else []))
 
 
 def pace(i: int, t0: int, rate: float) -> None:
@@ -86,8 +83,9 @@ def zenoh_pub(connect: str, n: int, size: int, rate: float, express: bool = Fals
     import zenoh
 
     s = zenoh.open(zconf(connect=connect))
-    pub = s.declare_publisher(KEY, congestion_control=zenoh.CongestionControl.DROP,
-                              priority=zenoh.Priority.DATA, express=express)
+    from nerve_tools.bridge_zenoh import qos
+
+    pub = s.declare_publisher(KEY, **qos("data", express))  # the bridge's publisher settings
     end = time.monotonic() + 20
     while not getattr(pub.matching_status, "matching", pub.matching_status):
         if time.monotonic() > end:
@@ -123,7 +121,11 @@ def nerve_writer(name: str, n: int, size: int, rate: float, wait_s: float) -> di
     return {}
 
 
-def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
+def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait") -> dict:
+    """mode: "wait" (blocking get(): one copy, the cheapest read of small
+    messages), "view" (blocking zero-copy view: large messages), "poll"
+    (get() every 0.2 ms: throughput)."""
+    poll = mode == "poll"
     end = time.monotonic() + 30
     while True:
         try:
@@ -140,7 +142,7 @@ def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
     first = last = 0
     cpu0 = cpu1 = 0.0
     ncpu = 1
-    big = r.stat().data_size >= 32 << 20
+    big = mode == "view"
     while len(lat) < n:
         # Small messages: get() (one copy, the cheapest read), waiting only
         # when nothing is there; images: a zero-copy view.
@@ -193,6 +195,6 @@ if __name__ == "__main__":
     elif what == "nwrite":
         nerve_writer(args[0], int(args[1]), int(args[2]), float(args[3]), float(args[4]))
     elif what == "nread":
-        nerve_reader(args[0], int(args[1]), float(args[2]), len(args) > 3 and args[3] == "poll")
+        nerve_reader(args[0], int(args[1]), float(args[2]), args[3] if len(args) > 3 else "wait")
     else:
         raise SystemExit(f"unknown {what}")
