@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import sys
@@ -176,14 +177,17 @@ def main() -> int:
     finally:
         net.close()
     load1 = os.getloadavg()
-    cmd = "sudo .venv/bin/python bench/bridge/bench_bridge.py " + " ".join(sys.argv[1:])
+    cmd = "sudo .venv/bin/python bench/bridge/bench_bridge.py " + shlex.join(sys.argv[1:])
     report = render(rounds, phases, stats, args, load0, load1, time.time() - t_start, cmd)
     print(report)
     if args.out:
         args.out.write_text(report)
         args.out.with_suffix(".json").write_text(json.dumps(
-            {"rounds": [{k: {kk: vv for kk, vv in v.items() if kk != "lat_ns"} for k, v in res.items()}
-                        for res in rounds], "bridge_stats": stats, "load": [load0, load1]}, indent=1))
+            {"rounds": [{k: {**{kk: vv for kk, vv in v.items() if kk != "lat_ns"},
+                                 "lat_us": {"p50": pct(v["lat_ns"], 50), "p99": pct(v["lat_ns"], 99),
+                                            "max": max(v["lat_ns"], default=0) / 1e3}}
+                             for k, v in res.items()} for res in rounds],
+             "bridge_stats": stats, "load": [load0, load1]}, indent=1))
     return 0
 
 
@@ -236,7 +240,8 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
               "get(), one copy; 1 MiB: a zero-copy view) minus the writer's commit time. hop: one blocking nerve hop "
               "between two Python programs on one host at the same rate and size; the bridge path has two hops "
               "more than bare Zenoh, so bare + 2 × hop is a floor for it. Values: medians over the rounds.", "",
-              "| size | path | n | p50 | p99 | max | p50 / bare p50 |", "|---|---|---|---|---|---|---|"]
+              "| size | path | n | p50 | p99 | max | p50 / bare p50 | p50 of each round |",
+              "|---|---|---|---|---|---|---|---|"]
         for tag in lat:
             size = "64 B" if tag == "lat64" else "1 MiB"
             per = {p: [res[f"{p}.{tag}"] for res in rounds] for p in ("bare", "bridge", "hop")}
@@ -249,10 +254,11 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
                 ratio = spread([a / b for a, b in zip(p50, zp)]) if p != "hop" else "–"
                 L.append(f"| {size} | {label} | {xs[0]['received']} | {med(p50):.0f} | "
                          f"{med([pct(x['lat_ns'], 99) for x in xs]):.0f} | "
-                         f"{med([max(x['lat_ns']) / 1e3 for x in xs]):.0f} | {ratio} |")
+                         f"{med([max(x['lat_ns']) / 1e3 for x in xs]):.0f} | {ratio} | "
+                         f"{', '.join(f'{v:.0f}' for v in p50)} |")
             floor = [(z + 2 * pct(h["lat_ns"], 50)) for z, h in zip(zp, per["hop"])]
             L.append(f"| {size} | floor: bare + 2 × hop | – | {med(floor):.0f} | – | – | "
-                     f"{spread([f / z for f, z in zip(floor, zp)])} |")
+                     f"{spread([f / z for f, z in zip(floor, zp)])} | {', '.join(f'{v:.0f}' for v in floor)} |")
         L.append("")
     if "thr64" in phases:
         L += ["## Throughput of 64 B messages (sender as fast as it can, DROP)", "",
