@@ -24,15 +24,12 @@ KEY = "bench/x"
 
 
 def zconf(listen=None, connect=None):
-    import zenoh
+    """The bridge's own Zenoh configuration (bridge_zenoh.make_config:
+    peer, multicast scouting off, Zenoh shared memory off, the same drop
+    settings), so that both paths run the same Zenoh."""
+    from nerve_tools.bridge_zenoh import SessionOptions, make_config
 
-    c = zenoh.Config()
-    c.insert_json5("mode", '"peer"')
-    c.insert_json5("scouting/multicast/enabled", "false")
-    c.insert_json5("transport/shared_memory/enabled", "false")
-    c.insert_json5("listen/endpoints", json.dumps([listen] if listen else []))
-    c.insert_json5("connect/endpoints", json.dumps([connect] if connect else []))
-    return c
+    return make_config(SessionOptions(listen=[listen] if listen else [], connect=[connect] if connect else []))
 
 
 def pace(i: int, t0: int, rate: float) -> None:
@@ -47,18 +44,25 @@ def zenoh_sub(listen: str, n: int, idle_s: float) -> dict:
     import zenoh
 
     s = zenoh.open(zconf(listen=listen))
-    lat = []
+    lat, arr = [], []
     last = [0]
     first = [0]
+    cpu = [0.0, 0.0, 1]  # CPU time at the first message, at the latest 1000th, that count
     done = threading.Event()
 
+    now_ns, unpack = time.monotonic_ns, struct.unpack
+
     def cb(sample):
-        now = time.monotonic_ns()
-        sent, _i = struct.unpack("<qq", sample.attachment.to_bytes())
+        now = now_ns()
+        sent, _i = unpack("<qq", sample.attachment.to_bytes())
         len(sample.payload)
         lat.append(now - sent)
+        arr.append(now)
         if not first[0]:
             first[0] = now
+            cpu[0] = time.process_time()
+        elif len(lat) % 1000 == 0:
+            cpu[1:] = [time.process_time(), len(lat)]
         last[0] = now
         if len(lat) >= n:
             done.set()
@@ -71,17 +75,19 @@ def zenoh_sub(listen: str, n: int, idle_s: float) -> dict:
         if last[0] and time.monotonic_ns() - last[0] > idle_s * 1e9:
             break
     sub.undeclare()
-    out = {"received": len(lat), "lat_ns": lat, "span_ns": last[0] - first[0]}
+    out = {"received": len(lat), "lat_ns": lat, "arr_ns": arr, "span_ns": last[0] - first[0],
+           "cpu_us_per_msg": 1e6 * (cpu[1] - cpu[0]) / cpu[2] if cpu[2] > 1 else None}
     print(json.dumps(out), flush=True)
     os._exit(0)
 
 
-def zenoh_pub(connect: str, n: int, size: int, rate: float) -> dict:
+def zenoh_pub(connect: str, n: int, size: int, rate: float, express: bool = False) -> dict:
     import zenoh
 
     s = zenoh.open(zconf(connect=connect))
-    pub = s.declare_publisher(KEY, congestion_control=zenoh.CongestionControl.DROP,
-                              priority=zenoh.Priority.DATA, express=False)
+    from nerve_tools.bridge_zenoh import qos
+
+    pub = s.declare_publisher(KEY, **qos("data", express))  # the bridge's publisher settings
     end = time.monotonic() + 20
     while not getattr(pub.matching_status, "matching", pub.matching_status):
         if time.monotonic() > end:
@@ -89,12 +95,15 @@ def zenoh_pub(connect: str, n: int, size: int, rate: float) -> dict:
         time.sleep(0.05)
     time.sleep(0.3)
     body = b"\x5a" * size
+    c0 = time.process_time()
     t0 = time.monotonic_ns()
     for i in range(n):
         pace(i, t0, rate)
         pub.put(body, attachment=struct.pack("<qq", time.monotonic_ns(), i))
+    t1 = time.monotonic_ns()
+    cpu = time.process_time() - c0
     time.sleep(1.0)
-    print(json.dumps({"sent": n, "send_s": (time.monotonic_ns() - t0) / 1e9}), flush=True)
+    print(json.dumps({"sent": n, "send_s": (t1 - t0) / 1e9, "cpu_us_per_msg": 1e6 * cpu / n}), flush=True)
     os._exit(0)
 
 
@@ -102,16 +111,23 @@ def nerve_writer(name: str, n: int, size: int, rate: float, wait_s: float) -> di
     w = nerve.open(name, write=True)
     time.sleep(wait_s)
     body = bytearray(b"\x5a" * size)
+    c0 = time.process_time()
     t0 = time.monotonic_ns()
     for i in range(n):
         pace(i, t0, rate)
         body[:8] = struct.pack("<q", i)
         w.put(body)
-    print(json.dumps({"sent": n, "send_s": (time.monotonic_ns() - t0) / 1e9}), flush=True)
+    t1 = time.monotonic_ns()
+    cpu = time.process_time() - c0
+    print(json.dumps({"sent": n, "send_s": (t1 - t0) / 1e9, "cpu_us_per_msg": 1e6 * cpu / n}), flush=True)
     return {}
 
 
-def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
+def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait") -> dict:
+    """mode: "wait" (blocking get(): one copy, the cheapest read of small
+    messages), "view" (blocking zero-copy view: large messages), "poll"
+    (get() every 0.2 ms: throughput)."""
+    poll = mode == "poll"
     end = time.monotonic() + 30
     while True:
         try:
@@ -123,44 +139,58 @@ def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
             time.sleep(0.05)
     r.seek(r.stat().head_seq)
     print("ready", file=sys.stderr, flush=True)
-    lat, idx = [], []
+    lat, idx, arr = [], [], []
     missed = 0
     first = last = 0
-    big = r.stat().data_size >= 32 << 20
+    cpu0 = cpu1 = 0.0
+    ncpu = 1
+    big = mode == "view"
+    get, now_ns, unpack = r.get, nerve.now_ns, struct.unpack_from
+    idle_ns = int(idle_s * 1e9)
+    give_up = now_ns() + 60_000_000_000  # nothing at all for 60 s
     while len(lat) < n:
         # Small messages: get() (one copy, the cheapest read), waiting only
         # when nothing is there; images: a zero-copy view.
         try:
             if big:
-                with r.view(wait=True, timeout=idle_s if lat else 60) as m:
-                    now = nerve.now_ns()
-                    i = struct.unpack_from("<q", m.data)[0]
+                with r.view(wait=True, timeout=idle_s if lat else 60) as v:
+                    now = now_ns()
+                    m = (v.seq, v.time, None, v.missed)
+                    i = unpack("<q", v.data)[0]
             else:
-                m = r.get()
-                while m is None and poll:
-                    # Throughput: poll every 0.2 ms instead of being woken
-                    # for each message (what the bridge delivers, not the
-                    # cost of one wake-up per message).
-                    time.sleep(0.0002)
-                    if lat and nerve.now_ns() - last > idle_s * 1e9:
-                        raise TimeoutError()
-                    m = r.get()
+                m = get()
                 if m is None:
-                    m = r.get(wait=True, timeout=idle_s if lat else 60)
-                now = nerve.now_ns()
-                i = struct.unpack_from("<q", m.data)[0]
-        except (nerve.Timeout, TimeoutError):
+                    if poll:
+                        # Throughput: poll every 0.2 ms instead of being
+                        # woken for each message (what the bridge
+                        # delivers, not the cost of one wake-up per
+                        # message).
+                        t = now_ns()
+                        if (lat and t - last > idle_ns) or t > give_up:
+                            break
+                        time.sleep(0.0002)
+                        continue
+                    m = get(wait=True, timeout=idle_s if lat else 60)
+                now = now_ns()
+                i = unpack("<q", m[2])[0]
+        except nerve.Timeout:
             break
         except nerve.StaleView:
             missed += 1
             continue
-        lat.append(now - m.time)
-        missed += m.missed
+        lat.append(now - m[1])
+        arr.append(now)
+        missed += m[3]
         idx.append(i)
-        first = first or now
+        if not first:
+            first = now
+            cpu0 = time.process_time()
+        elif len(lat) % 1000 == 0:
+            cpu1, ncpu = time.process_time(), len(lat)
         last = now
-    print(json.dumps({"received": len(lat), "lat_ns": lat, "missed": missed,
-                      "distinct": len(set(idx)), "span_ns": last - first}), flush=True)
+    print(json.dumps({"received": len(lat), "lat_ns": lat, "arr_ns": arr, "missed": missed,
+                      "distinct": len(set(idx)), "span_ns": last - first,
+                      "cpu_us_per_msg": 1e6 * (cpu1 - cpu0) / ncpu if ncpu > 1 else None}), flush=True)
     return {}
 
 
@@ -169,10 +199,10 @@ if __name__ == "__main__":
     if what == "zsub":
         zenoh_sub(args[0], int(args[1]), float(args[2]))
     elif what == "zpub":
-        zenoh_pub(args[0], int(args[1]), int(args[2]), float(args[3]))
+        zenoh_pub(args[0], int(args[1]), int(args[2]), float(args[3]), len(args) > 4 and args[4] == "express")
     elif what == "nwrite":
         nerve_writer(args[0], int(args[1]), int(args[2]), float(args[3]), float(args[4]))
     elif what == "nread":
-        nerve_reader(args[0], int(args[1]), float(args[2]), len(args) > 3 and args[3] == "poll")
+        nerve_reader(args[0], int(args[1]), float(args[2]), args[3] if len(args) > 3 else "wait")
     else:
         raise SystemExit(f"unknown {what}")

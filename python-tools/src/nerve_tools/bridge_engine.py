@@ -5,19 +5,23 @@
   again: no loops) under a lock that the importer holds from its put until
   the number is recorded, so the exporter, which checks after reading, can
   never miss one.
-- :class:`Exporter`: one thread per exported channel. Reads every new
-  message with the nerve reader API (zero-copy view, copied once into the
-  Zenoh payload and validated before it is sent; a reader never blocks the
-  local writer), publishes it with congestion control DROP (a slow link
-  never blocks the bridge), and announces the channel with a liveliness
-  token and a queryable answering its description.
+- :class:`Exporter`: one thread per exported channel. Sleeps in nerve's
+  blocking wait (no polling), then takes every message already waiting
+  (one wake-up drains a burst into one batch) with the nerve reader API
+  (a validated copy, or for large messages a zero-copy view copied once
+  and validated before it is sent; a reader never blocks the local
+  writer), publishes with congestion control DROP (a slow link never
+  blocks the bridge), and announces the channel with a liveliness token
+  and a queryable answering its description.
 - :class:`ImportStream`: one Zenoh subscriber per (origin host, channel).
   Checks the header, counts gaps in the origin's sequence numbers, and puts
   the message into the local channel with its origin time translated to
   this host's CLOCK_MONOTONIC (nerve_chan_put_at keeps ring times ordered).
 - :class:`Bridge`: the session, the globs, the periodic scan of local
-  channels (bounded: one nerve_chan_list every ``scan`` seconds), the liveliness
-  events of remote channels, counters and the registry for ``nerve top``.
+  channels (bounded: one directory listing and one stat(2) per channel
+  every ``scan`` seconds; never nerve_chan_stat_name, which maps the whole ring),
+  the liveliness events of remote channels, counters and the registry for
+  ``nerve top``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import queue
 import sys
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -44,15 +49,15 @@ from .bridge_zenoh import (
     live_key,
     meta_key,
     mono_to_real,
-    pack_batch,
     pack_header,
+    pack_table,
     prefix,
     qos,
     query_descriptions,
     real_to_mono,
     short_error,
     split_key,
-    unpack_header,
+    unpack_table,
 )
 
 # How long an importer waits for the local writer lock (another local
@@ -63,6 +68,9 @@ PUT_TIMEOUT_S = 0.05
 READ_SLICE_S = 0.25
 # Messages from this size on are read through a zero-copy view.
 LARGE = 256 << 10
+# The file of channel NAME (docs/design/0001-shm-layout.md): its inode tells
+# whether the channel was recreated, without opening (mapping) it.
+CHAN_FILE = "/dev/shm/nerve."
 # A batch (bridge_zenoh.BATCH) holds messages smaller than BATCH_ITEM, at
 # most BATCH_MAX of them and about BATCH_BYTES in all.
 BATCH_ITEM = 16 << 10
@@ -105,8 +113,16 @@ class LocalChannel:
         self.lock = threading.Lock()
         self.own: Set[int] = set()
         self.writer: Optional[nerve.Channel] = None
+        self.ino: Optional[int] = None  # inode of the writer's channel file
         self.data_size = 0
         self.slots = 0
+        # Set (for good) before the first import into this channel: only
+        # then can an exported message be one of the bridge's own, and the
+        # exporter takes the lock to ask.
+        self.imported = False
+        # Whether this bridge exports the channel: only then does the
+        # importer remember the sequence numbers it put.
+        self.exported = False
 
     def prune(self, last_put: int) -> None:
         """Called holding ``lock`` after adding to ``own``: forget numbers
@@ -124,18 +140,40 @@ class LocalChannel:
             return False
 
 
-class Exporter:
-    """Publishes one local channel (its own thread)."""
+def chan_ino(name: str) -> Optional[int]:
+    """The inode of channel ``name``'s file, or None when there is none. A
+    recreated channel is a new file: a cheap test (one stat(2)) where
+    nerve_stat would map and populate the channel's whole ring."""
+    try:
+        return os.stat(CHAN_FILE + name).st_ino
+    except OSError:
+        return None
 
-    def __init__(self, bridge: "Bridge", name: str, from_start: bool) -> None:
+
+class _Stop(Exception):
+    """The exporter's handle was cancelled, or its channel failed."""
+
+
+class Exporter:
+    """Publishes one local channel (its own thread).
+
+    Per wake-up of the blocking wait, every message already in the ring is
+    taken: small ones go out together in batches (one Zenoh sample each),
+    a large one in a sample of its own. Nothing ever waits for more
+    messages to fill a batch, so batching adds no latency."""
+
+    def __init__(self, bridge: "Bridge", name: str) -> None:
         self.bridge = bridge
         self.name = name
         self.local = bridge.local(name)
         self.counters = ExportCounters()
         self.stop_ev = threading.Event()
         self.error: Optional[str] = None
+        ino = chan_ino(name)
         self.ch = nerve.open(name)
         st = self.ch.stat()
+        # Replaced while it was opened: the next scan exports it again.
+        self.ino = ino if chan_ino(name) == ino else None
         self.epoch = st.created
         meta = self.ch.metadata
         self.desc = Description(host=bridge.ident, name=name, slots=st.slots, data_size=st.data_size,
@@ -143,7 +181,11 @@ class Exporter:
                                 epoch=st.created)
         # New messages only, unless the channel appeared after the bridge
         # started (then everything still in its ring was written since).
+        from_start = st.created >= bridge.started_real
         self.ch.seek(st.tail_seq - 1 if from_start else st.head_seq)
+        # The newest sequence number this exporter has seen (written by its
+        # thread only; the description and the rate read it).
+        self.head_seq = st.head_seq
         s = bridge.session
         d = bridge.domain
         self.pub = s.declare_publisher(data_key(d, bridge.ident, name), **bridge.qos)
@@ -151,23 +193,21 @@ class Exporter:
         self.token = s.liveliness().declare_token(live_key(d, bridge.ident, name))
         self._rate: List[Tuple[int, int]] = []
         self._large = False
+        self._buf = bytearray()
+        self._bufmv = memoryview(self._buf)
         self.thread = threading.Thread(target=self._run, name=f"export-{name}", daemon=True)
         self.thread.start()
 
     def _on_query(self, query: zenoh.Query) -> None:
-        try:
-            info = _nerve.stat(self.name)
-            self.desc.head_seq = info["head_seq"]
-        except nerve.Error:
-            pass
+        self.desc.head_seq = self.head_seq
         self.desc.rate_hz = self.rate()
         try:
             query.reply(meta_key(self.bridge.domain, self.bridge.ident, self.name), self.desc.to_json())
         except Exception:
             pass  # the querier left
 
-    def sample_rate(self, now: int, head: int) -> None:
-        self._rate.append((now, head))
+    def sample_rate(self, now: int) -> None:
+        self._rate.append((now, self.head_seq))
         while len(self._rate) > 2 and now - self._rate[0][0] > 3_000_000_000:
             self._rate.pop(0)
 
@@ -177,94 +217,110 @@ class Exporter:
             return 0.0
         return (r[-1][1] - r[0][1]) * 1e9 / (r[-1][0] - r[0][0])
 
+    # ---- reading ------------------------------------------------------------
+
     def _read(self, wait: bool) -> Optional[tuple]:
-        """The next message as (seq, time, bytes), or None. Small messages
-        are copied by get() (one validated copy, the cheapest call); once
-        messages are large, through a zero-copy view that is copied once
-        into the payload and validated before it is used."""
-        ch, c = self.ch, self.counters
-        if not wait and not self._large:
-            m = ch.get()  # the common case of a burst: no keywords to parse
-            if m is None:
-                return None
-            if m.missed:
-                c.dropped_congestion += m.missed
-            self._large = m.size >= LARGE
-            return m.seq, m.time, m.data, 0
-        kw = dict(wait=True, timeout=READ_SLICE_S) if wait else {}
-        if self._large:
-            with ch.view(**kw) as m:
-                if m is None:
+        """The next message as (seq, time, data, missed, size), or None
+        (nothing new; with ``wait``, nothing within READ_SLICE_S). Small
+        messages: get(), one validated copy, the cheapest call. Once
+        messages are large: a zero-copy view, copied once (into a buffer
+        kept for the next message when the message goes out alone) and
+        validated before it is used. Raises _Stop."""
+        ch = self.ch
+        try:
+            if not self._large:
+                m = ch.get(wait=True, timeout=READ_SLICE_S) if wait else ch.get()
+                if m is not None and m[4] >= LARGE:
+                    self._large = True
+                return m
+            with ch.view(wait=wait, timeout=READ_SLICE_S if wait else None) as v:
+                if v is None:
                     return None
-                out = (m.seq, m.time, bytes(m.data), m.missed)
-        else:
-            m = ch.get(**kw)
-            if m is None:
-                return None
-            out = (m.seq, m.time, m.data, m.missed)
-        self._large = len(out[2]) >= LARGE
-        c.dropped_congestion += out[3]
-        return out
+                n = v.size
+                if n >= BATCH_ITEM:
+                    # Sent alone, before the next read: the copy goes into
+                    # a buffer kept from one message to the next (warm
+                    # memory, no allocation), which Zenoh copies in put().
+                    if len(self._buf) != n:
+                        self._buf = bytearray(n)
+                        self._bufmv = memoryview(self._buf)
+                    self._bufmv[:] = v.data  # one memcpy
+                    m = (v.seq, v.time, self._buf, v.missed, n)
+                else:
+                    m = (v.seq, v.time, bytes(v.data), v.missed, n)
+            if m[4] < LARGE:
+                self._large = False
+            return m
+        except nerve.Timeout:
+            return None
+        except nerve.StaleView:
+            self.counters.dropped_error += 1  # overwritten while it was copied
+            return None if wait else self._read(False)
+        except nerve.Cancelled:
+            raise _Stop() from None
+        except (nerve.Error, ValueError) as e:  # closed, corrupt channel
+            self.error = str(e)
+            raise _Stop() from None
 
     def _run(self) -> None:
-        c = self.counters
-        is_own = self.local.is_own
-        while not self.stop_ev.is_set():
-            batch: List[tuple] = []
-            size = 0
-            wait = True
-            while True:
-                try:
-                    msg = self._read(wait)
-                except nerve.Timeout:
-                    break
-                except nerve.StaleView:
-                    c.dropped_error += 1  # overwritten while it was copied
-                    continue
-                except nerve.Cancelled:
-                    self.stop_ev.set()
-                    break
-                except (nerve.Error, ValueError) as e:  # closed, corrupt channel
-                    self.error = str(e)
-                    self.stop_ev.set()
-                    break
-                if msg is None:
-                    break
-                wait = False
-                seq, t, data, _missed = msg
-                n = len(data)
-                if is_own(seq):
-                    c.looped += 1
-                else:
-                    batch.append((seq, t, data))
-                    size += n
-                # Take what is already waiting, small messages only, up to
-                # a batch's worth; never wait for more.
-                if size >= BATCH_BYTES or n >= BATCH_ITEM or len(batch) >= BATCH_MAX:
-                    break
-            if batch:
-                self._send(batch)
-
-    def _send(self, batch: List[tuple]) -> None:
-        c = self.counters
+        stop = self.stop_ev
         try:
-            if len(batch) == 1:
-                seq, t, data = batch[0]
-                self.pub.put(data, attachment=pack_header(seq, mono_to_real(t), self.epoch))
-                n = len(data)
+            while not stop.is_set():
+                m = self._read(True)
+                if m is not None:
+                    self._drain(m)
+        except _Stop:
+            pass
+        stop.set()
+
+    def _drain(self, m: tuple) -> None:
+        """Forward ``m`` and every message already waiting behind it."""
+        c = self.counters
+        local = self.local
+        off = mono_to_real(0)  # this host's CLOCK_REALTIME - CLOCK_MONOTONIC
+        datas: List[bytes] = []
+        table = array("q")  # (seq, t_real, length) per message of the batch
+        size = 0
+        seq = self.head_seq
+        while m is not None:
+            seq, t, data, missed, n = m
+            if missed:
+                c.dropped_congestion += missed
+            if local.imported and local.is_own(seq):
+                c.looped += 1
+            elif n >= BATCH_ITEM:
+                if datas:
+                    self._send(datas, table, size)
+                    datas, table, size = [], array("q"), 0
+                self._send([data], array("q", (seq, t + off, n)), n)
             else:
-                data = b"".join(d for _s, _t, d in batch)
-                n = len(data)
-                off = mono_to_real(0)
-                self.pub.put(data, attachment=pack_batch(
-                    [(s, t + off, len(d)) for s, t, d in batch], self.epoch))
+                datas.append(data)
+                table.extend((seq, t + off, n))
+                size += n
+                if size >= BATCH_BYTES or len(datas) >= BATCH_MAX:
+                    self._send(datas, table, size)
+                    datas, table, size = [], array("q"), 0
+            m = self._read(False)
+        if datas:
+            self._send(datas, table, size)
+        self.head_seq = seq
+
+    def _send(self, datas: List[bytes], table: "array[int]", size: int) -> None:
+        """One Zenoh sample: a message alone, or several as a batch."""
+        c = self.counters
+        k = len(datas)
+        try:
+            if k == 1:
+                self.pub.put(datas[0], attachment=pack_header(table[0], table[1], self.epoch))
+            else:
+                self.pub.put(b"".join(datas), attachment=pack_table(table, self.epoch))
         except Exception as e:
-            c.dropped_error += len(batch)
+            c.dropped_error += k
             self.error = short_error(e)
             return
-        c.forwarded += len(batch)
+        c.forwarded += k
         c.samples += 1
-        c.bytes += n
+        c.bytes += size
 
     def close(self) -> None:
         self.stop_ev.set()
@@ -291,16 +347,24 @@ class ImportStream:
         self.counters = ImportCounters()
         self.last_seq = 0
         self.epoch: Optional[int] = None
+        local.imported = True  # before any put (see LocalChannel)
         self.sub = bridge.session.declare_subscriber(
             data_key(bridge.domain, host, desc.name), self._on_sample,
             allowed_origin=zenoh.Locality.REMOTE)
 
     def _on_sample(self, sample: zenoh.Sample) -> None:
-        c = self.counters
         payload = sample.payload
+        att = sample.attachment
+        # The one copy out of Zenoh (its ZBytes offers no buffer to read
+        # in place); put_at copies it into the ring.
+        self.on_message(payload.to_bytes(), att.to_bytes() if att is not None else None)
+
+    def on_message(self, data: bytes, att: Optional[bytes]) -> None:
+        """Check the header and put the message(s) of one sample into the
+        local channel (in the order of their origin sequence numbers)."""
+        c = self.counters
         try:
-            att = sample.attachment
-            epoch, entries = unpack_header(att.to_bytes() if att is not None else None, len(payload))
+            epoch, table = unpack_table(att, len(data))
         except ValueError as e:
             c.dropped_error += 1
             self.bridge.report(f"{self.name} from {self.host}: message with a bad header dropped ({e})",
@@ -309,20 +373,26 @@ class ImportStream:
         if epoch != self.epoch:
             # First message, or the origin channel was recreated (its
             # sequence numbers start again): no gap to count.
-            self.last_seq = entries[0][0] - 1 if self.epoch is None else 0
+            self.last_seq = table[0] - 1 if self.epoch is None else 0
             self.epoch = epoch
         local = self.local
-        data = memoryview(payload.to_bytes())
         offset = real_to_mono(0)
         last = self.last_seq
         fwd = nbytes = gaps = dups = clamped = big = errors = 0
+        single = len(table) == 3
+        view = data if single else memoryview(data)
+        pos = 0
         # One lock for the whole sample: the exporter of this channel waits
         # at most that long to check a sequence number (see LocalChannel).
         with local.lock:
             w = local.writer
             size = local.data_size
-            own = local.own
-            for seq, t_real, off, n in entries:
+            own = local.own if local.exported else None
+            put_at = w.put_at if w is not None else None
+            got_seq = 0
+            for i in range(0, len(table), 3):
+                seq, n = table[i], table[i + 2]
+                start, pos = pos, pos + n
                 if seq <= last:
                     dups += 1
                     continue
@@ -332,22 +402,24 @@ class ImportStream:
                 if n > size:
                     big += 1
                     continue
-                if w is None:
+                if put_at is None:
                     errors += 1
                     continue
-                t_mono = t_real + offset
+                t_mono = table[i + 1] + offset
                 try:
-                    got_seq, got_t = w.put_at(data[off:off + n], t_mono, timeout=PUT_TIMEOUT_S)
+                    got_seq, got_t = put_at(view if single else view[start:pos], t_mono,
+                                            timeout=PUT_TIMEOUT_S)
                 except (nerve.Error, ValueError) as e:
                     errors += 1
                     self.bridge.report(f"{self.name}: local put failed: {e}", once="put")
                     continue
-                own.add(got_seq)
+                if own is not None:
+                    own.add(got_seq)
                 if got_t != t_mono:
                     clamped += 1
                 fwd += 1
                 nbytes += n
-            if fwd:
+            if fwd and own is not None:
                 local.prune(last_put=got_seq)
         self.last_seq = last
         c.forwarded += fwd
@@ -422,6 +494,7 @@ class Bridge:
         lc = self.locals.get(name)
         if lc is None:
             lc = self.locals[name] = LocalChannel(name)
+            lc.exported = self.exports(name)
         return lc
 
     def exports(self, name: str) -> bool:
@@ -501,12 +574,8 @@ class Bridge:
         channel went away or was recreated; sample rates. Re-attach imports
         whose local channel was removed or recreated meanwhile."""
         for key, st in list(self.streams.items()):
-            w = st.local.writer
-            try:
-                gone = w is None or _nerve.stat(st.name)["created"] != w.stat().created
-            except (nerve.Error, ValueError):
-                gone = True
-            if gone:
+            lc = st.local
+            if lc.writer is None or lc.ino is None or chan_ino(st.name) != lc.ino:
                 self.report(f"{st.name}: the local channel was removed or recreated; importing it again")
                 self.pending[key] = 0.0
         if not self.opts.exports:
@@ -520,12 +589,11 @@ class Bridge:
         for name in sorted(names):
             if not self.exports(name):
                 continue
-            try:
-                info = _nerve.stat(name)
-            except nerve.Error:
-                continue
+            ino = chan_ino(name)
+            if ino is None:
+                continue  # removed since the listing
             ex = self.exporters.get(name)
-            if ex is not None and (ex.epoch != info["created"] or ex.error is not None):
+            if ex is not None and (ex.ino != ino or ex.error is not None):
                 if ex.error:
                     self.report(f"{name}: export stopped: {ex.error}")
                 ex.close()
@@ -533,14 +601,14 @@ class Bridge:
                 ex = None
             if ex is None:
                 try:
-                    self.exporters[name] = Exporter(self, name, from_start=info["created"] >= self.started_real)
+                    self.exporters[name] = Exporter(self, name)
                 except nerve.Error as e:
                     self.report(f"{name}: cannot export: {e}", once="export")
                     continue
                 except Exception as e:  # Zenoh declaration failed
                     self.report(f"{name}: cannot export: {short_error(e)}", once="export")
                     continue
-            self.exporters[name].sample_rate(now, info["head_seq"])
+            self.exporters[name].sample_rate(now)
         for name in [n for n in self.exporters if n not in names]:
             self.exporters.pop(name).close()
 
@@ -614,13 +682,8 @@ class Bridge:
         Returns why not, or None."""
         with lc.lock:
             if lc.writer is not None and not lc.writer.closed:
-                try:
-                    info = lc.writer.stat()
-                    cur = _nerve.stat(lc.name)
-                    if cur["created"] == info.created:
-                        return self._compatible(lc.writer, desc)
-                except nerve.Error:
-                    pass
+                if lc.ino is not None and chan_ino(lc.name) == lc.ino:
+                    return self._compatible(lc.writer, desc)
                 lc.writer.close()
                 lc.writer = None
             try:
@@ -639,7 +702,20 @@ class Bridge:
                 return f"cannot create the local channel: {e}"
             st = w.stat()
             lc.writer, lc.data_size, lc.slots = w, st.data_size, st.slots
+            lc.ino = self._file_of(w)
             return None
+
+    @staticmethod
+    def _file_of(w: nerve.Channel) -> Optional[int]:
+        """The inode of the file handle ``w`` has open, or None if the
+        channel was replaced meanwhile (the next scan then imports it
+        again). Once per attach: nerve_stat maps the channel."""
+        ino = chan_ino(w.name)
+        try:
+            same = _nerve.stat(w.name)["created"] == w.stat().created
+        except nerve.Error:
+            return None
+        return ino if same and chan_ino(w.name) == ino else None
 
     @staticmethod
     def _compatible(w: nerve.Channel, desc: Description) -> Optional[str]:

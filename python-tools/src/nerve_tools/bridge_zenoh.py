@@ -20,7 +20,9 @@ import base64
 import json
 import re
 import struct
+import sys
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -46,6 +48,9 @@ HEADER = struct.Struct("<2sBBIQqq")
 ENTRY = struct.Struct("<Qqq")
 MAGIC = b"NV"
 BATCH = 0x1
+_LITTLE = sys.byteorder == "little"
+if array("q").itemsize != 8:  # the batch table is read and written as 8-byte items
+    raise ImportError("nerve bridge needs 8-byte array('q') items")
 
 #: How long (µs) a large message's fragments may wait for room in Zenoh's
 #: transmission queue before the message is dropped (unless --config).
@@ -235,41 +240,60 @@ def pack_header(seq: int, t_real: int, epoch: int) -> bytes:
     return HEADER.pack(MAGIC, WIRE_VERSION, 0, 0, seq, t_real, epoch)
 
 
+def pack_table(table: "array[int]", epoch: int) -> bytes:
+    """Attachment of a batch: ``table`` is an array('q') of (seq, t_real,
+    len) per message, flat."""
+    seq, t_real = table[0], table[1]
+    if not _LITTLE:
+        table = array("q", table)
+        table.byteswap()
+    return HEADER.pack(MAGIC, WIRE_VERSION, BATCH, 0, seq, t_real, epoch) + table.tobytes()
+
+
 def pack_batch(entries: Sequence[tuple], epoch: int) -> bytes:
     """Attachment of a batch: entries are (seq, t_real, len)."""
-    seq, t_real, _n = entries[0]
-    flat = [x for e in entries for x in e]
-    return HEADER.pack(MAGIC, WIRE_VERSION, BATCH, 0, seq, t_real, epoch) + struct.pack(
-        "<" + "Qqq" * len(entries), *flat)
+    return pack_table(array("q", [x for e in entries for x in e]), epoch)
 
 
-def unpack_header(att: Optional[bytes], payload_len: int) -> tuple:
-    """(epoch, [(seq, t_real, offset, len)...]) of a sample; ValueError for
-    a missing or bad header, or a batch table that does not match the
-    payload."""
+def unpack_table(att: Optional[bytes], payload_len: int) -> tuple:
+    """(epoch, table) of a sample: table is an array('q') of (seq, t_real,
+    len) per message, flat, the messages lying back to back in the
+    payload. ValueError for a missing or bad header, or a batch table that
+    does not match the payload (sequence numbers not increasing, lengths
+    not adding up to the payload's)."""
     if att is None or len(att) < HEADER.size:
         raise ValueError("missing or short header")
     magic, ver, flags, _res, seq, t_real, epoch = HEADER.unpack_from(att)
-    if magic != MAGIC or ver != WIRE_VERSION or seq == 0 or flags & ~BATCH:
+    if magic != MAGIC or ver != WIRE_VERSION or seq == 0 or seq >= 1 << 63 or flags & ~BATCH:
         raise ValueError("bad header")
     if not flags & BATCH:
         if len(att) != HEADER.size:
             raise ValueError("bad header length")
-        return epoch, [(seq, t_real, 0, payload_len)]
+        return epoch, array("q", (seq, t_real, payload_len))
     rest = len(att) - HEADER.size
     if rest <= 0 or rest % ENTRY.size:
         raise ValueError("bad batch table")
+    table = array("q")
+    table.frombytes(memoryview(att)[HEADER.size:])
+    if not _LITTLE:
+        table.byteswap()
+    seqs, lens = table[0::3], table[2::3]
+    if seqs[0] != seq or any(a >= b for a, b in zip(seqs, seqs[1:])):
+        raise ValueError("bad batch entry: sequence numbers not increasing")
+    if min(lens) < 0 or sum(lens) != payload_len:
+        raise ValueError("batch table does not match the payload")
+    return epoch, table
+
+
+def unpack_header(att: Optional[bytes], payload_len: int) -> tuple:
+    """(epoch, [(seq, t_real, offset, len)...]) of a sample (unpack_table
+    as tuples)."""
+    epoch, table = unpack_table(att, payload_len)
     out = []
     off = 0
-    prev = 0
-    for s, t, n in ENTRY.iter_unpack(memoryview(att)[HEADER.size:]):
-        if s <= prev or n < 0:
-            raise ValueError("bad batch entry")
-        out.append((s, t, off, n))
-        off += n
-        prev = s
-    if off != payload_len or out[0][0] != seq:
-        raise ValueError("batch table does not match the payload")
+    for i in range(0, len(table), 3):
+        out.append((table[i], table[i + 1], off, table[i + 2]))
+        off += table[i + 2]
     return epoch, out
 
 
