@@ -143,7 +143,7 @@ class LocalChannel:
 def chan_ino(name: str) -> Optional[int]:
     """The inode of channel ``name``'s file, or None when there is none. A
     recreated channel is a new file: a cheap test (one stat(2)) where
-    nerve_stat would map and populate the channel's whole ring."""
+    nerve_chan_stat_name would map and populate the channel's whole ring."""
     try:
         return os.stat(CHAN_FILE + name).st_ino
     except OSError:
@@ -709,7 +709,7 @@ class Bridge:
     def _file_of(w: nerve.Channel) -> Optional[int]:
         """The inode of the file handle ``w`` has open, or None if the
         channel was replaced meanwhile (the next scan then imports it
-        again). Once per attach: nerve_stat maps the channel."""
+        again). Once per attach: nerve_chan_stat_name maps the channel."""
         ino = chan_ino(w.name)
         try:
             same = _nerve.stat(w.name)["created"] == w.stat().created
