@@ -164,6 +164,7 @@ def test_import_from_sdk_publishers(router: int, bridge) -> None:
     from zenoh_ros2_sdk.keyexpr import endpoint_liveliness_keyexpr, node_liveliness_keyexpr, topic_keyexpr
 
     chatter, imu = f"{TAG}_chatter", f"{TAG}.imu"  # topic /r2t_N/imu
+    pub, zpub, toks, readers = None, None, [], []
     try:
         bridge("--import", f"{TAG}*")
         pub = ROS2Publisher(topic=f"/{chatter}", msg_type="std_msgs/msg/String", msg_definition="string data",
@@ -183,6 +184,7 @@ def test_import_from_sdk_publishers(router: int, bridge) -> None:
         assert wait_until(lambda: _exists(chatter) and _exists(imu)), "the bridge created no channels"
         r = nerve.open(chatter)
         ri = nerve.open(imu)
+        readers += [r, ri]
         assert r.metadata.type == "std_msgs/msg/String" and r.metadata.encoding == "cdr"
         assert ri.metadata.type == "sensor_msgs/msg/Imu" and b"geometry_msgs/Quaternion" in bytes(ri.metadata.schema)
         Imu = ts.types["sensor_msgs/msg/Imu"]
@@ -218,13 +220,17 @@ def test_import_from_sdk_publishers(router: int, bridge) -> None:
         # few microseconds; the stamp is 5 s in the past, far from now)
         assert abs(got_i[0][1] - r2.real_to_mono(t0 + idx)) < 1_000_000
         assert ts.deserialize_cdr(got_i[-1][0], "sensor_msgs/msg/Imu").linear_acceleration.z == 9.81
-        r.close()
-        ri.close()
+    finally:
+        # Whatever failed, the SDK's session is closed: its threads would
+        # otherwise keep pytest from exiting.
+        for x in readers:
+            x.close()
         for t in toks:
             t.undeclare()
-        zpub.undeclare()
-        pub.close()
-    finally:
+        if zpub is not None:
+            zpub.undeclare()
+        if pub is not None:
+            pub.close()
         _unlink(chatter, imu)
 
 
@@ -250,6 +256,7 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
         with lock:
             got.append(msg.data)
 
+    sub = None
     try:
         bridge("--export", f"{TAG}*")
         sub = ROS2Subscriber(topic=f"/{TAG}/out", msg_type="std_msgs/msg/String", callback=cb,
@@ -265,7 +272,7 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
                           timeout=10), tokens()
         assert any("/NN/%/%/nerve_bridge" in k for k in tokens())
         assert not any(plain in k for k in tokens()), "a utf8 channel was exported to ROS 2"
-        end = time.monotonic() + 10
+        end = time.monotonic() + 20
         i = 0
         while time.monotonic() < end:
             w.put(bytes(ts.serialize_cdr(ts.types["std_msgs/msg/String"](data=f"from nerve {i}"),
@@ -277,8 +284,9 @@ def test_export_to_sdk_subscriber(router: int, bridge) -> None:
                     break
         with lock:
             assert len(got) >= 3 and all(g.startswith("from nerve ") for g in got), got
-        sub.close()
     finally:
+        if sub is not None:
+            sub.close()
         w.close()
         wp.close()
         _unlink(out, plain)
