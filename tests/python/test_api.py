@@ -56,12 +56,12 @@ def test_create_geometry_and_stat(name):
         assert st.mode & 0o777 == 0o600
         assert st.head_seq == 0 and st.messages == 0 and st.error is None
         assert st.layout_version == _nerve.LAYOUT_VERSION
-        assert st.created > 0
+        assert st.created_ns > 0
         w.put(b"abc")
         w.put(b"defg")
         st = w.stat()
         assert st.head_seq == 2 and st.tail_seq == 1 and st.messages == 2
-        assert st.bytes_total == 7 and st.newest_time > 0
+        assert st.bytes_total == 7 and st.newest_time_ns > 0
 
 
 def test_create_exists(name):
@@ -97,10 +97,10 @@ def test_list(name):
     a, b = name("la"), name("lb")
     with nerve.create(a, slots=4, size=4096, type="t/A"), nerve.create(b, slots=8, size=4096) as wb:
         wb.put(b"x")
-        infos = {i.name: i for i in nerve.list()}
+        infos = {i.name: i for i in nerve.list_channels()}
         assert infos[a].slots == 4 and infos[a].head_seq == 0
         assert infos[b].slots == 8 and infos[b].head_seq == 1
-        names = [i.name for i in nerve.list()]
+        names = [i.name for i in nerve.list_channels()]
         assert names == sorted(names)
 
 
@@ -108,7 +108,7 @@ def test_list_reports_unreadable(name):
     n = name("junk")
     with open(f"/dev/shm/nerve.{n}", "wb") as f:
         f.write(b"\0" * 8192)
-    info = {i.name: i for i in nerve.list()}[n]
+    info = {i.name: i for i in nerve.list_channels()}[n]
     assert info.error and info.slots == 0
 
 
@@ -188,9 +188,9 @@ def test_put_at_keeps_and_clamps_times(chan):
     res = chan.reserve(1, time=t - 1)
     with res as buf:
         buf[:] = b"d"
-    assert (res.seq, res.time) == (4, t)
+    assert (res.seq, res.time_ns) == (4, t)
     with nerve.open(chan.name) as r:
-        assert [(m.seq, m.time) for m in iter(r.get, None)] == [
+        assert [(m.seq, m.time_ns) for m in iter(r.get, None)] == [
             (1, now - 5_000_000), (2, now - 5_000_000), (3, t), (4, t)]
     chan.check()
 
@@ -244,9 +244,9 @@ def test_get_at(chan):
         a = r.get(seq=1)
         assert r.get(at=t_mid).data == b"a"
         assert r.get(at=nerve.now_ns()).data == b"b"
-        assert r.get(at=a.time - 1) is None
+        assert r.get(at=a.time_ns - 1) is None
         # wait is ignored for a time lookup (it never waits)
-        assert r.get(at=a.time - 1, wait=True) is None
+        assert r.get(at=a.time_ns - 1, wait=True) is None
 
 
 def test_message_fields(chan):
@@ -256,7 +256,7 @@ def test_message_fields(chan):
         after = time.monotonic_ns()
         m = r.get()
         assert isinstance(m, nerve.Message) and isinstance(m, tuple)
-        assert before <= m.time <= after
+        assert before <= m.time_ns <= after
         assert abs(m.wall_time() - time.time()) < 60
         assert m.size == len(m.data) == 7
         seq, t, data, missed, size = m

@@ -14,8 +14,8 @@ def test_unique_names_are_removed_at_the_end_of_the_block() -> None:
         assert a != b and a.startswith(nerve.testing.PREFIX) and a.endswith("-a")
         nerve.create(a, slots=4, size=4096).close()
         nerve.create(b, slots=4, size=4096).close()
-        assert {a, b} <= {i.name for i in nerve.list()}
-    assert not {a, b} & {i.name for i in nerve.list()}
+        assert {a, b} <= {i.name for i in nerve.list_channels()}
+    assert not {a, b} & {i.name for i in nerve.list_channels()}
     assert not nerve.testing.leftovers()
 
 
