@@ -154,7 +154,7 @@ def nerve_reader(name: str, n: int, idle_s: float, poll: bool = False) -> dict:
         except nerve.StaleView:
             missed += 1
             continue
-        lat.append(now - m.time)
+        lat.append(now - m.time_ns)
         missed += m.missed
         idx.append(i)
         first = first or now

@@ -7,6 +7,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace nerve_py {
@@ -647,6 +648,25 @@ void chan_close(Chan &ch)
     X(newest_time_ns) X(bytes_total) X(waiters) X(created_ns)                  \
     X(layout_version) X(mode) X(uid) X(gid) X(creator_version)
 
+// A field's value as the repr shows it: the mode in octal, the clock of
+// each time named.
+std::string field_text(const char *f, uint64_t v)
+{
+    if (std::strcmp(f, "mode") == 0) {
+        char b[32];
+        std::snprintf(b, sizeof b, "0o%03llo", (unsigned long long)v);
+        return b;
+    }
+    std::string t = std::to_string(v);
+    if (std::strcmp(f, "newest_time_ns") == 0) {
+        return t + " (monotonic)";
+    }
+    if (std::strcmp(f, "created_ns") == 0) {
+        return t + " (realtime)";
+    }
+    return t;
+}
+
 struct ChannelInfo : nerve_stats {
     std::string name;
     std::optional<std::string> error; // why it could not be described
@@ -667,7 +687,7 @@ struct ChannelInfo : nerve_stats {
             r += nb::repr(nb::str(error->c_str())).c_str();
             return r + ")";
         }
-#define NERVE_PY_REPR(f) r += ", " #f "=" + std::to_string(f);
+#define NERVE_PY_REPR(f) r += ", " #f "=" + field_text(#f, uint64_t(f));
         NERVE_PY_STATS_FIELDS(NERVE_PY_REPR)
 #undef NERVE_PY_REPR
         return r + ", messages=" + std::to_string(messages()) + ")";

@@ -64,6 +64,59 @@ def test_create_geometry_and_stat(name):
         assert st.bytes_total == 7 and st.newest_time_ns > 0
 
 
+def test_channel_info_is_the_typed_c_struct(name):
+    n = name("info")
+    with nerve.create(n, slots=16, size=8192, mode=0o640) as w:
+        w.put(b"x")
+        st = w.stat()
+        assert isinstance(st, nerve.ChannelInfo)
+        same = nerve.stat(n)  # without opening it
+        assert (same.name, same.head_seq, same.created_ns) == (n, 1, st.created_ns)
+        with pytest.raises(AttributeError):
+            st.slots = 3  # type: ignore[misc]  (read-only, like the struct)
+        # The fields in ns are named _ns; the old names still read them.
+        assert st.newest_time == st.newest_time_ns > 0
+        assert st.created == st.created_realtime_ns == st.created_ns > 0
+        r = repr(st)
+        assert r.startswith(f"ChannelInfo(name={n!r}, slots=16,") and "mode=0o640" in r
+        assert "newest_time_ns=" in r and "created_ns=" in r and "messages=1)" in r
+    bad = nerve.ChannelInfo("x", "cannot read it")
+    assert (bad.name, bad.error, bad.slots) == ("x", "cannot read it", 0)
+    assert repr(bad) == "ChannelInfo(name='x', error='cannot read it')"
+
+
+def test_list_channels_and_the_old_name(name):
+    n = name("ls")
+    with nerve.create(n, slots=8, size=4096):
+        assert n in {i.name for i in nerve.list_channels()}
+    # nerve.list still works, but no module global shadows the built-in.
+    assert nerve.list is nerve.list_channels
+    assert "list" not in vars(nerve) and "list" not in nerve.__all__
+    import nerve._channel as ch_mod
+    assert "list" not in vars(ch_mod)
+
+
+def test_create_defaults_are_the_c_librarys(name):
+    # Left out, the sizes and mode are what the C library picks for 0
+    # (NERVE_CHAN_OPTS_INIT), as `nerve create` without options does.
+    n = name("dflt")
+    with nerve.create(n) as w:
+        st = w.stat()
+        assert (st.slots, st.data_size, st.mode & 0o777) == (1024, 1 << 20, 0o644)
+    with pytest.raises(ValueError):
+        nerve.create(name("m0"), mode=0)
+
+
+def test_message_and_reservation_times_are_named_ns(chan):
+    res = chan.reserve(1, time=nerve.now_ns() - 1000)
+    with res as buf:
+        buf[:] = b"t"
+    assert res.time == res.time_ns and res.seq == 1
+    with nerve.open(chan.name) as r:
+        m = r.get()
+        assert m.time_ns == m.time == res.time_ns and m._fields[1] == "time_ns"
+
+
 def test_create_exists(name):
     n = name("exists")
     with nerve.create(n, slots=8, size=8192):
@@ -570,6 +623,23 @@ def test_every_error_code_has_a_class():
         else:
             assert not isinstance(exc, OSError)
             assert "chan" in str(exc)
+
+
+def test_error_classes_come_from_one_table():
+    # One table makes the classes, __all__ and BY_CODE; it covers the C
+    # library's table exactly.
+    table = nerve._errors._TABLE
+    codes = {name: code for name, code, _ in _nerve.error_table()}
+    assert sorted(code_name for _, code_name, _, _ in table) == sorted(codes)
+    for cls_name, code_name, bases, doc in table:
+        cls = getattr(nerve, cls_name)
+        assert cls.__module__ == "nerve._errors" and cls.__doc__ == doc
+        assert cls.code == codes[code_name] and nerve._errors.BY_CODE[cls.code] is cls
+        assert all(issubclass(cls, b) for b in bases) and issubclass(cls, nerve.Error)
+        assert cls_name in nerve._errors.__all__
+    import pickle
+    e = pickle.loads(pickle.dumps(nerve._errors._make(nerve.Busy.code, "busy")))
+    assert isinstance(e, nerve.Busy)
 
 
 def test_builtin_exception_families():

@@ -136,11 +136,11 @@ class Exporter:
         self.error: Optional[str] = None
         self.ch = nerve.open(name)
         st = self.ch.stat()
-        self.epoch = st.created
+        self.epoch = st.created_ns
         meta = self.ch.metadata
         self.desc = Description(host=bridge.ident, name=name, slots=st.slots, data_size=st.data_size,
                                 type=meta.type, encoding=meta.encoding, schema=meta.schema,
-                                epoch=st.created)
+                                epoch=st.created_ns)
         # New messages only, unless the channel appeared after the bridge
         # started (then everything still in its ring was written since).
         self.ch.seek(st.tail_seq - 1 if from_start else st.head_seq)
@@ -157,7 +157,7 @@ class Exporter:
     def _on_query(self, query: zenoh.Query) -> None:
         try:
             info = _nerve.stat(self.name)
-            self.desc.head_seq = info["head_seq"]
+            self.desc.head_seq = info.head_seq
         except nerve.Error:
             pass
         self.desc.rate_hz = self.rate()
@@ -190,18 +190,18 @@ class Exporter:
             if m.missed:
                 c.dropped_congestion += m.missed
             self._large = m.size >= LARGE
-            return m.seq, m.time, m.data, 0
+            return m.seq, m.time_ns, m.data, 0
         kw = dict(wait=True, timeout=READ_SLICE_S) if wait else {}
         if self._large:
             with ch.view(**kw) as m:
                 if m is None:
                     return None
-                out = (m.seq, m.time, bytes(m.data), m.missed)
+                out = (m.seq, m.time_ns, bytes(m.data), m.missed)
         else:
             m = ch.get(**kw)
             if m is None:
                 return None
-            out = (m.seq, m.time, m.data, m.missed)
+            out = (m.seq, m.time_ns, m.data, m.missed)
         self._large = len(out[2]) >= LARGE
         c.dropped_congestion += out[3]
         return out
@@ -503,7 +503,7 @@ class Bridge:
         for key, st in list(self.streams.items()):
             w = st.local.writer
             try:
-                gone = w is None or _nerve.stat(st.name)["created"] != w.stat().created
+                gone = w is None or _nerve.stat(st.name).created_ns != w.stat().created_ns
             except (nerve.Error, ValueError):
                 gone = True
             if gone:
@@ -525,7 +525,7 @@ class Bridge:
             except nerve.Error:
                 continue
             ex = self.exporters.get(name)
-            if ex is not None and (ex.epoch != info["created"] or ex.error is not None):
+            if ex is not None and (ex.epoch != info.created_ns or ex.error is not None):
                 if ex.error:
                     self.report(f"{name}: export stopped: {ex.error}")
                 ex.close()
@@ -533,14 +533,14 @@ class Bridge:
                 ex = None
             if ex is None:
                 try:
-                    self.exporters[name] = Exporter(self, name, from_start=info["created"] >= self.started_real)
+                    self.exporters[name] = Exporter(self, name, from_start=info.created_ns >= self.started_real)
                 except nerve.Error as e:
                     self.report(f"{name}: cannot export: {e}", once="export")
                     continue
                 except Exception as e:  # Zenoh declaration failed
                     self.report(f"{name}: cannot export: {short_error(e)}", once="export")
                     continue
-            self.exporters[name].sample_rate(now, info["head_seq"])
+            self.exporters[name].sample_rate(now, info.head_seq)
         for name in [n for n in self.exporters if n not in names]:
             self.exporters.pop(name).close()
 
@@ -617,7 +617,7 @@ class Bridge:
                 try:
                     info = lc.writer.stat()
                     cur = _nerve.stat(lc.name)
-                    if cur["created"] == info.created:
+                    if cur.created_ns == info.created_ns:
                         return self._compatible(lc.writer, desc)
                 except nerve.Error:
                     pass
