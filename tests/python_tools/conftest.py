@@ -12,18 +12,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Tuple
+from typing import Dict, Tuple
 
 import pytest
 from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 
 import nerve
-import nerve.testing
-
-SHM = Path("/dev/shm")
-PREFIX = nerve.testing.PREFIX
-
 
 pytest_plugins = ["nerve.testing"]  # the fixture `name`, the leftovers check
 
