@@ -157,7 +157,7 @@ static void on_usr1(int sig)
 struct poker {
     pthread_t target;
     nerve_task *t;
-    volatile int done;
+    int done; /* __atomic: set by the test's thread */
     int stop_instead;
 };
 
@@ -165,7 +165,8 @@ static void *poke(void *p)
 {
     struct poker *k = p;
     /* Bounded: at most 30 s of pokes (the watchdog ends the test first). */
-    for (int i = 0; i < 3000 && !k->done; i++) {
+    for (int i = 0; i < 3000 && !__atomic_load_n(&k->done, __ATOMIC_ACQUIRE);
+         i++) {
         sleep_ns(10 * MS);
         if (k->stop_instead)
             nerve_task_stop(k->t);
@@ -188,7 +189,7 @@ static void test_signal_and_stop(void)
     pthread_t th;
     NT_OK(pthread_create(&th, NULL, poke, &k));
     NT_RC(nerve_task_next(t, NERVE_FOREVER, 0, &tk), NERVE_EINTR);
-    k.done = 1;
+    __atomic_store_n(&k.done, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     NT_CMP(g_sigs, >=, 1);
     struct nerve_task_stats st;
@@ -205,7 +206,7 @@ static void test_signal_and_stop(void)
     uint64_t n = 0;
     while ((rc = nerve_task_next(t, NERVE_FOREVER, 0, &tk)) == 0)
         NT_CMP(++n, <, 100000u);
-    s.done = 1;
+    __atomic_store_n(&s.done, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     NT_RC(rc, NERVE_ECANCELED);
     NT_OK(nerve_task_get_stats(t, &st));
