@@ -229,6 +229,8 @@ class _Export:
         while not self.stop.is_set():
             try:
                 m = self.ch.get(wait=True, timeout=READ_SLICE_S)
+            except nerve.Timeout:
+                continue  # a quiet slice: look at the stop flag, wait again
             except nerve.Error as e:
                 self.br.report(f"{self.name}: export stopped: {e}")
                 return
