@@ -11,7 +11,7 @@ PY_DEPS_STAMP := $(VENV)/.nerve-py-deps
 PY_PKG_STAMP := $(VENV)/.nerve-py-installed
 # Everything the extension and the package are built from.
 PY_SOURCES := $(wildcard python/pyproject.toml python/CMakeLists.txt \
-    python/src/*.cpp python/src/nerve/*.py python/src/nerve/*.pyi \
+    python/src/*.cpp python/src/*.h python/src/nerve/*.py python/src/nerve/*.pyi \
     CMakeLists.txt include/nerve/*.h src/*.c src/*.h src/platform/linux/*.c)
 
 DEPS_PKGS += python3 python3-venv python3-dev

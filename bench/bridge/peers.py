@@ -155,7 +155,7 @@ def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait") -> dict:
             if big:
                 with r.view(wait=True, timeout=idle_s if lat else 60) as v:
                     now = now_ns()
-                    m = (v.seq, v.time, None, v.missed)
+                    m = (v.seq, v.time_ns, None, v.missed)
                     i = unpack("<q", v.data)[0]
             else:
                 m = get()

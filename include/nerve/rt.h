@@ -288,7 +288,8 @@ struct nerve_task_stats {
     uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
 };
 
-/* Make a task (not started). `fn` is called with `arg` every cycle.
+/* Make a task (not started). `fn` is called with `arg` every cycle (NULL:
+ * a task driven only by nerve_task_next(), which has no body to call).
  * Returns 0 and stores the task in *out, or NERVE_EINVAL (bad options:
  * no period for a clock task, unknown flags, bad policy or priority, a
  * non-zero reserved field), NERVE_ENOMEM.
@@ -315,6 +316,42 @@ NERVE_NODISCARD NERVE_API int nerve_task_start(nerve_task *t);
  * RT: the loop is (no allocation; clock_nanosleep or the channel's futex
  * wait).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_task_run(nerve_task *t);
+
+/* Pull-style driving: the caller's own loop is the body. Each call ends the
+ * cycle of the tick the previous call returned (its end is the body's end:
+ * execution time and overruns are measured up to this call), waits for the
+ * next cycle (clock: sleeps to its absolute release; channel-driven: waits
+ * for the message or the deadline, as nerve_task_run() does) and fills
+ * *tick. The first call applies the memory, scheduling and affinity
+ * settings to the calling thread, which keeps them, as nerve_task_run().
+ *
+ *   for (;;) {
+ *       rc = nerve_task_next(t, NERVE_FOREVER, 0, &tick);
+ *       if (rc == NERVE_EINTR) continue;       (a signal; call again)
+ *       if (rc != 0) break;                    (NERVE_ECANCELED: stopped)
+ *       ... the body, with tick ...
+ *   }
+ *
+ * `timeout_ns` bounds this call's wait only (NERVE_FOREVER, 0 to poll,
+ * relative or with NERVE_F_ABSTIME absolute CLOCK_MONOTONIC ns); it never
+ * moves a release or a deadline. tick->msg points into the task's buffer
+ * and stays valid until the next call. Returns 0 (*tick filled: the cycle
+ * is due), NERVE_ETIMEDOUT (the timeout came first; nothing consumed, call
+ * again), NERVE_EINTR (a signal handler interrupted the clock sleep; call
+ * again), NERVE_ECANCELED (nerve_task_stop() was called, also before the
+ * first call: the loop has ended and statistics say running = 0), a
+ * channel error that ended the loop, a set-up error as nerve_task_start()
+ * (first call; call again to retry), NERVE_EBUSY (the task was started
+ * with nerve_task_start() or nerve_task_run()), NERVE_EINVAL (NULL task or
+ * tick, unknown flags). Once the loop has ended every call returns how it
+ * ended.
+ * Thread: the loop's: one thread at a time (the first call's, for the
+ * scheduling to hold).  Blocking: until the cycle is due or the timeout.
+ * RT: the wait is (clock_nanosleep or the channel's futex wait; no
+ * allocation), the first call is not (set-up).  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_task_next(nerve_task *t, int64_t timeout_ns,
+                                              uint32_t flags,
+                                              struct nerve_task_tick *tick);
 
 /* Ask the loop to stop. It finishes the current body, if any, and does not
  * start another; a clock-driven loop leaves its sleep at the next release

@@ -1,36 +1,22 @@
 """Shared fixtures: unique channel names, cleanup, the `nerve` command.
 
-Channel names start with "nt-<pid>-" so the shm_clean check of the C tests
-(tests/shm_clean.sh) can see anything a Python test leaves behind; every
-fixture removes what its test created, and a final check fails the session
-if a channel of this process is still in /dev/shm."""
+The fixture `name` and the final check that fails the session if a channel
+of this process is still in /dev/shm come from the plugin nerve.testing,
+shared with tests/python_tools. Channel names start with "nt-<pid>-" so the
+shm_clean check of the C tests (tests/shm_clean.sh) can see anything a
+Python test leaves behind."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
-from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator
 
 import pytest
 
 import nerve
-import nerve.testing
 
-SHM = Path("/dev/shm")
-PREFIX = nerve.testing.PREFIX
-
-
-def _leftovers() -> List[Path]:
-    return nerve.testing.leftovers(PREFIX)
-
-
-@pytest.fixture
-def name(request: pytest.FixtureRequest) -> Iterator[Callable[[str], str]]:
-    """Factory of unique channel names; removes the channels at teardown."""
-    with nerve.testing.unique_names(PREFIX) as make:
-        yield make
+pytest_plugins = ["nerve.testing"]  # the fixture `name`, the leftovers check
 
 
 @pytest.fixture
@@ -48,13 +34,3 @@ def nerve_cli() -> str:
         pytest.skip(f"the nerve command is not built (NERVE_CLI={path!r}); "
                     "run `make build` or set NERVE_CLI")
     return path
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    left = _leftovers()
-    if left:
-        for p in left:
-            p.unlink(missing_ok=True)
-        print(f"\nFAIL: tests left channels in /dev/shm: {[p.name for p in left]}",
-              file=sys.stderr)
-        session.exitstatus = 1

@@ -56,12 +56,65 @@ def test_create_geometry_and_stat(name):
         assert st.mode & 0o777 == 0o600
         assert st.head_seq == 0 and st.messages == 0 and st.error is None
         assert st.layout_version == _nerve.LAYOUT_VERSION
-        assert st.created > 0
+        assert st.created_ns > 0
         w.put(b"abc")
         w.put(b"defg")
         st = w.stat()
         assert st.head_seq == 2 and st.tail_seq == 1 and st.messages == 2
-        assert st.bytes_total == 7 and st.newest_time > 0
+        assert st.bytes_total == 7 and st.newest_time_ns > 0
+
+
+def test_channel_info_is_the_typed_c_struct(name):
+    n = name("info")
+    with nerve.create(n, slots=16, size=8192, mode=0o640) as w:
+        w.put(b"x")
+        st = w.stat()
+        assert isinstance(st, nerve.ChannelInfo)
+        same = nerve.stat(n)  # without opening it
+        assert (same.name, same.head_seq, same.created_ns) == (n, 1, st.created_ns)
+        with pytest.raises(AttributeError):
+            st.slots = 3  # type: ignore[misc]  (read-only, like the struct)
+        # The fields in ns are named _ns; the old names still read them.
+        assert st.newest_time == st.newest_time_ns > 0
+        assert st.created == st.created_realtime_ns == st.created_ns > 0
+        r = repr(st)
+        assert r.startswith(f"ChannelInfo(name={n!r}, slots=16,") and "mode=0o640" in r
+        assert "newest_time_ns=" in r and "created_ns=" in r and "messages=1)" in r
+    bad = nerve.ChannelInfo("x", "cannot read it")
+    assert (bad.name, bad.error, bad.slots) == ("x", "cannot read it", 0)
+    assert repr(bad) == "ChannelInfo(name='x', error='cannot read it')"
+
+
+def test_list_channels_and_the_old_name(name):
+    n = name("ls")
+    with nerve.create(n, slots=8, size=4096):
+        assert n in {i.name for i in nerve.list_channels()}
+    # nerve.list still works, but no module global shadows the built-in.
+    assert nerve.list is nerve.list_channels
+    assert "list" not in vars(nerve) and "list" not in nerve.__all__
+    import nerve._channel as ch_mod
+    assert "list" not in vars(ch_mod)
+
+
+def test_create_defaults_are_the_c_librarys(name):
+    # Left out, the sizes and mode are what the C library picks for 0
+    # (NERVE_CHAN_OPTS_INIT), as `nerve create` without options does.
+    n = name("dflt")
+    with nerve.create(n) as w:
+        st = w.stat()
+        assert (st.slots, st.data_size, st.mode & 0o777) == (1024, 1 << 20, 0o644)
+    with pytest.raises(ValueError):
+        nerve.create(name("m0"), mode=0)
+
+
+def test_message_and_reservation_times_are_named_ns(chan):
+    res = chan.reserve(1, time=nerve.now_ns() - 1000)
+    with res as buf:
+        buf[:] = b"t"
+    assert res.time == res.time_ns and res.seq == 1
+    with nerve.open(chan.name) as r:
+        m = r.get()
+        assert m.time_ns == m.time == res.time_ns and m._fields[1] == "time_ns"
 
 
 def test_create_exists(name):
@@ -97,10 +150,10 @@ def test_list(name):
     a, b = name("la"), name("lb")
     with nerve.create(a, slots=4, size=4096, type="t/A"), nerve.create(b, slots=8, size=4096) as wb:
         wb.put(b"x")
-        infos = {i.name: i for i in nerve.list()}
+        infos = {i.name: i for i in nerve.list_channels()}
         assert infos[a].slots == 4 and infos[a].head_seq == 0
         assert infos[b].slots == 8 and infos[b].head_seq == 1
-        names = [i.name for i in nerve.list()]
+        names = [i.name for i in nerve.list_channels()]
         assert names == sorted(names)
 
 
@@ -108,7 +161,7 @@ def test_list_reports_unreadable(name):
     n = name("junk")
     with open(f"/dev/shm/nerve.{n}", "wb") as f:
         f.write(b"\0" * 8192)
-    info = {i.name: i for i in nerve.list()}[n]
+    info = {i.name: i for i in nerve.list_channels()}[n]
     assert info.error and info.slots == 0
 
 
@@ -188,9 +241,9 @@ def test_put_at_keeps_and_clamps_times(chan):
     res = chan.reserve(1, time=t - 1)
     with res as buf:
         buf[:] = b"d"
-    assert (res.seq, res.time) == (4, t)
+    assert (res.seq, res.time_ns) == (4, t)
     with nerve.open(chan.name) as r:
-        assert [(m.seq, m.time) for m in iter(r.get, None)] == [
+        assert [(m.seq, m.time_ns) for m in iter(r.get, None)] == [
             (1, now - 5_000_000), (2, now - 5_000_000), (3, t), (4, t)]
     chan.check()
 
@@ -244,9 +297,9 @@ def test_get_at(chan):
         a = r.get(seq=1)
         assert r.get(at=t_mid).data == b"a"
         assert r.get(at=nerve.now_ns()).data == b"b"
-        assert r.get(at=a.time - 1) is None
+        assert r.get(at=a.time_ns - 1) is None
         # wait is ignored for a time lookup (it never waits)
-        assert r.get(at=a.time - 1, wait=True) is None
+        assert r.get(at=a.time_ns - 1, wait=True) is None
 
 
 def test_message_fields(chan):
@@ -256,7 +309,7 @@ def test_message_fields(chan):
         after = time.monotonic_ns()
         m = r.get()
         assert isinstance(m, nerve.Message) and isinstance(m, tuple)
-        assert before <= m.time <= after
+        assert before <= m.time_ns <= after
         assert abs(m.wall_time() - time.time()) < 60
         assert m.size == len(m.data) == 7
         seq, t, data, missed, size = m
@@ -577,6 +630,23 @@ def test_every_error_code_has_a_class():
         else:
             assert not isinstance(exc, OSError)
             assert "chan" in str(exc)
+
+
+def test_error_classes_come_from_one_table():
+    # One table makes the classes, __all__ and BY_CODE; it covers the C
+    # library's table exactly.
+    table = nerve._errors._TABLE
+    codes = {name: code for name, code, _ in _nerve.error_table()}
+    assert sorted(code_name for _, code_name, _, _ in table) == sorted(codes)
+    for cls_name, code_name, bases, doc in table:
+        cls = getattr(nerve, cls_name)
+        assert cls.__module__ == "nerve._errors" and cls.__doc__ == doc
+        assert cls.code == codes[code_name] and nerve._errors.BY_CODE[cls.code] is cls
+        assert all(issubclass(cls, b) for b in bases) and issubclass(cls, nerve.Error)
+        assert cls_name in nerve._errors.__all__
+    import pickle
+    e = pickle.loads(pickle.dumps(nerve._errors._make(nerve.Busy.code, "busy")))
+    assert isinstance(e, nerve.Busy)
 
 
 def test_builtin_exception_families():

@@ -433,6 +433,72 @@ def test_channel_task_stops_at_once(name: Callable[[str], str]) -> None:
         assert r.get(newest=True).data == b"y"
 
 
+def test_struct_classes_are_typed_and_read_only() -> None:
+    s = rt.Series(3, -1, 5, 5, 2, 3)
+    assert (s.n, s.min_ns, s.max_ns, s.max_abs_ns, s.mean_ns, s.rms_ns) == (3, -1, 5, 5, 2, 3)
+    assert s == rt.Series(3, -1, 5, 5, 2, 3) and s != rt.Series() and s != (3, -1)
+    assert hash(s) == hash(rt.Series(3, -1, 5, 5, 2, 3)) and s.jitter_ns == 5
+    assert repr(s) == "Series(n=3, min_ns=-1, max_ns=5, max_abs_ns=5, mean_ns=2, rms_ns=3)"
+    with pytest.raises(AttributeError):
+        s.n = 4  # type: ignore[misc]
+    # PrioMap's defaults are the C library's (NERVE_RT_PRIO_MAP_INIT).
+    d = rt.PrioMap()
+    assert rt.prio_from_period(period_ns=d.period_min_ns, prio_map=d) == d.prio_max
+    assert rt.prio_from_period(period_ns=d.period_max_ns, prio_map=d) == d.prio_min
+    assert rt.prio_from_period(0.001, prio_map=d) == rt.prio_from_period(0.001)
+    assert rt.PrioMap(prio_max=50) == rt.PrioMap(prio_max=50) != d
+    assert repr(rt.PrioMap(prio_min=1)).startswith("PrioMap(period_min_ns=")
+    caps = rt.probe()
+    assert isinstance(caps, rt.Caps) and repr(caps).startswith("Caps(fifo_ok=")
+    t = rt.Task(0.001, lambda tick: tick.cycle >= 1)
+    t.start()
+    assert t.join(60)
+    st = t.stats()
+    assert isinstance(st, rt.TaskStats) and isinstance(st.exec, rt.Series)
+    assert repr(st).startswith("TaskStats(cycles=2,") and "policy=<Policy.OTHER: 0>" in repr(st)
+    with pytest.raises(AttributeError):
+        st.cycles = 0  # type: ignore[misc]
+    with rt.periodic(0.001) as loop:
+        tick = loop.next(timeout=30)
+        assert isinstance(tick, rt.Tick) and repr(tick).startswith("Tick(cycle=0,")
+        with pytest.raises(AttributeError):
+            tick.cycle = 1  # type: ignore[misc]
+
+
+def test_loop_timeout_consumes_no_cycle() -> None:
+    # The first release an hour away: next() times out, again and again,
+    # without a cycle; a stop then ends the loop at once.
+    with rt.periodic(1.0, offset=3600) as loop:
+        for _ in range(2):
+            with pytest.raises(nerve.Timeout):
+                loop.next(timeout=0.01)
+        assert loop.stats().cycles == 0 and loop.stats().running
+        loop.stop()
+        assert loop.next(timeout=30) is None
+    assert loop.stats().cycles == 0 and not loop.stats().running
+
+
+def test_loops_run_on_the_driving_thread() -> None:
+    # Task.start() runs the body on a Python thread of its own (no native
+    # helper thread); an iterator loop runs on the iterating thread, whose
+    # scheduling it sets (and leaves) as the statistics say.
+    seen: List[str] = []
+    t = rt.Task(0.001, lambda tick: seen.append(threading.current_thread().name) or tick.cycle >= 2)
+    t.start()
+    assert t.join(60) and seen == ["nerve-task"] * 3
+
+    def drive() -> object:
+        with rt.periodic(0.01, policy=rt.FIFO) as loop:
+            for tick in loop:
+                return loop.stats(), rt.sched_get()
+        return None
+
+    st, got = in_thread(drive)  # type: ignore[misc]
+    assert got == (st.policy, st.priority)
+    if rt.probe().fifo_ok:
+        assert got == (rt.FIFO, rt.prio_from_period(0.01))
+
+
 # ---- set-up helpers ---------------------------------------------------------
 
 

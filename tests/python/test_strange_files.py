@@ -67,7 +67,7 @@ def test_fifo_is_not_a_channel(fifo: str) -> None:
     with pytest.raises(nerve.NotAChannel):
         nerve.unlink(fifo)
     assert (SHM / f"nerve.{fifo}").exists()  # not removed
-    listed = {i.name: i for i in nerve.list()}
+    listed = {i.name: i for i in nerve.list_channels()}
     assert listed[fifo].error is not None and "not a nerve channel" in listed[fifo].error
 
 
@@ -92,7 +92,7 @@ def test_non_utf8_metadata_is_refused_and_reported(name: Callable[[str], str]) -
         nerve._nerve.stat(n)
     with pytest.raises(nerve.CorruptChannel, match="type is not valid UTF-8"):
         nerve.check(n)
-    listed = {i.name: i for i in nerve.list()}
+    listed = {i.name: i for i in nerve.list_channels()}
     assert listed[n].error is not None
 
 

@@ -1,9 +1,9 @@
 """Fixtures of the nerve-tools tests: unique channel names that are removed
 afterwards, the tools' commands, MCAP reading with validation.
 
-Channel names start with "nt-<pid>-" so that leftovers are visible to the
-shm_clean check; a final check fails the session if a channel of this
-process is still in /dev/shm. MCAP files go to pytest's tmp_path."""
+The fixture `name` and the final check that fails the session if a channel
+of this process is still in /dev/shm come from the plugin nerve.testing,
+shared with tests/python. MCAP files go to pytest's tmp_path."""
 
 from __future__ import annotations
 
@@ -12,24 +12,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Tuple
+from typing import Dict, Tuple
 
 import pytest
 from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
 
 import nerve
-import nerve.testing
 
-SHM = Path("/dev/shm")
-PREFIX = nerve.testing.PREFIX
-
-
-@pytest.fixture
-def name() -> Iterator[Callable[[str], str]]:
-    """Factory of unique channel names; removes the channels at teardown."""
-    with nerve.testing.unique_names(PREFIX) as make:
-        yield make
+pytest_plugins = ["nerve.testing"]  # the fixture `name`, the leftovers check
 
 
 def tool(verb: str) -> str:
@@ -76,13 +67,3 @@ def read_mcap(path: Path) -> Dict[str, object]:
     assert summary.chunk_indexes, "no chunk index"
     return {"header": header, "summary": summary, "messages": messages,
             "metadata": metadata, "records": records}
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    left = sorted(SHM.glob(f"nerve*.{PREFIX}*"))
-    if left:
-        for p in left:
-            p.unlink(missing_ok=True)
-        print(f"\nFAIL: tests left channels in /dev/shm: {[p.name for p in left]}",
-              file=sys.stderr)
-        session.exitstatus = 1

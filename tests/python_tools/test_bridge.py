@@ -42,7 +42,7 @@ for i in range(n):
     head = f"{tag}:{i}:".encode()
     data = head + bytes([i % 251]) * max(0, size - len(head))
     seq = w.put(data)
-    out.append([seq, w.stat().newest_time])
+    out.append([seq, w.stat().newest_time_ns])
 print(json.dumps(out))
 """
 
@@ -61,7 +61,7 @@ while True:
     x = r.get()
     if x is None:
         break
-    msgs.append([x.seq, x.time, hashlib.sha256(x.data).hexdigest(), x.size,
+    msgs.append([x.seq, x.time_ns, hashlib.sha256(x.data).hexdigest(), x.size,
                  x.data[:24].split(b":")[0].decode("latin-1"), x.data[:24].decode("latin-1")])
 print(json.dumps({"slots": st.slots, "data_size": st.data_size, "head": st.head_seq,
                   "type": m.type, "encoding": m.encoding, "schema": m.schema.decode() if m.schema else None,

@@ -260,7 +260,7 @@ def test_play_rate_and_loop(name, tmp_path: Path) -> None:
     # Rate 2: the file spans 90 ms, a pass here at least 45 ms (deadlines
     # are absolute: no message is put before its time; 5 ms of slack for
     # the first message being put late).
-    t = [m.time for m in got[:10]]
+    t = [m.time_ns for m in got[:10]]
     assert t[9] - t[0] >= 40_000_000
 
 

@@ -210,7 +210,7 @@ def test_import_from_sdk_publishers(router: int, bridge) -> None:
             time.sleep(0.1)
             for ch, got in ((r, got_s), (ri, got_i)):
                 while (m2 := ch.get()) is not None:
-                    got.append((m2.data, m2.time))
+                    got.append((m2.data, m2.time_ns))
         assert len(got_s) >= 3 and len(got_i) >= 3, (len(got_s), len(got_i))
         assert all(d in sent_s for d, _ in got_s), "a String payload changed on the way"
         assert all(d in sent_i for d, _ in got_i), "an Imu payload changed on the way"

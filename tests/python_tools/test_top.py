@@ -28,7 +28,7 @@ def test_monitor_numbers(name) -> None:
                 wa.put(b"x" * 100)
             for _ in range(6):
                 wb.put(b"y" * 10)
-            newest = wa.stat().newest_time
+            newest = wa.stat().newest_time_ns
         now[0] = t0 + 2_000_000_000
         rows = {r.name: r for r in mon.sample()}
     finally:
@@ -58,7 +58,7 @@ def test_app_renders_sorts_and_filters(name) -> None:
                     wa.put(b"x" * 100)
                 for _ in range(6):
                     wb.put(b"y" * 10)
-                newest = wa.stat().newest_time
+                newest = wa.stat().newest_time_ns
             now[0] = t0 + 1_500_000_000
             app.refresh_now()
             await pilot.pause()

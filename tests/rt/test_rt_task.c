@@ -280,7 +280,11 @@ static void test_options(void)
     struct nerve_task_opts o = NERVE_TASK_OPTS_INIT;
     NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL); /* no period */
     o.period_ns = MS;
-    NT_RC(nerve_task_open(&o, NULL, NULL, &t), NERVE_EINVAL);
+    /* No body: a task for nerve_task_next() only; start and run refuse. */
+    NT_OK(nerve_task_open(&o, NULL, NULL, &t));
+    NT_RC(nerve_task_start(t), NERVE_EINVAL);
+    NT_RC(nerve_task_run(t), NERVE_EINVAL);
+    nerve_task_close(t);
     NT_RC(nerve_task_open(NULL, noop_body, NULL, &t), NERVE_EINVAL);
     o.flags = 0x80000000u;
     NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL);

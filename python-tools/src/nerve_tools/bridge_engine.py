@@ -174,14 +174,14 @@ class Exporter:
         st = self.ch.stat()
         # Replaced while it was opened: the next scan exports it again.
         self.ino = ino if chan_ino(name) == ino else None
-        self.epoch = st.created
+        self.epoch = st.created_ns
         meta = self.ch.metadata
         self.desc = Description(host=bridge.ident, name=name, slots=st.slots, data_size=st.data_size,
                                 type=meta.type, encoding=meta.encoding, schema=meta.schema,
-                                epoch=st.created)
+                                epoch=st.created_ns)
         # New messages only, unless the channel appeared after the bridge
         # started (then everything still in its ring was written since).
-        from_start = st.created >= bridge.started_real
+        from_start = st.created_ns >= bridge.started_real
         self.ch.seek(st.tail_seq - 1 if from_start else st.head_seq)
         # The newest sequence number this exporter has seen (written by its
         # thread only; the description and the rate read it).
@@ -245,9 +245,9 @@ class Exporter:
                         self._buf = bytearray(n)
                         self._bufmv = memoryview(self._buf)
                     self._bufmv[:] = v.data  # one memcpy
-                    m = (v.seq, v.time, self._buf, v.missed, n)
+                    m = (v.seq, v.time_ns, self._buf, v.missed, n)
                 else:
-                    m = (v.seq, v.time, bytes(v.data), v.missed, n)
+                    m = (v.seq, v.time_ns, bytes(v.data), v.missed, n)
             if m[4] < LARGE:
                 self._large = False
             return m
@@ -712,7 +712,7 @@ class Bridge:
         again). Once per attach: nerve_chan_stat_name maps the channel."""
         ino = chan_ino(w.name)
         try:
-            same = _nerve.stat(w.name)["created"] == w.stat().created
+            same = _nerve.stat(w.name).created_ns == w.stat().created_ns
         except nerve.Error:
             return None
         return ino if same and chan_ino(w.name) == ino else None

@@ -63,7 +63,7 @@ def render(codec: codecs.Codec, msg: nerve.Message, args: argparse.Namespace) ->
     if error is None and args.no_arrays:
         value = codecs.strip_arrays(value)
     if args.json:
-        obj = {"seq": msg.seq, "time_ns": msg.time, "missed": msg.missed, "size": msg.size}
+        obj = {"seq": msg.seq, "time_ns": msg.time_ns, "missed": msg.missed, "size": msg.size}
         if error is None:
             obj["value"] = codecs.jsonable(value)
         else:
@@ -72,7 +72,7 @@ def render(codec: codecs.Codec, msg: nerve.Message, args: argparse.Namespace) ->
         return json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
     head = ""
     if args.header:
-        head = f"# seq {msg.seq}  size {msg.size}  missed {msg.missed}  time_ns {msg.time}\n"
+        head = f"# seq {msg.seq}  size {msg.size}  missed {msg.missed}  time_ns {msg.time_ns}\n"
     if error is not None:
         return f"{head}# cannot decode: {error}\n{codecs.hexdump(data)}\n---\n"
     return f"{head}{codecs.to_yaml(value)}\n---\n"

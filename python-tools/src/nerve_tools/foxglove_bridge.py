@@ -254,12 +254,12 @@ class Bridge:
         return int(self.relay.port)
 
     def _advertise(self, name: str, info: nerve.ChannelInfo) -> None:
-        if self._refused.get(name) == info.created:
+        if self._refused.get(name) == info.created_ns:
             return  # reported once; tried again only if re-created
         try:
             self._advertise_one(name, info)
         except Exception as e:  # one strange channel must not stop the others
-            self._refused[name] = info.created
+            self._refused[name] = info.created_ns
             print(f"{PROG}: {name}: not served: {type(e).__name__}: {e}", file=sys.stderr)
 
     def _advertise_one(self, name: str, info: nerve.ChannelInfo) -> None:
@@ -282,7 +282,7 @@ class Bridge:
         fox = fg.Channel(name, schema=schema, message_encoding=enc.message_encoding or RAW,
                          context=self.context, metadata={"nerve.type": ch.metadata.type or ""})
         ch.seek(ch.stat().head_seq)  # live: from the next message on
-        self.links[name] = _Link(ch, fox, info.created)
+        self.links[name] = _Link(ch, fox, info.created_ns)
 
     def _withdraw(self, name: str) -> None:
         link = self.links.pop(name)
@@ -292,10 +292,10 @@ class Bridge:
     def scan(self) -> None:
         """Advertise new channels and withdraw removed ones."""
         self._last_scan = time.monotonic()
-        infos = {i.name: i for i in nerve.list()}
+        infos = {i.name: i for i in nerve.list_channels()}
         wanted = set(select(self.patterns, infos.values()))
         for name in list(self.links):
-            if name not in wanted or infos[name].created != self.links[name].created:
+            if name not in wanted or infos[name].created_ns != self.links[name].created:
                 self._withdraw(name)
         for name in sorted(wanted - set(self.links)):
             self._advertise(name, infos[name])
@@ -327,7 +327,7 @@ class Bridge:
             if msg is None:
                 break
             link.missed += msg.missed
-            link.fox.log(msg.data, log_time=msg.time + self._offset)  # type: ignore[attr-defined]
+            link.fox.log(msg.data, log_time=msg.time_ns + self._offset)  # type: ignore[attr-defined]
             link.forwarded += 1
             n += 1
         return n

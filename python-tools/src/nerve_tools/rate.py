@@ -81,9 +81,9 @@ class Window:
         self.new = 0
 
     def add(self, msg: nerve.Message, recv_mono: int, stamp_delay: Optional[int]) -> None:
-        self.times.append(msg.time)
+        self.times.append(msg.time_ns)
         self.sizes.append(msg.size)
-        self.delays.append(recv_mono - msg.time)
+        self.delays.append(recv_mono - msg.time_ns)
         if stamp_delay is not None:
             self.stamp_delays.append(stamp_delay)
         self.total += 1

@@ -134,16 +134,16 @@ class Recorder:
     def scan(self, initial: bool = False) -> None:
         """Open channels that appeared (and re-open re-created ones)."""
         self._last_scan = time.monotonic()
-        listing = {i.name: i for i in nerve.list()}
+        listing = {i.name: i for i in nerve.list_channels()}
         wanted = set(n for n in self._exact if n in listing)
         if self.all_channels or self._patterns:
             wanted.update(select(self._patterns, listing.values()))
         for name in sorted(wanted):
             info = listing[name]
             src = self._sources.get(name)
-            if info.error is not None or (src is not None and src.created == info.created):
+            if info.error is not None or (src is not None and src.created == info.created_ns):
                 continue
-            if self._dropped.get(name) == info.created:
+            if self._dropped.get(name) == info.created_ns:
                 continue
             if src is not None:  # removed and created again: a new channel
                 src.ch.close()
@@ -172,7 +172,7 @@ class Recorder:
             ch.seek(st.tail_seq - 1)
         # A channel that appeared later is read from sequence 1: any message
         # already overwritten counts as missed.
-        self._sources[name] = _Source(ch, st.created)
+        self._sources[name] = _Source(ch, st.created_ns)
         self.stats.setdefault(name, ChannelStats())
         return True
 
@@ -287,18 +287,18 @@ class Recorder:
                 self._maybe_split()
             assert self._writer is not None
             mcap_id = src.mcap_id if src.mcap_id is not None else self._register(name, src)
-            t = msg.time + self._offset
+            t = msg.time_ns + self._offset
             self._writer.add_message(mcap_id, log_time=t, data=msg.data,
                                      publish_time=t, sequence=msg.seq & 0xFFFFFFFF)
             if msg.missed:
                 st.missed += msg.missed
                 self._file_missed[name] = self._file_missed.get(name, 0) + msg.missed
             if st.messages == 0:
-                st.first_ns = msg.time
+                st.first_ns = msg.time_ns
             st.messages += 1
             st.bytes += msg.size
             self._file_bytes += msg.size + 31  # + the Message record's fields
-            st.last_ns = msg.time
+            st.last_ns = msg.time_ns
             n += 1
         return n
 

@@ -415,14 +415,14 @@ class Bridge:
     def scan(self) -> None:
         """Start a ToRos for each new channel matching a --to-ros spec, and
         stop those whose channel is gone."""
-        infos = {i.name: i for i in nerve.list() if i.error is None}
+        infos = {i.name: i for i in nerve.list_channels() if i.error is None}
         for name, t in list(self.to_ros.items()):
             if name not in infos or infos[name].created != t.created:
                 t.close()
                 del self.to_ros[name]
                 say(f"to-ros {name}: channel gone; {t.topic} unadvertised")
         for name, info in infos.items():
-            if name in self.to_ros or self.rejected.get(name) == info.created:
+            if name in self.to_ros or self.rejected.get(name) == info.created_ns:
                 continue
             for pat, topic in self.to_specs:
                 if is_pattern(pat):
@@ -441,7 +441,7 @@ class Bridge:
                     self.to_ros[name] = t
                     t.start()
                 else:
-                    self.rejected[name] = info.created
+                    self.rejected[name] = info.created_ns
                 break
 
     def run(self) -> int:

@@ -207,7 +207,7 @@ class _Export:
         self.br, self.name = br, name
         self.ch = nerve.open(name)
         meta = self.ch.metadata
-        self.created = self.ch.stat().created
+        self.created = self.ch.stat().created_ns
         self.type = ros_type(meta.type)
         self.hash = br.types.type_hash(meta.type, meta.schema)
         self.gid = os.urandom(GID_LEN)
@@ -229,6 +229,8 @@ class _Export:
         while not self.stop.is_set():
             try:
                 m = self.ch.get(wait=True, timeout=READ_SLICE_S)
+            except nerve.Timeout:
+                continue  # a quiet slice: look at the stop flag, wait again
             except nerve.Error as e:
                 self.br.report(f"{self.name}: export stopped: {e}")
                 return
@@ -236,7 +238,7 @@ class _Export:
                 continue
             self.seq += 1
             try:
-                self.pub.put(bytes(m.data), attachment=pack_attachment(self.seq, mono_to_real(m.time), self.gid))
+                self.pub.put(bytes(m.data), attachment=pack_attachment(self.seq, mono_to_real(m.time_ns), self.gid))
                 self.sent += 1
             except Exception as e:  # Zenoh closed under us
                 self.br.report(f"{self.name}: put failed: {short_error(e)}", once="put")
@@ -362,7 +364,7 @@ class Ros2Bridge:
                     continue
                 ex = self.exports.get(name)
                 try:
-                    created = _nerve.stat(name)["created"]
+                    created = _nerve.stat(name).created_ns
                 except nerve.Error:
                     continue
                 if ex is not None and ex.created != created:

@@ -111,15 +111,15 @@ class Monitor:
         try:
             ch = nerve.open(info.name)
         except nerve.Error:
-            return _State(None, info.created)
+            return _State(None, info.created_ns)
         meta = ch.metadata
         # Count what is missed from now on, not what was gone before.
         try:
             ch.seek(ch.stat().head_seq)
         except nerve.Error:
             ch.close()
-            return _State(None, info.created)
-        return _State(ch, info.created, meta.type or "", meta.encoding or "")
+            return _State(None, info.created_ns)
+        return _State(ch, info.created_ns, meta.type or "", meta.encoding or "")
 
     def _drain(self, st: _State) -> None:
         """Read every new message (views: no copy), counting the missed."""
@@ -155,7 +155,7 @@ class Monitor:
         seen = set()
         procs = self._procs()
         roles = _bridge_roles()
-        for info in nerve.list():
+        for info in nerve.list_channels():
             if not self._matches(info.name):
                 continue
             seen.add(info.name)
@@ -163,7 +163,7 @@ class Monitor:
                 rows.append(Row(info.name, error=info.error))
                 continue
             st = self._states.get(info.name)
-            if st is None or st.created != info.created:
+            if st is None or st.created != info.created_ns:
                 if st is not None and st.ch is not None:
                     st.ch.close()
                 st = self._states[info.name] = self._open(info)
@@ -183,7 +183,7 @@ class Monitor:
                 rate=dn / dt if dt > 0 else 0.0,
                 bandwidth=db / dt if dt > 0 else 0.0,
                 size=db / dn if dn > 0 else float(st.last_size),
-                age_ns=max(now - info.newest_time, 0) if info.newest_time else None,
+                age_ns=max(now - info.newest_time_ns, 0) if info.newest_time_ns else None,
                 missed=st.missed, read=st.read,
                 error=None if st.ch is not None else "cannot open",
                 writers=procs.get(info.name, (0, 0))[0], readers=procs.get(info.name, (0, 0))[1],

@@ -21,8 +21,9 @@ from ._channel import (
     Reservation,
     View,
     create,
-    list,
+    list_channels,
     open,
+    stat,
     unlink,
     wait_any,
 )
@@ -39,7 +40,7 @@ WAIT_MAX: int = _nerve.WAIT_MAX
 
 
 def now_ns() -> int:
-    """CLOCK_MONOTONIC now in nanoseconds: the clock of ``Message.time``."""
+    """CLOCK_MONOTONIC now in nanoseconds: the clock of ``Message.time_ns``."""
     return _nerve.now_ns()
 
 
@@ -59,13 +60,22 @@ __all__ = [
     "View",
     "check",
     "create",
-    "list",
+    "list_channels",
     "now_ns",
     "open",
     "rt",
+    "stat",
     "unlink",
     "wait_any",
     "NAME_MAX",
     "WAIT_MAX",
     *_error_names,
 ]
+
+
+def __getattr__(name: str) -> object:
+    # nerve.list, the name list_channels() had before: kept for old callers
+    # without a module-level `list` that shadows the built-in.
+    if name == "list":
+        return list_channels
+    raise AttributeError(f"module 'nerve' has no attribute {name!r}")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import builtins
 import concurrent.futures
 import concurrent.futures.thread  # registers its exit hook before ours
 import threading
-from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -36,8 +34,9 @@ __all__ = [
     "Reservation",
     "View",
     "create",
-    "list",
+    "list_channels",
     "open",
+    "stat",
     "unlink",
     "wait_any",
 ]
@@ -63,7 +62,7 @@ class Message(NamedTuple):
     seq: int
     #: Commit time, CLOCK_MONOTONIC nanoseconds (comparable with
     #: :func:`time.monotonic_ns`).
-    time: int
+    time_ns: int
     #: The payload: ``bytes`` for get(), a read-only ``memoryview`` for view().
     data: Union[bytes, memoryview]
     #: Messages skipped since the cursor (default and newest selections).
@@ -79,19 +78,18 @@ class Message(NamedTuple):
 
     def wall_time(self) -> float:
         """Commit time as seconds since the epoch (like :func:`time.time`)."""
-        return _nerve.mono_to_realtime_ns(self.time) / 1e9
+        return _nerve.mono_to_realtime_ns(self.time_ns) / 1e9
 
     @property
-    def time_ns(self) -> int:
-        """Commit time, CLOCK_MONOTONIC nanoseconds (the same as ``time``,
-        named with its unit)."""
-        return self.time
+    def time(self) -> int:
+        """The old name of ``time_ns``."""
+        return self.time_ns
 
     def __repr__(self) -> str:
         data = bytes(self.data[:16])
         more = "..." if self.size > 16 else ""
         return (f"Message(seq={self.seq}, size={self.size}, missed={self.missed}, "
-                f"time_ns={self.time} (monotonic), data={data!r}{more})")
+                f"time_ns={self.time_ns} (monotonic), data={data!r}{more})")
 
 
 class Metadata(NamedTuple):
@@ -102,53 +100,15 @@ class Metadata(NamedTuple):
     schema: Optional[bytes]
 
 
-@dataclass(frozen=True)
-class ChannelInfo:
-    """Facts about a channel, read without any lock (nerve_chan_stat_name)."""
-
-    name: str
-    slots: int = 0
-    data_size: int = 0
-    file_size: int = 0
-    head_seq: int = 0
-    tail_seq: int = 0
-    #: Commit time of the newest message, CLOCK_MONOTONIC ns (0: none).
-    newest_time: int = 0
-    bytes_total: int = 0
-    waiters: int = 0
-    #: Creation time, CLOCK_REALTIME ns.
-    created: int = 0
-    layout_version: int = 0
-    mode: int = 0
-    uid: int = 0
-    gid: int = 0
-    creator_version: int = 0
-    #: Why the channel could not be described (``None`` when it could).
-    error: Optional[str] = None
-
-    @property
-    def messages(self) -> int:
-        """Messages still readable in the ring."""
-        return self.head_seq + 1 - self.tail_seq if self.head_seq else 0
-
-    @property
-    def newest_time_ns(self) -> int:
-        """``newest_time`` named with its unit: CLOCK_MONOTONIC ns (0: none)."""
-        return self.newest_time
-
-    @property
-    def created_realtime_ns(self) -> int:
-        """``created`` named with its unit and clock: CLOCK_REALTIME ns."""
-        return self.created
-
-    def __repr__(self) -> str:
-        if self.error is not None:
-            return f"ChannelInfo(name={self.name!r}, error={self.error!r})"
-        return (f"ChannelInfo(name={self.name!r}, slots={self.slots}, data_size={self.data_size}, "
-                f"messages={self.messages}, head_seq={self.head_seq}, tail_seq={self.tail_seq}, "
-                f"newest_time_ns={self.newest_time} (monotonic), bytes_total={self.bytes_total}, "
-                f"created_realtime_ns={self.created}, mode=0o{self.mode:03o}, uid={self.uid}, "
-                f"gid={self.gid})")
+#: Facts about a channel, read without any lock (struct nerve_stats, see
+#: nerve_chan_stat_name): ``name``, ``slots``, ``data_size``, ``file_size``,
+#: ``head_seq``, ``tail_seq``, ``newest_time_ns`` (CLOCK_MONOTONIC, 0: no
+#: message), ``bytes_total``, ``waiters``, ``created_ns`` (CLOCK_REALTIME),
+#: ``layout_version``, ``mode``, ``uid``, ``gid``, ``creator_version``,
+#: ``messages`` (still readable) and ``error`` (why the channel could not be
+#: described, None when it could). ``newest_time`` and ``created`` are the
+#: old names of the two times.
+ChannelInfo = _nerve.ChannelInfo
 
 
 def _coerce(obj: Any) -> Any:
@@ -183,7 +143,7 @@ _async_waits: "set[Channel]" = set()
 
 def _cancel_async_waits() -> None:
     with _async_lock:
-        for ch in builtins.list(_async_waits):
+        for ch in [*_async_waits]:
             ch.cancel()
 
 
@@ -232,10 +192,10 @@ class View:
         r = self._ch._view(**self._kw)
         if r is None:
             return None
-        span, seq, time, missed, size = r
+        span, seq, time_ns, missed, size = r
         self._span = span
         self._mv = memoryview(span)
-        self._msg = Message(seq, time, self._mv, missed, size)
+        self._msg = Message(seq, time_ns, self._mv, missed, size)
         return self._msg
 
     def valid(self) -> bool:
@@ -282,7 +242,7 @@ class Reservation:
     Do not keep the buffer after the block: the ring memory belongs to later
     messages."""
 
-    __slots__ = ("_ch", "size", "_dtype", "_shape", "_timeout", "_span", "_mv", "_arr", "seq", "time")
+    __slots__ = ("_ch", "size", "_dtype", "_shape", "_timeout", "_span", "_mv", "_arr", "seq", "time_ns")
 
     def __init__(self, ch: "Channel", size: int, dtype: Any, shape: Optional[Shape], timeout: Optional[float],
                  time: Optional[int] = None) -> None:
@@ -292,7 +252,7 @@ class Reservation:
         #: Commit time to record (CLOCK_MONOTONIC ns, clamped as in
         #: :meth:`Channel.put_at`; None: the time of the commit). After the
         #: commit: the time recorded.
-        self.time = time
+        self.time_ns = time
         self._dtype = dtype
         self._shape = shape
         self._timeout = timeout
@@ -329,10 +289,10 @@ class Reservation:
         self._span = None
         if et is None:
             try:
-                if self.time is None:
+                if self.time_ns is None:
                     self.seq = self._ch._commit(self.size)
                 else:
-                    self.seq, self.time = self._ch._commit_at(self.size, self.time)
+                    self.seq, self.time_ns = self._ch._commit_at(self.size, self.time_ns)
             except BaseException:
                 # A commit that failed (bad size, closed or busy handle)
                 # must not leave the writer lock taken: every writer of the
@@ -342,6 +302,15 @@ class Reservation:
                 raise
         else:
             self._ch._abort()
+
+    @property
+    def time(self) -> Optional[int]:
+        """The old name of ``time_ns``."""
+        return self.time_ns
+
+    @time.setter
+    def time(self, value: Optional[int]) -> None:
+        self.time_ns = value
 
     def _abort_quietly(self) -> None:
         try:
@@ -489,7 +458,7 @@ class Channel(_nerve.Chan):
 
     def stat(self) -> ChannelInfo:
         """Facts about the channel (geometry, sequence numbers, counters)."""
-        return ChannelInfo(name=self.name, **self._stat())
+        return self._stat()
 
     def check(self) -> str:
         """Verify the channel file's invariants; raises
@@ -502,9 +471,9 @@ class Channel(_nerve.Chan):
 
 def create(
     name: str,
-    slots: int = 1024,
-    size: int = 1 << 20,
-    mode: int = 0o644,
+    slots: Optional[int] = None,
+    size: Optional[int] = None,
+    mode: Optional[int] = None,
     type: Optional[str] = None,
     encoding: Optional[str] = None,
     schema: Optional[Union[str, bytes]] = None,
@@ -514,7 +483,8 @@ def create(
 
     ``slots`` is the number of index entries (messages kept at most),
     ``size`` the data ring in bytes (rounded up to pages; also the largest
-    message), ``mode`` the permission bits. ``type``, ``encoding`` (raw,
+    message), ``mode`` the permission bits; left out (None), each is the C
+    library's default (NERVE_CHAN_OPTS_INIT: 1024 slots, 1 MiB, 0o644). ``type``, ``encoding`` (raw,
     cdr, ros1msg, protobuf, json, ...) and ``schema`` are recorded as
     metadata. With ``exist_ok`` an existing channel of equal geometry and
     metadata is reused; otherwise :class:`nerve.ChannelExists`."""
@@ -531,11 +501,14 @@ def create(
         except (UnicodeEncodeError, AttributeError):
             raise _errors._make(_errors.InvalidArgument.code,
                                 f"{field} must be a str of valid UTF-8 text", name) from None
-    if slots <= 0 or size <= 0:
+    if (slots is not None and slots <= 0) or (size is not None and size <= 0):
         # The C library reads 0 as "the default"; here, as for the nerve
-        # command, a size must be given as what it is.
+        # command, a size must be given as what it is (or left out).
         raise ValueError(f"slots and size must be positive (got slots={slots}, size={size})")
-    _nerve.create(name, slots, size, mode, type, encoding, schema, exist_ok)
+    if mode is not None and mode == 0:
+        raise ValueError("mode must not be 0 (leave it out for the default)")
+    # 0 asks the C library for its default.
+    _nerve.create(name, slots or 0, size or 0, mode or 0, type, encoding, schema, exist_ok)
     return Channel(name, True)
 
 
@@ -548,7 +521,7 @@ def open(name: str, write: bool = False) -> Channel:
     only messages this handle could have had and lost (overwritten after it
     opened), never the history before it."""
     ch = Channel(name, write)
-    tail = ch._stat()["tail_seq"]
+    tail = ch._stat().tail_seq
     if tail > 1:
         ch.seek(tail - 1)
     return ch
@@ -559,17 +532,22 @@ def unlink(name: str) -> None:
     _nerve.unlink(name)
 
 
-def list() -> List[ChannelInfo]:
+def stat(name: str) -> ChannelInfo:
+    """Facts about channel ``name`` without opening it (nerve_chan_stat_name)."""
+    return _nerve.stat(name)
+
+
+def list_channels() -> List[ChannelInfo]:
     """Describe every channel in /dev/shm, sorted by name. A channel that
     cannot be read (permissions, corruption) is listed with ``error``."""
     out = []
     for name in sorted(_nerve.list_names()):
         try:
-            out.append(ChannelInfo(name=name, **_nerve.stat(name)))
+            out.append(_nerve.stat(name))
         except _errors.ChannelNotFound:
             continue  # removed meanwhile
         except _errors.Error as e:
-            out.append(ChannelInfo(name=name, error=str(e)))
+            out.append(ChannelInfo(name, str(e)))
     return out
 
 
@@ -578,6 +556,6 @@ def wait_any(channels: Sequence[Channel], timeout: Optional[float] = None) -> Li
     after its cursor and return those that have; ``[]`` when ``timeout``
     seconds pass first. Reads nothing and moves no cursor. Releases the GIL
     and can be interrupted with Ctrl-C."""
-    chans = builtins.list(channels)
+    chans = [*channels]
     mask = _nerve.wait_any(chans, timeout)
     return [c for i, c in enumerate(chans) if mask >> i & 1]

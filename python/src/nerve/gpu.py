@@ -71,7 +71,7 @@ class Copied(NamedTuple):
     #: Sequence number of the message.
     seq: int
     #: Commit time, CLOCK_MONOTONIC nanoseconds.
-    time: int
+    time_ns: int
     #: Messages skipped since the cursor.
     missed: int
     #: Payload size in bytes.
@@ -82,6 +82,11 @@ class Copied(NamedTuple):
     #: Copies thrown away because a writer overwrote the message during
     #: them.
     discarded: int
+
+    @property
+    def time(self) -> int:
+        """The old name of ``time_ns``."""
+        return self.time_ns
 
 
 def host_copy(dst: Any, src: Any) -> None:
@@ -163,7 +168,7 @@ def copy_view(
             raise failure
         assert msg is not None
         data = out if msg.size == cap else flat[: msg.size]
-        return Copied(msg.seq, msg.time, msg.missed, msg.size, data, discarded)
+        return Copied(msg.seq, msg.time_ns, msg.missed, msg.size, data, discarded)
     raise _errors.Lapped(f"{ch.name!r}: writers overwrote the message during each of {discarded} copies")
 
 

@@ -8,9 +8,18 @@ run such a loop in C (``clock_nanosleep`` with ``TIMER_ABSTIME``, no drift)
 and measure it as Tobar et al. does: absolute error ``wake - release`` (eq. 2)
 and relative error between successive cycles (eq. 3), each as max and RMS.
 
-The loop's sleep, wake-up and statistics are C's; a body written in Python
-needs the GIL, so its execution time (and any wait for the GIL behind other
-Python threads) is Python's, and shows up in ``exec`` and ``overruns``.
+The loop's sleep, wake-up and statistics are C's (``nerve_task_next``, the
+pull-style driver of include/nerve/rt.h); the body is the Python code that
+runs between two ticks, on the thread that iterates the loop (or on the
+thread :meth:`Task.start` makes), so its execution time (and any wait for
+the GIL behind other Python threads) is Python's, and shows up in ``exec``
+and ``overruns``. The scheduling (policy, priority, affinity) is applied to
+that thread when the loop begins, and stays applied, as for a thread that
+calls ``nerve_task_run``.
+
+The C structs are typed read-only classes: :class:`Series`,
+:class:`PrioMap`, :class:`Applied`, :class:`Caps`, :class:`TaskStats` and
+:class:`Tick`.
 
 >>> from nerve import rt
 >>> with rt.periodic(0.001) as loop:          # 1 kHz
@@ -31,12 +40,9 @@ from __future__ import annotations
 import atexit
 import datetime
 import enum
-import os
-import signal
 import threading
 import weakref
 from array import array
-from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -51,7 +57,7 @@ from typing import (
 )
 
 from . import _errors, _nerve
-from ._channel import Channel, Message
+from ._channel import Channel
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -118,37 +124,15 @@ def _policy(p: Union[Policy, int]) -> Union[Policy, int]:
         return int(p)  # another SCHED_* policy, reported raw
 
 
-def _error(code: int) -> Optional[_errors.Error]:
-    """The exception object for a fallback code (None for 0)."""
-    if code == 0:
-        return None
-    return _errors._make(code, _error_text(code))
-
-
-def _error_text(code: int) -> str:
-    for name, value, msg in _nerve.error_table():
-        if value == code:
-            return msg
-    return f"error {code}"
-
-
 # ---- priorities ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PrioMap:
-    """Bounds of the rate-monotonic mapping (Tobar et al. eq. 1). The defaults
-    are the paper's: 100 µs maps to 75, 1 s to 0. Periods outside
-    [period_min_ns, period_max_ns] are clamped. (A ``prio_max`` of 0 means
-    the default 75, as in the C struct.)"""
-
-    period_min_ns: int = 100_000
-    period_max_ns: int = 1_000_000_000
-    prio_min: int = 0
-    prio_max: int = 75
-
-    def _native(self) -> Tuple[int, int, int, int]:
-        return (self.prio_min, self.prio_max, self.period_min_ns, self.period_max_ns)
+#: Bounds of the rate-monotonic mapping (Tobar et al. eq. 1):
+#: ``PrioMap(period_min_ns, period_max_ns, prio_min, prio_max)``, read-only,
+#: its defaults the C library's (NERVE_RT_PRIO_MAP_INIT: 100 µs maps to 75,
+#: 1 s to 0). Periods outside [period_min_ns, period_max_ns] are clamped. (A
+#: ``prio_max`` of 0 means the default, as in the C struct.)
+PrioMap = _nerve.PrioMap
 
 
 def prio_from_period(
@@ -167,7 +151,7 @@ def prio_from_period(
     :class:`nerve.InvalidArgument` for a period <= 0 or inconsistent
     bounds."""
     ns = _period_ns(period, period_ns, required=True)
-    return _nerve.rt_prio_from_period(ns, prio_map._native() if prio_map else None)
+    return _nerve.rt_prio_from_period(ns, prio_map)
 
 
 def _period_ns(period: Optional[Duration], period_ns: Optional[int],
@@ -188,26 +172,11 @@ def _period_ns(period: Optional[Duration], period_ns: Optional[int],
 # ---- process and thread set-up ---------------------------------------------
 
 
-@dataclass(frozen=True)
-class Applied:
-    """What a set-up call actually applied."""
-
-    #: Policy in force after the call.
-    policy: Union[Policy, int]
-    #: Its priority (0 under OTHER).
-    priority: int
-    #: None, or the error that made a best-effort call fall back (usually
-    #: :class:`nerve.OperationNotPermitted`).
-    fallback: Optional[_errors.Error]
-    #: lock_memory(): True if mlockall held.
-    mem_locked: bool
-    #: One sentence saying what happened.
-    message: str
-
-
-def _applied(t: Tuple[int, int, int, bool, str]) -> Applied:
-    policy, prio, err, locked, msg = t
-    return Applied(_policy(policy), prio, _error(err), locked, msg)
+#: What a set-up call actually applied: ``policy``, ``priority``,
+#: ``fallback`` (None, or the error that made a best-effort call fall back,
+#: usually :class:`nerve.OperationNotPermitted`), ``mem_locked``,
+#: ``message`` (one sentence saying what happened).
+Applied = _nerve.Applied
 
 
 def lock_memory(stack: int = 0, heap: int = 0, *, best_effort: bool = False) -> Applied:
@@ -217,7 +186,7 @@ def lock_memory(stack: int = 0, heap: int = 0, *, best_effort: bool = False) -> 
     for good. Raises :class:`nerve.OperationNotPermitted` or
     :class:`nerve.OutOfMemory` when refused, unless ``best_effort``."""
     flags = _nerve.RT_BEST_EFFORT if best_effort else 0
-    return _applied(_nerve.rt_lock_memory(stack, heap, flags))
+    return _nerve.rt_lock_memory(stack, heap, flags)
 
 
 def sched_set(policy: Union[Policy, int], priority: int = 0, *,
@@ -227,13 +196,12 @@ def sched_set(policy: Union[Policy, int], priority: int = 0, *,
     unless ``best_effort``: then the thread runs under OTHER and
     :attr:`Applied.fallback` says why."""
     flags = _nerve.RT_BEST_EFFORT if best_effort else 0
-    return _applied(_nerve.rt_sched_set(int(policy), priority, flags))
+    return _nerve.rt_sched_set(int(policy), priority, flags)
 
 
 def sched_get() -> Tuple[Union[Policy, int], int]:
     """The calling thread's (policy, priority)."""
-    policy, prio = _nerve.rt_sched_get()
-    return _policy(policy), prio
+    return _nerve.rt_sched_get()
 
 
 def _cpu_mask(cpus: Iterable[int]) -> int:
@@ -255,48 +223,26 @@ def affinity_set(cpus: Iterable[int]) -> None:
     _nerve.rt_affinity_set(_cpu_mask(cpus))
 
 
-@dataclass(frozen=True)
-class Caps:
-    """What this process may do (see :func:`probe`)."""
-
-    #: True if a thread may run under SCHED_FIFO.
-    fifo_ok: bool
-    #: Highest FIFO priority permitted (0 if none).
-    fifo_max_prio: int
-    #: RLIMIT_MEMLOCK in bytes; None if unlimited or CAP_IPC_LOCK is held.
-    memlock_max: Optional[int]
-    #: True if the kernel is PREEMPT_RT.
-    preempt_rt: bool
+#: What this process may do (see :func:`probe`): ``fifo_ok``,
+#: ``fifo_max_prio``, ``memlock_max`` (bytes; None if unlimited or
+#: CAP_IPC_LOCK is held), ``preempt_rt``.
+Caps = _nerve.Caps
 
 
 def probe() -> Caps:
     """Find out, without changing anything about the caller, whether real-time
     scheduling is permitted and how much memory may be locked."""
-    fifo_ok, fifo_max, memlock, rt = _nerve.rt_probe()
-    return Caps(fifo_ok, fifo_max, None if memlock < 0 else memlock, rt)
+    return _nerve.rt_probe()
 
 
 # ---- timing statistics -----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Series:
-    """Summary of one series of signed nanosecond samples."""
-
-    n: int = 0
-    min_ns: int = 0
-    max_ns: int = 0
-    #: Largest magnitude: the "jitter" of Tobar et al..
-    max_abs_ns: int = 0
-    #: Mean, rounded toward zero.
-    mean_ns: int = 0
-    #: Square root of the mean square (Tobar et al.'s sqrt(MSE)), rounded down.
-    rms_ns: int = 0
-
-    @property
-    def jitter_ns(self) -> int:
-        """Same as :attr:`max_abs_ns`."""
-        return self.max_abs_ns
+#: Summary of one series of signed nanosecond samples: ``n``, ``min_ns``,
+#: ``max_ns``, ``max_abs_ns`` (the "jitter" of Tobar et al., also
+#: ``jitter_ns``), ``mean_ns`` (rounded toward zero), ``rms_ns`` (rounded
+#: down). ``Series(n, min_ns, ...)`` makes one (all 0 by default).
+Series = _nerve.Series
 
 
 class Timing(NamedTuple):
@@ -331,93 +277,40 @@ def timing_compute(
     numpy arrays or sequences of ints): the same computation the tasks make
     one sample at a time. Releases need not be equally spaced (skipped
     periods are allowed)."""
-    a, r = _nerve.rt_timing_compute(_int64_buffer(release), _int64_buffer(wake))
-    return Timing(Series(*a), Series(*r))
+    return Timing(*_nerve.rt_timing_compute(_int64_buffer(release), _int64_buffer(wake)))
 
 
 # ---- periodic tasks --------------------------------------------------------
 
 
-class Tick(NamedTuple):
-    """What one cycle of a loop is about."""
+#: What one cycle of a loop is about: ``cycle``, ``release_ns`` (when it
+#: was due: the scheduled release, or the message's commit time),
+#: ``wake_ns``, ``skipped`` (releases dropped just before it), ``message``
+#: (channel-driven: a :class:`nerve.Message` copy, or None), ``status`` (0,
+#: or the code of Timeout or Lapped) and ``timed_out``.
+Tick = _nerve.Tick
 
-    #: 0, 1, 2 ... cycles run so far.
-    cycle: int
-    #: When the cycle was due: the scheduled release (clock) or the
-    #: message's commit time (channel-driven), CLOCK_MONOTONIC ns.
-    release_ns: int
-    #: When the loop woke for it (CLOCK_MONOTONIC ns).
-    wake_ns: int
-    #: Clock loops with overrun="skip": releases dropped just before this one.
-    skipped: int
-    #: Channel-driven loops: the message (a copy), or None.
-    message: Optional[Message]
-    #: Channel-driven loops: 0 (a message), the code of Timeout (the deadline
-    #: passed without one) or of Lapped (writers kept overwriting it).
-    status: int
+#: Per-loop statistics, consistent as of one cycle (see rt.h): ``cycles``,
+#: ``overruns``, ``skipped``, ``timeouts``, ``missed``, the :class:`Series`
+#: ``abs_err`` (eq. 2), ``rel_err`` (eq. 3), ``latency`` and ``exec``,
+#: ``period_ns``, ``policy``, ``priority``, ``sched_error`` (None, or why
+#: the requested policy was not applied) and ``running``.
+TaskStats = _nerve.TaskStats
 
-    @property
-    def timed_out(self) -> bool:
-        """True if the deadline passed without a message."""
-        return self.status == _errors.Timeout.code
-
-
-_nerve._set_rt_hooks(Tick)
-
-
-@dataclass(frozen=True)
-class TaskStats:
-    """Per-loop statistics, consistent as of one cycle (see rt.h)."""
-
-    #: Cycles run.
-    cycles: int
-    #: Cycles that ended after the next release (clock) or deadline (chan).
-    overruns: int
-    #: Clock loops, overrun="skip": releases dropped after overruns.
-    skipped: int
-    #: Channel-driven loops: deadlines that passed without a message.
-    timeouts: int
-    #: Channel-driven loops: messages the reader skipped.
-    missed: int
-    #: Eq. 2, wake - release (clock loops).
-    abs_err: Series
-    #: Eq. 3 (clock loops; channel-driven loops with a period).
-    rel_err: Series
-    #: Release (or message commit) -> body start.
-    latency: Series
-    #: Body start -> body end.
-    exec: Series
-    period_ns: int
-    #: Policy and priority applied to the loop's thread.
-    policy: Union[Policy, int]
-    priority: int
-    #: None, or why the requested policy was not applied (best effort).
-    sched_error: Optional[_errors.Error]
-    #: True while the loop runs.
-    running: bool
-
-
-def _stats(t: Tuple[Any, ...]) -> TaskStats:
-    (cycles, overruns, skipped, timeouts, missed, a, r, lat, ex, period,
-     policy, prio, err, running) = t
-    return TaskStats(cycles, overruns, skipped, timeouts, missed, Series(*a),
-                     Series(*r), Series(*lat), Series(*ex), period,
-                     _policy(policy), prio, _error(err), running)
+_nerve._set_rt_hooks(_policy)
 
 
 _OVERRUN = {"skip": _nerve.TASK_SKIP, "catch_up": _nerve.TASK_CATCH_UP}
 
-# Loops that may still be running, stopped and joined at interpreter exit.
+# Loops that may still run, stopped at interpreter exit.
 _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
-# Started Tasks not yet joined: like a threading.Thread, a started task
-# keeps running when its Task object is dropped.
-_running: "set[Any]" = set()
+# Threads of started Tasks: like a threading.Thread, a started task keeps
+# running when its Task object is dropped; they are joined at exit.
+_threads: "set[threading.Thread]" = set()
 _live_lock = threading.Lock()
 
 
 def _make_native(
-    body: Optional[Callable[[Tick], Any]],
-    step: bool,
     period: Optional[Duration],
     period_ns: Optional[int],
     offset: Duration,
@@ -445,8 +338,6 @@ def _make_native(
     if mlock:
         flags |= _nerve.TASK_MLOCK
     native = _nerve.RtTask(
-        body,
-        step,
         _period_ns(period, period_ns, required=chan is None),
         start_ns or 0,
         _ns(offset, "offset"),
@@ -454,7 +345,7 @@ def _make_native(
         int(policy),
         priority,
         _cpu_mask(cpus) if cpus is not None else 0,
-        prio_map._native() if prio_map else None,
+        prio_map,
         stack_prefault,
         chan,
         newest,
@@ -466,66 +357,19 @@ def _make_native(
     return native
 
 
-def _run_interruptible(native: "_nerve.RtTask") -> None:
-    """native.run() on this thread, stopped by Ctrl-C.
-
-    While the loop runs the thread sits in C (a clock sleep, a wait for a
-    message) and cannot run Python's signal handlers. So on the main thread
-    a pipe becomes the signal wakeup fd for the run, and a watcher thread
-    reading it stops the loop when SIGINT arrives (the thread then raises
-    KeyboardInterrupt as it returns). Bytes for other signals are passed on
-    to the wakeup fd that was set before, if any."""
-    if threading.current_thread() is not threading.main_thread():
-        native.run()  # signal handlers run on the main thread only
-        return
-    r, w = os.pipe2(os.O_CLOEXEC)
-    os.set_blocking(w, False)
-    try:
-        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
-    except (ValueError, OSError):  # pragma: no cover - no wakeup fd here
-        os.close(r)
-        os.close(w)
-        native.run()
-        return
-
-    def watch() -> None:
-        sent = False
-        while True:
-            data = os.read(r, 256)
-            sigs = data.replace(b"\0", b"")
-            if sigs and old >= 0:
-                try:
-                    os.write(old, sigs)
-                except OSError:
-                    pass
-            if (not sent and signal.SIGINT in sigs
-                    and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-                native._interrupt()
-                sent = True
-            if not data or b"\0" in data:  # run() has returned
-                return
-
-    watcher = threading.Thread(target=watch, name="nerve-ctrl-c", daemon=True)
-    watcher.start()
-    try:
-        native.run()
-    finally:
-        signal.set_wakeup_fd(old)
-        os.write(w, b"\0")
-        watcher.join()
-        os.close(r)
-        os.close(w)
+def _busy(what: str) -> _errors.Error:
+    return _errors._make(_errors.Busy.code, what)
 
 
 class Task:
-    """A periodic (or channel-driven) loop calling ``body(tick)`` from its own
-    thread, once per cycle.
+    """A periodic (or channel-driven) loop calling ``body(tick)`` once per
+    cycle, on its own thread (:meth:`start`) or on the calling one
+    (:meth:`run`).
 
     The loop wakes at absolute release times ``start + offset + k*period``
     (CLOCK_MONOTONIC). ``body`` gets a :class:`Tick`; it returns None (or
     anything false) to go on, a true value to stop the loop. An exception
     stops the loop and is raised again by :meth:`join` (or :meth:`run`).
-    The body runs with the GIL held, which the loop takes for each cycle.
 
     ``overrun``: "skip" drops the releases that passed while a body ran
     late, "catch_up" runs the body once for each, back to back.
@@ -541,8 +385,8 @@ class Task:
     previous wake-up, and calls the body with ``tick.message`` or, on a
     deadline, ``tick.timed_out``. ``period`` is then optional: it picks the
     priority and is the reference of the relative error. The channel handle
-    belongs to the loop from :meth:`start` to :meth:`join`: other calls on
-    it raise :class:`nerve.Busy` meanwhile.
+    belongs to the loop from :meth:`start` until the loop has ended: other
+    calls on it raise :class:`nerve.Busy` meanwhile.
 
     >>> t = Task(0.01, lambda tick: tick.cycle >= 99)   # 100 cycles at 100 Hz
     >>> t.start(); t.join(); t.stats().cycles
@@ -572,10 +416,60 @@ class Task:
     ) -> None:
         if not callable(body):
             raise TypeError("body must be callable")
-        self._t = _make_native(body, False, period, period_ns, offset, start_ns,
-                               overrun, policy, priority, cpus, prio_map,
-                               best_effort, mlock, stack_prefault, chan, newest,
-                               deadline, msg_max)
+        self._body = body
+        self._t = _make_native(period, period_ns, offset, start_ns, overrun,
+                               policy, priority, cpus, prio_map, best_effort,
+                               mlock, stack_prefault, chan, newest, deadline,
+                               msg_max)
+        self._started = False
+        self._finished = False
+        self._thread: Optional[threading.Thread] = None
+        self._exc: Optional[BaseException] = None
+
+    def _drive(self, tick: Optional[Tick]) -> None:
+        """The loop: the body for each tick, until the loop ends. ``tick``
+        is the first one (None: ask for it)."""
+        t = self._t
+        try:
+            if tick is None:
+                tick = t.next()
+            while tick is not None:
+                if self._body(tick):
+                    t.stop()
+                tick = t.next()
+        except BaseException as e:
+            self._exc = e
+            raise
+        finally:
+            t.stop()
+            t.close()
+            self._finished = True
+
+    def _thread_main(self, ready: threading.Event) -> None:
+        # The first call applies the scheduling to this thread; it returns
+        # a tick only if one is due already.
+        try:
+            try:
+                first = self._t.next(0)
+                if first is None:  # stopped before it began
+                    self._finished = True
+                    return
+            except _errors.Timeout:
+                first = None
+            except BaseException as e:
+                self._exc = e
+                self._t.close()
+                self._finished = True
+                return
+            finally:
+                ready.set()
+            try:
+                self._drive(first)
+            except BaseException:
+                pass  # kept in self._exc for join()
+        finally:
+            with _live_lock:
+                _threads.discard(threading.current_thread())
 
     def start(self) -> None:
         """Start the loop on a new thread. Returns once the thread has applied
@@ -583,40 +477,63 @@ class Task:
         refused without best_effort), :class:`nerve.Busy` (already started).
         Like a thread, a started loop runs on when this object is dropped,
         until it is stopped, its body stops it, or the interpreter exits."""
-        self._t.start()
+        if self._started:
+            raise _busy("the task was already started")
+        self._started = True
+        ready = threading.Event()
+        th = threading.Thread(target=self._thread_main, args=(ready,),
+                              name="nerve-task", daemon=True)
+        self._thread = th
         with _live_lock:
-            for t in [t for t in _running if t.finished]:
-                _running.discard(t)  # ended and never joined
-            _running.add(self._t)
+            _threads.add(th)
+        th.start()
+        ready.wait()
+        if self._finished and self._exc is not None:
+            th.join()
+            exc, self._exc = self._exc, None
+            raise exc
 
     def run(self) -> None:
         """Run the loop on the calling thread until it is stopped or the body
         stops it (the GIL is released while the loop sleeps). The thread
-        keeps the loop's scheduling afterwards. On the main thread, Ctrl-C
-        (SIGINT under Python's default handler) stops the loop at once, also
-        while it sleeps or waits for a message, and raises
-        KeyboardInterrupt; other signals' handlers run at the next cycle."""
-        _run_interruptible(self._t)
+        keeps the loop's scheduling afterwards. Signals interrupt the sleep:
+        Ctrl-C (KeyboardInterrupt, or any exception a signal handler raises)
+        ends the loop at once."""
+        if self._started:
+            raise _busy("the task was already started")
+        self._started = True
+        try:
+            self._drive(None)
+        finally:
+            self._exc = None  # raised here, not again by join()
 
     def stop(self) -> None:
-        """Ask the loop to stop (any thread, also the body). A clock loop
-        notices at its next release; a channel-driven one at once."""
+        """Ask the loop to stop (any thread, also the body); it ends within
+        a fraction of a second, also while it sleeps or waits for a
+        message."""
         self._t.stop()
 
     def join(self, timeout: Optional[float] = None) -> bool:
         """Wait for the loop to end: True once it has, False if ``timeout``
         seconds passed first. Raises the body's exception, or the error
-        that ended the loop. Waits with the GIL released; Ctrl-C works."""
-        try:
-            return self._t.join(timeout)
-        finally:
-            if self._t.finished:
-                with _live_lock:
-                    _running.discard(self._t)
+        that ended the loop. Ctrl-C works."""
+        if not self._started:
+            raise _errors._make(_errors.InvalidArgument.code, "the task was never started")
+        th = self._thread
+        if th is not None:
+            if th is threading.current_thread():
+                raise ValueError("join() called from the task's own body")
+            th.join(timeout)
+            if th.is_alive():
+                return False
+        if self._exc is not None:
+            exc, self._exc = self._exc, None
+            raise exc
+        return True
 
     def stats(self) -> TaskStats:
         """The loop's statistics, also while it runs (lock-free)."""
-        return _stats(self._t.stats())
+        return self._t.stats()
 
     def format(self, name: Optional[str] = None) -> str:
         """The statistics as a few lines of text (nerve_task_stats_format)."""
@@ -625,7 +542,7 @@ class Task:
     @property
     def running(self) -> bool:
         """True from start() until the loop has ended."""
-        return self._t.started and not self._t.finished
+        return self._started and not self._finished
 
     def __enter__(self) -> "Task":
         self.start()
@@ -639,13 +556,13 @@ class Task:
 class Loop:
     """A loop to iterate: each iteration is one cycle (see :func:`periodic`).
 
-    The timing runs in C on a helper thread (absolute sleeps, statistics,
-    the given policy and priority); the body of the ``for`` block runs on
-    the iterating thread, which waits for each release with the GIL
-    released. One cycle's execution time is the time between two
-    iterations, so a block that takes longer than the period is an
-    overrun. Leaving the ``for`` block (break, exception, or closing the
-    ``with`` block) stops the loop."""
+    The timing is C's (``nerve_task_next``: absolute sleeps, statistics, the
+    given policy and priority, applied to the iterating thread when the
+    loop begins); the body of the ``for`` block is the cycle's body, so one
+    cycle's execution time is the time between two iterations, and a block
+    that takes longer than the period is an overrun. The thread waits for
+    each release with the GIL released. Leaving the ``for`` block (break,
+    exception, or closing the ``with`` block) stops the loop."""
 
     def __init__(self, native: "_nerve.RtTask") -> None:
         self._t = native
@@ -653,7 +570,7 @@ class Loop:
     def __iter__(self) -> Iterator[Tick]:
         try:
             while True:
-                tick = self._t.next_tick()
+                tick = self._t.next()
                 if tick is None:
                     return
                 yield tick
@@ -661,24 +578,23 @@ class Loop:
             self.close()
 
     def next(self, timeout: Optional[float] = None) -> Optional[Tick]:
-        """The next tick (starting the loop on the first call); None once the
+        """The next tick (beginning the loop on the first call); None once the
         loop has ended. Raises :class:`nerve.Timeout` after ``timeout``
         seconds without one."""
-        return self._t.next_tick(timeout)
+        return self._t.next(timeout)
 
     def stop(self) -> None:
         """Ask the loop to stop (any thread): iteration ends."""
         self._t.stop()
 
     def close(self) -> None:
-        """Stop the loop and wait for it to end (raises its error, if any)."""
+        """Stop the loop and end it (the block of the last tick ends now)."""
         self._t.stop()
-        if self._t.started:
-            self._t.join()
+        self._t.close()
 
     def stats(self) -> TaskStats:
         """The loop's statistics (see :class:`TaskStats`)."""
-        return _stats(self._t.stats())
+        return self._t.stats()
 
     def format(self, name: Optional[str] = None) -> str:
         """The statistics as a few lines of text."""
@@ -710,10 +626,9 @@ def periodic(
     runs the block at 1 kHz, woken at absolute release times by the C task
     (see :class:`Task` for the options and :class:`Loop` for where the
     timing happens)."""
-    return Loop(_make_native(None, True, period, period_ns, offset, start_ns,
-                             overrun, policy, priority, cpus, prio_map,
-                             best_effort, mlock, stack_prefault, None, False,
-                             None, 0))
+    return Loop(_make_native(period, period_ns, offset, start_ns, overrun,
+                             policy, priority, cpus, prio_map, best_effort,
+                             mlock, stack_prefault, None, False, None, 0))
 
 
 def messages(
@@ -733,22 +648,20 @@ def messages(
     ``deadline`` passes after the previous wake-up without one. ``period``
     (nominal) picks the priority and is the reference of the relative
     error. The handle belongs to the loop until it ends."""
-    return Loop(_make_native(None, True, period, None, 0, None, "skip", policy,
-                             priority, cpus, None, best_effort, False, 0, chan,
-                             newest, deadline, msg_max))
+    return Loop(_make_native(period, None, 0, None, "skip", policy, priority,
+                             cpus, None, best_effort, False, 0, chan, newest,
+                             deadline, msg_max))
 
 
 @atexit.register
 def _stop_all() -> None:
-    # Runs before _nerve._at_exit (atexit is last-in, first-out): let every
-    # loop finish its cycle and end while bodies may still take the GIL.
+    # Runs before _nerve._at_exit (atexit is last-in, first-out): stop every
+    # loop and let the threads of started Tasks end while they may still
+    # take the GIL.
     with _live_lock:
         live = list(_live)
+        threads = list(_threads)
     for t in live:
         t.stop()
-    for t in live:
-        if t.started and not t.finished:
-            try:
-                t.join(None)
-            except BaseException:  # the loop's error has no one to go to
-                pass
+    for th in threads:
+        th.join()

@@ -10,12 +10,11 @@ else uses, and must remove what they made even when they fail::
             ...
     # every channel made from name(...) is gone here
 
-As a pytest fixture::
-
-    @pytest.fixture
-    def name():
-        with nerve.testing.unique_names() as make:
-            yield make
+As a pytest plugin (``pytest_plugins = ["nerve.testing"]`` in a suite's
+top conftest.py, or ``pytest -p nerve.testing``), this module gives every
+test the fixture ``name`` (a :class:`Names` whose channels are removed at
+teardown) and fails the session when a channel of this process is left in
+/dev/shm (and removes it).
 
 Names are ``nt-<pid>-<n>-<tag>``; :func:`leftovers` lists the files of this
 process's names still in /dev/shm, so a suite can fail when a test leaves
@@ -27,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import sys
 from pathlib import Path
-from typing import Iterator, List
+from typing import Any, Iterator, List
 
 from . import _errors
 from ._channel import unlink
 
-__all__ = ["PREFIX", "Names", "unique_names", "leftovers"]
+__all__ = ["PREFIX", "Names", "unique_names", "leftovers"]  # and, for pytest: name
 
 SHM = Path("/dev/shm")
 #: The prefix of every name this process makes.
@@ -83,3 +83,31 @@ def unique_names(prefix: str = PREFIX) -> Iterator[Names]:
 def leftovers(prefix: str = PREFIX) -> List[Path]:
     """The channel and bell files under ``prefix`` still in /dev/shm."""
     return sorted(SHM.glob(f"nerve*.{prefix}*"))
+
+
+# ---- the pytest plugin -------------------------------------------------------
+
+try:
+    import pytest as _pytest
+except ImportError:  # pragma: no cover - a program without pytest
+    _pytest = None
+
+if _pytest is not None:
+
+    @_pytest.fixture
+    def name() -> Iterator[Names]:
+        """Factory of unique channel names; removes the channels at
+        teardown."""
+        with unique_names() as make:
+            yield make
+
+    def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+        """Fail the session if a test left a channel of this process in
+        /dev/shm (and remove it, so the machine stays clean)."""
+        left = leftovers()
+        if left:
+            for p in left:
+                p.unlink(missing_ok=True)
+            print(f"\nFAIL: tests left channels in /dev/shm: {[p.name for p in left]}",
+                  file=sys.stderr)
+            session.exitstatus = 1
