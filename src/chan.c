@@ -38,6 +38,10 @@
  *         the acquire fence of SYNC(read-validate).
  *     W3  Copy the payload to ring[p .. p + len).
  *     W4  Fill slot (s - 1) % nslots = {s, p, len, now}.
+ *     D1  desc_seq = 0, release fence; D2 desc_{off,len,time_ns} =
+ *         {p, len, now}; D3 desc_seq = s (release): SYNC(desc-seq), a
+ *         seqlock on the head line whose version is the sequence number,
+ *         so that a caught-up reader need not load the slot (layout 2).
  *     W5  wpos = p + len.
  *     W6  Store head = s with release: SYNC(pub-seq) -- the commit. Before
  *         it no reader looks at message s; after it the payload and slot
@@ -49,7 +53,12 @@
  *   Reader, one message (no lock, no store):
  *     R1  h = head (acquire, SYNC(pub-seq)); t = tail (acquire). Choose s
  *         in [t, h] by mode (NEXT: cursor + 1, or t if that is gone).
- *     R2  Read slot (s - 1) % nslots (relaxed loads).
+ *     R2  If s == h (a caught-up NEXT, or NEWEST): v1 = desc_seq
+ *         (acquire), desc_{off,len,time_ns}, acquire fence, v2 = desc_seq;
+ *         v1 == v2 == s: the descriptor is message s's (SYNC(desc-seq)),
+ *         go to R3 with it (the slot line is not touched). Otherwise (a
+ *         writer is between D1 and D3, or the reader lags) read slot
+ *         (s - 1) % nslots (relaxed loads).
  *     R3  SYNC(read-validate): acquire fence, reload tail. If tail > s a
  *         writer has begun to destroy s; what R2 read may be torn: retry
  *         from R1. Otherwise the slot fields are exactly what the writer of
@@ -93,6 +102,9 @@
  *   Every writer step leaves a state that the next writer can continue
  *   from, so no "dirty" flag is needed:
  *     - killed before W2's store: nothing changed;
+ *     - between D1 and D3: desc_seq is 0, or (after D3) head + 1: readers
+ *       do not take it for head and read the slot; the next writer
+ *       rewrites it from D1, and nerve check accepts 0, head and head + 1;
  *     - after W2, before W6: tail was raised early, so messages the dead
  *       writer meant to destroy are gone (readers count them as missed);
  *       the half-written payload and slot belong to s > head, which no
@@ -660,9 +672,16 @@ static int header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
         return say(msg, len, NERVE_ETRUNC,
                    "file is %" PRIu64 " bytes, shorter than the header",
                    st_size);
+    if (h->layout_version < NERVE_LAYOUT_VERSION)
+        return say(msg, len, NERVE_EVERSION,
+                   "layout_version %u, made by an older nerve; this library "
+                   "reads %u: recreate the channel (nerve rm NAME, then "
+                   "create it again) to use it with this version",
+                   h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->layout_version != NERVE_LAYOUT_VERSION)
         return say(msg, len, NERVE_EVERSION,
-                   "layout_version %u; this library reads %u",
+                   "layout_version %u, made by a newer nerve; this library "
+                   "reads %u",
                    h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->incompat_flags != 0)
         return say(msg, len, NERVE_EVERSION,
@@ -1150,6 +1169,21 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     nerve__store_rlx(&sl->len, len);
     nerve__storei_rlx(&sl->time_ns, now);
     NERVE_CRASHPOINT("put.after-slot");
+    /* D1-D3 SYNC(desc-seq): the same description on the head line, for
+     * caught-up readers (read_desc()). D1: desc_seq = 0, then a release
+     * fence, so a reader that sees any D2 store sees D1 (or later) when
+     * it reloads desc_seq after its acquire fence. (Free on x86.) */
+    nerve__store_rlx(&h->desc_seq, 0);
+    nerve__fence_rel();
+    NERVE_CRASHPOINT("put.after-desc-clear");
+    /* D2 */
+    nerve__store_rlx(&h->desc_off, pos);
+    nerve__store_rlx(&h->desc_len, len);
+    nerve__storei_rlx(&h->desc_time_ns, now);
+    NERVE_CRASHPOINT("put.after-desc-fields");
+    /* D3: release, so a reader whose acquire load sees s sees D2. */
+    nerve__store_rel(&h->desc_seq, seq);
+    NERVE_CRASHPOINT("put.after-desc-seq");
     nerve__store_rlx(&h->wpos, pos + len);
     NERVE_CRASHPOINT("put.after-wpos");
     /* SYNC(pub-seq) release: the commit. Payload (W3) and slot (W4) become
@@ -1349,6 +1383,34 @@ static int read_slot(const nerve_chan *c, uint64_t seq, struct msg *m)
     if (!still_valid(c, seq))
         return NERVE_EOVERWRITTEN;
     if (sseq != seq || m->len > c->data_size)
+        return NERVE_ECORRUPT;
+    return 0;
+}
+
+/* R2 from the descriptor on the head line, for a reader that wants the
+ * newest message `seq` (== head as it loaded it): SYNC(desc-seq), the
+ * seqlock read. v1 = desc_seq (acquire), the fields, acquire fence (which
+ * is also SYNC(read-validate)), v2 = desc_seq, then tail. Returns 0 (m
+ * filled and validated, as read_slot()), NERVE_EOVERWRITTEN (tail moved
+ * past seq), or NERVE_EAGAIN: the descriptor is not seq's (a writer is
+ * between D1 and D3, or has moved on): the caller reads the slot. */
+static int read_desc(const nerve_chan *c, uint64_t seq, struct msg *m)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    uint64_t v1 = nerve__load_acq(&h->desc_seq);
+    if (v1 != seq)
+        return NERVE_EAGAIN;
+    m->off = nerve__load_rlx(&h->desc_off);
+    m->len = nerve__load_rlx(&h->desc_len);
+    m->time_ns = nerve__loadi_rlx(&h->desc_time_ns);
+    m->seq = seq;
+    nerve__fence_acq();
+    if (nerve__load_rlx(&h->desc_seq) != seq)
+        return NERVE_EAGAIN;
+    /* SYNC(read-validate): tail after the same acquire fence. */
+    if (nerve__load_rlx(&h->tail) > seq)
+        return NERVE_EOVERWRITTEN;
+    if (m->len > c->data_size)
         return NERVE_ECORRUPT;
     return 0;
 }
@@ -1637,7 +1699,14 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
         if (r)
             return r;
         struct msg m;
-        r = read_slot(c, seq, &m);
+        /* R2: a caught-up NEXT or a NEWEST reader takes the newest
+         * message's descriptor from the head line; otherwise, or when a
+         * writer is rewriting it, the slot. */
+        r = NERVE_EAGAIN;
+        if (seq == head_seen && mode != NERVE_GET_SEQ)
+            r = read_desc(c, seq, &m);
+        if (r == NERVE_EAGAIN)
+            r = read_slot(c, seq, &m);
         if (r == 0 && !view) {
             if (m.len > len) {
                 if (info) {
@@ -1825,6 +1894,49 @@ int nerve_stat(const char *name, struct nerve_stats *st)
     return r;
 }
 
+/* The newest message's descriptor (SYNC(desc-seq)): desc_seq is 0 (a
+ * writer is or died between D1 and D3), head, or head + 1 (between D3 and
+ * W6); naming a readable head, it must describe what its slot does.
+ * Returns 0, ECORRUPT (with msg), or EOVERWRITTEN (a writer moved). */
+static int check_desc(const nerve_chan *c, uint64_t head, uint64_t tail,
+                      char *msg, size_t len)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    uint64_t ds = nerve__load_acq(&h->desc_seq);
+    int r = 0;
+    if (ds != 0 && ds != head && ds != head + 1) {
+        r = say(msg, len, NERVE_ECORRUPT,
+                "descriptor names message %" PRIu64 " but head is %" PRIu64
+                " (it must name 0, head or head + 1)",
+                ds, head);
+    } else if (ds == head && head >= tail && head > 0) {
+        struct msg d, sl;
+        r = read_desc(c, head, &d);
+        if (r == NERVE_EAGAIN)
+            return NERVE_EOVERWRITTEN;
+        if (r == NERVE_ECORRUPT)
+            r = say(msg, len, r,
+                    "descriptor of message %" PRIu64 " has len %" PRIu64
+                    ", more than the ring's %" PRIu64,
+                    head, d.len, c->data_size);
+        if (r == 0)
+            r = read_slot(c, head, &sl);
+        if (r == 0 && (d.off != sl.off || d.len != sl.len ||
+                       d.time_ns != sl.time_ns))
+            r = say(msg, len, NERVE_ECORRUPT,
+                    "descriptor of message %" PRIu64 " (off %" PRIu64
+                    ", len %" PRIu64 ", time %" PRId64
+                    ") differs from its slot (off %" PRIu64 ", len %" PRIu64
+                    ", time %" PRId64 ")",
+                    head, d.off, d.len, d.time_ns, sl.off, sl.len,
+                    sl.time_ns);
+    }
+    /* A verdict stands only if no writer moved meanwhile. */
+    if (r && nerve__load_acq(&h->head) != head)
+        return NERVE_EOVERWRITTEN;
+    return r;
+}
+
 /* One pass of nerve_chan_check over [tail, head]. Returns 0, ECORRUPT (with
  * msg), or EOVERWRITTEN when a writer moved the ring during the pass. */
 static int check_pass(const nerve_chan *c, char *msg, size_t len)
@@ -1897,7 +2009,7 @@ static int check_pass(const nerve_chan *c, char *msg, size_t len)
                        " is behind the newest message's end %" PRIu64,
                        wpos, prev.off + prev.len);
     }
-    return 0;
+    return check_desc(c, head, tail, msg, len);
 }
 
 /* The verdict on a consistent channel: "ok", or "ok" with why its bell is
