@@ -43,17 +43,20 @@
  *         seqlock on the head line whose version is the sequence number,
  *         so that a caught-up reader need not load the slot (layout 2).
  *     W5  wpos = p + len.
- *     W6  Store head = s with release: SYNC(pub-seq) -- the commit. Before
- *         it no reader looks at message s; after it the payload and slot
- *         of W3-W4 are visible to a reader that loads head with acquire.
+ *     W6  Store head = s (seq_cst, which includes release): SYNC(pub-seq)
+ *         -- the commit. Before it no reader looks at message s; after it
+ *         the payload and slot of W3-W4 are visible to a reader that
+ *         loads head with acquire. Being seq_cst it is also the store half
+ *         of SYNC(wake-check).
  *     W7  Unlock.
- *     W8  SYNC(wake-check): seq_cst fence, then if bell.wake_until > the
- *         commit time (taken before W6), wake at most NERVE__WAKE_BATCH
- *         futex waiters on head's low word. Pairs with SYNC(wait-announce).
+ *     W8  SYNC(wake-check): seq_cst load of bell.wake_until (ordered after
+ *         W6's seq_cst store); if it is > the commit time (taken before
+ *         W6), wake at most NERVE__WAKE_BATCH futex waiters on head's low
+ *         word. Pairs with SYNC(wait-announce).
  *   Reader, one message (no lock, no store):
  *     R1  h = head (acquire, SYNC(pub-seq)); t = tail (acquire). Choose s
  *         in [t, h] by mode (NEXT: cursor + 1, or t if that is gone).
- *     R2  If s == h (a caught-up NEXT, or NEWEST): v1 = desc_seq
+ *     R2  If s == h (a caught-up NEXT, NEWEST, or SEQ of h): v1 = desc_seq
  *         (acquire), desc_{off,len,time_ns}, acquire fence, v2 = desc_seq;
  *         v1 == v2 == s: the descriptor is message s's (SYNC(desc-seq)),
  *         go to R3 with it (the slot line is not touched). Otherwise (a
@@ -1187,8 +1190,11 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     nerve__store_rlx(&h->wpos, pos + len);
     NERVE_CRASHPOINT("put.after-wpos");
     /* SYNC(pub-seq) release: the commit. Payload (W3) and slot (W4) become
-     * visible to readers that load head with acquire in locate(). */
-    nerve__store_rel(&h->head, seq);
+     * visible to readers that load head with acquire in locate(). The
+     * store is seq_cst, which also makes it the store half of
+     * SYNC(wake-check) (one locked instruction on x86, xchg, in place of a
+     * release store here plus a fence after the unlock). */
+    nerve__store_sc(&h->head, seq);
     NERVE_CRASHPOINT("put.after-commit");
     /* [stat], written only under the lock: a plain add, not a locked RMW. */
     nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
@@ -1196,12 +1202,14 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
      * writers wait for the lock. */
     (void)nerve__mutex_unlock(&h->lock.l);
     NERVE_CRASHPOINT("put.after-unlock");
-    /* W8 SYNC(wake-check) seq_cst: orders the head store before the lease
-     * load; pairs with SYNC(wait-announce) in wait_change(). A lease that
-     * ended at or before `now` (taken before the commit) belongs to a
-     * reader whose sleep ended before the commit: it re-checks head
-     * itself. So a dead reader's lease costs nothing once it ends. */
-    nerve__fence_sc();
+    /* W8 SYNC(wake-check) seq_cst: the seq_cst head store of W6 comes
+     * before this seq_cst lease load in the single total order, so with
+     * SYNC(wait-announce) in wait_change() (seq_cst lease RMW, then a
+     * seq_cst load of head) either the reader sees the new head or this
+     * load sees its lease (Dekker). A lease that ended at or before `now`
+     * (taken before the commit) belongs to a reader whose sleep ended
+     * before the commit: it re-checks head itself. So a dead reader's
+     * lease costs nothing once it ends. */
     if (c->wake_always || !c->bell ||
         nerve__loadi_sc(&c->bell->wake_until) > now)
         (void)nerve__futex->wake((const uint32_t *)&h->head, 1,
@@ -1388,13 +1396,14 @@ static int read_slot(const nerve_chan *c, uint64_t seq, struct msg *m)
 }
 
 /* R2 from the descriptor on the head line, for a reader that wants the
- * newest message `seq` (== head as it loaded it): SYNC(desc-seq), the
+ * newest message `seq` (== head as locate() loaded it): SYNC(desc-seq), the
  * seqlock read. v1 = desc_seq (acquire), the fields, acquire fence (which
  * is also SYNC(read-validate)), v2 = desc_seq, then tail. Returns 0 (m
  * filled and validated, as read_slot()), NERVE_EOVERWRITTEN (tail moved
  * past seq), or NERVE_EAGAIN: the descriptor is not seq's (a writer is
  * between D1 and D3, or has moved on): the caller reads the slot. */
-static int read_desc(const nerve_chan *c, uint64_t seq, struct msg *m)
+static inline __attribute__((always_inline)) int
+read_desc(const nerve_chan *c, uint64_t seq, struct msg *m)
 {
     const struct nerve__shm_hdr *h = c->hdr;
     uint64_t v1 = nerve__load_acq(&h->desc_seq);
@@ -1703,7 +1712,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
          * message's descriptor from the head line; otherwise, or when a
          * writer is rewriting it, the slot. */
         r = NERVE_EAGAIN;
-        if (seq == head_seen && mode != NERVE_GET_SEQ)
+        if (seq == head_seen)
             r = read_desc(c, seq, &m);
         if (r == NERVE_EAGAIN)
             r = read_slot(c, seq, &m);
