@@ -47,6 +47,7 @@ no-recover |broken |invalid end state         |-DBROKEN_NO_RECOVER
 wake-fence |broken |g_wkills>0                |-DBROKEN_NO_WAKE_FENCE -DWKILLS=0 -DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 no-pass    |broken |g_pass_lost               |-DBROKEN_NO_PASS -DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 repair-live|broken |mtx==(me+1)               |-DBROKEN_REPAIR_LIVE -DREPAIR=1 -DWKILLS=0 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
+desc-no-clear|broken|l==g_len[want]          |-DBROKEN_DESC_NO_CLEAR -DWKILLS=0 -DNW=1 -DPUTS=3 -DRMODES=5
 w-slot     |witness|                          |-DWITNESS=1
 w-wrap     |witness|                          |-DWITNESS=2
 w-torn     |witness|                          |-DWITNESS=3
@@ -57,6 +58,8 @@ w-bytes    |witness|                          |-DWITNESS=7
 w-fullring |witness|                          |-DWITNESS=8
 w-elapsed  |witness|                          |-DWITNESS=9
 w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
+w-desc     |witness|                          |-DWITNESS=12
+w-desc-fall|witness|                          |-DWITNESS=13
 w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 '
 

@@ -25,6 +25,11 @@
  *     new message passes the wake on to WAKEK more (SYNC(wake-pass)); an
  *     untimed wait is sliced, which is modelled by SPIN's `timeout`: it
  *     fires only when nothing else in the system can move;
+ *   - the newest message's descriptor on the head line (layout 2):
+ *     writers store it after the slot (D1 dseq = 0, D2 off and size, D3
+ *     dseq = s, each a step a kill can follow); a reader that wants the
+ *     head it loaded takes it when dseq reads that seq before and after
+ *     the fields, and otherwise reads the slot; validation is unchanged;
  *   - the wake lease (bell.wake_until): a waiting reader registers a lease
  *     before each check-and-sleep; a writer wakes only while some lease
  *     runs. A lease runs out only while its reader is not asleep (in the
@@ -135,6 +140,11 @@ typedef slot_t {
     byte size           /* `len` in shm.h (a Promela keyword here) */
 };
 slot_t slot[NS];
+/* The newest message's descriptor on the head line (layout version 2):
+ * a seqlock keyed by the sequence number. SYNC(desc-seq) */
+byte dseq = 0;
+byte doff = 0;
+byte dsize = 0;
 byte ring[DS];          /* a cell holds the id of the attempt that wrote it */
 bool lease[NRD];        /* bell.wake_until covers reader r: SYNC(wait-announce) */
 
@@ -206,6 +216,13 @@ inline locked_invariants() {
         assert(tail >= 1 && tail <= head + 1);
         assert(tail > head || head - tail + 1 <= NS);
         assert(tail > head || slot[(head - 1) % NS].seq == head);
+        /* The descriptor: being rewritten (0), head's, or that of a
+         * writer killed between D3 and W6 (head + 1); naming a readable
+         * head, it says what head's slot says (nerve check). */
+        assert(dseq == 0 || dseq == head || dseq == head + 1);
+        assert(dseq != head || tail > head ||
+               (doff == slot[(head - 1) % NS].off &&
+                dsize == slot[(head - 1) % NS].size));
         q = tail;
         do
         :: q <= head ->
@@ -350,6 +367,23 @@ proctype writer(byte me)
         slot[(s - 1) % NS].size = mlen;
         CRASH;                                  /* put.after-slot */
 #endif
+        /* D1-D3 SYNC(desc-seq): the descriptor, a seqlock keyed by seq.
+         * BROKEN_DESC_NO_CLEAR leaves out D1: a reader can pair an old
+         * dseq with the next message's fields. */
+#ifndef BROKEN_DESC_NO_CLEAR
+        /* A kill right after D1 (put.after-desc-clear) leaves what a kill
+         * after D2 leaves, dseq == 0 with fields nobody takes, so only the
+         * latter is a CRASH point here. */
+        dseq = 0;                               /* D1, release fence */
+#endif
+        /* D2: the fields as one step (so on the reader's side): a reader
+         * that reads them between D1 and D3 sees dseq != s on one of its
+         * two loads whatever the order of the field stores, so splitting
+         * them adds states and no behaviour. */
+        atomic { doff = p; dsize = mlen }       /* D2 */
+        CRASH;                  /* put.after-desc-fields (-clear) */
+        dseq = s;                               /* D3, release */
+        CRASH;                                  /* put.after-desc-seq */
 #ifdef BROKEN_TAIL_LATE
         /* Invalidation after the overwrite. */
         if
@@ -596,10 +630,30 @@ locate:
         :: else -> skip
         fi;
 
+        /* R2, read_desc(): wanting the head it loaded, the reader takes
+         * the descriptor if dseq reads `want` before and after the fields
+         * (SYNC(desc-seq): acquire load, fields, acquire fence, load). */
+        if
+        :: want == h ->
+            v = dseq;
+            /* The fields and the second load as one step: a writer step
+             * between them could only make the second load differ (a
+             * fallback to the slot, always safe), never change what was
+             * read. Between the first load and the fields every writer
+             * step is explored (BROKEN_DESC_NO_CLEAR shows why D1 is
+             * needed). */
+            atomic { o = doff; l = dsize; sq = dseq }
+            if
+            :: v == want && sq == want -> REACH(12); goto validate
+            :: else -> REACH(13)                /* falls back to the slot */
+            fi
+        :: else -> skip
+        fi;
         /* R2, read_slot(): relaxed loads. */
         sq = slot[(want - 1) % NS].seq;
         o = slot[(want - 1) % NS].off;
         l = slot[(want - 1) % NS].size;
+validate:
         /* R3, still_valid(): SYNC(read-validate) acquire fence, tail. */
 #ifdef BROKEN_NO_VALIDATE
         v = t;
