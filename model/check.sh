@@ -33,12 +33,13 @@ trap 'rm -rf "$work"' EXIT INT TERM
 
 # name | kind | expected (broken: text in pan's report) | spin -D flags
 checks='
-crash-2w   |verify |                          |
+crash-2w   |verify |                          |-DDESC=0
+desc-2w    |verify |                          |-DRMODES=1
 modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
 wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1 -DWKILLS=0
 lease      |verify |                          |-DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DNW=1 -DPUTS=2 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1
 lock       |verify |                          |-DGHOST=1 -DREPAIR=1 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
-one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=7
+one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=15
 no-validate|broken |l==g_len[want]            |-DBROKEN_NO_VALIDATE -DWKILLS=0
 pub-early  |broken |l==g_len[want]            |-DBROKEN_PUB_EARLY -DWKILLS=0
 tail-late  |broken |l==g_len[want]            |-DBROKEN_TAIL_LATE -DWKILLS=0
@@ -143,8 +144,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 25 ]; then
-    echo "model: only $total of 25 checks ran"
+if [ "$total" -lt 29 ]; then
+    echo "model: only $total of 29 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

@@ -115,6 +115,9 @@
 #ifndef WAKE_SPLIT
 #define WAKE_SPLIT 0 /* unlock (W7) and wake (W8) as separate steps */
 #endif
+#ifndef DESC
+#define DESC 1      /* the descriptor on the head line (D1-D3) */
+#endif
 
 #define MAXSEQ (NW * PUTS)
 
@@ -368,22 +371,25 @@ proctype writer(byte me)
         CRASH;                                  /* put.after-slot */
 #endif
         /* D1-D3 SYNC(desc-seq): the descriptor, a seqlock keyed by seq.
+         * D1 and D2 are one step: a reader between them reads dseq == 0
+         * on its first or its second load and falls back to the slot, as
+         * it would after D2, and a kill between them leaves what a kill
+         * after D2 leaves (dseq == 0, fields nobody takes).
          * BROKEN_DESC_NO_CLEAR leaves out D1: a reader can pair an old
-         * dseq with the next message's fields. */
+         * dseq with the next message's fields. DESC=0 leaves the
+         * descriptor out (checks whose subject is elsewhere). */
+#if DESC
+        atomic {
 #ifndef BROKEN_DESC_NO_CLEAR
-        /* A kill right after D1 (put.after-desc-clear) leaves what a kill
-         * after D2 leaves, dseq == 0 with fields nobody takes, so only the
-         * latter is a CRASH point here. */
-        dseq = 0;                               /* D1, release fence */
+            dseq = 0;                           /* D1, release fence */
 #endif
-        /* D2: the fields as one step (so on the reader's side): a reader
-         * that reads them between D1 and D3 sees dseq != s on one of its
-         * two loads whatever the order of the field stores, so splitting
-         * them adds states and no behaviour. */
-        atomic { doff = p; dsize = mlen }       /* D2 */
-        CRASH;                  /* put.after-desc-fields (-clear) */
+            doff = p;                           /* D2 */
+            dsize = mlen
+        }
+        CRASH;                  /* put.after-desc-clear, -fields */
         dseq = s;                               /* D3, release */
         CRASH;                                  /* put.after-desc-seq */
+#endif
 #ifdef BROKEN_TAIL_LATE
         /* Invalidation after the overwrite. */
         if
@@ -634,7 +640,7 @@ locate:
          * the descriptor if dseq reads `want` before and after the fields
          * (SYNC(desc-seq): acquire load, fields, acquire fence, load). */
         if
-        :: want == h ->
+        :: DESC && want == h ->
             v = dseq;
             /* The fields and the second load as one step: a writer step
              * between them could only make the second load differ (a
