@@ -150,6 +150,7 @@ byte doff = 0;
 byte dsize = 0;
 byte ring[DS];          /* a cell holds the id of the attempt that wrote it */
 bool lease[NRD];        /* bell.wake_until covers reader r: SYNC(wait-announce) */
+byte waiters = 0;       /* bell.waiters: readers inside a wait (V5 reads it) */
 
 /* The PI lock word: owner (pid + 1) or 0. `dead`: FUTEX_OWNER_DIED (its
  * owner died holding it; the kernel's robust list cleared the TID): the
@@ -566,6 +567,7 @@ locate:
         :: v == 1 && mode == M_WAIT ->
             /* wait_change(seen = h): V1-V5. */
             v = 0;
+            waiters++;
             do
             :: lease[me] = true;                /* V1 SYNC(wait-announce) */
                t = head;                        /* V2 seq_cst fence, head */
@@ -613,6 +615,8 @@ locate:
                fi
             od;
             lease[me] = false;                  /* runs out later */
+            /* bell.waiters -= 1 (fetch_sub: the count before, in i). */
+            atomic { i = waiters; waiters-- }
             /* V5 SYNC(wake-pass): woken and a new message: pass the wake
              * on. A kill before it loses the other sleepers' wake-up until
              * their slice ends. */
@@ -623,9 +627,10 @@ locate:
             fi;
 #ifndef BROKEN_NO_PASS
             if
-            :: woken[me] && head != h -> REACH(11); wake_some()
+            :: woken[me] && head != h && i > WAKEK -> REACH(11); wake_some()
             :: else -> skip
             fi;
+            i = 0;
 #endif
             woken[me] = false;
             if

@@ -70,15 +70,16 @@
  *         mapping makes it contiguous), then repeat R3: a tail that moved
  *         past s during the copy means the copy may be torn: retry.
  *   A zero-copy view is R1-R3; nerve_chan_view_check() is R3 again later.
- *   Waiting reader (bell.waiters += 1 around it, for tools only):
+ *   Waiting reader (bell.waiters += 1 around it; V5 reads it):
  *     V1  S = min(deadline, now + 100 ms slice); raise bell.wake_until to
  *         at least S + NERVE__LEASE_GRACE_NS (seq_cst CAS loop, then a
  *         seq_cst fence): SYNC(wait-announce), the lease.
  *     V2  h = head (seq_cst). If the wanted message is there, leave.
  *     V3  futex_waitv on {head's low word == (u32)h, cancel word == 0}
  *         until S (absolute); back to V1.
- *     V5  Leaving after a sleep, if head moved: wake at most
- *         NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
+ *     V5  Leaving after a sleep (bell.waiters -= 1), if head moved and
+ *         more than NERVE__WAKE_BATCH readers were inside the wait: wake
+ *         at most NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
  *   No lost wake-up: V1 then V2 against W6 then W8 is Dekker's pattern
  *   with seq_cst on both sides, so either the reader's V2 sees the new head
  *   or the writer's W8 sees the lease; a lease the writer sees as ended
@@ -1649,15 +1650,26 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
 out:
     for (size_t i = 0; i < n; i++) {
         nerve_chan *c = chans[i];
+        uint32_t inside = 0;
         if (c->bell)
-            nerve__sub32_sc(&c->bell->waiters, 1);
+            inside = nerve__sub32_sc(&c->bell->waiters, 1);
         /* V5 SYNC(wake-pass): a put wakes at most NERVE__WAKE_BATCH
          * sleepers; a reader that slept and sees a new message passes the
          * wake on to as many more, so every sleeper is reached in
          * O(log n) rounds while each put's cost stays bounded. (A reader
          * killed before this step delays the others by one slice at most.)
-         */
-        if (slept && nerve__load_rlx(&c->hdr->head) != seen[i])
+         * Only when more than one batch of readers was inside the wait,
+         * counting this one (`inside`, before its decrement): if a wake
+         * of B = NERVE__WAKE_BATCH left R >= 1 sleepers, the first of the
+         * B woken readers to get here counts at least B + R > B and passes
+         * it on; with at most B inside, the wake reached every sleeper and
+         * the woken would only make B more empty wake calls. A count left
+         * raised by a killed reader costs a needless wake, never a lost
+         * one. Readers that cannot count (no bell) always pass on, and so
+         * does every reader of a channel that wakes always (whose
+         * bell-less readers are not counted). */
+        if (slept && (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
+            nerve__load_rlx(&c->hdr->head) != seen[i])
             (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1,
                                      NERVE__WAKE_BATCH);
     }

@@ -174,8 +174,10 @@ struct nerve__shm_bell {
     uint64_t magic;       /* [const] NERVE__BELL_MAGIC */
     uint32_t version;     /* [const] NERVE_LAYOUT_VERSION */
     uint32_t reserved0;
-    nerve__a32 waiters;   /* [bell][stat] readers inside a wait; for tools
-                             only (a killed reader leaves it raised) */
+    nerve__a32 waiters;   /* [bell] readers inside a wait; for tools, and
+                             for V5 (a woken reader passes the wake on
+                             only if more than one batch was inside); a
+                             killed reader leaves it raised (harmless) */
     uint32_t reserved1;
     nerve__ai64 wake_until; /* [bell] wake lease: the latest CLOCK_MONOTONIC
                              time until which a registered reader may sleep,
