@@ -87,7 +87,7 @@ COMMIT=$(git -C "$ROOT" log -1 --format=%h -- src include 2>/dev/null || true)
 if [ -n "$COMMIT" ] && ! git -C "$ROOT" diff --quiet HEAD -- src include; then
     COMMIT="$COMMIT + uncommitted changes"
 fi
-BTYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+BTYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
 python3 - "$TMP/rows" "$COUNT" "$(valgrind --version)" "$OUT" "$COMMIT" \
     "${BTYPE:-unknown}" <<'EOF2'
 import platform, subprocess, sys

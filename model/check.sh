@@ -33,12 +33,13 @@ trap 'rm -rf "$work"' EXIT INT TERM
 
 # name | kind | expected (broken: text in pan's report) | spin -D flags
 checks='
-crash-2w   |verify |                          |
+crash-2w   |verify |                          |-DDESC=0
+desc-2w    |verify |                          |-DRMODES=1
 modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
 wake       |verify |                          |-DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1 -DWKILLS=0
 lease      |verify |                          |-DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DNW=1 -DPUTS=2 -DNRD=2 -DGETS=1 -DRMODES=2 -DRKILLS=1
 lock       |verify |                          |-DGHOST=1 -DREPAIR=1 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
-one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=7
+one-slot   |verify |                          |-DNS=1 -DNW=1 -DPUTS=3 -DRMODES=15
 no-validate|broken |l==g_len[want]            |-DBROKEN_NO_VALIDATE -DWKILLS=0
 pub-early  |broken |l==g_len[want]            |-DBROKEN_PUB_EARLY -DWKILLS=0
 tail-late  |broken |l==g_len[want]            |-DBROKEN_TAIL_LATE -DWKILLS=0
@@ -47,6 +48,7 @@ no-recover |broken |invalid end state         |-DBROKEN_NO_RECOVER
 wake-fence |broken |g_wkills>0                |-DBROKEN_NO_WAKE_FENCE -DWKILLS=0 -DNW=2 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 no-pass    |broken |g_pass_lost               |-DBROKEN_NO_PASS -DWAKE_SPLIT=1 -DLEASE_EXPIRY=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 repair-live|broken |mtx==(me+1)               |-DBROKEN_REPAIR_LIVE -DREPAIR=1 -DWKILLS=0 -DNW=2 -DPUTS=1 -DGETS=1 -DRMODES=1
+desc-no-clear|broken|l==g_len[want]          |-DBROKEN_DESC_NO_CLEAR -DWKILLS=0 -DNW=1 -DPUTS=3 -DRMODES=5
 w-slot     |witness|                          |-DWITNESS=1
 w-wrap     |witness|                          |-DWITNESS=2
 w-torn     |witness|                          |-DWITNESS=3
@@ -57,6 +59,8 @@ w-bytes    |witness|                          |-DWITNESS=7
 w-fullring |witness|                          |-DWITNESS=8
 w-elapsed  |witness|                          |-DWITNESS=9
 w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
+w-desc     |witness|                          |-DWITNESS=12
+w-desc-fall|witness|                          |-DWITNESS=13
 w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
 '
 
@@ -140,8 +144,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 25 ]; then
-    echo "model: only $total of 25 checks ran"
+if [ "$total" -lt 29 ]; then
+    echo "model: only $total of 29 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

@@ -25,6 +25,11 @@
  *     new message passes the wake on to WAKEK more (SYNC(wake-pass)); an
  *     untimed wait is sliced, which is modelled by SPIN's `timeout`: it
  *     fires only when nothing else in the system can move;
+ *   - the newest message's descriptor on the head line (layout 2):
+ *     writers store it after the slot (D1 dseq = 0, D2 off and size, D3
+ *     dseq = s, each a step a kill can follow); a reader that wants the
+ *     head it loaded takes it when dseq reads that seq before and after
+ *     the fields, and otherwise reads the slot; validation is unchanged;
  *   - the wake lease (bell.wake_until): a waiting reader registers a lease
  *     before each check-and-sleep; a writer wakes only while some lease
  *     runs. A lease runs out only while its reader is not asleep (in the
@@ -110,6 +115,9 @@
 #ifndef WAKE_SPLIT
 #define WAKE_SPLIT 0 /* unlock (W7) and wake (W8) as separate steps */
 #endif
+#ifndef DESC
+#define DESC 1      /* the descriptor on the head line (D1-D3) */
+#endif
 
 #define MAXSEQ (NW * PUTS)
 
@@ -135,8 +143,14 @@ typedef slot_t {
     byte size           /* `len` in shm.h (a Promela keyword here) */
 };
 slot_t slot[NS];
+/* The newest message's descriptor on the head line (layout version 2):
+ * a seqlock keyed by the sequence number. SYNC(desc-seq) */
+byte dseq = 0;
+byte doff = 0;
+byte dsize = 0;
 byte ring[DS];          /* a cell holds the id of the attempt that wrote it */
 bool lease[NRD];        /* bell.wake_until covers reader r: SYNC(wait-announce) */
+byte waiters = 0;       /* bell.waiters: readers inside a wait (V5 reads it) */
 
 /* The PI lock word: owner (pid + 1) or 0. `dead`: FUTEX_OWNER_DIED (its
  * owner died holding it; the kernel's robust list cleared the TID): the
@@ -206,6 +220,13 @@ inline locked_invariants() {
         assert(tail >= 1 && tail <= head + 1);
         assert(tail > head || head - tail + 1 <= NS);
         assert(tail > head || slot[(head - 1) % NS].seq == head);
+        /* The descriptor: being rewritten (0), head's, or that of a
+         * writer killed between D3 and W6 (head + 1); naming a readable
+         * head, it says what head's slot says (nerve check). */
+        assert(dseq == 0 || dseq == head || dseq == head + 1);
+        assert(dseq != head || tail > head ||
+               (doff == slot[(head - 1) % NS].off &&
+                dsize == slot[(head - 1) % NS].size));
         q = tail;
         do
         :: q <= head ->
@@ -349,6 +370,26 @@ proctype writer(byte me)
         slot[(s - 1) % NS].off = p;
         slot[(s - 1) % NS].size = mlen;
         CRASH;                                  /* put.after-slot */
+#endif
+        /* D1-D3 SYNC(desc-seq): the descriptor, a seqlock keyed by seq.
+         * D1 and D2 are one step: a reader between them reads dseq == 0
+         * on its first or its second load and falls back to the slot, as
+         * it would after D2, and a kill between them leaves what a kill
+         * after D2 leaves (dseq == 0, fields nobody takes).
+         * BROKEN_DESC_NO_CLEAR leaves out D1: a reader can pair an old
+         * dseq with the next message's fields. DESC=0 leaves the
+         * descriptor out (checks whose subject is elsewhere). */
+#if DESC
+        atomic {
+#ifndef BROKEN_DESC_NO_CLEAR
+            dseq = 0;                           /* D1, release fence */
+#endif
+            doff = p;                           /* D2 */
+            dsize = mlen
+        }
+        CRASH;                  /* put.after-desc-clear, -fields */
+        dseq = s;                               /* D3, release */
+        CRASH;                                  /* put.after-desc-seq */
 #endif
 #ifdef BROKEN_TAIL_LATE
         /* Invalidation after the overwrite. */
@@ -526,6 +567,7 @@ locate:
         :: v == 1 && mode == M_WAIT ->
             /* wait_change(seen = h): V1-V5. */
             v = 0;
+            waiters++;
             do
             :: lease[me] = true;                /* V1 SYNC(wait-announce) */
                t = head;                        /* V2 seq_cst fence, head */
@@ -573,6 +615,8 @@ locate:
                fi
             od;
             lease[me] = false;                  /* runs out later */
+            /* bell.waiters -= 1 (fetch_sub: the count before, in i). */
+            atomic { i = waiters; waiters-- }
             /* V5 SYNC(wake-pass): woken and a new message: pass the wake
              * on. A kill before it loses the other sleepers' wake-up until
              * their slice ends. */
@@ -583,9 +627,10 @@ locate:
             fi;
 #ifndef BROKEN_NO_PASS
             if
-            :: woken[me] && head != h -> REACH(11); wake_some()
+            :: woken[me] && head != h && i > WAKEK -> REACH(11); wake_some()
             :: else -> skip
             fi;
+            i = 0;
 #endif
             woken[me] = false;
             if
@@ -596,10 +641,30 @@ locate:
         :: else -> skip
         fi;
 
+        /* R2, read_desc(): wanting the head it loaded, the reader takes
+         * the descriptor if dseq reads `want` before and after the fields
+         * (SYNC(desc-seq): acquire load, fields, acquire fence, load). */
+        if
+        :: DESC && want == h ->
+            v = dseq;
+            /* The fields and the second load as one step: a writer step
+             * between them could only make the second load differ (a
+             * fallback to the slot, always safe), never change what was
+             * read. Between the first load and the fields every writer
+             * step is explored (BROKEN_DESC_NO_CLEAR shows why D1 is
+             * needed). */
+            atomic { o = doff; l = dsize; sq = dseq }
+            if
+            :: v == want && sq == want -> REACH(12); goto validate
+            :: else -> REACH(13)                /* falls back to the slot */
+            fi
+        :: else -> skip
+        fi;
         /* R2, read_slot(): relaxed loads. */
         sq = slot[(want - 1) % NS].seq;
         o = slot[(want - 1) % NS].off;
         l = slot[(want - 1) % NS].size;
+validate:
         /* R3, still_valid(): SYNC(read-validate) acquire fence, tail. */
 #ifdef BROKEN_NO_VALIDATE
         v = t;

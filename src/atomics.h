@@ -41,6 +41,10 @@ static inline void nerve__store_rel(nerve__a64 *p, uint64_t v)
 {
     atomic_store_explicit(p, v, memory_order_release);
 }
+static inline void nerve__store_sc(nerve__a64 *p, uint64_t v)
+{
+    atomic_store_explicit(p, v, memory_order_seq_cst);
+}
 static inline void nerve__store_rlx(nerve__a64 *p, uint64_t v)
 {
     atomic_store_explicit(p, v, memory_order_relaxed);

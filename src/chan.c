@@ -38,18 +38,30 @@
  *         the acquire fence of SYNC(read-validate).
  *     W3  Copy the payload to ring[p .. p + len).
  *     W4  Fill slot (s - 1) % nslots = {s, p, len, now}.
+ *     D1  desc_seq = 0, release fence; D2 desc_{off,len,time_ns} =
+ *         {p, len, now}; D3 desc_seq = s (release): SYNC(desc-seq), a
+ *         seqlock on the head line whose version is the sequence number,
+ *         so that a caught-up reader need not load the slot (layout 2).
  *     W5  wpos = p + len.
- *     W6  Store head = s with release: SYNC(pub-seq) -- the commit. Before
- *         it no reader looks at message s; after it the payload and slot
- *         of W3-W4 are visible to a reader that loads head with acquire.
+ *     W6  Store head = s (seq_cst, which includes release): SYNC(pub-seq)
+ *         -- the commit. Before it no reader looks at message s; after it
+ *         the payload and slot of W3-W4 are visible to a reader that
+ *         loads head with acquire. Being seq_cst it is also the store half
+ *         of SYNC(wake-check).
  *     W7  Unlock.
- *     W8  SYNC(wake-check): seq_cst fence, then if bell.wake_until > the
- *         commit time (taken before W6), wake at most NERVE__WAKE_BATCH
- *         futex waiters on head's low word. Pairs with SYNC(wait-announce).
+ *     W8  SYNC(wake-check): seq_cst load of bell.wake_until (ordered after
+ *         W6's seq_cst store); if it is > the commit time (taken before
+ *         W6), wake at most NERVE__WAKE_BATCH futex waiters on head's low
+ *         word. Pairs with SYNC(wait-announce).
  *   Reader, one message (no lock, no store):
  *     R1  h = head (acquire, SYNC(pub-seq)); t = tail (acquire). Choose s
  *         in [t, h] by mode (NEXT: cursor + 1, or t if that is gone).
- *     R2  Read slot (s - 1) % nslots (relaxed loads).
+ *     R2  If s == h (a caught-up NEXT, NEWEST, or SEQ of h): v1 = desc_seq
+ *         (acquire), desc_{off,len,time_ns}, acquire fence, v2 = desc_seq;
+ *         v1 == v2 == s: the descriptor is message s's (SYNC(desc-seq)),
+ *         go to R3 with it (the slot line is not touched). Otherwise (a
+ *         writer is between D1 and D3, or the reader lags) read slot
+ *         (s - 1) % nslots (relaxed loads).
  *     R3  SYNC(read-validate): acquire fence, reload tail. If tail > s a
  *         writer has begun to destroy s; what R2 read may be torn: retry
  *         from R1. Otherwise the slot fields are exactly what the writer of
@@ -58,15 +70,16 @@
  *         mapping makes it contiguous), then repeat R3: a tail that moved
  *         past s during the copy means the copy may be torn: retry.
  *   A zero-copy view is R1-R3; nerve_chan_view_check() is R3 again later.
- *   Waiting reader (bell.waiters += 1 around it, for tools only):
+ *   Waiting reader (bell.waiters += 1 around it; V5 reads it):
  *     V1  S = min(deadline, now + 100 ms slice); raise bell.wake_until to
  *         at least S + NERVE__LEASE_GRACE_NS (seq_cst CAS loop, then a
  *         seq_cst fence): SYNC(wait-announce), the lease.
  *     V2  h = head (seq_cst). If the wanted message is there, leave.
  *     V3  futex_waitv on {head's low word == (u32)h, cancel word == 0}
  *         until S (absolute); back to V1.
- *     V5  Leaving after a sleep, if head moved: wake at most
- *         NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
+ *     V5  Leaving after a sleep (bell.waiters -= 1), if head moved and
+ *         more than NERVE__WAKE_BATCH readers were inside the wait: wake
+ *         at most NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
  *   No lost wake-up: V1 then V2 against W6 then W8 is Dekker's pattern
  *   with seq_cst on both sides, so either the reader's V2 sees the new head
  *   or the writer's W8 sees the lease; a lease the writer sees as ended
@@ -93,6 +106,9 @@
  *   Every writer step leaves a state that the next writer can continue
  *   from, so no "dirty" flag is needed:
  *     - killed before W2's store: nothing changed;
+ *     - between D1 and D3: desc_seq is 0, or (after D3) head + 1: readers
+ *       do not take it for head and read the slot; the next writer
+ *       rewrites it from D1, and nerve check accepts 0, head and head + 1;
  *     - after W2, before W6: tail was raised early, so messages the dead
  *       writer meant to destroy are gone (readers count them as missed);
  *       the half-written payload and slot belong to s > head, which no
@@ -660,9 +676,16 @@ static int header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
         return say(msg, len, NERVE_ETRUNC,
                    "file is %" PRIu64 " bytes, shorter than the header",
                    st_size);
+    if (h->layout_version < NERVE_LAYOUT_VERSION)
+        return say(msg, len, NERVE_EVERSION,
+                   "layout_version %u, made by an older nerve; this library "
+                   "reads %u: recreate the channel (nerve rm NAME, then "
+                   "create it again) to use it with this version",
+                   h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->layout_version != NERVE_LAYOUT_VERSION)
         return say(msg, len, NERVE_EVERSION,
-                   "layout_version %u; this library reads %u",
+                   "layout_version %u, made by a newer nerve; this library "
+                   "reads %u",
                    h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->incompat_flags != 0)
         return say(msg, len, NERVE_EVERSION,
@@ -1153,11 +1176,29 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     nerve__store_rlx(&sl->len, len);
     nerve__storei_rlx(&sl->time_ns, now);
     NERVE_CRASHPOINT("put.after-slot");
+    /* D1-D3 SYNC(desc-seq): the same description on the head line, for
+     * caught-up readers (read_desc()). D1: desc_seq = 0, then a release
+     * fence, so a reader that sees any D2 store sees D1 (or later) when
+     * it reloads desc_seq after its acquire fence. (Free on x86.) */
+    nerve__store_rlx(&h->desc_seq, 0);
+    nerve__fence_rel();
+    NERVE_CRASHPOINT("put.after-desc-clear");
+    /* D2 */
+    nerve__store_rlx(&h->desc_off, pos);
+    nerve__store_rlx(&h->desc_len, len);
+    nerve__storei_rlx(&h->desc_time_ns, now);
+    NERVE_CRASHPOINT("put.after-desc-fields");
+    /* D3: release, so a reader whose acquire load sees s sees D2. */
+    nerve__store_rel(&h->desc_seq, seq);
+    NERVE_CRASHPOINT("put.after-desc-seq");
     nerve__store_rlx(&h->wpos, pos + len);
     NERVE_CRASHPOINT("put.after-wpos");
     /* SYNC(pub-seq) release: the commit. Payload (W3) and slot (W4) become
-     * visible to readers that load head with acquire in locate(). */
-    nerve__store_rel(&h->head, seq);
+     * visible to readers that load head with acquire in locate(). The
+     * store is seq_cst, which also makes it the store half of
+     * SYNC(wake-check) (one locked instruction on x86, xchg, in place of a
+     * release store here plus a fence after the unlock). */
+    nerve__store_sc(&h->head, seq);
     NERVE_CRASHPOINT("put.after-commit");
     /* [stat], written only under the lock: a plain add, not a locked RMW. */
     nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
@@ -1165,12 +1206,14 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
      * writers wait for the lock. */
     (void)nerve__mutex_unlock(&h->lock.l);
     NERVE_CRASHPOINT("put.after-unlock");
-    /* W8 SYNC(wake-check) seq_cst: orders the head store before the lease
-     * load; pairs with SYNC(wait-announce) in wait_change(). A lease that
-     * ended at or before `now` (taken before the commit) belongs to a
-     * reader whose sleep ended before the commit: it re-checks head
-     * itself. So a dead reader's lease costs nothing once it ends. */
-    nerve__fence_sc();
+    /* W8 SYNC(wake-check) seq_cst: the seq_cst head store of W6 comes
+     * before this seq_cst lease load in the single total order, so with
+     * SYNC(wait-announce) in wait_change() (seq_cst lease RMW, then a
+     * seq_cst load of head) either the reader sees the new head or this
+     * load sees its lease (Dekker). A lease that ended at or before `now`
+     * (taken before the commit) belongs to a reader whose sleep ended
+     * before the commit: it re-checks head itself. So a dead reader's
+     * lease costs nothing once it ends. */
     if (c->wake_always || !c->bell ||
         nerve__loadi_sc(&c->bell->wake_until) > now)
         (void)nerve__futex->wake((const uint32_t *)&h->head, 1,
@@ -1359,6 +1402,35 @@ static int read_slot(const nerve_chan *c, uint64_t seq, struct msg *m)
     if (!still_valid(c, seq))
         return NERVE_EOVERWRITTEN;
     if (sseq != seq || m->len > c->data_size)
+        return NERVE_ECORRUPT;
+    return 0;
+}
+
+/* R2 from the descriptor on the head line, for a reader that wants the
+ * newest message `seq` (== head as locate() loaded it): SYNC(desc-seq), the
+ * seqlock read. v1 = desc_seq (acquire), the fields, acquire fence (which
+ * is also SYNC(read-validate)), v2 = desc_seq, then tail. Returns 0 (m
+ * filled and validated, as read_slot()), NERVE_EOVERWRITTEN (tail moved
+ * past seq), or NERVE_EAGAIN: the descriptor is not seq's (a writer is
+ * between D1 and D3, or has moved on): the caller reads the slot. */
+static inline __attribute__((always_inline)) int
+read_desc(const nerve_chan *c, uint64_t seq, struct msg *m)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    uint64_t v1 = nerve__load_acq(&h->desc_seq);
+    if (v1 != seq)
+        return NERVE_EAGAIN;
+    m->off = nerve__load_rlx(&h->desc_off);
+    m->len = nerve__load_rlx(&h->desc_len);
+    m->time_ns = nerve__loadi_rlx(&h->desc_time_ns);
+    m->seq = seq;
+    nerve__fence_acq();
+    if (nerve__load_rlx(&h->desc_seq) != seq)
+        return NERVE_EAGAIN;
+    /* SYNC(read-validate): tail after the same acquire fence. */
+    if (nerve__load_rlx(&h->tail) > seq)
+        return NERVE_EOVERWRITTEN;
+    if (m->len > c->data_size)
         return NERVE_ECORRUPT;
     return 0;
 }
@@ -1588,15 +1660,26 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
 out:
     for (size_t i = 0; i < n; i++) {
         nerve_chan *c = chans[i];
+        uint32_t inside = 0;
         if (c->bell)
-            nerve__sub32_sc(&c->bell->waiters, 1);
+            inside = nerve__sub32_sc(&c->bell->waiters, 1);
         /* V5 SYNC(wake-pass): a put wakes at most NERVE__WAKE_BATCH
          * sleepers; a reader that slept and sees a new message passes the
          * wake on to as many more, so every sleeper is reached in
          * O(log n) rounds while each put's cost stays bounded. (A reader
          * killed before this step delays the others by one slice at most.)
-         */
-        if (slept && nerve__load_rlx(&c->hdr->head) != seen[i])
+         * Only when more than one batch of readers was inside the wait,
+         * counting this one (`inside`, before its decrement): if a wake
+         * of B = NERVE__WAKE_BATCH left R >= 1 sleepers, the first of the
+         * B woken readers to get here counts at least B + R > B and passes
+         * it on; with at most B inside, the wake reached every sleeper and
+         * the woken would only make B more empty wake calls. A count left
+         * raised by a killed reader costs a needless wake, never a lost
+         * one. Readers that cannot count (no bell) always pass on, and so
+         * does every reader of a channel that wakes always (whose
+         * bell-less readers are not counted). */
+        if (slept && (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
+            nerve__load_rlx(&c->hdr->head) != seen[i])
             (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1,
                                      NERVE__WAKE_BATCH);
     }
@@ -1649,7 +1732,14 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
         if (r)
             return r;
         struct msg m;
-        r = read_slot(c, seq, &m);
+        /* R2: a caught-up NEXT or a NEWEST reader takes the newest
+         * message's descriptor from the head line; otherwise, or when a
+         * writer is rewriting it, the slot. */
+        r = NERVE_EAGAIN;
+        if (seq == head_seen)
+            r = read_desc(c, seq, &m);
+        if (r == NERVE_EAGAIN)
+            r = read_slot(c, seq, &m);
         if (r == 0 && !view) {
             if (m.len > len) {
                 if (info) {
@@ -1847,6 +1937,49 @@ int nerve_chan_stat_name(const char *name, struct nerve_stats *st)
     return r;
 }
 
+/* The newest message's descriptor (SYNC(desc-seq)): desc_seq is 0 (a
+ * writer is or died between D1 and D3), head, or head + 1 (between D3 and
+ * W6); naming a readable head, it must describe what its slot does.
+ * Returns 0, ECORRUPT (with msg), or EOVERWRITTEN (a writer moved). */
+static int check_desc(const nerve_chan *c, uint64_t head, uint64_t tail,
+                      char *msg, size_t len)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    uint64_t ds = nerve__load_acq(&h->desc_seq);
+    int r = 0;
+    if (ds != 0 && ds != head && ds != head + 1) {
+        r = say(msg, len, NERVE_ECORRUPT,
+                "descriptor names message %" PRIu64 " but head is %" PRIu64
+                " (it must name 0, head or head + 1)",
+                ds, head);
+    } else if (ds == head && head >= tail && head > 0) {
+        struct msg d, sl;
+        r = read_desc(c, head, &d);
+        if (r == NERVE_EAGAIN)
+            return NERVE_EOVERWRITTEN;
+        if (r == NERVE_ECORRUPT)
+            r = say(msg, len, r,
+                    "descriptor of message %" PRIu64 " has len %" PRIu64
+                    ", more than the ring's %" PRIu64,
+                    head, d.len, c->data_size);
+        if (r == 0)
+            r = read_slot(c, head, &sl);
+        if (r == 0 && (d.off != sl.off || d.len != sl.len ||
+                       d.time_ns != sl.time_ns))
+            r = say(msg, len, NERVE_ECORRUPT,
+                    "descriptor of message %" PRIu64 " (off %" PRIu64
+                    ", len %" PRIu64 ", time %" PRId64
+                    ") differs from its slot (off %" PRIu64 ", len %" PRIu64
+                    ", time %" PRId64 ")",
+                    head, d.off, d.len, d.time_ns, sl.off, sl.len,
+                    sl.time_ns);
+    }
+    /* A verdict stands only if no writer moved meanwhile. */
+    if (r && nerve__load_acq(&h->head) != head)
+        return NERVE_EOVERWRITTEN;
+    return r;
+}
+
 /* One pass of nerve_chan_check over [tail, head]. Returns 0, ECORRUPT (with
  * msg), or EOVERWRITTEN when a writer moved the ring during the pass. */
 static int check_pass(const nerve_chan *c, char *msg, size_t len)
@@ -1919,7 +2052,7 @@ static int check_pass(const nerve_chan *c, char *msg, size_t len)
                        " is behind the newest message's end %" PRIu64,
                        wpos, prev.off + prev.len);
     }
-    return 0;
+    return check_desc(c, head, tail, msg, len);
 }
 
 /* The verdict on a consistent channel: "ok", or "ok" with why its bell is

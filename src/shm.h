@@ -132,7 +132,20 @@ struct nerve__shm_hdr {
                                  SYNC(pub-seq) */
     nerve__a64 tail;          /* [W:lock][R:acq] oldest valid seq;
                                  > head means none. SYNC(tail-inval) */
-    uint8_t reserved2[64 - 16];
+    /* The newest message's descriptor (layout version 2): a copy of its
+     * slot on the line readers already poll, so that a caught-up reader
+     * does not load the slot. A seqlock whose version is the sequence
+     * number: D1 desc_seq = 0, release fence; D2 off, len, time_ns; D3
+     * desc_seq = s with release; then W6. desc_seq is 0 (a writer is, or
+     * died, between D1 and D3), head, or head + 1 (a writer is, or died,
+     * between D3 and W6). The slot stays authoritative: a reader that
+     * finds desc_seq != the message it wants reads the slot.
+     * SYNC(desc-seq) */
+    nerve__a64 desc_seq;      /* [W:lock][R:acq] seq the fields describe; 0 none */
+    nerve__a64 desc_off;      /* [W:lock][R:rlx] as slot.off */
+    nerve__a64 desc_len;      /* [W:lock][R:rlx] as slot.len */
+    nerve__ai64 desc_time_ns; /* [W:lock][R:rlx] as slot.time_ns */
+    uint8_t reserved2[64 - 48];
 };
 
 _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex does not fit its slot");
@@ -144,6 +157,10 @@ _Static_assert(offsetof(struct nerve__shm_hdr, wpos) == 256, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, head) == 320, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, tail) == 328, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, bytes_total) == 264, "layout");
+_Static_assert(offsetof(struct nerve__shm_hdr, desc_seq) == 336, "layout");
+_Static_assert(offsetof(struct nerve__shm_hdr, desc_off) == 344, "layout");
+_Static_assert(offsetof(struct nerve__shm_hdr, desc_len) == 352, "layout");
+_Static_assert(offsetof(struct nerve__shm_hdr, desc_time_ns) == 360, "layout");
 _Static_assert(sizeof(struct nerve__shm_hdr) == 384, "layout");
 _Static_assert(sizeof(struct nerve__shm_hdr) <= NERVE__HDR_REGION, "layout");
 _Static_assert(sizeof(struct nerve__shm_slot) == 32, "layout");
@@ -157,8 +174,10 @@ struct nerve__shm_bell {
     uint64_t magic;       /* [const] NERVE__BELL_MAGIC */
     uint32_t version;     /* [const] NERVE_LAYOUT_VERSION */
     uint32_t reserved0;
-    nerve__a32 waiters;   /* [bell][stat] readers inside a wait; for tools
-                             only (a killed reader leaves it raised) */
+    nerve__a32 waiters;   /* [bell] readers inside a wait; for tools, and
+                             for V5 (a woken reader passes the wake on
+                             only if more than one batch was inside); a
+                             killed reader leaves it raised (harmless) */
     uint32_t reserved1;
     nerve__ai64 wake_until; /* [bell] wake lease: the latest CLOCK_MONOTONIC
                              time until which a registered reader may sleep,

@@ -57,7 +57,7 @@ extern "C" {
 
 /* The version of the bytes in a channel file. Opening a file of another
  * layout version fails with NERVE_EVERSION. */
-#define NERVE_LAYOUT_VERSION 1
+#define NERVE_LAYOUT_VERSION 2
 
 /* Longest channel name, in bytes. Names use [A-Za-z0-9_.-], do not start
  * with '.', and are case-sensitive. */

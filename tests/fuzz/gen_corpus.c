@@ -201,6 +201,16 @@ int main(int argc, char **argv)
     set64(&g, HDR(head), UINT64_MAX);
     set64(&g, HDR(tail), UINT64_MAX - 1);
     save(&g, g.n, "OK.ECORRUPT.head-max");
+    /* The newest message's descriptor on the head line (layout 2). */
+    FRESH();
+    set64(&g, HDR(desc_seq), get64(&g, HDR(head)) - 1);
+    save(&g, g.n, "OK.ECORRUPT.desc-seq");
+    FRESH();
+    set64(&g, HDR(desc_len), get64(&g, HDR(desc_len)) + 1);
+    save(&g, g.n, "OK.ECORRUPT.desc-len");
+    FRESH();
+    set64(&g, HDR(desc_seq), 0);
+    save(&g, g.n, "OK.OK.desc-cleared");
 
     /* Damaged headers: open refuses with the matching error. */
     FRESH();
@@ -211,6 +221,9 @@ int main(int argc, char **argv)
     FRESH();
     set32(&g, HDR(layout_version), NERVE_LAYOUT_VERSION + 1);
     save(&g, g.n, "EVERSION.EVERSION.layout-version");
+    FRESH();
+    set32(&g, HDR(layout_version), 1);
+    save(&g, g.n, "EVERSION.EVERSION.layout-version-1");
     FRESH();
     set64(&g, HDR(incompat_flags), 1);
     save(&g, g.n, "EVERSION.EVERSION.incompat-flag");

@@ -19,7 +19,8 @@ void nerve__crashpoint_arm(const char *name, long skip);
 
 static const char *points[] = {
     "put.locked",      "put.after-tail",  "put.mid-payload",
-    "put.after-payload", "put.after-slot", "put.after-wpos",
+    "put.after-payload", "put.after-slot", "put.after-desc-clear",
+    "put.after-desc-fields", "put.after-desc-seq", "put.after-wpos",
     "put.after-commit", "put.after-unlock", "put.after-wake",
     "reserve.locked",   "commit.before-commit",
 };

@@ -54,7 +54,8 @@ void nerve__crashpoint_arm(const char *name, long skip);
 /* Every NERVE_CRASHPOINT of src/chan.c. */
 static const char *const points[] = {
     "put.locked",       "put.after-tail",   "put.mid-payload",
-    "put.after-payload", "put.after-slot",  "put.after-wpos",
+    "put.after-payload", "put.after-slot",  "put.after-desc-clear",
+    "put.after-desc-fields", "put.after-desc-seq", "put.after-wpos",
     "put.after-commit", "put.after-unlock", "put.after-wake",
     "reserve.locked",
     "commit.before-commit",

@@ -19,6 +19,9 @@
 #define OFF_DATA_OFF 88
 #define OFF_HEAD 320
 #define OFF_TAIL 328
+#define OFF_DESC_SEQ 336
+#define OFF_DESC_OFF 344
+#define OFF_DESC_LEN 352
 
 static char path_buf[256];
 
@@ -96,6 +99,17 @@ static void test_open_errors(void)
     nt_create(n, 8, 4096);
     poke32(n, OFF_VERSION, 99);
     NT_RC(open_rc(n), NERVE_EVERSION);
+    /* A file of layout version 1 (before the descriptor on the head
+     * line): refused, and the message says how to get a usable one. */
+    poke32(n, OFF_VERSION, 1);
+    NT_RC(open_rc(n), NERVE_EVERSION);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_EVERSION);
+    NT_ASSERT(strstr(msg, "layout_version 1") != NULL);
+    NT_ASSERT(strstr(msg, "recreate the channel") != NULL);
+    {
+        nerve_chan *w1;
+        NT_RC(nerve_chan_open(n, NERVE_O_WRITE, &w1), NERVE_EVERSION);
+    }
     poke32(n, OFF_VERSION, NERVE_LAYOUT_VERSION);
     NT_OK(open_rc(n));
     poke64(n, OFF_INCOMPAT, 1);
@@ -203,6 +217,73 @@ static void test_damaged_ring(void)
           NERVE_ECORRUPT);
     NT_RC(nerve_chan_get(r, b, sizeof b, INT64_MAX, 0, &gi, NERVE_GET_AT),
           NERVE_ECORRUPT);
+    nerve_chan_close(w);
+    nerve_chan_close(r);
+    NT_OK(nerve_chan_unlink(n));
+}
+
+/* The newest message's descriptor on the head line (layout version 2):
+ * readers fall back to the slot when it does not name the message they
+ * want, and nerve check verifies it. */
+static void test_damaged_desc(void)
+{
+    const char *n = nt_name("desc");
+    nt_create(n, 8, 4096);
+    nerve_chan *w, *r;
+    NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w));
+    NT_OK(nerve_chan_open(n, NERVE_O_READ, &r));
+    char msg[256], b[64];
+    struct nerve_get_info gi;
+    for (int i = 0; i < 3; i++)
+        NT_OK(nerve_chan_put(w, "abcdef", 6, 0, NULL, 0));
+    NT_OK(nerve_chan_check(n, msg, sizeof msg));
+    /* desc_seq 0 (a writer killed between D1 and D3): readers use the
+     * slot; check accepts it. */
+    poke64(n, OFF_DESC_SEQ, 0);
+    NT_OK(nerve_chan_check(n, msg, sizeof msg));
+    NT_OK(nerve_chan_get(r, b, sizeof b, 0, 0, &gi, NERVE_GET_NEWEST));
+    NT_EQ(gi.seq, 3);
+    NT_EQ(gi.len, 6);
+    NT_ASSERT(memcmp(b, "abcdef", 6) == 0);
+    /* head + 1 (killed between D3 and W6): accepted, not used. */
+    poke64(n, OFF_DESC_SEQ, 4);
+    NT_OK(nerve_chan_check(n, msg, sizeof msg));
+    NT_OK(nerve_chan_get(r, b, sizeof b, 0, 0,
+                         &gi, NERVE_GET_NEWEST | NERVE_F_REPEAT));
+    NT_EQ(gi.len, 6);
+    /* Any other message: corrupt. */
+    poke64(n, OFF_DESC_SEQ, 2);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ECORRUPT);
+    NT_ASSERT(strstr(msg, "descriptor names message 2") != NULL);
+    /* Naming head but differing from its slot: corrupt. */
+    poke64(n, OFF_DESC_SEQ, 3);
+    NT_OK(nerve_chan_check(n, msg, sizeof msg));
+    poke64(n, OFF_DESC_LEN, 5);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ECORRUPT);
+    NT_ASSERT(strstr(msg, "differs from its slot") != NULL);
+    /* A length beyond the ring: check says so, and a reader that takes
+     * the descriptor (caught up: NEWEST) reports it, never reads past
+     * the ring. */
+    poke64(n, OFF_DESC_LEN, 1ull << 40);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ECORRUPT);
+    NT_ASSERT(strstr(msg, "more than the ring") != NULL);
+    NT_RC(nerve_chan_get(r, b, sizeof b, 0, 0, &gi,
+                         NERVE_GET_NEWEST | NERVE_F_REPEAT),
+          NERVE_ECORRUPT);
+    struct nerve_view v;
+    NT_RC(nerve_chan_view(r, 0, 0, &v, NERVE_GET_NEWEST | NERVE_F_REPEAT),
+          NERVE_ECORRUPT);
+    /* A reader that lags reads the slot and is not affected. */
+    NT_OK(nerve_chan_get(r, b, sizeof b, 2, 0, &gi, NERVE_GET_SEQ));
+    NT_EQ(gi.len, 6);
+    /* The next put rewrites the descriptor: consistent again. */
+    poke64(n, OFF_DESC_OFF, 12345);
+    NT_OK(nerve_chan_put(w, "xyz", 3, 0, NULL, 0));
+    NT_OK(nerve_chan_check(n, msg, sizeof msg));
+    NT_OK(nerve_chan_get(r, b, sizeof b, 0, 0, &gi, NERVE_GET_NEXT));
+    NT_EQ(gi.seq, 4);
+    NT_EQ(gi.len, 3);
+    NT_ASSERT(memcmp(b, "xyz", 3) == 0);
     nerve_chan_close(w);
     nerve_chan_close(r);
     NT_OK(nerve_chan_unlink(n));
@@ -381,6 +462,7 @@ int main(void)
     nt_watchdog(120);
     test_open_errors();
     test_damaged_ring();
+    test_damaged_desc();
     test_random_corruption();
     test_permissions();
     printf("ok\n");
