@@ -189,7 +189,7 @@ nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
 
 /* A periodic (or channel-driven) loop that calls a body function. Opaque.
  * The calls below that take a task and return a status return
- * NERVE_EBADF when it is NULL (stop and destroy ignore NULL). */
+ * NERVE_EBADF when it is NULL (stop and close ignore NULL). */
 typedef struct nerve_task nerve_task;
 
 /* Overrun policy (nerve_task_opts.flags). An overrun is a body that ends
@@ -342,7 +342,7 @@ NERVE_NODISCARD NERVE_API int nerve_task_run(nerve_task *t);
  * first call: the loop has ended and statistics say running = 0), a
  * channel error that ended the loop, a set-up error as nerve_task_start()
  * (first call; call again to retry), NERVE_EBUSY (the task was started
- * with nerve_task_start() or nerve_task_run()), NERVE_EINVAL (NULL task or
+ * with nerve_task_start() or nerve_task_run()), NERVE_EBADF (NULL task), NERVE_EINVAL (NULL
  * tick, unknown flags). Once the loop has ended every call returns how it
  * ended.
  * Thread: the loop's: one thread at a time (the first call's, for the
