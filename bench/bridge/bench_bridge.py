@@ -220,6 +220,8 @@ def rate_of(x: Dict) -> float:
 def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, load0, load1,
            took: float, cmd: str) -> str:
     R = len(rounds)
+    placement = ("sending host on CPU 0, receiving host on CPU 1 (taskset)" if args.pin
+                 else "none (the scheduler places every program)")
     L = ["# nerve bridge vs bare Zenoh", "",
          f"Host: {host_desc()}.", ""
          f"Date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; the run took {took / 60:.1f} min. "
@@ -229,7 +231,7 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
          "use the same Zenoh configuration (bridge_zenoh.make_config: peer, multicast scouting off, "
          "Zenoh shared memory off) and the same publisher QoS (congestion control DROP, priority DATA, "
          f"express {'on' if args.express else 'off'}). "
-         f"CPU placement: {'sending host on CPU 0, receiving host on CPU 1 (taskset), both paths' if args.pin else 'none (the scheduler places every program), both paths'}. "
+         f"CPU placement: {placement}, both paths. "
          f"{R} rounds; each runs every phase over both paths, alternating which goes first; ratios are "
          "taken within a round, and given as median (min–max) over the rounds.", "",
          f"Command: `{cmd}`", ""]

@@ -6,10 +6,15 @@ reads OUT_PREFIX.jsonl and writes OUT_PREFIX.md (and prints it). With
 several runs (the "run" field) the main table gives, per cell, the median
 over the runs of each statistic (mean, sd, p50, p99, max); every run's
 mean and p50 follow."""
-import json, platform, statistics, subprocess, sys, time
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
 
 out, secs, load0, load1, cmd = sys.argv[1:]
-rows = [json.loads(l) for l in open(out + ".jsonl")]
+rows = [json.loads(line) for line in open(out + ".jsonl")]
 COPY, ZC = "nerve copy", "nerve zero-copy"
 COPY_S, ZC_S = "nerve copy, spin", "nerve zero-copy, spin"
 COPY_L, ZC_L = "nerve copy, lead+spin", "nerve zero-copy, lead+spin"

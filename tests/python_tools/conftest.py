@@ -14,11 +14,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Tuple
 
-import pytest
 from mcap.reader import make_reader
 from mcap.stream_reader import StreamReader
-
-import nerve
 
 pytest_plugins = ["nerve.testing"]  # the fixture `name`, the leftovers check
 
