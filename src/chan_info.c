@@ -58,7 +58,7 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
                       ? nerve__load32_rlx(&c->bell->waiters)
                       : 0;
     struct stat fs;
-    if (fstat(c->fd, &fs) == 0) {
+    if (nerve__file->fstat(c->fd, &fs) == 0) {
         st->mode = fs.st_mode & 07777;
         st->uid = fs.st_uid;
         st->gid = fs.st_gid;
@@ -230,11 +230,11 @@ static void check_bell(const nerve_chan *c, const char *lock, char *msg,
     char why[200] = "";
     struct stat st;
     /* Verified read-only: the checker need not be a writer. */
-    if (fstat(c->fd, &st) == 0) {
+    if (nerve__file->fstat(c->fd, &st) == 0) {
         struct nerve__shm_bell *b =
             nerve__bell_map(c->name, &st, 0, why, sizeof why);
         if (b)
-            munmap(b, NERVE__BELL_SIZE);
+            nerve__shm_unmap(b, NERVE__BELL_SIZE);
     }
     if (why[0])
         nerve__say(msg, len, 0,
@@ -274,24 +274,26 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
     return r;
 }
 
+struct list_arg {
+    int (*fn)(const char *name, void *arg);
+    void *arg;
+};
+
+/* One entry of SHM_DIR named CHAN_PREFIX...: a channel if the rest is a
+ * valid channel name. */
+static int list_one(const char *entry, void *arg)
+{
+    const struct list_arg *la = arg;
+    const char *name = entry + strlen(CHAN_PREFIX);
+    if (nerve_chan_name_check(name) != 0)
+        return 0;
+    return la->fn(name, la->arg);
+}
+
 int nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg)
 {
     if (!fn)
         return NERVE_EINVAL;
-    DIR *d = opendir(SHM_DIR);
-    if (!d)
-        return nerve__err_from_errno(errno);
-    int r = 0;
-    struct dirent *e;
-    size_t plen = strlen(CHAN_PREFIX);
-    while (r == 0 && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, CHAN_PREFIX, plen) != 0)
-            continue;
-        const char *name = e->d_name + plen;
-        if (nerve_chan_name_check(name) != 0)
-            continue;
-        r = fn(name, arg);
-    }
-    closedir(d);
-    return r;
+    struct list_arg la = {fn, arg};
+    return nerve__shm_each(SHM_DIR, CHAN_PREFIX, list_one, &la);
 }

@@ -165,22 +165,20 @@ static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
     int r = nerve__shm_tmp_create(SHM_DIR, NERVE__BELL_SIZE, t);
     if (r)
         return r;
-    struct nerve__shm_bell *b = mmap(NULL, NERVE__BELL_SIZE,
-                                     PROT_READ | PROT_WRITE, MAP_SHARED,
-                                     t->fd, 0);
-    if (b == MAP_FAILED) {
+    struct nerve__shm_bell *b = nerve__shm_map(t->fd, NERVE__BELL_SIZE, 1);
+    if (!b) {
         r = nerve__err_from_errno(errno);
     } else {
         b->version = NERVE_LAYOUT_VERSION;
         b->magic = NERVE__BELL_MAGIC;
-        munmap(b, NERVE__BELL_SIZE);
+        nerve__shm_unmap(b, NERVE__BELL_SIZE);
         /* The bell has the channel's mode (and owner and group): only
          * processes that may write the channel may write (and so
          * truncate) the bell, whose mapping every writer reads after each
          * put. bell_open() uses no other bell. Readers that may not write
          * it poll instead, unless the channel wakes on every put
          * (NERVE_C_WAKE_ALWAYS). See docs/design/0002-wakeup.md. */
-        if (fchmod(t->fd, mode) != 0)
+        if (nerve__file->fchmod(t->fd, mode) != 0)
             r = nerve__err_from_errno(errno);
     }
     if (r)
@@ -203,9 +201,8 @@ static int make_channel(const struct nerve_chan_opts *o,
     r = nerve__shm_tmp_create(SHM_DIR, g.file_size, t);
     if (r)
         return r;
-    unsigned char *m = mmap(NULL, g.index_off, PROT_READ | PROT_WRITE,
-                            MAP_SHARED, t->fd, 0);
-    if (m == MAP_FAILED) {
+    unsigned char *m = nerve__shm_map(t->fd, g.index_off, 1);
+    if (!m) {
         r = nerve__err_from_errno(errno);
         goto out;
     }
@@ -247,13 +244,13 @@ static int make_channel(const struct nerve_chan_opts *o,
         /* The magic last: the file becomes a channel only when complete.
          * (It is also invisible under its final name until linked.) */
         h->magic = NERVE__MAGIC;
-        if (msync(m, g.index_off, MS_SYNC) != 0)
+        if (nerve__file->msync(m, g.index_off, MS_SYNC) != 0)
             r = nerve__err_from_errno(errno);
     } else {
         r = NERVE_ENOMEM;
     }
-    munmap(m, g.index_off);
-    if (r == 0 && fchmod(t->fd, o->mode) != 0)
+    nerve__shm_unmap(m, g.index_off);
+    if (r == 0 && nerve__file->fchmod(t->fd, o->mode) != 0)
         r = nerve__err_from_errno(errno);
 out:
     if (r)
@@ -300,7 +297,7 @@ static void link_bell(const char *name, struct nerve__shm_tmp *bell)
     nerve__path_of(path, sizeof path, BELL_PREFIX, name);
     for (int attempt = 0; attempt < 3; attempt++) {
         int r = nerve__shm_tmp_link(bell, path);
-        if (r != NERVE_EEXIST || unlink(path) != 0)
+        if (r != NERVE_EEXIST || nerve__file->unlink(path) != 0)
             break;
     }
 }
@@ -352,50 +349,18 @@ int nerve_chan_unlink(const char *name)
     if (r)
         return r;
     char path[PATH_MAX];
-    struct stat st;
     nerve__path_of(path, sizeof path, CHAN_PREFIX, name);
     /* Only a regular file is a channel (or the remains of one): a
      * directory, FIFO, socket or symlink under the name is not removed. */
-    if (lstat(path, &st) != 0)
-        return nerve__err_from_errno(errno);
-    if (!S_ISREG(st.st_mode))
-        return NERVE_ENOTCHAN;
-    if (unlink(path) != 0)
-        return nerve__err_from_errno(errno);
+    r = nerve__shm_unlink(path);
+    if (r)
+        return r;
     /* The bell after the channel: a failed unlink keeps both. A bell this
      * user may not remove (planted by another user) stays, harmlessly: no
      * channel of this user's will use it (see link_bell()). */
     nerve__path_of(path, sizeof path, BELL_PREFIX, name);
-    (void)unlink(path);
+    (void)nerve__file->unlink(path);
     return 0;
-}
-
-/* chmod one file in /dev/shm through a descriptor: chmod(2) would follow a
- * symlink planted under the name to another of the caller's files. */
-static int chmod_file(const char *path, uint32_t mode)
-{
-    struct stat st;
-    int fd = nerve__shm_open(path, 0, &st);
-    if (fd == NERVE_EACCES) {
-        /* No read permission (mode 0200, say): O_PATH needs none. */
-        fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            return nerve__err_from_errno(errno);
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            return NERVE_ENOTCHAN;
-        }
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        int r = chmod(proc, mode) == 0 ? 0 : nerve__err_from_errno(errno);
-        close(fd);
-        return r;
-    }
-    if (fd < 0)
-        return fd;
-    int r = fchmod(fd, mode) == 0 ? 0 : nerve__err_from_errno(errno);
-    close(fd);
-    return r;
 }
 
 int nerve_chan_chmod(const char *name, uint32_t mode)
@@ -407,13 +372,13 @@ int nerve_chan_chmod(const char *name, uint32_t mode)
         return NERVE_EINVAL;
     char path[PATH_MAX];
     nerve__path_of(path, sizeof path, CHAN_PREFIX, name);
-    r = chmod_file(path, mode);
+    r = nerve__shm_chmod(path, mode);
     if (r)
         return r;
     /* The bell keeps the channel's mode (see make_bell()). A missing or
      * foreign bell is not an error: the channel works without one. */
     nerve__path_of(path, sizeof path, BELL_PREFIX, name);
-    r = chmod_file(path, mode);
+    r = nerve__shm_chmod(path, mode);
     if (r && r != NERVE_ENOENT && r != NERVE_ENOTCHAN && r != NERVE_EACCES)
         return r;
     return 0;
@@ -622,10 +587,8 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
         nerve__say(msg, len, 0, "bell is %" PRIu64 " bytes, expected %u",
             (uint64_t)st.st_size, NERVE__BELL_SIZE);
     } else {
-        void *p = mmap(NULL, NERVE__BELL_SIZE,
-                       PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
-                       fd, 0);
-        if (p == MAP_FAILED) {
+        void *p = nerve__shm_map(fd, NERVE__BELL_SIZE, writable);
+        if (!p) {
             nerve__say(msg, len, 0, "bell cannot be mapped: %s",
                 nerve_strerror(nerve__err_from_errno(errno)));
         } else {
@@ -633,12 +596,12 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
             if (b->magic != NERVE__BELL_MAGIC ||
                 b->version != NERVE_LAYOUT_VERSION) {
                 nerve__say(msg, len, 0, "bell has a wrong magic or version");
-                munmap(p, NERVE__BELL_SIZE);
+                nerve__shm_unmap(p, NERVE__BELL_SIZE);
                 b = NULL;
             }
         }
     }
-    close(fd);
+    nerve__file->close(fd);
     return b;
 }
 
@@ -687,7 +650,7 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     struct geometry g;
     memset(&h, 0, sizeof h);
     /* Validate the header from a private copy before mapping anything. */
-    ssize_t n = pread(fd, &h, sizeof h, 0);
+    ssize_t n = nerve__file->pread(fd, &h, sizeof h, 0);
     if (n < 0) {
         r = nerve__err_from_errno(errno);
         goto fail_fd;
@@ -743,7 +706,7 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     *out = c;
     return 0;
 fail_fd:
-    close(fd);
+    nerve__file->close(fd);
     return r;
 }
 
@@ -771,10 +734,10 @@ int nerve_chan_close(nerve_chan *c)
         c->reserved = 0;
     }
     if (c->bell)
-        munmap(c->bell, NERVE__BELL_SIZE);
+        nerve__shm_unmap(c->bell, NERVE__BELL_SIZE);
     nerve__unmap_double(c->base, c->file_size, c->data_size);
     if (c->fd >= 0)
-        close(c->fd);
+        nerve__file->close(c->fd);
     free(c->type);
     free(c->encoding);
     free(c->schema);
