@@ -93,8 +93,12 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
 
 int nerve_chan_stat_name(const char *name, struct nerve_stats *st)
 {
+    /* Validated as nerve_chan_open() validates (header, file size and
+     * allocation, metadata), but only the header, metadata and index are
+     * mapped: a tool polling this must not pay for mapping and populating
+     * the data ring twice on every call. */
     nerve_chan *c;
-    int r = nerve_chan_open(name, NERVE_O_READ, &c);
+    int r = nerve__chan_open(name, NERVE__O_HEADER, &c, NULL, 0);
     if (r)
         return r;
     r = nerve_chan_stat(c, st);

@@ -14,6 +14,9 @@
 #define SHM_DIR "/dev/shm/"
 #define CHAN_PREFIX "nerve."
 #define BELL_PREFIX "nerve-bell."
+/* nerve__chan_open() flag: map the header, metadata and index only (no
+ * data ring; ring is NULL), read-only, for nerve_chan_stat_name(). */
+#define NERVE__O_HEADER 0x80000000u
 /* A read retries this many times when writers overwrite its message. */
 #define READ_RETRIES 64
 /* v rounded up to a multiple of a. */
@@ -29,6 +32,8 @@ struct nerve_chan {
     struct nerve__shm_bell *bell; /* NULL: no bell (fall back to polling) */
     uint64_t nslots, data_size, file_size;
     uint64_t cursor;              /* last seq NEXT/NEWEST returned */
+    uint64_t map_len;             /* NERVE__O_HEADER: bytes mapped; 0: all,
+                                     the data ring twice */
     int fd;
     int writable;
     int wake_always;              /* NERVE__COMPAT_WAKE_ALWAYS, from open */

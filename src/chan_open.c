@@ -626,7 +626,8 @@ static int writer_ns_claim(nerve_chan *c)
 int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
                      char *msg, size_t len)
 {
-    if (!out || (flags & ~NERVE_O_WRITE))
+    if (!out || (flags & ~(NERVE_O_WRITE | NERVE__O_HEADER)) ||
+        (flags & NERVE_O_WRITE && flags & NERVE__O_HEADER))
         return NERVE_EINVAL;
     *out = NULL;
     int r = nerve_chan_name_check(name);
@@ -680,8 +681,16 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     c->nslots = g.nslots;
     c->data_size = g.data_size;
     c->file_size = g.file_size;
-    c->base = nerve__map_double(fd, g.file_size, g.data_off, g.data_size,
-                                writable);
+    if (flags & NERVE__O_HEADER) {
+        /* For statistics: the header, metadata and index pages only, not
+         * populated (a stat touches two or three pages), never the data
+         * ring. */
+        c->map_len = g.data_off;
+        c->base = nerve__shm_map(fd, g.data_off, 0);
+    } else {
+        c->base = nerve__map_double(fd, g.file_size, g.data_off, g.data_size,
+                                    writable);
+    }
     if (!c->base) {
         r = nerve__err_from_errno(errno);
         free(c);
@@ -689,7 +698,7 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     }
     c->hdr = (struct nerve__shm_hdr *)c->base;
     c->slots = (struct nerve__shm_slot *)(c->base + g.index_off);
-    c->ring = c->base + g.data_off;
+    c->ring = c->map_len ? NULL : c->base + g.data_off;
     /* The mapping is the file the header came from, but a writer with
      * access could have rewritten it since: the geometry used from here on
      * is the validated copy in the handle, never re-read. */
@@ -712,6 +721,8 @@ fail_fd:
 
 int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
 {
+    if (flags & NERVE__O_HEADER)
+        return NERVE_EINVAL; /* internal */
     return nerve__chan_open(name, flags, out, NULL, 0);
 }
 
@@ -735,7 +746,10 @@ int nerve_chan_close(nerve_chan *c)
     }
     if (c->bell)
         nerve__shm_unmap(c->bell, NERVE__BELL_SIZE);
-    nerve__unmap_double(c->base, c->file_size, c->data_size);
+    if (c->map_len)
+        nerve__shm_unmap(c->base, c->map_len);
+    else
+        nerve__unmap_double(c->base, c->file_size, c->data_size);
     if (c->fd >= 0)
         nerve__file->close(c->fd);
     free(c->type);

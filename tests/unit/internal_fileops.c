@@ -81,8 +81,11 @@ static int f_access(const char *p, int m)
 {
     return failing(OP_ACCESS) ? -1 : real->access(p, m);
 }
+static size_t mmap_max; /* the longest file mapping asked for */
 static void *f_mmap(void *a, size_t n, int prot, int fl, int fd, off_t off)
 {
+    if (fd >= 0 && n > mmap_max)
+        mmap_max = n;
     return failing(OP_MMAP) ? MAP_FAILED : real->mmap(a, n, prot, fl, fd, off);
 }
 static int f_msync(void *a, size_t n, int fl)
@@ -224,6 +227,43 @@ static int sweep(void)
     return failed;
 }
 
+/* nerve_chan_stat_name() maps the header, metadata and index, never the
+ * data ring, and reports what a handle's nerve_chan_stat() does. */
+static void stat_name_maps_header(void)
+{
+    const char *n = nt_name("stat");
+    nt_create(n, 16, 1 << 20);
+    nerve_chan *c;
+    NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &c));
+    for (int i = 0; i < 20; i++)
+        NT_OK(nerve_chan_put(c, "abc", 3, 0, NULL, 0));
+    struct nerve_stats a, b;
+    NT_OK(nerve_chan_stat(c, &a));
+    arm(OP_NONE, 0, 0, 0);
+    mmap_max = 0;
+    nerve__file = &faulty;
+    NT_OK(nerve_chan_stat_name(n, &b));
+    nerve__file = &nerve__file_linux;
+    NT_CMP(calls[OP_MMAP], >=, 1);
+    NT_CMP(mmap_max, <, (size_t)a.data_size);
+    NT_CMP(mmap_max, <, (size_t)a.file_size);
+    NT_EQ(b.head_seq, a.head_seq);
+    NT_EQ(b.tail_seq, a.tail_seq);
+    NT_EQ(b.head_seq, 20);
+    NT_EQ(b.newest_time_ns, a.newest_time_ns);
+    NT_EQ(b.slots, a.slots);
+    NT_EQ(b.data_size, a.data_size);
+    NT_EQ(b.file_size, a.file_size);
+    NT_EQ(b.bytes_total, 60);
+    NT_EQ(b.mode, a.mode);
+    NT_EQ(b.created_ns, a.created_ns);
+    /* The internal flag is not part of the API. */
+    nerve_chan *d = NULL;
+    NT_RC(nerve_chan_open(n, 0x80000000u, &d), NERVE_EINVAL);
+    NT_OK(nerve_chan_close(c));
+    NT_OK(nerve_chan_unlink(n));
+}
+
 int main(void)
 {
     nt_watchdog(120);
@@ -263,6 +303,7 @@ int main(void)
     open_fails(OP_PREAD, EIO, -EIO);
     open_fails(OP_FSTAT, EIO, -EIO);
 
+    stat_name_maps_header();
     NT_EQ(shm_leftovers(), 0);
     printf("ok\n");
     return 0;
