@@ -267,10 +267,11 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
     struct nerve__shm_hdr *h = c->hdr;
     uint64_t head = nerve__load_rlx(&h->head);
     uint64_t tail = nerve__load_rlx(&h->tail);
-    uint64_t s = head + 1;
+    uint64_t s = head + 1; /* W1 */
     /* wpos is only ever used modulo data_size, so even a foreign value
      * cannot take a write out of bounds. */
-    uint64_t p = round_up(nerve__load_rlx(&h->wpos), NERVE__MSG_ALIGN);
+    uint64_t p = round_up(nerve__load_rlx(&h->wpos), /* W1 */
+                          NERVE__MSG_ALIGN);
     uint64_t t = tail;
     /* Slot reuse: s takes the slot of s - nslots. */
     if (s > c->nslots && t <= s - c->nslots)
@@ -283,7 +284,7 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
             t++;
     }
     if (t != tail)
-        nerve__store_rlx(&h->tail, t);
+        nerve__store_rlx(&h->tail, t); /* W2 */
     /* SYNC(tail-inval) release: the tail as raised by this or an earlier
      * writer is visible to every reader that observes a byte or slot field
      * stored after this fence; pairs with the acquire fence in
@@ -328,40 +329,39 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     struct nerve__shm_hdr *h = c->hdr;
     struct nerve__shm_slot *sl = slot_of(c, seq);
     int64_t now = commit_time(c, seq, at);
-    nerve__store_rlx(&sl->seq, seq);
-    nerve__store_rlx(&sl->off, pos);
-    nerve__store_rlx(&sl->len, len);
-    nerve__storei_rlx(&sl->time_ns, now);
+    nerve__store_rlx(&sl->seq, seq); /* W4 */
+    nerve__store_rlx(&sl->off, pos); /* W4 */
+    nerve__store_rlx(&sl->len, len); /* W4 */
+    nerve__storei_rlx(&sl->time_ns, now); /* W4 */
     NERVE_CRASHPOINT("put.after-slot");
     /* D1-D3 SYNC(desc-seq): the same description on the head line, for
      * caught-up readers (read_desc()). D1: desc_seq = 0, then a release
      * fence, so a reader that sees any D2 store sees D1 (or later) when
      * it reloads desc_seq after its acquire fence. (Free on x86.) */
-    nerve__store_rlx(&h->desc_seq, 0);
+    nerve__store_rlx(&h->desc_seq, 0); /* D1 */
     nerve__fence_rel();
     NERVE_CRASHPOINT("put.after-desc-clear");
-    /* D2 */
-    nerve__store_rlx(&h->desc_off, pos);
-    nerve__store_rlx(&h->desc_len, len);
-    nerve__storei_rlx(&h->desc_time_ns, now);
+    nerve__store_rlx(&h->desc_off, pos); /* D2 */
+    nerve__store_rlx(&h->desc_len, len); /* D2 */
+    nerve__storei_rlx(&h->desc_time_ns, now); /* D2 */
     NERVE_CRASHPOINT("put.after-desc-fields");
     /* D3: release, so a reader whose acquire load sees s sees D2. */
-    nerve__store_rel(&h->desc_seq, seq);
+    nerve__store_rel(&h->desc_seq, seq); /* D3 */
     NERVE_CRASHPOINT("put.after-desc-seq");
-    nerve__store_rlx(&h->wpos, pos + len);
+    nerve__store_rlx(&h->wpos, pos + len); /* W5 */
     NERVE_CRASHPOINT("put.after-wpos");
     /* SYNC(pub-seq) release: the commit. Payload (W3) and slot (W4) become
      * visible to readers that load head with acquire in locate(). The
      * store is seq_cst, which also makes it the store half of
      * SYNC(wake-check) (one locked instruction on x86, xchg, in place of a
      * release store here plus a fence after the unlock). */
-    nerve__store_sc(&h->head, seq);
+    nerve__store_sc(&h->head, seq); /* W6 */
     NERVE_CRASHPOINT("put.after-commit");
     /* [stat], written only under the lock: a plain add, not a locked RMW. */
     nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
     /* W7: unlock before waking, so no wake-up work is done while other
      * writers wait for the lock. */
-    (void)nerve__mutex_unlock(&h->lock.l);
+    (void)nerve__mutex_unlock(&h->lock.l); /* W7 */
     NERVE_CRASHPOINT("put.after-unlock");
     /* W8 SYNC(wake-check) seq_cst: the seq_cst head store of W6 comes
      * before this seq_cst lease load in the single total order, so with
@@ -372,8 +372,8 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
      * before the commit: it re-checks head itself. So a dead reader's
      * lease costs nothing once it ends. */
     if (c->wake_always || !c->bell ||
-        nerve__loadi_sc(&c->bell->wake_until) > now)
-        (void)nerve__futex->wake((const uint32_t *)&h->head, 1,
+        nerve__loadi_sc(&c->bell->wake_until) > now) /* W8 */
+        (void)nerve__futex->wake((const uint32_t *)&h->head, 1, /* W8 */
                                  NERVE__WAKE_BATCH);
     NERVE_CRASHPOINT("put.after-wake");
     if (info) {
@@ -422,12 +422,12 @@ static int put_msg(nerve_chan *c, const void *buf, size_t len, int64_t at,
     unsigned char *dst = c->ring + pos % c->data_size;
     if (len > 1) {
         /* Two halves so a crash point can fall in the middle of a copy. */
-        nerve__racy_write(dst, buf, len / 2);
+        nerve__racy_write(dst, buf, len / 2); /* W3 */
         NERVE_CRASHPOINT("put.mid-payload");
         nerve__racy_write(dst + len / 2, (const unsigned char *)buf + len / 2,
-                          len - len / 2);
+                          len - len / 2); /* W3 */
     } else if (len) {
-        nerve__racy_write(dst, buf, len);
+        nerve__racy_write(dst, buf, len); /* W3 */
     }
     NERVE_CRASHPOINT("put.after-payload");
     finish_message(c, seq, pos, len, info, recovered, at);
@@ -546,11 +546,11 @@ int nerve__read_slot(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
     const struct nerve__shm_slot *sl = slot_of(c, seq);
     /* Relaxed: validated by nerve__still_valid() below. */
     uint64_t sseq = nerve__load_rlx(&sl->seq);
-    m->off = nerve__load_rlx(&sl->off);
+    m->off = nerve__load_rlx(&sl->off); /* R2 */
     m->len = nerve__load_rlx(&sl->len);
     m->time_ns = nerve__loadi_rlx(&sl->time_ns);
     m->seq = seq;
-    if (!nerve__still_valid(c, seq))
+    if (!nerve__still_valid(c, seq)) /* R3 */
         return NERVE_EOVERWRITTEN;
     if (sseq != seq || m->len > c->data_size)
         return NERVE_ECORRUPT;
@@ -571,7 +571,7 @@ read_desc(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
     uint64_t v1 = nerve__load_acq(&h->desc_seq);
     if (v1 != seq)
         return NERVE_EAGAIN;
-    m->off = nerve__load_rlx(&h->desc_off);
+    m->off = nerve__load_rlx(&h->desc_off); /* R2 */
     m->len = nerve__load_rlx(&h->desc_len);
     m->time_ns = nerve__loadi_rlx(&h->desc_time_ns);
     m->seq = seq;
@@ -579,7 +579,7 @@ read_desc(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
     if (nerve__load_rlx(&h->desc_seq) != seq)
         return NERVE_EAGAIN;
     /* SYNC(read-validate): tail after the same acquire fence. */
-    if (nerve__load_rlx(&h->tail) > seq)
+    if (nerve__load_rlx(&h->tail) > seq) /* R3 */
         return NERVE_EOVERWRITTEN;
     if (m->len > c->data_size)
         return NERVE_ECORRUPT;
@@ -611,10 +611,10 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
     const struct nerve__shm_hdr *h = c->hdr;
     /* SYNC(pub-seq) acquire: message head's slot and payload are visible;
      * pairs with the release store in finish_message(). */
-    uint64_t head = nerve__load_acq(&h->head);
+    uint64_t head = nerve__load_acq(&h->head); /* R1 */
     /* Acquire: a tail loaded after head is at least the tail any writer
      * had published when it committed head. */
-    uint64_t tail = nerve__load_acq(&h->tail);
+    uint64_t tail = nerve__load_acq(&h->tail); /* R1 */
     *head_seen = head;
     /* Messages older than head - nslots + 1 cannot be present. A tail below
      * that bound is a foreign write (or a very old load); either way the
@@ -763,7 +763,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
          * after NERVE__WAIT_SLICE_NS + NERVE__LEASE_GRACE_NS. */
         for (size_t i = 0; i < n; i++) {
             if (chans[i]->bell)
-                nerve__maxi_sc(&chans[i]->bell->wake_until,
+                nerve__maxi_sc(&chans[i]->bell->wake_until, /* V1 */
                                slice + NERVE__LEASE_GRACE_NS);
         }
         nerve__fence_sc();
@@ -774,8 +774,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                 r = NERVE_ECANCELED;
                 goto out;
             }
-            /* V2 */
-            uint64_t hv = nerve__load_sc(&c->hdr->head);
+            uint64_t hv = nerve__load_sc(&c->hdr->head); /* V2 */
             if (hv != seen[i])
                 changed = 1;
             w[2 * i].word = (const uint32_t *)&c->hdr->head;
@@ -792,7 +791,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
             goto out;
         }
         /* V3: sleep until the slice ends, never past the lease. */
-        int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice);
+        int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice); /* V3 */
         if (wr == NERVE_ENOSYS) {
             /* No futex_waitv: sleep on the first channel only, in polling
              * slices, so the others and the cancel words are checked at
@@ -838,7 +837,7 @@ out:
          * bell-less readers are not counted). */
         if (slept && (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
             nerve__load_rlx(&c->hdr->head) != seen[i])
-            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1,
+            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1, /* V5 */
                                      NERVE__WAKE_BATCH);
     }
     return r;
@@ -895,9 +894,9 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
          * writer is rewriting it, the slot. */
         r = NERVE_EAGAIN;
         if (seq == head_seen)
-            r = read_desc(c, seq, &m);
+            r = read_desc(c, seq, &m); /* R2 */
         if (r == NERVE_EAGAIN)
-            r = nerve__read_slot(c, seq, &m);
+            r = nerve__read_slot(c, seq, &m); /* R2-R3 */
         if (r == 0 && !view) {
             if (m.len > len) {
                 if (info) {
@@ -910,8 +909,8 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
                 return NERVE_EMSGSIZE;
             }
             /* R4: one copy, then validate again. */
-            nerve__racy_copy(buf, msg_ptr(c, &m), m.len);
-            if (!nerve__still_valid(c, seq))
+            nerve__racy_copy(buf, msg_ptr(c, &m), m.len); /* R4 */
+            if (!nerve__still_valid(c, seq)) /* R4: R3 again */
                 r = NERVE_EOVERWRITTEN;
         }
         if (r == NERVE_EOVERWRITTEN) {
