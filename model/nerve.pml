@@ -660,12 +660,12 @@ locate:
             fi
         :: else -> skip
         fi;
-        /* R2, read_slot(): relaxed loads. */
+        /* R2, nerve__read_slot(): relaxed loads. */
         sq = slot[(want - 1) % NS].seq;
         o = slot[(want - 1) % NS].off;
         l = slot[(want - 1) % NS].size;
 validate:
-        /* R3, still_valid(): SYNC(read-validate) acquire fence, tail. */
+        /* R3, nerve__still_valid(): SYNC(read-validate) acquire fence, tail. */
 #ifdef BROKEN_NO_VALIDATE
         v = t;
 #else
@@ -679,7 +679,7 @@ validate:
         assert(sq == want && l <= DS);
 
         /* R4: the copy (compared with the ghost as it goes, so the model
-         * keeps no bytes), then still_valid() again. */
+         * keeps no bytes), then nerve__still_valid() again. */
         i = 0;
         do
         :: i < l ->
