@@ -674,7 +674,7 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
 static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
 {
     const struct nerve__shm_hdr *h = c->hdr;
-    for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
         /* SYNC(pub-seq) acquire, as in locate(). */
         uint64_t head = nerve__load_acq(&h->head);
         uint64_t lo = nerve__load_acq(&h->tail);
@@ -916,7 +916,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
         if (r == NERVE_EOVERWRITTEN) {
             if (mode == NERVE_GET_SEQ)
                 return r;
-            if (++retries >= READ_RETRIES)
+            if (++retries >= NERVE__READ_RETRIES)
                 return NERVE_ELAPPED;
             continue;
         }

@@ -63,7 +63,7 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
         st->uid = fs.st_uid;
         st->gid = fs.st_gid;
     }
-    for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
         /* SYNC(pub-seq) acquire, as in locate(). */
         uint64_t head = nerve__load_acq(&h->head);
         uint64_t tail = nerve__load_acq(&h->tail);
@@ -283,12 +283,12 @@ struct list_arg {
     void *arg;
 };
 
-/* One entry of SHM_DIR named CHAN_PREFIX...: a channel if the rest is a
+/* One entry of NERVE__SHM_DIR named NERVE__CHAN_PREFIX...: a channel if the rest is a
  * valid channel name. */
 static int list_one(const char *entry, void *arg)
 {
     const struct list_arg *la = arg;
-    const char *name = entry + strlen(CHAN_PREFIX);
+    const char *name = entry + strlen(NERVE__CHAN_PREFIX);
     if (nerve_chan_name_check(name) != 0)
         return 0;
     return la->fn(name, la->arg);
@@ -299,5 +299,5 @@ int nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg)
     if (!fn)
         return NERVE_EINVAL;
     struct list_arg la = {fn, arg};
-    return nerve__shm_each(SHM_DIR, CHAN_PREFIX, list_one, &la);
+    return nerve__shm_each(NERVE__SHM_DIR, NERVE__CHAN_PREFIX, list_one, &la);
 }

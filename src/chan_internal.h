@@ -11,14 +11,14 @@
 #include "nerve/chan.h"
 #include "shm.h"
 
-#define SHM_DIR "/dev/shm/"
-#define CHAN_PREFIX "nerve."
-#define BELL_PREFIX "nerve-bell."
+#define NERVE__SHM_DIR "/dev/shm/"
+#define NERVE__CHAN_PREFIX "nerve."
+#define NERVE__BELL_PREFIX "nerve-bell."
 /* nerve__chan_open() flag: map the header, metadata and index only (no
  * data ring; ring is NULL), read-only, for nerve_chan_stat_name(). */
 #define NERVE__O_HEADER 0x80000000u
 /* A read retries this many times when writers overwrite its message. */
-#define READ_RETRIES 64
+#define NERVE__READ_RETRIES 64
 /* v rounded up to a multiple of a. */
 #define NERVE__ROUND_UP(v, a) (((v) + (a)-1) / (a) * (a))
 /* The index ring entry of message seq (seq >= 1). */
@@ -50,7 +50,7 @@ struct nerve_chan {
 };
 
 /* The layout of a channel, derived from its geometry (chan_open.c). */
-struct geometry {
+struct nerve__geometry {
     uint64_t nslots, data_size, meta_len, index_off, data_off, file_size;
 };
 
@@ -75,7 +75,7 @@ int nerve__reservation_orphaned(const nerve_chan *c);
 
 /* ---- chan_open.c: files ---- */
 
-/* SHM_DIR prefix name into buf. */
+/* NERVE__SHM_DIR prefix name into buf. */
 void nerve__path_of(char *buf, size_t len, const char *prefix,
                     const char *name);
 /* Format into msg (when given) and return code. */
@@ -83,7 +83,7 @@ __attribute__((format(printf, 4, 5))) int
 nerve__say(char *msg, size_t len, int code, const char *fmt, ...);
 /* Validate a header read from a file of st_size bytes (see chan_open.c). */
 int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
-                        struct geometry *g, char *msg, size_t len);
+                        struct nerve__geometry *g, char *msg, size_t len);
 /* nerve_chan_open() with the reason for a failure in msg. */
 int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
                      char *msg, size_t len);

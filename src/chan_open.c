@@ -50,7 +50,7 @@ int nerve_chan_name_check(const char *name)
 void nerve__path_of(char *buf, size_t len, const char *prefix,
                     const char *name)
 {
-    snprintf(buf, len, SHM_DIR "%s%s", prefix, name);
+    snprintf(buf, len, NERVE__SHM_DIR "%s%s", prefix, name);
 }
 
 /* ---- geometry ----------------------------------------------------------- */
@@ -58,7 +58,7 @@ void nerve__path_of(char *buf, size_t len, const char *prefix,
 /* Compute (creation) or re-derive (open) the layout of a channel. Returns 0
  * or NERVE_EINVAL if it does not fit the limits. */
 static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
-                       uint64_t page, struct geometry *g)
+                       uint64_t page, struct nerve__geometry *g)
 {
     if (nslots < 1 || nslots > MAX_SLOTS || data_size < 1 ||
         data_size > MAX_DATA || meta_bytes > (1ull << 32) || page < 4096 ||
@@ -162,7 +162,7 @@ static int opts_read(const struct nerve_chan_opts *in,
 /* Write the bell into the new unnamed file t (NERVE__BELL_SIZE bytes). */
 static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
 {
-    int r = nerve__shm_tmp_create(SHM_DIR, NERVE__BELL_SIZE, t);
+    int r = nerve__shm_tmp_create(NERVE__SHM_DIR, NERVE__BELL_SIZE, t);
     if (r)
         return r;
     struct nerve__shm_bell *b = nerve__shm_map(t->fd, NERVE__BELL_SIZE, 1);
@@ -193,12 +193,12 @@ static int make_channel(const struct nerve_chan_opts *o,
     uint64_t tlen = o->type ? strlen(o->type) : 0;
     uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
     uint64_t page = nerve__page_size();
-    struct geometry g;
+    struct nerve__geometry g;
     int r = geometry_of(o->slots, o->data_size, tlen + elen + o->schema_len + 3,
                         page, &g);
     if (r)
         return r;
-    r = nerve__shm_tmp_create(SHM_DIR, g.file_size, t);
+    r = nerve__shm_tmp_create(NERVE__SHM_DIR, g.file_size, t);
     if (r)
         return r;
     unsigned char *m = nerve__shm_map(t->fd, g.index_off, 1);
@@ -271,7 +271,7 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
     int r = nerve_chan_open(name, NERVE_O_READ, &c);
     if (r)
         return r;
-    struct geometry g;
+    struct nerve__geometry g;
     r = geometry_of(o->slots, o->data_size, 1, nerve__page_size(), &g);
     if (r == 0 &&
         (c->nslots != g.nslots || c->data_size != g.data_size ||
@@ -294,7 +294,7 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
 static void link_bell(const char *name, struct nerve__shm_tmp *bell)
 {
     char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, BELL_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
     for (int attempt = 0; attempt < 3; attempt++) {
         int r = nerve__shm_tmp_link(bell, path);
         if (r != NERVE_EEXIST || nerve__file->unlink(path) != 0)
@@ -312,7 +312,7 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
         return r;
     /* Temporaries of creators killed mid-create (only where files cannot
      * be made unnamed, or by older versions) are removed here. */
-    nerve__shm_tmp_sweep(SHM_DIR);
+    nerve__shm_tmp_sweep(NERVE__SHM_DIR);
     struct nerve__shm_tmp chan, bell;
     r = make_channel(&o, &chan);
     if (r)
@@ -328,7 +328,7 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
      * there) and nothing of ours is adopted or left behind. */
     NERVE_CRASHPOINT("create.filled");
     char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, CHAN_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
     r = nerve__shm_tmp_link(&chan, path);
     nerve__shm_tmp_discard(&chan);
     if (r == 0) {
@@ -349,7 +349,7 @@ int nerve_chan_unlink(const char *name)
     if (r)
         return r;
     char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, CHAN_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
     /* Only a regular file is a channel (or the remains of one): a
      * directory, FIFO, socket or symlink under the name is not removed. */
     r = nerve__shm_unlink(path);
@@ -358,7 +358,7 @@ int nerve_chan_unlink(const char *name)
     /* The bell after the channel: a failed unlink keeps both. A bell this
      * user may not remove (planted by another user) stays, harmlessly: no
      * channel of this user's will use it (see link_bell()). */
-    nerve__path_of(path, sizeof path, BELL_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
     (void)nerve__file->unlink(path);
     return 0;
 }
@@ -371,13 +371,13 @@ int nerve_chan_chmod(const char *name, uint32_t mode)
     if (mode & ~0777u)
         return NERVE_EINVAL;
     char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, CHAN_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
     r = nerve__shm_chmod(path, mode);
     if (r)
         return r;
     /* The bell keeps the channel's mode (see make_bell()). A missing or
      * foreign bell is not an error: the channel works without one. */
-    nerve__path_of(path, sizeof path, BELL_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
     r = nerve__shm_chmod(path, mode);
     if (r && r != NERVE_ENOENT && r != NERVE_ENOTCHAN && r != NERVE_EACCES)
         return r;
@@ -401,7 +401,7 @@ int nerve__say(char *msg, size_t len, int code, const char *fmt, ...)
  * own code (a file that is not a channel, another version, another ABI, a
  * truncated file, inconsistent fields) and, into msg, the field and why. */
 int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
-                        struct geometry *g, char *msg, size_t len)
+                        struct nerve__geometry *g, char *msg, size_t len)
 {
     if (st_size < sizeof h->magic)
         return nerve__say(msg, len, NERVE_ENOTCHAN,
@@ -555,7 +555,7 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
                                         char *msg, size_t len)
 {
     char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, BELL_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
     struct stat st;
     int fd = nerve__shm_open(path, writable, &st);
     if (fd == NERVE_ENOENT) {
@@ -634,7 +634,7 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     if (r)
         return r;
     char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, CHAN_PREFIX, name);
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
     int writable = (flags & NERVE_O_WRITE) != 0;
     /* Never blocks, never follows a symlink, and only a regular file is
      * opened (nerve__shm_open): /dev/shm is world-writable. */
@@ -648,7 +648,7 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         return fd;
     }
     struct nerve__shm_hdr h;
-    struct geometry g;
+    struct nerve__geometry g;
     memset(&h, 0, sizeof h);
     /* Validate the header from a private copy before mapping anything. */
     ssize_t n = nerve__file->pread(fd, &h, sizeof h, 0);
