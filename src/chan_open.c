@@ -175,7 +175,7 @@ static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
         /* The bell has the channel's mode (and owner and group): only
          * processes that may write the channel may write (and so
          * truncate) the bell, whose mapping every writer reads after each
-         * put. bell_open() uses no other bell. Readers that may not write
+         * put. nerve__bell_map() uses no other bell. Readers that may not write
          * it poll instead, unless the channel wakes on every put
          * (NERVE_C_WAKE_ALWAYS). See docs/design/0002-wakeup.md. */
         if (nerve__file->fchmod(t->fd, mode) != 0)
@@ -288,7 +288,7 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
  * The bell is linked with no-replace semantics too: a file already at the
  * bell's name is a stale bell or one planted by someone else. It is
  * removed where this user may (its own, or any as root) and otherwise
- * left alone: bell_open() will not use a bell whose owner, group or mode
+ * left alone: nerve__bell_map() will not use a bell whose owner, group or mode
  * differ from the channel's, so the channel then works without one
  * (waiting readers poll) and nerve_chan_check() says so. */
 static void link_bell(const char *name, struct nerve__shm_tmp *bell)
