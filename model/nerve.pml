@@ -16,7 +16,7 @@
  *   - NRD lock-free readers doing NEXT (poll or untimed wait), NEWEST and
  *     SEQ gets, each a locate (R1), a slot read and validation (R2-R3) and a
  *     copy and validation (R4), retried on EOVERWRITTEN as read_msg() does
- *     (RETRIES times in the model, READ_RETRIES in the code); waiting
+ *     (RETRIES times in the model, NERVE__READ_RETRIES in the code); waiting
  *     readers can be killed (RKILLS);
  *   - the futex: a wait sleeps only if the word still equals the value the
  *     reader saw (compared atomically, as the kernel does under its bucket
@@ -95,7 +95,7 @@
 #define RMODES 3    /* bit 0 NEXT poll, 1 NEXT wait, 2 NEWEST, 3 SEQ */
 #endif
 #ifndef RETRIES
-#define RETRIES 2   /* read_msg(): READ_RETRIES */
+#define RETRIES 2   /* read_msg(): NERVE__READ_RETRIES */
 #endif
 #ifndef WITNESS
 #define WITNESS 0
@@ -660,12 +660,12 @@ locate:
             fi
         :: else -> skip
         fi;
-        /* R2, read_slot(): relaxed loads. */
+        /* R2, nerve__read_slot(): relaxed loads. */
         sq = slot[(want - 1) % NS].seq;
         o = slot[(want - 1) % NS].off;
         l = slot[(want - 1) % NS].size;
 validate:
-        /* R3, still_valid(): SYNC(read-validate) acquire fence, tail. */
+        /* R3, nerve__still_valid(): SYNC(read-validate) acquire fence, tail. */
 #ifdef BROKEN_NO_VALIDATE
         v = t;
 #else
@@ -679,7 +679,7 @@ validate:
         assert(sq == want && l <= DS);
 
         /* R4: the copy (compared with the ghost as it goes, so the model
-         * keeps no bytes), then still_valid() again. */
+         * keeps no bytes), then nerve__still_valid() again. */
         i = 0;
         do
         :: i < l ->

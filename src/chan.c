@@ -145,43 +145,32 @@
  *   model/ checks this protocol (writers killed at any step, lock-free
  *   readers with validation, waits and wakes); its steps carry the same
  *   SYNC tags. See model/README.md.
+ *
+ * FILES
+ *   This file is the protocol only: the steps above (put, reserve/commit/
+ *   abort, get/view/view_check, wait/wake, the descriptor). Creating,
+ *   opening (header validation), closing and repairing a channel are in
+ *   chan_open.c; statistics, check and list in chan_info.c; the clock in
+ *   clock.c; file operations behind platform.h.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomics.h"
+#include "chan_internal.h"
 #include "crashpoint.h"
 #include "nerve/nerve.h"
 #include "platform.h"
 #include "shm.h"
 
-#define SHM_DIR "/dev/shm/"
-#define CHAN_PREFIX "nerve."
-#define BELL_PREFIX "nerve-bell."
-#define DEFAULT_SLOTS 1024u
-#define DEFAULT_DATA (1u << 20)
-#define DEFAULT_MODE 0644u
-/* Largest geometry accepted; keeps every sum below 2^63. */
-#define MAX_SLOTS (1ull << 32)
-#define MAX_DATA (1ull << 40)
 /* Untimed waits re-check the ring this often (see CRASH RECOVERY). */
 #define NERVE__WAIT_SLICE_NS 100000000ll
 /* Without a bell (or without futex_waitv for nerve_chan_wait_any) waits poll. */
 #define NERVE__POLL_SLICE_NS 1000000ll
-/* A read retries this many times when writers overwrite its message. */
-#define READ_RETRIES 64
 /* A put wakes at most this many sleepers; each woken reader passes the
  * wake on to as many more (SYNC(wake-pass)), so a put's wake-up cost is
  * bounded however many threads wait. */
@@ -190,851 +179,19 @@
  * much. */
 #define NERVE__LEASE_GRACE_NS 1000000ll
 
-struct nerve_chan {
-    unsigned char *base;          /* the double mapping */
-    struct nerve__shm_hdr *hdr;
-    struct nerve__shm_slot *slots;
-    unsigned char *ring;          /* data ring; 2 * data_size mapped */
-    struct nerve__shm_bell *bell; /* NULL: no bell (fall back to polling) */
-    uint64_t nslots, data_size, file_size;
-    uint64_t cursor;              /* last seq NEXT/NEWEST returned */
-    int fd;
-    int writable;
-    int wake_always;              /* NERVE__COMPAT_WAKE_ALWAYS, from open */
-    nerve__a32 cancel;            /* private futex word; 1 = cancelled */
-    /* Open reservation (writable handles): */
-    int reserved;
-    uint32_t res_tid;             /* the reserving thread (owns the lock) */
-    uint64_t res_seq, res_pos, res_len;
-    uint32_t res_recovered;
-    /* Metadata copies and the name. */
-    char *type, *encoding, *schema;
-    uint64_t schema_len;
-    char name[NERVE_NAME_MAX + 1];
-};
-
-/* ---- small helpers ------------------------------------------------------ */
-
-int64_t nerve_clock_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int64_t nerve_clock_to_realtime_ns(int64_t mono_ns)
-{
-    struct timespec rt, mo;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mo);
-    int64_t off = ((int64_t)rt.tv_sec - (int64_t)mo.tv_sec) * 1000000000 +
-                  (rt.tv_nsec - mo.tv_nsec);
-    return mono_ns + off;
-}
-
 static uint64_t round_up(uint64_t v, uint64_t a)
 {
-    return (v + a - 1) / a * a;
+    return NERVE__ROUND_UP(v, a);
 }
-
-/* One mapping from errno values to codes for the whole library. */
-static int errno_to_nerve(int e)
-{
-    return nerve__err_from_errno(e);
-}
-
-int nerve_chan_name_check(const char *name)
-{
-    if (!name || !name[0] || name[0] == '.')
-        return NERVE_EINVAL;
-    size_t n = 0;
-    for (const char *p = name; *p; p++, n++) {
-        char ch = *p;
-        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                 (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
-                 ch == '.';
-        if (!ok)
-            return NERVE_EINVAL;
-        if (n >= NERVE_NAME_MAX)
-            return NERVE_ENAMETOOLONG;
-    }
-    return 0;
-}
-
-static void path_of(char *buf, size_t len, const char *prefix,
-                    const char *name)
-{
-    snprintf(buf, len, SHM_DIR "%s%s", prefix, name);
-}
-
-/* ---- geometry ----------------------------------------------------------- */
-
-struct geometry {
-    uint64_t nslots, data_size, meta_len, index_off, data_off, file_size;
-};
-
-/* Compute (creation) or re-derive (open) the layout of a channel. Returns 0
- * or NERVE_EINVAL if it does not fit the limits. */
-static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
-                       uint64_t page, struct geometry *g)
-{
-    if (nslots < 1 || nslots > MAX_SLOTS || data_size < 1 ||
-        data_size > MAX_DATA || meta_bytes > (1ull << 32) || page < 4096 ||
-        (page & (page - 1)) != 0)
-        return NERVE_EINVAL;
-    g->nslots = nslots;
-    g->data_size = round_up(data_size, page);
-    g->meta_len = round_up(meta_bytes ? meta_bytes : 1, page);
-    g->index_off = NERVE__HDR_REGION + g->meta_len;
-    g->data_off = g->index_off + round_up(nslots * sizeof(struct nerve__shm_slot), page);
-    g->file_size = g->data_off + g->data_size;
-    return 0;
-}
-
-/* ---- creation ----------------------------------------------------------- */
-
-/* Whether s[0..n) is well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF). The type and the encoding are text
- * for every binding and tool (Python str, JSON, MCAP), so they must be
- * UTF-8: rejected at create, NERVE_ECORRUPT at open. The schema is bytes. */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t k;
-        unsigned lo = 0x80, hi = 0xbf;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xc2 && c <= 0xdf) {
-            k = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            k = 2;
-            if (c == 0xe0)
-                lo = 0xa0; /* overlong */
-            else if (c == 0xed)
-                hi = 0x9f; /* surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            k = 3;
-            if (c == 0xf0)
-                lo = 0x90; /* overlong */
-            else if (c == 0xf4)
-                hi = 0x8f; /* above U+10FFFF */
-        } else {
-            return 0;
-        }
-        if (n - i <= k)
-            return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return 0;
-        for (size_t j = 2; j <= k; j++) {
-            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
-                return 0;
-        }
-        i += k + 1;
-    }
-    return 1;
-}
-
-static int opts_read(const struct nerve_chan_opts *in,
-                     struct nerve_chan_opts *o)
-{
-    struct nerve_chan_opts def = NERVE_CHAN_OPTS_INIT;
-    *o = def;
-    if (in) {
-        if (in->size < sizeof(uint32_t))
-            return NERVE_EINVAL;
-        size_t known = sizeof *o;
-        size_t n = in->size < known ? in->size : known;
-        memcpy(o, in, n);
-        /* A tail this library does not know must be zero (options grow by
-         * appending fields; a caller built against a newer header may set
-         * one we cannot honour). */
-        for (size_t i = known; i < in->size; i++) {
-            if (((const unsigned char *)in)[i] != 0)
-                return NERVE_EINVAL;
-        }
-    }
-    o->size = sizeof *o;
-    if (o->flags & ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS) ||
-        o->reserved0 != 0)
-        return NERVE_EINVAL;
-    if (!o->slots)
-        o->slots = DEFAULT_SLOTS;
-    if (!o->data_size)
-        o->data_size = DEFAULT_DATA;
-    if (!o->mode)
-        o->mode = DEFAULT_MODE;
-    if (o->mode & ~0777u)
-        return NERVE_EINVAL;
-    if (o->type && (strlen(o->type) > NERVE_TYPE_MAX ||
-                    !utf8_valid((const unsigned char *)o->type,
-                                strlen(o->type))))
-        return NERVE_EINVAL;
-    if (o->encoding && (strlen(o->encoding) > NERVE_ENCODING_MAX ||
-                        !utf8_valid((const unsigned char *)o->encoding,
-                                    strlen(o->encoding))))
-        return NERVE_EINVAL;
-    if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
-        return NERVE_EINVAL;
-    if (o->schema && memchr(o->schema, 0, o->schema_len))
-        return NERVE_EINVAL;
-    return 0;
-}
-
-/* Write the bell into the new unnamed file t (NERVE__BELL_SIZE bytes). */
-static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
-{
-    int r = nerve__shm_tmp_create(SHM_DIR, NERVE__BELL_SIZE, t);
-    if (r)
-        return r;
-    struct nerve__shm_bell *b = mmap(NULL, NERVE__BELL_SIZE,
-                                     PROT_READ | PROT_WRITE, MAP_SHARED,
-                                     t->fd, 0);
-    if (b == MAP_FAILED) {
-        r = errno_to_nerve(errno);
-    } else {
-        b->version = NERVE_LAYOUT_VERSION;
-        b->magic = NERVE__BELL_MAGIC;
-        munmap(b, NERVE__BELL_SIZE);
-        /* The bell has the channel's mode (and owner and group): only
-         * processes that may write the channel may write (and so
-         * truncate) the bell, whose mapping every writer reads after each
-         * put. bell_open() uses no other bell. Readers that may not write
-         * it poll instead, unless the channel wakes on every put
-         * (NERVE_C_WAKE_ALWAYS). See docs/design/0002-wakeup.md. */
-        if (fchmod(t->fd, mode) != 0)
-            r = errno_to_nerve(errno);
-    }
-    if (r)
-        nerve__shm_tmp_discard(t);
-    return r;
-}
-
-/* Write a complete channel into the new unnamed file t. */
-static int make_channel(const struct nerve_chan_opts *o,
-                        struct nerve__shm_tmp *t)
-{
-    uint64_t tlen = o->type ? strlen(o->type) : 0;
-    uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
-    uint64_t page = nerve__page_size();
-    struct geometry g;
-    int r = geometry_of(o->slots, o->data_size, tlen + elen + o->schema_len + 3,
-                        page, &g);
-    if (r)
-        return r;
-    r = nerve__shm_tmp_create(SHM_DIR, g.file_size, t);
-    if (r)
-        return r;
-    unsigned char *m = mmap(NULL, g.index_off, PROT_READ | PROT_WRITE,
-                            MAP_SHARED, t->fd, 0);
-    if (m == MAP_FAILED) {
-        r = errno_to_nerve(errno);
-        goto out;
-    }
-    struct nerve__shm_hdr *h = (struct nerve__shm_hdr *)m;
-    h->layout_version = NERVE_LAYOUT_VERSION;
-    h->header_size = sizeof *h;
-    h->abi_endian = NERVE__ABI_ENDIAN;
-    h->abi_mutex_size = sizeof(pthread_mutex_t);
-    h->creator_version = NERVE_VERSION_NUMBER;
-    h->page_size = (uint32_t)page;
-    h->nslots = g.nslots;
-    h->data_size = g.data_size;
-    h->meta_off = NERVE__HDR_REGION;
-    h->meta_len = g.meta_len;
-    h->index_off = g.index_off;
-    h->data_off = g.data_off;
-    h->file_size = g.file_size;
-    h->type_len = (uint32_t)tlen;
-    h->encoding_len = (uint32_t)elen;
-    h->schema_len = o->schema_len;
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    h->created_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
-    if (o->flags & NERVE_C_WAKE_ALWAYS)
-        h->compat_flags |= NERVE__COMPAT_WAKE_ALWAYS;
-    /* Fresh file: no message; tail = 1 > head = 0 means empty. */
-    nerve__store_rlx(&h->head, 0);
-    nerve__store_rlx(&h->tail, 1);
-    nerve__store_rlx(&h->wpos, 0);
-    unsigned char *meta = m + NERVE__HDR_REGION;
-    if (tlen)
-        memcpy(meta, o->type, tlen);
-    if (elen)
-        memcpy(meta + tlen + 1, o->encoding, elen);
-    if (o->schema_len)
-        memcpy(meta + tlen + elen + 2, o->schema, o->schema_len);
-    r = nerve__mutex_init(&h->lock.l);
-    if (r == 0) {
-        /* The magic last: the file becomes a channel only when complete.
-         * (It is also invisible under its final name until linked.) */
-        h->magic = NERVE__MAGIC;
-        if (msync(m, g.index_off, MS_SYNC) != 0)
-            r = errno_to_nerve(errno);
-    } else {
-        r = NERVE_ENOMEM;
-    }
-    munmap(m, g.index_off);
-    if (r == 0 && fchmod(t->fd, o->mode) != 0)
-        r = errno_to_nerve(errno);
-out:
-    if (r)
-        nerve__shm_tmp_discard(t);
-    return r;
-}
-
-static int same_str(const char *want, const char *have)
-{
-    return !want || strcmp(want, have) == 0;
-}
-
-/* NERVE_C_EXIST_OK: the existing channel must have the geometry and the
- * metadata the caller asked for. */
-static int check_compatible(const char *name, const struct nerve_chan_opts *o)
-{
-    nerve_chan *c;
-    int r = nerve_chan_open(name, NERVE_O_READ, &c);
-    if (r)
-        return r;
-    struct geometry g;
-    r = geometry_of(o->slots, o->data_size, 1, nerve__page_size(), &g);
-    if (r == 0 &&
-        (c->nslots != g.nslots || c->data_size != g.data_size ||
-         !same_str(o->type, c->type) || !same_str(o->encoding, c->encoding) ||
-         (o->schema &&
-          (o->schema_len != c->schema_len ||
-           memcmp(o->schema, c->schema, o->schema_len) != 0))))
-        r = NERVE_EMISMATCH;
-    (void)nerve_chan_close(c);
-    return r;
-}
-
-/* Give the channel `name`, which this process has just linked, its bell.
- * The bell is linked with no-replace semantics too: a file already at the
- * bell's name is a stale bell or one planted by someone else. It is
- * removed where this user may (its own, or any as root) and otherwise
- * left alone: bell_open() will not use a bell whose owner, group or mode
- * differ from the channel's, so the channel then works without one
- * (waiting readers poll) and nerve_chan_check() says so. */
-static void link_bell(const char *name, struct nerve__shm_tmp *bell)
-{
-    char path[PATH_MAX];
-    path_of(path, sizeof path, BELL_PREFIX, name);
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int r = nerve__shm_tmp_link(bell, path);
-        if (r != NERVE_EEXIST || unlink(path) != 0)
-            break;
-    }
-}
-
-int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
-{
-    struct nerve_chan_opts o;
-    int r = nerve_chan_name_check(name);
-    if (r == 0)
-        r = opts_read(opts, &o);
-    if (r)
-        return r;
-    /* Temporaries of creators killed mid-create (only where files cannot
-     * be made unnamed, or by older versions) are removed here. */
-    nerve__shm_tmp_sweep(SHM_DIR);
-    struct nerve__shm_tmp chan, bell;
-    r = make_channel(&o, &chan);
-    if (r)
-        return r;
-    r = make_bell(&bell, o.mode);
-    if (r) {
-        nerve__shm_tmp_discard(&chan);
-        return r;
-    }
-    /* Linking the complete, unnamed file is the atomic, exclusive
-     * creation: the channel appears fully initialised under its name, or
-     * the name was taken (by anything: a channel, or a file planted
-     * there) and nothing of ours is adopted or left behind. */
-    NERVE_CRASHPOINT("create.filled");
-    char path[PATH_MAX];
-    path_of(path, sizeof path, CHAN_PREFIX, name);
-    r = nerve__shm_tmp_link(&chan, path);
-    nerve__shm_tmp_discard(&chan);
-    if (r == 0) {
-        /* Killed here: a complete channel without a bell; its waiting
-         * readers poll, and nerve_chan_check() says so. */
-        NERVE_CRASHPOINT("create.linked");
-        link_bell(name, &bell);
-    }
-    nerve__shm_tmp_discard(&bell);
-    if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
-        r = check_compatible(name, &o);
-    return r;
-}
-
-int nerve_chan_unlink(const char *name)
-{
-    int r = nerve_chan_name_check(name);
-    if (r)
-        return r;
-    char path[PATH_MAX];
-    struct stat st;
-    path_of(path, sizeof path, CHAN_PREFIX, name);
-    /* Only a regular file is a channel (or the remains of one): a
-     * directory, FIFO, socket or symlink under the name is not removed. */
-    if (lstat(path, &st) != 0)
-        return errno_to_nerve(errno);
-    if (!S_ISREG(st.st_mode))
-        return NERVE_ENOTCHAN;
-    if (unlink(path) != 0)
-        return errno_to_nerve(errno);
-    /* The bell after the channel: a failed unlink keeps both. A bell this
-     * user may not remove (planted by another user) stays, harmlessly: no
-     * channel of this user's will use it (see link_bell()). */
-    path_of(path, sizeof path, BELL_PREFIX, name);
-    (void)unlink(path);
-    return 0;
-}
-
-/* chmod one file in /dev/shm through a descriptor: chmod(2) would follow a
- * symlink planted under the name to another of the caller's files. */
-static int chmod_file(const char *path, uint32_t mode)
-{
-    struct stat st;
-    int fd = nerve__shm_open(path, 0, &st);
-    if (fd == NERVE_EACCES) {
-        /* No read permission (mode 0200, say): O_PATH needs none. */
-        fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            return errno_to_nerve(errno);
-        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            return NERVE_ENOTCHAN;
-        }
-        char proc[64];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        int r = chmod(proc, mode) == 0 ? 0 : errno_to_nerve(errno);
-        close(fd);
-        return r;
-    }
-    if (fd < 0)
-        return fd;
-    int r = fchmod(fd, mode) == 0 ? 0 : errno_to_nerve(errno);
-    close(fd);
-    return r;
-}
-
-int nerve_chan_chmod(const char *name, uint32_t mode)
-{
-    int r = nerve_chan_name_check(name);
-    if (r)
-        return r;
-    if (mode & ~0777u)
-        return NERVE_EINVAL;
-    char path[PATH_MAX];
-    path_of(path, sizeof path, CHAN_PREFIX, name);
-    r = chmod_file(path, mode);
-    if (r)
-        return r;
-    /* The bell keeps the channel's mode (see make_bell()). A missing or
-     * foreign bell is not an error: the channel works without one. */
-    path_of(path, sizeof path, BELL_PREFIX, name);
-    r = chmod_file(path, mode);
-    if (r && r != NERVE_ENOENT && r != NERVE_ENOTCHAN && r != NERVE_EACCES)
-        return r;
-    return 0;
-}
-
-/* ---- opening ------------------------------------------------------------ */
-
-__attribute__((format(printf, 4, 5))) static int
-say(char *msg, size_t len, int code, const char *fmt, ...)
-{
-    if (msg && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-/* Validate a header read from a file of st_size bytes. Each failure has its
- * own code (a file that is not a channel, another version, another ABI, a
- * truncated file, inconsistent fields) and, into msg, the field and why. */
-static int header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
-                        struct geometry *g, char *msg, size_t len)
-{
-    if (st_size < sizeof h->magic)
-        return say(msg, len, NERVE_ENOTCHAN,
-                   "not a nerve channel: file is %" PRIu64 " bytes",
-                   st_size);
-    if (h->magic != NERVE__MAGIC)
-        return say(msg, len, NERVE_ENOTCHAN,
-                   "not a nerve channel: magic 0x%016" PRIx64
-                   " (a channel's is 0x%016llx)",
-                   h->magic, NERVE__MAGIC);
-    if (st_size < 16)
-        return say(msg, len, NERVE_ETRUNC,
-                   "file is %" PRIu64 " bytes, shorter than the header",
-                   st_size);
-    if (h->layout_version < NERVE_LAYOUT_VERSION)
-        return say(msg, len, NERVE_EVERSION,
-                   "layout_version %u, made by an older nerve; this library "
-                   "reads %u: recreate the channel (nerve rm NAME, then "
-                   "create it again) to use it with this version",
-                   h->layout_version, NERVE_LAYOUT_VERSION);
-    if (h->layout_version != NERVE_LAYOUT_VERSION)
-        return say(msg, len, NERVE_EVERSION,
-                   "layout_version %u, made by a newer nerve; this library "
-                   "reads %u",
-                   h->layout_version, NERVE_LAYOUT_VERSION);
-    if (h->incompat_flags != 0)
-        return say(msg, len, NERVE_EVERSION,
-                   "incompat_flags 0x%" PRIx64 " holds unknown features",
-                   h->incompat_flags);
-    if (st_size < sizeof *h)
-        return say(msg, len, NERVE_ETRUNC,
-                   "file is %" PRIu64 " bytes, shorter than the %zu-byte "
-                   "header",
-                   st_size, sizeof *h);
-    if (h->abi_endian != NERVE__ABI_ENDIAN)
-        return say(msg, len, NERVE_EABI,
-                   "abi_endian 0x%08x: made on a machine of other byte order",
-                   h->abi_endian);
-    if (h->abi_mutex_size != sizeof(pthread_mutex_t))
-        return say(msg, len, NERVE_EABI,
-                   "abi_mutex_size %u; this platform's mutex is %zu bytes",
-                   h->abi_mutex_size, sizeof(pthread_mutex_t));
-    if (h->page_size != nerve__page_size())
-        return say(msg, len, NERVE_EABI,
-                   "page_size %u; this kernel's page is %u bytes",
-                   h->page_size, nerve__page_size());
-    if (h->header_size != sizeof *h)
-        return say(msg, len, NERVE_ECORRUPT,
-                   "header_size %u, expected %zu", h->header_size, sizeof *h);
-    if (h->type_len > NERVE_TYPE_MAX)
-        return say(msg, len, NERVE_ECORRUPT, "type_len %u exceeds %d",
-                   h->type_len, NERVE_TYPE_MAX);
-    if (h->encoding_len > NERVE_ENCODING_MAX)
-        return say(msg, len, NERVE_ECORRUPT, "encoding_len %u exceeds %d",
-                   h->encoding_len, NERVE_ENCODING_MAX);
-    if (h->schema_len > NERVE_SCHEMA_MAX)
-        return say(msg, len, NERVE_ECORRUPT,
-                   "schema_len %" PRIu64 " exceeds %u", h->schema_len,
-                   NERVE_SCHEMA_MAX);
-    if (h->nslots < 1 || h->nslots > MAX_SLOTS)
-        return say(msg, len, NERVE_ECORRUPT,
-                   "nslots %" PRIu64 " is outside [1, %llu]", h->nslots,
-                   MAX_SLOTS);
-    if (h->data_size < 1 || h->data_size > MAX_DATA)
-        return say(msg, len, NERVE_ECORRUPT,
-                   "data_size %" PRIu64 " is outside [1, %llu]", h->data_size,
-                   MAX_DATA);
-    uint64_t meta_bytes =
-        (uint64_t)h->type_len + h->encoding_len + h->schema_len + 3;
-    if (geometry_of(h->nslots, h->data_size, meta_bytes, h->page_size, g))
-        return say(msg, len, NERVE_ECORRUPT, "geometry out of range");
-    if (g->data_size != h->data_size)
-        return say(msg, len, NERVE_ECORRUPT,
-                   "data_size %" PRIu64 " is not a multiple of the page size "
-                   "%u",
-                   h->data_size, h->page_size);
-#define FIELD_IS(field, want)                                                  \
-    if (h->field != (want))                                                    \
-        return say(msg, len, NERVE_ECORRUPT,                                   \
-                   #field " %" PRIu64 ", expected %" PRIu64 " for this "       \
-                   "geometry",                                                 \
-                   (uint64_t)h->field, (uint64_t)(want));
-    FIELD_IS(meta_off, NERVE__HDR_REGION)
-    FIELD_IS(meta_len, g->meta_len)
-    FIELD_IS(index_off, g->index_off)
-    FIELD_IS(data_off, g->data_off)
-    FIELD_IS(file_size, g->file_size)
-#undef FIELD_IS
-    if (st_size < g->file_size)
-        return say(msg, len, NERVE_ETRUNC,
-                   "file is %" PRIu64 " bytes, header says %" PRIu64,
-                   st_size, g->file_size);
-    if (st_size > g->file_size)
-        return say(msg, len, NERVE_ECORRUPT,
-                   "file is %" PRIu64 " bytes, header says %" PRIu64,
-                   st_size, g->file_size);
-    return 0;
-}
-
-static char *dup_bytes(const unsigned char *p, uint64_t n)
-{
-    char *s = malloc(n + 1);
-    if (s) {
-        memcpy(s, p, n);
-        s[n] = 0;
-    }
-    return s;
-}
-
-/* Copy the metadata out of the file. The copies are what is validated:
- * no NUL inside any field, type and encoding well-formed UTF-8. */
-static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h, char *msg,
-                     size_t len)
-{
-    /* The lengths come from the validated private copy `h`, never from the
-     * mapping: a process rewriting them during the open must not move the
-     * reads out of the metadata region. The bytes themselves may still
-     * change under us, so only the private copies are checked and used. */
-    const unsigned char *m = c->base + NERVE__HDR_REGION;
-    uint64_t tl = h->type_len, el = h->encoding_len, sl = h->schema_len;
-    c->type = dup_bytes(m, tl);
-    c->encoding = dup_bytes(m + tl + 1, el);
-    c->schema = dup_bytes(m + tl + el + 2, sl);
-    c->schema_len = sl;
-    if (!c->type || !c->encoding || !c->schema)
-        return NERVE_ENOMEM;
-    if (memchr(c->type, 0, tl))
-        return say(msg, len, NERVE_ECORRUPT, "type holds a NUL byte");
-    if (memchr(c->encoding, 0, el))
-        return say(msg, len, NERVE_ECORRUPT, "encoding holds a NUL byte");
-    if (memchr(c->schema, 0, sl))
-        return say(msg, len, NERVE_ECORRUPT, "schema holds a NUL byte");
-    if (!utf8_valid((const unsigned char *)c->type, tl))
-        return say(msg, len, NERVE_ECORRUPT, "type is not valid UTF-8");
-    if (!utf8_valid((const unsigned char *)c->encoding, el))
-        return say(msg, len, NERVE_ECORRUPT, "encoding is not valid UTF-8");
-    return 0;
-}
-
-/* Open the bell of channel `name`, whose file is described by *cst, and
- * verify it is one this channel's creator made: a regular file with the
- * channel's owner, group and mode and one link, large enough, with the
- * bell's magic and version. Anyone may create files in /dev/shm, so a bell
- * that fails any of these was planted (or is left from a changed channel)
- * and is not used: mapping a file someone else owns would let them
- * truncate it under every writer (SIGBUS) or hold `waiters` at will.
- * Returns the bell mapped (read-write if `writable`), or NULL with the
- * reason in msg (when given). */
-static struct nerve__shm_bell *bell_map(const char *name,
-                                        const struct stat *cst, int writable,
-                                        char *msg, size_t len)
-{
-    char path[PATH_MAX];
-    path_of(path, sizeof path, BELL_PREFIX, name);
-    struct stat st;
-    int fd = nerve__shm_open(path, writable, &st);
-    if (fd == NERVE_ENOENT) {
-        say(msg, len, 0, "no bell file");
-        return NULL;
-    }
-    if (fd == NERVE_EACCES) {
-        say(msg, len, 0, "no write permission on the bell");
-        return NULL;
-    }
-    if (fd < 0) {
-        say(msg, len, 0, "bell is %s",
-            fd == NERVE_ENOTCHAN ? "not a regular file" : nerve_strerror(fd));
-        return NULL;
-    }
-    struct nerve__shm_bell *b = NULL;
-    if (st.st_uid != cst->st_uid || st.st_gid != cst->st_gid) {
-        say(msg, len, 0,
-            "bell is owned by uid %u gid %u, the channel by uid %u gid %u",
-            (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)cst->st_uid,
-            (unsigned)cst->st_gid);
-    } else if ((st.st_mode & 07777) != (cst->st_mode & 07777)) {
-        say(msg, len, 0, "bell mode %04o differs from the channel's %04o",
-            (unsigned)(st.st_mode & 07777), (unsigned)(cst->st_mode & 07777));
-    } else if (st.st_nlink != 1) {
-        say(msg, len, 0, "bell has %lu links (a bell has one)",
-            (unsigned long)st.st_nlink);
-    } else if ((uint64_t)st.st_size < NERVE__BELL_SIZE) {
-        say(msg, len, 0, "bell is %" PRIu64 " bytes, expected %u",
-            (uint64_t)st.st_size, NERVE__BELL_SIZE);
-    } else {
-        void *p = mmap(NULL, NERVE__BELL_SIZE,
-                       PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED,
-                       fd, 0);
-        if (p == MAP_FAILED) {
-            say(msg, len, 0, "bell cannot be mapped: %s",
-                nerve_strerror(errno_to_nerve(errno)));
-        } else {
-            b = p;
-            if (b->magic != NERVE__BELL_MAGIC ||
-                b->version != NERVE_LAYOUT_VERSION) {
-                say(msg, len, 0, "bell has a wrong magic or version");
-                munmap(p, NERVE__BELL_SIZE);
-                b = NULL;
-            }
-        }
-    }
-    close(fd);
-    return b;
-}
-
-/* Writers must share one PID namespace: the lock word holds a TID, which
- * the kernel resolves in the caller's namespace (a writer elsewhere would
- * boost, wait for or take over the wrong thread). The first writer to
- * open records its namespace; writers from any other are refused. Readers
- * take no lock and work from anywhere. Without /proc (id 0) there is
- * nothing to compare and the open proceeds. */
-static int writer_ns_claim(nerve_chan *c)
-{
-    uint64_t mine = nerve__pidns_id();
-    if (mine == 0)
-        return 0;
-    uint64_t cur = nerve__load_rlx(&c->hdr->lock.l.pidns);
-    if (cur == 0 && nerve__cas_rlx(&c->hdr->lock.l.pidns, &cur, mine))
-        return 0;
-    return cur == mine ? 0 : NERVE_EXDEV;
-}
-
-/* nerve_chan_open(), with the reason for a failure written into msg. */
-static int chan_open(const char *name, uint32_t flags, nerve_chan **out,
-                     char *msg, size_t len)
-{
-    if (!out || (flags & ~NERVE_O_WRITE))
-        return NERVE_EINVAL;
-    *out = NULL;
-    int r = nerve_chan_name_check(name);
-    if (r)
-        return r;
-    char path[PATH_MAX];
-    path_of(path, sizeof path, CHAN_PREFIX, name);
-    int writable = (flags & NERVE_O_WRITE) != 0;
-    /* Never blocks, never follows a symlink, and only a regular file is
-     * opened (nerve__shm_open): /dev/shm is world-writable. */
-    struct stat st;
-    int fd = nerve__shm_open(path, writable, &st);
-    if (fd < 0) {
-        if (fd == NERVE_ENOTCHAN)
-            say(msg, len, fd,
-                "not a nerve channel: not a regular file (FIFO, socket, "
-                "device, directory or symlink)");
-        return fd;
-    }
-    struct nerve__shm_hdr h;
-    struct geometry g;
-    memset(&h, 0, sizeof h);
-    /* Validate the header from a private copy before mapping anything. */
-    ssize_t n = pread(fd, &h, sizeof h, 0);
-    if (n < 0) {
-        r = errno_to_nerve(errno);
-        goto fail_fd;
-    }
-    /* Bytes past a short read stay zero; header_check judges st_size. */
-    r = header_check(&h, (uint64_t)st.st_size, &g, msg, len);
-    /* Creation reserves every page (posix_fallocate), so a channel file is
-     * never sparse. A sparse one is foreign, and mapping it with
-     * MAP_POPULATE would allocate its holes: up to data_size of /dev/shm
-     * taken by a read-only open. */
-    if (r == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
-        r = say(msg, len, NERVE_ECORRUPT,
-                "file is sparse: %" PRIu64 " of its %" PRIu64
-                " bytes are allocated (nerve_chan_create allocates all)",
-                (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
-    if (r)
-        goto fail_fd;
-    nerve_chan *c = calloc(1, sizeof *c);
-    if (!c) {
-        r = NERVE_ENOMEM;
-        goto fail_fd;
-    }
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->fd = fd;
-    c->writable = writable;
-    c->wake_always = (h.compat_flags & NERVE__COMPAT_WAKE_ALWAYS) != 0;
-    c->nslots = g.nslots;
-    c->data_size = g.data_size;
-    c->file_size = g.file_size;
-    c->base = nerve__map_double(fd, g.file_size, g.data_off, g.data_size,
-                                writable);
-    if (!c->base) {
-        r = errno_to_nerve(errno);
-        free(c);
-        goto fail_fd;
-    }
-    c->hdr = (struct nerve__shm_hdr *)c->base;
-    c->slots = (struct nerve__shm_slot *)(c->base + g.index_off);
-    c->ring = c->base + g.data_off;
-    /* The mapping is the file the header came from, but a writer with
-     * access could have rewritten it since: the geometry used from here on
-     * is the validated copy in the handle, never re-read. */
-    r = meta_load(c, &h, msg, len);
-    if (r) {
-        (void)nerve_chan_close(c);
-        return r;
-    }
-    if (writable && (r = writer_ns_claim(c)) != 0) {
-        (void)nerve_chan_close(c);
-        return r;
-    }
-    c->bell = bell_map(name, &st, 1, NULL, 0);
-    *out = c;
-    return 0;
-fail_fd:
-    close(fd);
-    return r;
-}
-
-int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
-{
-    return chan_open(name, flags, out, NULL, 0);
-}
-
 
 /* The handle's reservation was made by a thread of this process that no
  * longer exists (it ended holding the lock, which the kernel then released
  * through its robust list), or by the parent of this fork child (which
  * still holds it in the parent). Either way this process holds nothing. */
-static int reservation_orphaned(const nerve_chan *c)
+int nerve__reservation_orphaned(const nerve_chan *c)
 {
     return syscall(SYS_tgkill, getpid(), (pid_t)c->res_tid, 0) != 0 &&
            errno == ESRCH;
-}
-
-int nerve_chan_close(nerve_chan *c)
-{
-    if (!c)
-        return 0;
-    if (c->reserved) {
-        /* Only the reserving thread owns the (PI) writer lock and can
-         * release it; closing from another thread would unmap a lock that
-         * stays held. Refuse: the handle stays open and the reserving
-         * thread can still commit or abort. */
-        if (c->res_tid != nerve__tid()) {
-            if (!reservation_orphaned(c))
-                return NERVE_EBUSY;
-        } else {
-            /* Discard the reservation: nothing was published. */
-            (void)nerve__mutex_unlock(&c->hdr->lock.l);
-        }
-        c->reserved = 0;
-    }
-    if (c->bell)
-        munmap(c->bell, NERVE__BELL_SIZE);
-    nerve__unmap_double(c->base, c->file_size, c->data_size);
-    if (c->fd >= 0)
-        close(c->fd);
-    free(c->type);
-    free(c->encoding);
-    free(c->schema);
-    free(c);
-    return 0;
-}
-
-const char *nerve_chan_name(const nerve_chan *c)
-{
-    return c->name;
-}
-
-int nerve_chan_meta(const nerve_chan *c, struct nerve_meta *m)
-{
-    if (!c)
-        return NERVE_EBADF;
-    if (!m)
-        return NERVE_EINVAL;
-    memset(m, 0, sizeof *m);
-    m->type = c->type;
-    m->encoding = c->encoding;
-    m->schema = c->schema;
-    m->schema_len = c->schema_len;
-    return 0;
 }
 
 /* ---- writing ------------------------------------------------------------ */
@@ -1110,10 +267,11 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
     struct nerve__shm_hdr *h = c->hdr;
     uint64_t head = nerve__load_rlx(&h->head);
     uint64_t tail = nerve__load_rlx(&h->tail);
-    uint64_t s = head + 1;
+    uint64_t s = head + 1; /* W1 */
     /* wpos is only ever used modulo data_size, so even a foreign value
      * cannot take a write out of bounds. */
-    uint64_t p = round_up(nerve__load_rlx(&h->wpos), NERVE__MSG_ALIGN);
+    uint64_t p = round_up(nerve__load_rlx(&h->wpos), /* W1 */
+                          NERVE__MSG_ALIGN);
     uint64_t t = tail;
     /* Slot reuse: s takes the slot of s - nslots. */
     if (s > c->nslots && t <= s - c->nslots)
@@ -1126,11 +284,11 @@ static uint64_t begin_message(nerve_chan *c, uint64_t len, uint64_t *seq)
             t++;
     }
     if (t != tail)
-        nerve__store_rlx(&h->tail, t);
+        nerve__store_rlx(&h->tail, t); /* W2 */
     /* SYNC(tail-inval) release: the tail as raised by this or an earlier
      * writer is visible to every reader that observes a byte or slot field
      * stored after this fence; pairs with the acquire fence in
-     * still_valid(). Issued even when this put raised nothing: the bytes it
+     * nerve__still_valid(). Issued even when this put raised nothing: the bytes it
      * overwrites may belong to messages an earlier writer invalidated, and
      * the C11 model needs this writer's own fence before its stores.
      * (Free on x86.) */
@@ -1171,40 +329,39 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     struct nerve__shm_hdr *h = c->hdr;
     struct nerve__shm_slot *sl = slot_of(c, seq);
     int64_t now = commit_time(c, seq, at);
-    nerve__store_rlx(&sl->seq, seq);
-    nerve__store_rlx(&sl->off, pos);
-    nerve__store_rlx(&sl->len, len);
-    nerve__storei_rlx(&sl->time_ns, now);
+    nerve__store_rlx(&sl->seq, seq); /* W4 */
+    nerve__store_rlx(&sl->off, pos); /* W4 */
+    nerve__store_rlx(&sl->len, len); /* W4 */
+    nerve__storei_rlx(&sl->time_ns, now); /* W4 */
     NERVE_CRASHPOINT("put.after-slot");
     /* D1-D3 SYNC(desc-seq): the same description on the head line, for
      * caught-up readers (read_desc()). D1: desc_seq = 0, then a release
      * fence, so a reader that sees any D2 store sees D1 (or later) when
      * it reloads desc_seq after its acquire fence. (Free on x86.) */
-    nerve__store_rlx(&h->desc_seq, 0);
+    nerve__store_rlx(&h->desc_seq, 0); /* D1 */
     nerve__fence_rel();
     NERVE_CRASHPOINT("put.after-desc-clear");
-    /* D2 */
-    nerve__store_rlx(&h->desc_off, pos);
-    nerve__store_rlx(&h->desc_len, len);
-    nerve__storei_rlx(&h->desc_time_ns, now);
+    nerve__store_rlx(&h->desc_off, pos); /* D2 */
+    nerve__store_rlx(&h->desc_len, len); /* D2 */
+    nerve__storei_rlx(&h->desc_time_ns, now); /* D2 */
     NERVE_CRASHPOINT("put.after-desc-fields");
     /* D3: release, so a reader whose acquire load sees s sees D2. */
-    nerve__store_rel(&h->desc_seq, seq);
+    nerve__store_rel(&h->desc_seq, seq); /* D3 */
     NERVE_CRASHPOINT("put.after-desc-seq");
-    nerve__store_rlx(&h->wpos, pos + len);
+    nerve__store_rlx(&h->wpos, pos + len); /* W5 */
     NERVE_CRASHPOINT("put.after-wpos");
     /* SYNC(pub-seq) release: the commit. Payload (W3) and slot (W4) become
      * visible to readers that load head with acquire in locate(). The
      * store is seq_cst, which also makes it the store half of
      * SYNC(wake-check) (one locked instruction on x86, xchg, in place of a
      * release store here plus a fence after the unlock). */
-    nerve__store_sc(&h->head, seq);
+    nerve__store_sc(&h->head, seq); /* W6 */
     NERVE_CRASHPOINT("put.after-commit");
     /* [stat], written only under the lock: a plain add, not a locked RMW. */
     nerve__store_rlx(&h->bytes_total, nerve__load_rlx(&h->bytes_total) + len);
     /* W7: unlock before waking, so no wake-up work is done while other
      * writers wait for the lock. */
-    (void)nerve__mutex_unlock(&h->lock.l);
+    (void)nerve__mutex_unlock(&h->lock.l); /* W7 */
     NERVE_CRASHPOINT("put.after-unlock");
     /* W8 SYNC(wake-check) seq_cst: the seq_cst head store of W6 comes
      * before this seq_cst lease load in the single total order, so with
@@ -1215,8 +372,8 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
      * before the commit: it re-checks head itself. So a dead reader's
      * lease costs nothing once it ends. */
     if (c->wake_always || !c->bell ||
-        nerve__loadi_sc(&c->bell->wake_until) > now)
-        (void)nerve__futex->wake((const uint32_t *)&h->head, 1,
+        nerve__loadi_sc(&c->bell->wake_until) > now) /* W8 */
+        (void)nerve__futex->wake((const uint32_t *)&h->head, 1, /* W8 */
                                  NERVE__WAKE_BATCH);
     NERVE_CRASHPOINT("put.after-wake");
     if (info) {
@@ -1236,7 +393,7 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
         return NERVE_EROFS;
     if (flags & ~NERVE_F_ABSTIME)
         return NERVE_EINVAL;
-    if (c->reserved && c->res_tid != nerve__tid() && reservation_orphaned(c))
+    if (c->reserved && c->res_tid != nerve__tid() && nerve__reservation_orphaned(c))
         c->reserved = 0;
     if (c->reserved)
         return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
@@ -1265,12 +422,12 @@ static int put_msg(nerve_chan *c, const void *buf, size_t len, int64_t at,
     unsigned char *dst = c->ring + pos % c->data_size;
     if (len > 1) {
         /* Two halves so a crash point can fall in the middle of a copy. */
-        nerve__racy_write(dst, buf, len / 2);
+        nerve__racy_write(dst, buf, len / 2); /* W3 */
         NERVE_CRASHPOINT("put.mid-payload");
         nerve__racy_write(dst + len / 2, (const unsigned char *)buf + len / 2,
-                          len - len / 2);
+                          len - len / 2); /* W3 */
     } else if (len) {
-        nerve__racy_write(dst, buf, len);
+        nerve__racy_write(dst, buf, len); /* W3 */
     }
     NERVE_CRASHPOINT("put.after-payload");
     finish_message(c, seq, pos, len, info, recovered, at);
@@ -1375,31 +532,25 @@ int nerve_chan_ring(const nerve_chan *c, void **base, uint64_t *len)
  * this point was stored by a writer after its SYNC(tail-inval) fence, the
  * tail loaded here is at least that writer's raised tail. Returns whether
  * message seq was intact for everything read before the call. */
-static int still_valid(const nerve_chan *c, uint64_t seq)
+int nerve__still_valid(const nerve_chan *c, uint64_t seq)
 {
     nerve__fence_acq();
     return nerve__load_rlx(&c->hdr->tail) <= seq;
 }
 
-/* One message's slot, read lock-free and checked. */
-struct msg {
-    uint64_t seq, off, len;
-    int64_t time_ns;
-};
-
 /* R2-R3: read slot `seq` and validate it. Returns 0 (m filled, consistent),
  * NERVE_EOVERWRITTEN (a writer destroyed it: the caller retries or
  * reports), or NERVE_ECORRUPT (validated yet inconsistent). */
-static int read_slot(const nerve_chan *c, uint64_t seq, struct msg *m)
+int nerve__read_slot(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
 {
     const struct nerve__shm_slot *sl = slot_of(c, seq);
-    /* Relaxed: validated by still_valid() below. */
+    /* Relaxed: validated by nerve__still_valid() below. */
     uint64_t sseq = nerve__load_rlx(&sl->seq);
-    m->off = nerve__load_rlx(&sl->off);
+    m->off = nerve__load_rlx(&sl->off); /* R2 */
     m->len = nerve__load_rlx(&sl->len);
     m->time_ns = nerve__loadi_rlx(&sl->time_ns);
     m->seq = seq;
-    if (!still_valid(c, seq))
+    if (!nerve__still_valid(c, seq)) /* R3 */
         return NERVE_EOVERWRITTEN;
     if (sseq != seq || m->len > c->data_size)
         return NERVE_ECORRUPT;
@@ -1410,17 +561,17 @@ static int read_slot(const nerve_chan *c, uint64_t seq, struct msg *m)
  * newest message `seq` (== head as locate() loaded it): SYNC(desc-seq), the
  * seqlock read. v1 = desc_seq (acquire), the fields, acquire fence (which
  * is also SYNC(read-validate)), v2 = desc_seq, then tail. Returns 0 (m
- * filled and validated, as read_slot()), NERVE_EOVERWRITTEN (tail moved
+ * filled and validated, as nerve__read_slot()), NERVE_EOVERWRITTEN (tail moved
  * past seq), or NERVE_EAGAIN: the descriptor is not seq's (a writer is
  * between D1 and D3, or has moved on): the caller reads the slot. */
 static inline __attribute__((always_inline)) int
-read_desc(const nerve_chan *c, uint64_t seq, struct msg *m)
+read_desc(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
 {
     const struct nerve__shm_hdr *h = c->hdr;
     uint64_t v1 = nerve__load_acq(&h->desc_seq);
     if (v1 != seq)
         return NERVE_EAGAIN;
-    m->off = nerve__load_rlx(&h->desc_off);
+    m->off = nerve__load_rlx(&h->desc_off); /* R2 */
     m->len = nerve__load_rlx(&h->desc_len);
     m->time_ns = nerve__loadi_rlx(&h->desc_time_ns);
     m->seq = seq;
@@ -1428,14 +579,21 @@ read_desc(const nerve_chan *c, uint64_t seq, struct msg *m)
     if (nerve__load_rlx(&h->desc_seq) != seq)
         return NERVE_EAGAIN;
     /* SYNC(read-validate): tail after the same acquire fence. */
-    if (nerve__load_rlx(&h->tail) > seq)
+    if (nerve__load_rlx(&h->tail) > seq) /* R3 */
         return NERVE_EOVERWRITTEN;
     if (m->len > c->data_size)
         return NERVE_ECORRUPT;
     return 0;
 }
 
-static const unsigned char *msg_ptr(const nerve_chan *c, const struct msg *m)
+/* read_desc() for nerve_chan_check (chan_info.c); the read path inlines
+ * read_desc() itself. */
+int nerve__read_desc(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
+{
+    return read_desc(c, seq, m);
+}
+
+static const unsigned char *msg_ptr(const nerve_chan *c, const struct nerve__msg *m)
 {
     /* In bounds: off % data_size < data_size and len <= data_size, and the
      * ring is mapped over 2 * data_size bytes. */
@@ -1453,10 +611,10 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
     const struct nerve__shm_hdr *h = c->hdr;
     /* SYNC(pub-seq) acquire: message head's slot and payload are visible;
      * pairs with the release store in finish_message(). */
-    uint64_t head = nerve__load_acq(&h->head);
+    uint64_t head = nerve__load_acq(&h->head); /* R1 */
     /* Acquire: a tail loaded after head is at least the tail any writer
      * had published when it committed head. */
-    uint64_t tail = nerve__load_acq(&h->tail);
+    uint64_t tail = nerve__load_acq(&h->tail); /* R1 */
     *head_seen = head;
     /* Messages older than head - nslots + 1 cannot be present. A tail below
      * that bound is a foreign write (or a very old load); either way the
@@ -1516,7 +674,7 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
 static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
 {
     const struct nerve__shm_hdr *h = c->hdr;
-    for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
+    for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
         /* SYNC(pub-seq) acquire, as in locate(). */
         uint64_t head = nerve__load_acq(&h->head);
         uint64_t lo = nerve__load_acq(&h->tail);
@@ -1527,8 +685,8 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
         if (head == 0 || lo > head)
             return NERVE_EAGAIN;
         uint64_t hi = head;
-        struct msg m;
-        int r = read_slot(c, lo, &m);
+        struct nerve__msg m;
+        int r = nerve__read_slot(c, lo, &m);
         if (r == NERVE_EOVERWRITTEN)
             continue;
         if (r)
@@ -1538,7 +696,7 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
         /* Invariant: time(lo) <= t; the answer is in [lo, hi]. */
         while (lo < hi && r == 0) {
             uint64_t mid = lo + (hi - lo + 1) / 2;
-            r = read_slot(c, mid, &m);
+            r = nerve__read_slot(c, mid, &m);
             if (r == 0) {
                 if (m.time_ns <= t)
                     lo = mid;
@@ -1605,7 +763,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
          * after NERVE__WAIT_SLICE_NS + NERVE__LEASE_GRACE_NS. */
         for (size_t i = 0; i < n; i++) {
             if (chans[i]->bell)
-                nerve__maxi_sc(&chans[i]->bell->wake_until,
+                nerve__maxi_sc(&chans[i]->bell->wake_until, /* V1 */
                                slice + NERVE__LEASE_GRACE_NS);
         }
         nerve__fence_sc();
@@ -1616,8 +774,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
                 r = NERVE_ECANCELED;
                 goto out;
             }
-            /* V2 */
-            uint64_t hv = nerve__load_sc(&c->hdr->head);
+            uint64_t hv = nerve__load_sc(&c->hdr->head); /* V2 */
             if (hv != seen[i])
                 changed = 1;
             w[2 * i].word = (const uint32_t *)&c->hdr->head;
@@ -1634,7 +791,7 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
             goto out;
         }
         /* V3: sleep until the slice ends, never past the lease. */
-        int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice);
+        int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice); /* V3 */
         if (wr == NERVE_ENOSYS) {
             /* No futex_waitv: sleep on the first channel only, in polling
              * slices, so the others and the cancel words are checked at
@@ -1680,7 +837,7 @@ out:
          * bell-less readers are not counted). */
         if (slept && (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
             nerve__load_rlx(&c->hdr->head) != seen[i])
-            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1,
+            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1, /* V5 */
                                      NERVE__WAKE_BATCH);
     }
     return r;
@@ -1702,7 +859,7 @@ static int read_flags_check(const nerve_chan *c, uint32_t flags)
  * copy one message, waiting if asked. */
 static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
                     int64_t arg, int64_t timeout_ns, struct nerve_get_info *info,
-                    struct msg *out, uint32_t flags)
+                    struct nerve__msg *out, uint32_t flags)
 {
     int r = read_flags_check(c, flags);
     if (r)
@@ -1731,15 +888,15 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
         }
         if (r)
             return r;
-        struct msg m;
+        struct nerve__msg m;
         /* R2: a caught-up NEXT or a NEWEST reader takes the newest
          * message's descriptor from the head line; otherwise, or when a
          * writer is rewriting it, the slot. */
         r = NERVE_EAGAIN;
         if (seq == head_seen)
-            r = read_desc(c, seq, &m);
+            r = read_desc(c, seq, &m); /* R2 */
         if (r == NERVE_EAGAIN)
-            r = read_slot(c, seq, &m);
+            r = nerve__read_slot(c, seq, &m); /* R2-R3 */
         if (r == 0 && !view) {
             if (m.len > len) {
                 if (info) {
@@ -1752,14 +909,14 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
                 return NERVE_EMSGSIZE;
             }
             /* R4: one copy, then validate again. */
-            nerve__racy_copy(buf, msg_ptr(c, &m), m.len);
-            if (!still_valid(c, seq))
+            nerve__racy_copy(buf, msg_ptr(c, &m), m.len); /* R4 */
+            if (!nerve__still_valid(c, seq)) /* R4: R3 again */
                 r = NERVE_EOVERWRITTEN;
         }
         if (r == NERVE_EOVERWRITTEN) {
             if (mode == NERVE_GET_SEQ)
                 return r;
-            if (++retries >= READ_RETRIES)
+            if (++retries >= NERVE__READ_RETRIES)
                 return NERVE_ELAPPED;
             continue;
         }
@@ -1798,7 +955,7 @@ int nerve_chan_view(nerve_chan *c, int64_t arg, int64_t timeout_ns,
         return NERVE_EBADF;
     if (!view)
         return NERVE_EINVAL;
-    struct msg m;
+    struct nerve__msg m;
     int r = read_msg(c, NULL, 0, 1, arg, timeout_ns, &view->info, &m, flags);
     if (r == 0)
         view->data = msg_ptr(c, &m);
@@ -1811,7 +968,7 @@ int nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view)
         return NERVE_EBADF;
     if (!view || view->info.seq == 0)
         return NERVE_EINVAL;
-    return still_valid(c, view->info.seq) ? 0 : NERVE_ESTALE;
+    return nerve__still_valid(c, view->info.seq) ? 0 : NERVE_ESTALE;
 }
 
 uint64_t nerve_chan_cursor(const nerve_chan *c)
@@ -1868,292 +1025,4 @@ int nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
         if (r)
             return r;
     }
-}
-
-/* ---- facts for tools ---------------------------------------------------- */
-
-int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
-{
-    if (!c)
-        return NERVE_EBADF;
-    if (!st)
-        return NERVE_EINVAL;
-    memset(st, 0, sizeof *st);
-    const struct nerve__shm_hdr *h = c->hdr;
-    st->slots = c->nslots;
-    st->data_size = c->data_size;
-    st->file_size = c->file_size;
-    st->layout_version = h->layout_version;
-    st->creator_version = h->creator_version;
-    st->created_ns = h->created_ns;
-    st->bytes_total = nerve__load_rlx(&h->bytes_total);
-    /* Readers counted while some lease is running; a count that killed
-     * readers left raised reads 0 once their leases end. */
-    st->waiters = c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_clock_now_ns()
-                      ? nerve__load32_rlx(&c->bell->waiters)
-                      : 0;
-    struct stat fs;
-    if (fstat(c->fd, &fs) == 0) {
-        st->mode = fs.st_mode & 07777;
-        st->uid = fs.st_uid;
-        st->gid = fs.st_gid;
-    }
-    for (int attempt = 0; attempt < READ_RETRIES; attempt++) {
-        /* SYNC(pub-seq) acquire, as in locate(). */
-        uint64_t head = nerve__load_acq(&h->head);
-        uint64_t tail = nerve__load_acq(&h->tail);
-        if (head >= c->nslots && tail < head - c->nslots + 1)
-            tail = head - c->nslots + 1;
-        if (tail == 0 || tail > head + 1) {
-            /* Writers raise tail to at most head + 1; more is possible only
-             * if puts happened between the loads. */
-            if (nerve__load_acq(&h->head) != head)
-                continue;
-            return NERVE_ECORRUPT;
-        }
-        st->head_seq = head;
-        st->tail_seq = tail;
-        st->newest_time_ns = 0;
-        if (head == 0 || tail > head)
-            return 0;
-        struct msg m;
-        int r = read_slot(c, head, &m);
-        if (r == 0)
-            st->newest_time_ns = m.time_ns;
-        if (r != NERVE_EOVERWRITTEN)
-            return r;
-    }
-    return 0;
-}
-
-int nerve_chan_stat_name(const char *name, struct nerve_stats *st)
-{
-    nerve_chan *c;
-    int r = nerve_chan_open(name, NERVE_O_READ, &c);
-    if (r)
-        return r;
-    r = nerve_chan_stat(c, st);
-    (void)nerve_chan_close(c);
-    return r;
-}
-
-/* The newest message's descriptor (SYNC(desc-seq)): desc_seq is 0 (a
- * writer is or died between D1 and D3), head, or head + 1 (between D3 and
- * W6); naming a readable head, it must describe what its slot does.
- * Returns 0, ECORRUPT (with msg), or EOVERWRITTEN (a writer moved). */
-static int check_desc(const nerve_chan *c, uint64_t head, uint64_t tail,
-                      char *msg, size_t len)
-{
-    const struct nerve__shm_hdr *h = c->hdr;
-    uint64_t ds = nerve__load_acq(&h->desc_seq);
-    int r = 0;
-    if (ds != 0 && ds != head && ds != head + 1) {
-        r = say(msg, len, NERVE_ECORRUPT,
-                "descriptor names message %" PRIu64 " but head is %" PRIu64
-                " (it must name 0, head or head + 1)",
-                ds, head);
-    } else if (ds == head && head >= tail && head > 0) {
-        struct msg d, sl;
-        r = read_desc(c, head, &d);
-        if (r == NERVE_EAGAIN)
-            return NERVE_EOVERWRITTEN;
-        if (r == NERVE_ECORRUPT)
-            r = say(msg, len, r,
-                    "descriptor of message %" PRIu64 " has len %" PRIu64
-                    ", more than the ring's %" PRIu64,
-                    head, d.len, c->data_size);
-        if (r == 0)
-            r = read_slot(c, head, &sl);
-        if (r == 0 && (d.off != sl.off || d.len != sl.len ||
-                       d.time_ns != sl.time_ns))
-            r = say(msg, len, NERVE_ECORRUPT,
-                    "descriptor of message %" PRIu64 " (off %" PRIu64
-                    ", len %" PRIu64 ", time %" PRId64
-                    ") differs from its slot (off %" PRIu64 ", len %" PRIu64
-                    ", time %" PRId64 ")",
-                    head, d.off, d.len, d.time_ns, sl.off, sl.len,
-                    sl.time_ns);
-    }
-    /* A verdict stands only if no writer moved meanwhile. */
-    if (r && nerve__load_acq(&h->head) != head)
-        return NERVE_EOVERWRITTEN;
-    return r;
-}
-
-/* One pass of nerve_chan_check over [tail, head]. Returns 0, ECORRUPT (with
- * msg), or EOVERWRITTEN when a writer moved the ring during the pass. */
-static int check_pass(const nerve_chan *c, char *msg, size_t len)
-{
-    const struct nerve__shm_hdr *h = c->hdr;
-    /* SYNC(pub-seq) acquire, as in locate(). */
-    uint64_t head = nerve__load_acq(&h->head);
-    uint64_t tail = nerve__load_acq(&h->tail);
-    uint64_t wpos = nerve__load_rlx(&h->wpos);
-    if (tail == 0)
-        return say(msg, len, NERVE_ECORRUPT, "tail is 0 (must be >= 1)");
-    if (tail > head + 1) {
-        /* Writers raise tail to at most head + 1 before committing; more
-         * is only possible if puts happened between the two loads. */
-        if (nerve__load_acq(&h->head) != head)
-            return NERVE_EOVERWRITTEN;
-        return say(msg, len, NERVE_ECORRUPT,
-                   "tail %" PRIu64 " is beyond head %" PRIu64 " + 1", tail,
-                   head);
-    }
-    if (head - tail + 1 > c->nslots) {
-        if (nerve__load_acq(&h->tail) != tail)
-            return NERVE_EOVERWRITTEN;
-        return say(msg, len, NERVE_ECORRUPT,
-                   "%" PRIu64 " messages readable but only %" PRIu64 " slots",
-                   head - tail + 1, c->nslots);
-    }
-    struct msg prev = {0, 0, 0, 0};
-    for (uint64_t s = tail; s <= head; s++) {
-        struct msg m;
-        int r = read_slot(c, s, &m);
-        if (r == NERVE_EOVERWRITTEN)
-            return r;
-        if (r)
-            return say(msg, len, r,
-                       "slot %" PRIu64 " holds seq %" PRIu64
-                       " / len %" PRIu64 ", expected seq %" PRIu64
-                       " with len <= %" PRIu64,
-                       (s - 1) % c->nslots,
-                       nerve__load_rlx(&slot_of(c, s)->seq),
-                       nerve__load_rlx(&slot_of(c, s)->len), s, c->data_size);
-        if (s > tail && m.off < prev.off + prev.len)
-            return say(msg, len, NERVE_ECORRUPT,
-                       "message %" PRIu64 " at %" PRIu64
-                       " overlaps message %" PRIu64,
-                       s, m.off, prev.seq);
-        if (s > tail && m.time_ns < prev.time_ns)
-            return say(msg, len, NERVE_ECORRUPT,
-                       "message %" PRIu64 " is older than message %" PRIu64, s,
-                       prev.seq);
-        if (m.off % NERVE__MSG_ALIGN)
-            return say(msg, len, NERVE_ECORRUPT,
-                       "message %" PRIu64 " is not aligned", s);
-        prev = m;
-    }
-    if (head >= tail) {
-        struct msg first;
-        if (read_slot(c, tail, &first) != 0 || !still_valid(c, tail))
-            return NERVE_EOVERWRITTEN;
-        if (nerve__load_acq(&h->head) != head)
-            return NERVE_EOVERWRITTEN;
-        if (prev.off + prev.len - first.off > c->data_size)
-            return say(msg, len, NERVE_ECORRUPT,
-                       "readable messages span %" PRIu64
-                       " bytes, more than the ring's %" PRIu64,
-                       prev.off + prev.len - first.off, c->data_size);
-        if (wpos < prev.off + prev.len)
-            return say(msg, len, NERVE_ECORRUPT,
-                       "write position %" PRIu64
-                       " is behind the newest message's end %" PRIu64,
-                       wpos, prev.off + prev.len);
-    }
-    return check_desc(c, head, tail, msg, len);
-}
-
-/* The verdict on a consistent channel: "ok", or "ok" with why its bell is
- * not used, which only makes waiting readers poll (see bell_map()). */
-/* The verdict of a consistent channel: the writer lock's state `lock`, and
- * why the bell is not used if it is not. */
-static void check_bell(const nerve_chan *c, const char *lock, char *msg,
-                       size_t len)
-{
-    char why[200] = "";
-    struct stat st;
-    /* Verified read-only: the checker need not be a writer. */
-    if (fstat(c->fd, &st) == 0) {
-        struct nerve__shm_bell *b =
-            bell_map(c->name, &st, 0, why, sizeof why);
-        if (b)
-            munmap(b, NERVE__BELL_SIZE);
-    }
-    if (why[0])
-        say(msg, len, 0,
-            "ok; writer lock: %s; bell not used (%s): waiting readers poll",
-            lock, why);
-    else
-        say(msg, len, 0, "ok; writer lock: %s", lock);
-}
-
-int nerve_chan_check(const char *name, char *msg, size_t len)
-{
-    nerve_chan *c;
-    if (msg && len)
-        msg[0] = 0;
-    int r = chan_open(name, NERVE_O_READ, &c, msg, len);
-    if (r) {
-        if (!msg || !len || !msg[0])
-            say(msg, len, r, "%s", nerve_strerror(r));
-        return r;
-    }
-    for (int attempt = 0; attempt < 1000; attempt++) {
-        r = check_pass(c, msg, len);
-        if (r != NERVE_EOVERWRITTEN)
-            break;
-    }
-    if (r == NERVE_EOVERWRITTEN) {
-        r = say(msg, len, NERVE_ELAPPED,
-                "writers changed the ring during every check attempt");
-    } else if (r == 0) {
-        char st[160];
-        (void)nerve__mutex_state(&c->hdr->lock.l,
-                                 nerve__load_rlx(&c->hdr->lock.l.pidns), st,
-                                 sizeof st);
-        check_bell(c, st, msg, len);
-    }
-    (void)nerve_chan_close(c);
-    return r;
-}
-
-int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
-{
-    if (flags & ~NERVE_REPAIR_FORCE)
-        return say(msg, len, NERVE_EINVAL, "unknown flags");
-    nerve_chan *c;
-    int r = nerve_chan_open(name, NERVE_O_WRITE, &c);
-    if (r)
-        return say(msg, len, r, "%s", nerve_strerror(r));
-    char st[160];
-    (void)nerve__mutex_state(&c->hdr->lock.l,
-                             nerve__load_rlx(&c->hdr->lock.l.pidns), st,
-                             sizeof st);
-    r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
-    if (r == 1)
-        say(msg, len, 1, "writer lock was %s; reset (the next writer "
-                         "recovers it)", st);
-    else if (r == 0)
-        say(msg, len, 0, "writer lock is %s; nothing to reset", st);
-    else if (r == NERVE_EBUSY)
-        say(msg, len, r, "writer lock is %s; not reset (use --force only "
-                         "if no writer is inside a put)", st);
-    else
-        say(msg, len, r, "writer lock is %s: %s", st, nerve_strerror(r));
-    (void)nerve_chan_close(c);
-    return r;
-}
-
-int nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg)
-{
-    if (!fn)
-        return NERVE_EINVAL;
-    DIR *d = opendir(SHM_DIR);
-    if (!d)
-        return errno_to_nerve(errno);
-    int r = 0;
-    struct dirent *e;
-    size_t plen = strlen(CHAN_PREFIX);
-    while (r == 0 && (e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, CHAN_PREFIX, plen) != 0)
-            continue;
-        const char *name = e->d_name + plen;
-        if (nerve_chan_name_check(name) != 0)
-            continue;
-        r = fn(name, arg);
-    }
-    closedir(d);
-    return r;
 }

@@ -1,13 +1,21 @@
 /* The port contract: what the channel protocol needs from the operating
- * system. Linux implements it in src/platform/linux/. The protocol code in
- * chan.c calls the futex operations only through nerve__futex_ops, so a
- * test can replace them with fakes that record or delay wake-ups. */
+ * system. Linux implements it in src/platform/linux/: futex.c (waits and
+ * wakes), mutex.c (the writer lock), fileops.c (the system calls on
+ * files) and shmfile.c (files in the shared-memory directory). The
+ * protocol code in chan.c calls the futex operations only through
+ * nerve__futex, and the channel code makes every file operation (open,
+ * stat, fallocate, link, unlink, chmod, mmap, directory reads) only
+ * through nerve__file, so a test can replace either table with fakes that
+ * record, delay or fail calls (tests/unit/internal_futex.c,
+ * internal_fileops.c). */
 #ifndef NERVE_PLATFORM_H
 #define NERVE_PLATFORM_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* One word to wait on: *word must equal `expect` for the wait to sleep.
  * `shared` words live in a shared mapping (possibly read-only); private
@@ -84,9 +92,44 @@ void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
                         uint64_t data_size, int writable);
 void nerve__unmap_double(void *base, uint64_t file_size, uint64_t data_size);
 
-/* ---- files in the shared-memory directory (shm.c) ---- */
+/* ---- the system calls on files (fileops.c) ---- */
 
 struct stat;
+
+/* One entry per system call, each with that call's contract (-1, NULL or
+ * MAP_FAILED with errno set on failure; fallocate as posix_fallocate but
+ * setting errno). Channel code calls them only through nerve__file, which
+ * a test may point at its own table (single-threaded, before any channel
+ * is opened, and back to &nerve__file_linux before it ends). */
+struct nerve__file_ops {
+    int (*open)(const char *path, int flags, unsigned mode);
+    int (*close)(int fd);
+    int (*fstat)(int fd, struct stat *st);
+    int (*lstat)(const char *path, struct stat *st);
+    int (*fstatat)(int dfd, const char *name, struct stat *st, int flags);
+    ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
+    int (*fallocate)(int fd, off_t off, off_t len);
+    int (*link)(const char *from, const char *to);
+    int (*linkat)(int fromfd, const char *from, int tofd, const char *to,
+                  int flags);
+    int (*unlink)(const char *path);
+    int (*unlinkat)(int dfd, const char *name, int flags);
+    int (*fchmod)(int fd, unsigned mode);
+    int (*chmod)(const char *path, unsigned mode);
+    int (*access)(const char *path, int mode);
+    void *(*mmap)(void *addr, size_t len, int prot, int flags, int fd,
+                  off_t off);
+    int (*munmap)(void *addr, size_t len);
+    int (*msync)(void *addr, size_t len, int flags);
+    DIR *(*opendir)(const char *path);
+    struct dirent *(*readdir)(DIR *d);
+    int (*closedir)(DIR *d);
+};
+
+extern const struct nerve__file_ops *nerve__file;
+extern const struct nerve__file_ops nerve__file_linux;
+
+/* ---- files in the shared-memory directory (shmfile.c) ---- */
 
 /* The nerve error code for an errno value (src/errors.c): the errno's own
  * code where nerve has one, NERVE_ENOTCHAN where the name holds something
@@ -118,6 +161,22 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
 int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path);
 /* Close the descriptor and remove the temporary name, if any. */
 void nerve__shm_tmp_discard(struct nerve__shm_tmp *t);
+/* Remove the regular file `path` (NERVE_ENOTCHAN if anything else is
+ * there: a directory, FIFO, socket or symlink is left alone). */
+int nerve__shm_unlink(const char *path);
+/* chmod the regular file `path` through a descriptor, never following a
+ * symlink planted under the name (O_PATH where the caller may not read
+ * the file). */
+int nerve__shm_chmod(const char *path, uint32_t mode);
+/* Map `len` bytes of fd from offset 0, shared, read-only or read-write.
+ * Returns the address or NULL (errno set). */
+void *nerve__shm_map(int fd, uint64_t len, int writable);
+void nerve__shm_unmap(void *p, uint64_t len);
+/* Call fn(entry name, arg) for each entry of `dir` whose name starts with
+ * `prefix`, until fn returns non-zero (which is returned). Returns 0, that
+ * value, or a negative nerve error if the directory cannot be read. */
+int nerve__shm_each(const char *dir, const char *prefix,
+                    int (*fn)(const char *name, void *arg), void *arg);
 /* Remove this user's named temporaries in `dir` whose creator died. */
 void nerve__shm_tmp_sweep(const char *dir);
 /* Test builds (NERVE_CRASHPOINTS): non-zero makes nerve__shm_tmp_create

@@ -448,6 +448,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat(const nerve_chan *c,
                                               struct nerve_stats *st);
 
 /* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
+ * Validates what an open does but maps only the header, metadata and
+ * index (never the data ring), so it is cheap to poll.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_stat_name(const char *name,

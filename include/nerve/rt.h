@@ -342,9 +342,9 @@ NERVE_NODISCARD NERVE_API int nerve_task_run(nerve_task *t);
  * first call: the loop has ended and statistics say running = 0), a
  * channel error that ended the loop, a set-up error as nerve_task_start()
  * (first call; call again to retry), NERVE_EBUSY (the task was started
- * with nerve_task_start() or nerve_task_run()), NERVE_EBADF (NULL task), NERVE_EINVAL (NULL
- * tick, unknown flags). Once the loop has ended every call returns how it
- * ended.
+ * with nerve_task_start() or nerve_task_run()), NERVE_EBADF (NULL task),
+ * NERVE_EINVAL (NULL tick, unknown flags). Once the loop has ended every
+ * call returns how it ended.
  * Thread: the loop's: one thread at a time (the first call's, for the
  * scheduling to hold).  Blocking: until the cycle is due or the timeout.
  * RT: the wait is (clock_nanosleep or the channel's futex wait; no

@@ -126,7 +126,7 @@ static void test_timeout_consumes_nothing(void)
           NERVE_ETIMEDOUT);
     NT_RC(nerve_task_next(t, 0, 0x4000u, &tk), NERVE_EINVAL);
     NT_RC(nerve_task_next(t, 0, 0, NULL), NERVE_EINVAL);
-    NT_RC(nerve_task_next(NULL, 0, 0, &tk), NERVE_EBADF);
+    NT_RC(nerve_task_next(NULL, 0, 0, &tk), NERVE_EBADF); /* as every handle */
     struct nerve_task_stats st;
     NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 0);

@@ -1,4 +1,9 @@
-/* Mapping a channel file with its data ring twice, back to back.
+/* Files in the shared-memory directory: opening, creating (unnamed, then
+ * linked), removing, chmod, listing and mapping channel and bell files.
+ * Every system call goes through nerve__file (fileops.c), so tests can
+ * make any of them fail.
+ *
+ * Mapping a channel file with its data ring twice, back to back.
  *
  * A contiguous range of address space is reserved first (PROT_NONE,
  * anonymous), then the file is mapped over it with MAP_FIXED, and the data
@@ -26,8 +31,8 @@ void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
         return NULL;
     }
     int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-    unsigned char *base =
-        mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *base = nerve__file->mmap(NULL, total, PROT_NONE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED)
         return NULL;
     /* MAP_POPULATE: the pages exist already (creation reserved them), so
@@ -35,11 +40,11 @@ void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
      * minor fault per page on the first put or get that touches it -- a
      * fault is a kernel entry on the hot path (256 per MiB of ring). */
     int flags = MAP_SHARED | MAP_FIXED | MAP_POPULATE;
-    if (mmap(base, file_size, prot, flags, fd, 0) == MAP_FAILED ||
-        mmap(base + file_size, data_size, prot, flags, fd, (off_t)data_off) ==
-            MAP_FAILED) {
+    if (nerve__file->mmap(base, file_size, prot, flags, fd, 0) == MAP_FAILED ||
+        nerve__file->mmap(base + file_size, data_size, prot, flags, fd,
+                          (off_t)data_off) == MAP_FAILED) {
         int e = errno;
-        munmap(base, total);
+        nerve__file->munmap(base, total);
         errno = e;
         return NULL;
     }
@@ -49,7 +54,7 @@ void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
 void nerve__unmap_double(void *base, uint64_t file_size, uint64_t data_size)
 {
     if (base)
-        munmap(base, file_size + data_size);
+        nerve__file->munmap(base, file_size + data_size);
 }
 
 /* ---- files in /dev/shm ---------------------------------------------------
@@ -93,24 +98,26 @@ int nerve__shm_open(const char *path, int writable, struct stat *st)
     struct stat ls;
     /* Refuse a FIFO, socket, device or directory before opening it: an
      * open may block (FIFO) or have side effects (devices). */
-    if (lstat(path, &ls) != 0)
+    if (nerve__file->lstat(path, &ls) != 0)
         return nerve__err_from_errno(errno);
     if (!S_ISREG(ls.st_mode))
         return NERVE_ENOTCHAN;
     /* The name may have been replaced since: O_NONBLOCK and O_NOFOLLOW make
      * whatever is there now unable to block or redirect the open, and fstat
      * judges the file actually opened. */
-    int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK |
-                            O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+    int fd = nerve__file->open(path, (writable ? O_RDWR : O_RDONLY) |
+                                         O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC |
+                                         O_NOCTTY,
+                               0);
     if (fd < 0)
         return nerve__err_from_errno(errno);
-    if (fstat(fd, st) != 0) {
+    if (nerve__file->fstat(fd, st) != 0) {
         int r = nerve__err_from_errno(errno);
-        close(fd);
+        nerve__file->close(fd);
         return r;
     }
     if (!S_ISREG(st->st_mode)) {
-        close(fd);
+        nerve__file->close(fd);
         return NERVE_ENOTCHAN;
     }
     return fd;
@@ -122,13 +129,13 @@ int nerve__shm_open(const char *path, int writable, struct stat *st)
  * longer exists and which nobody touched for TMP_STALE_S seconds. */
 void nerve__shm_tmp_sweep(const char *dir)
 {
-    DIR *d = opendir(dir);
+    DIR *d = nerve__file->opendir(dir);
     if (!d)
         return;
     int dfd = dirfd(d);
     time_t now = time(NULL);
     struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
+    while ((e = nerve__file->readdir(d)) != NULL) {
         if (strncmp(e->d_name, TMP_PREFIX, sizeof TMP_PREFIX - 1) != 0)
             continue;
         const char *p = e->d_name + sizeof TMP_PREFIX - 1;
@@ -139,15 +146,15 @@ void nerve__shm_tmp_sweep(const char *dir)
         if (end == p || *end != '-' || pid <= 0 || pid > INT_MAX)
             continue;
         struct stat st;
-        if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        if (nerve__file->fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
             now - st.st_mtime < TMP_STALE_S)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue; /* alive, or not ours to judge */
-        (void)unlinkat(dfd, e->d_name, 0);
+        (void)nerve__file->unlinkat(dfd, e->d_name, 0);
     }
-    closedir(d);
+    nerve__file->closedir(d);
 }
 
 int nerve__shm_tmp_create(const char *dir, uint64_t size,
@@ -160,12 +167,12 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
     if (!FORCE_NAMED_TMP) {
         /* An unnamed file: nobody can open, replace or pre-plant it, and
          * it vanishes with the last descriptor if the creator dies. */
-        t->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        t->fd = nerve__file->open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         char proc[64];
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
-        if (t->fd >= 0 && access(proc, F_OK) != 0) {
+        if (t->fd >= 0 && nerve__file->access(proc, F_OK) != 0) {
             /* No /proc to link it through (a bare container): named. */
-            close(t->fd);
+            nerve__file->close(t->fd);
             t->fd = -1;
         }
     }
@@ -184,8 +191,9 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
             }
             snprintf(t->path, sizeof t->path, "%s" TMP_PREFIX "%d-%016llx",
                      dir, (int)pid, (unsigned long long)rnd);
-            t->fd = open(t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-                                      O_CLOEXEC, 0600);
+            t->fd = nerve__file->open(t->path, O_RDWR | O_CREAT | O_EXCL |
+                                                   O_NOFOLLOW | O_CLOEXEC,
+                                      0600);
             if (t->fd < 0 && errno != EEXIST) {
                 int r = nerve__err_from_errno(errno);
                 t->path[0] = 0;
@@ -199,10 +207,10 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
     }
     /* Reserve every page now, so that a full /dev/shm fails here with
      * NERVE_ENOSPC and never later with SIGBUS. */
-    int r = posix_fallocate(t->fd, 0, (off_t)size);
-    if (r != 0) {
+    if (nerve__file->fallocate(t->fd, 0, (off_t)size) != 0) {
+        int r = nerve__err_from_errno(errno);
         nerve__shm_tmp_discard(t);
-        return nerve__err_from_errno(r);
+        return r;
     }
     return 0;
 }
@@ -211,15 +219,16 @@ int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path)
 {
     int r;
     if (t->path[0]) {
-        r = link(t->path, path);
+        r = nerve__file->link(t->path, path);
     } else {
         /* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc/self/fd does
          * not. Both refuse to replace an existing name (EEXIST). */
-        r = linkat(t->fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
+        r = nerve__file->linkat(t->fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
         if (r != 0 && errno != EEXIST) {
             char proc[64];
             snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
-            r = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+            r = nerve__file->linkat(AT_FDCWD, proc, AT_FDCWD, path,
+                                   AT_SYMLINK_FOLLOW);
         }
     }
     return r == 0 ? 0 : nerve__err_from_errno(errno);
@@ -228,9 +237,89 @@ int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path)
 void nerve__shm_tmp_discard(struct nerve__shm_tmp *t)
 {
     if (t->fd >= 0)
-        close(t->fd);
+        nerve__file->close(t->fd);
     if (t->path[0])
-        (void)unlink(t->path);
+        (void)nerve__file->unlink(t->path);
     t->fd = -1;
     t->path[0] = 0;
+}
+
+int nerve__shm_unlink(const char *path)
+{
+    struct stat st;
+    /* Only a regular file is a channel (or the remains of one): a
+     * directory, FIFO, socket or symlink under the name is not removed. */
+    if (nerve__file->lstat(path, &st) != 0)
+        return nerve__err_from_errno(errno);
+    if (!S_ISREG(st.st_mode))
+        return NERVE_ENOTCHAN;
+    if (nerve__file->unlink(path) != 0)
+        return nerve__err_from_errno(errno);
+    return 0;
+}
+
+/* chmod(2) would follow a symlink planted under the name to another of
+ * the caller's files: through a descriptor instead. */
+int nerve__shm_chmod(const char *path, uint32_t mode)
+{
+    struct stat st;
+    int fd = nerve__shm_open(path, 0, &st);
+    if (fd == NERVE_EACCES) {
+        /* No read permission (mode 0200, say): O_PATH needs none. */
+        fd = nerve__file->open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (fd < 0)
+            return nerve__err_from_errno(errno);
+        if (nerve__file->fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            nerve__file->close(fd);
+            return NERVE_ENOTCHAN;
+        }
+        char proc[64];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        int r = nerve__file->chmod(proc, mode) == 0
+                    ? 0
+                    : nerve__err_from_errno(errno);
+        nerve__file->close(fd);
+        return r;
+    }
+    if (fd < 0)
+        return fd;
+    int r = nerve__file->fchmod(fd, mode) == 0 ? 0
+                                               : nerve__err_from_errno(errno);
+    nerve__file->close(fd);
+    return r;
+}
+
+void *nerve__shm_map(int fd, uint64_t len, int writable)
+{
+    if (len > (uint64_t)SIZE_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = nerve__file->mmap(NULL, (size_t)len,
+                                PROT_READ | (writable ? PROT_WRITE : 0),
+                                MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void nerve__shm_unmap(void *p, uint64_t len)
+{
+    if (p)
+        nerve__file->munmap(p, (size_t)len);
+}
+
+int nerve__shm_each(const char *dir, const char *prefix,
+                    int (*fn)(const char *name, void *arg), void *arg)
+{
+    DIR *d = nerve__file->opendir(dir);
+    if (!d)
+        return nerve__err_from_errno(errno);
+    int r = 0;
+    struct dirent *e;
+    size_t plen = strlen(prefix);
+    while (r == 0 && (e = nerve__file->readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) == 0)
+            r = fn(e->d_name, arg);
+    }
+    nerve__file->closedir(d);
+    return r;
 }

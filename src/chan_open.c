@@ -1,0 +1,787 @@
+/* Channels: creating, opening (with header validation), closing,
+ * removing and repairing channel files. The ring protocol that works on an
+ * open channel is in chan.c; statistics, check and list in chan_info.c.
+ * Every file operation in /dev/shm goes through src/platform.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomics.h"
+#include "chan_internal.h"
+#include "crashpoint.h"
+#include "nerve/nerve.h"
+#include "opts.h"
+#include "platform.h"
+#include "shm.h"
+
+#define DEFAULT_SLOTS 1024u
+#define DEFAULT_DATA (1u << 20)
+#define DEFAULT_MODE 0644u
+#define MAX_SLOTS (1ull << 32)
+#define MAX_DATA (1ull << 40)
+
+int nerve_chan_name_check(const char *name)
+{
+    if (!name || !name[0] || name[0] == '.')
+        return NERVE_EINVAL;
+    size_t n = 0;
+    for (const char *p = name; *p; p++, n++) {
+        char ch = *p;
+        int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+                 ch == '.';
+        if (!ok)
+            return NERVE_EINVAL;
+        if (n >= NERVE_NAME_MAX)
+            return NERVE_ENAMETOOLONG;
+    }
+    return 0;
+}
+
+void nerve__path_of(char *buf, size_t len, const char *prefix,
+                    const char *name)
+{
+    snprintf(buf, len, NERVE__SHM_DIR "%s%s", prefix, name);
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+/* Compute (creation) or re-derive (open) the layout of a channel. Returns 0
+ * or NERVE_EINVAL if it does not fit the limits. */
+static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
+                       uint64_t page, struct nerve__geometry *g)
+{
+    if (nslots < 1 || nslots > MAX_SLOTS || data_size < 1 ||
+        data_size > MAX_DATA || meta_bytes > (1ull << 32) || page < 4096 ||
+        (page & (page - 1)) != 0)
+        return NERVE_EINVAL;
+    g->nslots = nslots;
+    g->data_size = NERVE__ROUND_UP(data_size, page);
+    g->meta_len = NERVE__ROUND_UP(meta_bytes ? meta_bytes : 1, page);
+    g->index_off = NERVE__HDR_REGION + g->meta_len;
+    g->data_off = g->index_off + NERVE__ROUND_UP(nslots * sizeof(struct nerve__shm_slot), page);
+    g->file_size = g->data_off + g->data_size;
+    return 0;
+}
+
+/* ---- creation ----------------------------------------------------------- */
+
+/* Whether s[0..n) is well-formed UTF-8 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). The type and the encoding are text
+ * for every binding and tool (Python str, JSON, MCAP), so they must be
+ * UTF-8: rejected at create, NERVE_ECORRUPT at open. The schema is bytes. */
+static int utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t k;
+        unsigned lo = 0x80, hi = 0xbf;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            if (c == 0xe0)
+                lo = 0xa0; /* overlong */
+            else if (c == 0xed)
+                hi = 0x9f; /* surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            if (c == 0xf0)
+                lo = 0x90; /* overlong */
+            else if (c == 0xf4)
+                hi = 0x8f; /* above U+10FFFF */
+        } else {
+            return 0;
+        }
+        if (n - i <= k)
+            return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return 0;
+        for (size_t j = 2; j <= k; j++) {
+            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
+                return 0;
+        }
+        i += k + 1;
+    }
+    return 1;
+}
+
+static int opts_read(const struct nerve_chan_opts *in,
+                     struct nerve_chan_opts *o)
+{
+    struct nerve_chan_opts def = NERVE_CHAN_OPTS_INIT;
+    *o = def;
+    /* A tail this library does not know must be zero (options grow by
+     * appending fields; a caller built against a newer header may set one
+     * we cannot honour): the library's one options reader (opts.c). */
+    if (in) {
+        int r = nerve__opts_read(o, sizeof *o, in, in->size);
+        if (r)
+            return r;
+    }
+    o->size = sizeof *o;
+    if (o->flags & ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS) ||
+        o->reserved0 != 0)
+        return NERVE_EINVAL;
+    if (!o->slots)
+        o->slots = DEFAULT_SLOTS;
+    if (!o->data_size)
+        o->data_size = DEFAULT_DATA;
+    if (!o->mode)
+        o->mode = DEFAULT_MODE;
+    if (o->mode & ~0777u)
+        return NERVE_EINVAL;
+    if (o->type && (strlen(o->type) > NERVE_TYPE_MAX ||
+                    !utf8_valid((const unsigned char *)o->type,
+                                strlen(o->type))))
+        return NERVE_EINVAL;
+    if (o->encoding && (strlen(o->encoding) > NERVE_ENCODING_MAX ||
+                        !utf8_valid((const unsigned char *)o->encoding,
+                                    strlen(o->encoding))))
+        return NERVE_EINVAL;
+    if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
+        return NERVE_EINVAL;
+    if (o->schema && memchr(o->schema, 0, o->schema_len))
+        return NERVE_EINVAL;
+    return 0;
+}
+
+/* Write the bell into the new unnamed file t (NERVE__BELL_SIZE bytes). */
+static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
+{
+    int r = nerve__shm_tmp_create(NERVE__SHM_DIR, NERVE__BELL_SIZE, t);
+    if (r)
+        return r;
+    struct nerve__shm_bell *b = nerve__shm_map(t->fd, NERVE__BELL_SIZE, 1);
+    if (!b) {
+        r = nerve__err_from_errno(errno);
+    } else {
+        b->version = NERVE_LAYOUT_VERSION;
+        b->magic = NERVE__BELL_MAGIC;
+        nerve__shm_unmap(b, NERVE__BELL_SIZE);
+        /* The bell has the channel's mode (and owner and group): only
+         * processes that may write the channel may write (and so
+         * truncate) the bell, whose mapping every writer reads after each
+         * put. nerve__bell_map() uses no other bell. Readers that may not write
+         * it poll instead, unless the channel wakes on every put
+         * (NERVE_C_WAKE_ALWAYS). See docs/design/0002-wakeup.md. */
+        if (nerve__file->fchmod(t->fd, mode) != 0)
+            r = nerve__err_from_errno(errno);
+    }
+    if (r)
+        nerve__shm_tmp_discard(t);
+    return r;
+}
+
+/* Write a complete channel into the new unnamed file t. */
+static int make_channel(const struct nerve_chan_opts *o,
+                        struct nerve__shm_tmp *t)
+{
+    uint64_t tlen = o->type ? strlen(o->type) : 0;
+    uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
+    uint64_t page = nerve__page_size();
+    struct nerve__geometry g;
+    int r = geometry_of(o->slots, o->data_size, tlen + elen + o->schema_len + 3,
+                        page, &g);
+    if (r)
+        return r;
+    r = nerve__shm_tmp_create(NERVE__SHM_DIR, g.file_size, t);
+    if (r)
+        return r;
+    unsigned char *m = nerve__shm_map(t->fd, g.index_off, 1);
+    if (!m) {
+        r = nerve__err_from_errno(errno);
+        goto out;
+    }
+    struct nerve__shm_hdr *h = (struct nerve__shm_hdr *)m;
+    h->layout_version = NERVE_LAYOUT_VERSION;
+    h->header_size = sizeof *h;
+    h->abi_endian = NERVE__ABI_ENDIAN;
+    h->abi_mutex_size = sizeof(pthread_mutex_t);
+    h->creator_version = NERVE_VERSION_NUMBER;
+    h->page_size = (uint32_t)page;
+    h->nslots = g.nslots;
+    h->data_size = g.data_size;
+    h->meta_off = NERVE__HDR_REGION;
+    h->meta_len = g.meta_len;
+    h->index_off = g.index_off;
+    h->data_off = g.data_off;
+    h->file_size = g.file_size;
+    h->type_len = (uint32_t)tlen;
+    h->encoding_len = (uint32_t)elen;
+    h->schema_len = o->schema_len;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    h->created_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+    if (o->flags & NERVE_C_WAKE_ALWAYS)
+        h->compat_flags |= NERVE__COMPAT_WAKE_ALWAYS;
+    /* Fresh file: no message; tail = 1 > head = 0 means empty. */
+    nerve__store_rlx(&h->head, 0);
+    nerve__store_rlx(&h->tail, 1);
+    nerve__store_rlx(&h->wpos, 0);
+    unsigned char *meta = m + NERVE__HDR_REGION;
+    if (tlen)
+        memcpy(meta, o->type, tlen);
+    if (elen)
+        memcpy(meta + tlen + 1, o->encoding, elen);
+    if (o->schema_len)
+        memcpy(meta + tlen + elen + 2, o->schema, o->schema_len);
+    r = nerve__mutex_init(&h->lock.l);
+    if (r == 0) {
+        /* The magic last: the file becomes a channel only when complete.
+         * (It is also invisible under its final name until linked.) */
+        h->magic = NERVE__MAGIC;
+        if (nerve__file->msync(m, g.index_off, MS_SYNC) != 0)
+            r = nerve__err_from_errno(errno);
+    } else {
+        r = NERVE_ENOMEM;
+    }
+    nerve__shm_unmap(m, g.index_off);
+    if (r == 0 && nerve__file->fchmod(t->fd, o->mode) != 0)
+        r = nerve__err_from_errno(errno);
+out:
+    if (r)
+        nerve__shm_tmp_discard(t);
+    return r;
+}
+
+static int same_str(const char *want, const char *have)
+{
+    return !want || strcmp(want, have) == 0;
+}
+
+/* NERVE_C_EXIST_OK: the existing channel must have the geometry and the
+ * metadata the caller asked for. */
+static int check_compatible(const char *name, const struct nerve_chan_opts *o)
+{
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_READ, &c);
+    if (r)
+        return r;
+    struct nerve__geometry g;
+    r = geometry_of(o->slots, o->data_size, 1, nerve__page_size(), &g);
+    if (r == 0 &&
+        (c->nslots != g.nslots || c->data_size != g.data_size ||
+         !same_str(o->type, c->type) || !same_str(o->encoding, c->encoding) ||
+         (o->schema &&
+          (o->schema_len != c->schema_len ||
+           memcmp(o->schema, c->schema, o->schema_len) != 0))))
+        r = NERVE_EMISMATCH;
+    (void)nerve_chan_close(c);
+    return r;
+}
+
+/* Give the channel `name`, which this process has just linked, its bell.
+ * The bell is linked with no-replace semantics too: a file already at the
+ * bell's name is a stale bell or one planted by someone else. It is
+ * removed where this user may (its own, or any as root) and otherwise
+ * left alone: nerve__bell_map() will not use a bell whose owner, group or mode
+ * differ from the channel's, so the channel then works without one
+ * (waiting readers poll) and nerve_chan_check() says so. */
+static void link_bell(const char *name, struct nerve__shm_tmp *bell)
+{
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int r = nerve__shm_tmp_link(bell, path);
+        if (r != NERVE_EEXIST || nerve__file->unlink(path) != 0)
+            break;
+    }
+}
+
+int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
+{
+    struct nerve_chan_opts o;
+    int r = nerve_chan_name_check(name);
+    if (r == 0)
+        r = opts_read(opts, &o);
+    if (r)
+        return r;
+    /* Temporaries of creators killed mid-create (only where files cannot
+     * be made unnamed, or by older versions) are removed here. */
+    nerve__shm_tmp_sweep(NERVE__SHM_DIR);
+    struct nerve__shm_tmp chan, bell;
+    r = make_channel(&o, &chan);
+    if (r)
+        return r;
+    r = make_bell(&bell, o.mode);
+    if (r) {
+        nerve__shm_tmp_discard(&chan);
+        return r;
+    }
+    /* Linking the complete, unnamed file is the atomic, exclusive
+     * creation: the channel appears fully initialised under its name, or
+     * the name was taken (by anything: a channel, or a file planted
+     * there) and nothing of ours is adopted or left behind. */
+    NERVE_CRASHPOINT("create.filled");
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+    r = nerve__shm_tmp_link(&chan, path);
+    nerve__shm_tmp_discard(&chan);
+    if (r == 0) {
+        /* Killed here: a complete channel without a bell; its waiting
+         * readers poll, and nerve_chan_check() says so. */
+        NERVE_CRASHPOINT("create.linked");
+        link_bell(name, &bell);
+    }
+    nerve__shm_tmp_discard(&bell);
+    if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
+        r = check_compatible(name, &o);
+    return r;
+}
+
+int nerve_chan_unlink(const char *name)
+{
+    int r = nerve_chan_name_check(name);
+    if (r)
+        return r;
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+    /* Only a regular file is a channel (or the remains of one): a
+     * directory, FIFO, socket or symlink under the name is not removed. */
+    r = nerve__shm_unlink(path);
+    if (r)
+        return r;
+    /* The bell after the channel: a failed unlink keeps both. A bell this
+     * user may not remove (planted by another user) stays, harmlessly: no
+     * channel of this user's will use it (see link_bell()). */
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
+    (void)nerve__file->unlink(path);
+    return 0;
+}
+
+int nerve_chan_chmod(const char *name, uint32_t mode)
+{
+    int r = nerve_chan_name_check(name);
+    if (r)
+        return r;
+    if (mode & ~0777u)
+        return NERVE_EINVAL;
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+    r = nerve__shm_chmod(path, mode);
+    if (r)
+        return r;
+    /* The bell keeps the channel's mode (see make_bell()). A missing or
+     * foreign bell is not an error: the channel works without one. */
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
+    r = nerve__shm_chmod(path, mode);
+    if (r && r != NERVE_ENOENT && r != NERVE_ENOTCHAN && r != NERVE_EACCES)
+        return r;
+    return 0;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+int nerve__say(char *msg, size_t len, int code, const char *fmt, ...)
+{
+    if (msg && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* Validate a header read from a file of st_size bytes. Each failure has its
+ * own code (a file that is not a channel, another version, another ABI, a
+ * truncated file, inconsistent fields) and, into msg, the field and why. */
+int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
+                        struct nerve__geometry *g, char *msg, size_t len)
+{
+    if (st_size < sizeof h->magic)
+        return nerve__say(msg, len, NERVE_ENOTCHAN,
+                   "not a nerve channel: file is %" PRIu64 " bytes",
+                   st_size);
+    if (h->magic != NERVE__MAGIC)
+        return nerve__say(msg, len, NERVE_ENOTCHAN,
+                   "not a nerve channel: magic 0x%016" PRIx64
+                   " (a channel's is 0x%016llx)",
+                   h->magic, NERVE__MAGIC);
+    if (st_size < 16)
+        return nerve__say(msg, len, NERVE_ETRUNC,
+                   "file is %" PRIu64 " bytes, shorter than the header",
+                   st_size);
+    if (h->layout_version < NERVE_LAYOUT_VERSION)
+        return nerve__say(msg, len, NERVE_EVERSION,
+                   "layout_version %u, made by an older nerve; this library "
+                   "reads %u: recreate the channel (nerve rm NAME, then "
+                   "create it again) to use it with this version",
+                   h->layout_version, NERVE_LAYOUT_VERSION);
+    if (h->layout_version != NERVE_LAYOUT_VERSION)
+        return nerve__say(msg, len, NERVE_EVERSION,
+                   "layout_version %u, made by a newer nerve; this library "
+                   "reads %u",
+                   h->layout_version, NERVE_LAYOUT_VERSION);
+    if (h->incompat_flags != 0)
+        return nerve__say(msg, len, NERVE_EVERSION,
+                   "incompat_flags 0x%" PRIx64 " holds unknown features",
+                   h->incompat_flags);
+    if (st_size < sizeof *h)
+        return nerve__say(msg, len, NERVE_ETRUNC,
+                   "file is %" PRIu64 " bytes, shorter than the %zu-byte "
+                   "header",
+                   st_size, sizeof *h);
+    if (h->abi_endian != NERVE__ABI_ENDIAN)
+        return nerve__say(msg, len, NERVE_EABI,
+                   "abi_endian 0x%08x: made on a machine of other byte order",
+                   h->abi_endian);
+    if (h->abi_mutex_size != sizeof(pthread_mutex_t))
+        return nerve__say(msg, len, NERVE_EABI,
+                   "abi_mutex_size %u; this platform's mutex is %zu bytes",
+                   h->abi_mutex_size, sizeof(pthread_mutex_t));
+    if (h->page_size != nerve__page_size())
+        return nerve__say(msg, len, NERVE_EABI,
+                   "page_size %u; this kernel's page is %u bytes",
+                   h->page_size, nerve__page_size());
+    if (h->header_size != sizeof *h)
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                   "header_size %u, expected %zu", h->header_size, sizeof *h);
+    if (h->type_len > NERVE_TYPE_MAX)
+        return nerve__say(msg, len, NERVE_ECORRUPT, "type_len %u exceeds %d",
+                   h->type_len, NERVE_TYPE_MAX);
+    if (h->encoding_len > NERVE_ENCODING_MAX)
+        return nerve__say(msg, len, NERVE_ECORRUPT, "encoding_len %u exceeds %d",
+                   h->encoding_len, NERVE_ENCODING_MAX);
+    if (h->schema_len > NERVE_SCHEMA_MAX)
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                   "schema_len %" PRIu64 " exceeds %u", h->schema_len,
+                   NERVE_SCHEMA_MAX);
+    if (h->nslots < 1 || h->nslots > MAX_SLOTS)
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                   "nslots %" PRIu64 " is outside [1, %llu]", h->nslots,
+                   MAX_SLOTS);
+    if (h->data_size < 1 || h->data_size > MAX_DATA)
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                   "data_size %" PRIu64 " is outside [1, %llu]", h->data_size,
+                   MAX_DATA);
+    uint64_t meta_bytes =
+        (uint64_t)h->type_len + h->encoding_len + h->schema_len + 3;
+    if (geometry_of(h->nslots, h->data_size, meta_bytes, h->page_size, g))
+        return nerve__say(msg, len, NERVE_ECORRUPT, "geometry out of range");
+    if (g->data_size != h->data_size)
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                   "data_size %" PRIu64 " is not a multiple of the page size "
+                   "%u",
+                   h->data_size, h->page_size);
+#define FIELD_IS(field, want)                                                  \
+    if (h->field != (want))                                                    \
+        return nerve__say(msg, len, NERVE_ECORRUPT,                                   \
+                   #field " %" PRIu64 ", expected %" PRIu64 " for this "       \
+                   "geometry",                                                 \
+                   (uint64_t)h->field, (uint64_t)(want));
+    FIELD_IS(meta_off, NERVE__HDR_REGION)
+    FIELD_IS(meta_len, g->meta_len)
+    FIELD_IS(index_off, g->index_off)
+    FIELD_IS(data_off, g->data_off)
+    FIELD_IS(file_size, g->file_size)
+#undef FIELD_IS
+    if (st_size < g->file_size)
+        return nerve__say(msg, len, NERVE_ETRUNC,
+                   "file is %" PRIu64 " bytes, header says %" PRIu64,
+                   st_size, g->file_size);
+    if (st_size > g->file_size)
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                   "file is %" PRIu64 " bytes, header says %" PRIu64,
+                   st_size, g->file_size);
+    return 0;
+}
+
+static char *dup_bytes(const unsigned char *p, uint64_t n)
+{
+    char *s = malloc(n + 1);
+    if (s) {
+        memcpy(s, p, n);
+        s[n] = 0;
+    }
+    return s;
+}
+
+/* Copy the metadata out of the file. The copies are what is validated:
+ * no NUL inside any field, type and encoding well-formed UTF-8. */
+static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h, char *msg,
+                     size_t len)
+{
+    /* The lengths come from the validated private copy `h`, never from the
+     * mapping: a process rewriting them during the open must not move the
+     * reads out of the metadata region. The bytes themselves may still
+     * change under us, so only the private copies are checked and used. */
+    const unsigned char *m = c->base + NERVE__HDR_REGION;
+    uint64_t tl = h->type_len, el = h->encoding_len, sl = h->schema_len;
+    c->type = dup_bytes(m, tl);
+    c->encoding = dup_bytes(m + tl + 1, el);
+    c->schema = dup_bytes(m + tl + el + 2, sl);
+    c->schema_len = sl;
+    if (!c->type || !c->encoding || !c->schema)
+        return NERVE_ENOMEM;
+    if (memchr(c->type, 0, tl))
+        return nerve__say(msg, len, NERVE_ECORRUPT, "type holds a NUL byte");
+    if (memchr(c->encoding, 0, el))
+        return nerve__say(msg, len, NERVE_ECORRUPT, "encoding holds a NUL byte");
+    if (memchr(c->schema, 0, sl))
+        return nerve__say(msg, len, NERVE_ECORRUPT, "schema holds a NUL byte");
+    if (!utf8_valid((const unsigned char *)c->type, tl))
+        return nerve__say(msg, len, NERVE_ECORRUPT, "type is not valid UTF-8");
+    if (!utf8_valid((const unsigned char *)c->encoding, el))
+        return nerve__say(msg, len, NERVE_ECORRUPT, "encoding is not valid UTF-8");
+    return 0;
+}
+
+/* Open the bell of channel `name`, whose file is described by *cst, and
+ * verify it is one this channel's creator made: a regular file with the
+ * channel's owner, group and mode and one link, large enough, with the
+ * bell's magic and version. Anyone may create files in /dev/shm, so a bell
+ * that fails any of these was planted (or is left from a changed channel)
+ * and is not used: mapping a file someone else owns would let them
+ * truncate it under every writer (SIGBUS) or hold `waiters` at will.
+ * Returns the bell mapped (read-write if `writable`), or NULL with the
+ * reason in msg (when given). */
+struct nerve__shm_bell *nerve__bell_map(const char *name,
+                                        const struct stat *cst, int writable,
+                                        char *msg, size_t len)
+{
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
+    struct stat st;
+    int fd = nerve__shm_open(path, writable, &st);
+    if (fd == NERVE_ENOENT) {
+        nerve__say(msg, len, 0, "no bell file");
+        return NULL;
+    }
+    if (fd == NERVE_EACCES) {
+        nerve__say(msg, len, 0, "no write permission on the bell");
+        return NULL;
+    }
+    if (fd < 0) {
+        nerve__say(msg, len, 0, "bell is %s",
+            fd == NERVE_ENOTCHAN ? "not a regular file" : nerve_strerror(fd));
+        return NULL;
+    }
+    struct nerve__shm_bell *b = NULL;
+    if (st.st_uid != cst->st_uid || st.st_gid != cst->st_gid) {
+        nerve__say(msg, len, 0,
+            "bell is owned by uid %u gid %u, the channel by uid %u gid %u",
+            (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)cst->st_uid,
+            (unsigned)cst->st_gid);
+    } else if ((st.st_mode & 07777) != (cst->st_mode & 07777)) {
+        nerve__say(msg, len, 0, "bell mode %04o differs from the channel's %04o",
+            (unsigned)(st.st_mode & 07777), (unsigned)(cst->st_mode & 07777));
+    } else if (st.st_nlink != 1) {
+        nerve__say(msg, len, 0, "bell has %lu links (a bell has one)",
+            (unsigned long)st.st_nlink);
+    } else if ((uint64_t)st.st_size < NERVE__BELL_SIZE) {
+        nerve__say(msg, len, 0, "bell is %" PRIu64 " bytes, expected %u",
+            (uint64_t)st.st_size, NERVE__BELL_SIZE);
+    } else {
+        void *p = nerve__shm_map(fd, NERVE__BELL_SIZE, writable);
+        if (!p) {
+            nerve__say(msg, len, 0, "bell cannot be mapped: %s",
+                nerve_strerror(nerve__err_from_errno(errno)));
+        } else {
+            b = p;
+            if (b->magic != NERVE__BELL_MAGIC ||
+                b->version != NERVE_LAYOUT_VERSION) {
+                nerve__say(msg, len, 0, "bell has a wrong magic or version");
+                nerve__shm_unmap(p, NERVE__BELL_SIZE);
+                b = NULL;
+            }
+        }
+    }
+    nerve__file->close(fd);
+    return b;
+}
+
+/* Writers must share one PID namespace: the lock word holds a TID, which
+ * the kernel resolves in the caller's namespace (a writer elsewhere would
+ * boost, wait for or take over the wrong thread). The first writer to
+ * open records its namespace; writers from any other are refused. Readers
+ * take no lock and work from anywhere. Without /proc (id 0) there is
+ * nothing to compare and the open proceeds. */
+static int writer_ns_claim(nerve_chan *c)
+{
+    uint64_t mine = nerve__pidns_id();
+    if (mine == 0)
+        return 0;
+    uint64_t cur = nerve__load_rlx(&c->hdr->lock.l.pidns);
+    if (cur == 0 && nerve__cas_rlx(&c->hdr->lock.l.pidns, &cur, mine))
+        return 0;
+    return cur == mine ? 0 : NERVE_EXDEV;
+}
+
+/* nerve_chan_open(), with the reason for a failure written into msg. */
+int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
+                     char *msg, size_t len)
+{
+    if (!out || (flags & ~(NERVE_O_WRITE | NERVE__O_HEADER)) ||
+        (flags & NERVE_O_WRITE && flags & NERVE__O_HEADER))
+        return NERVE_EINVAL;
+    *out = NULL;
+    int r = nerve_chan_name_check(name);
+    if (r)
+        return r;
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+    int writable = (flags & NERVE_O_WRITE) != 0;
+    /* Never blocks, never follows a symlink, and only a regular file is
+     * opened (nerve__shm_open): /dev/shm is world-writable. */
+    struct stat st;
+    int fd = nerve__shm_open(path, writable, &st);
+    if (fd < 0) {
+        if (fd == NERVE_ENOTCHAN)
+            nerve__say(msg, len, fd,
+                "not a nerve channel: not a regular file (FIFO, socket, "
+                "device, directory or symlink)");
+        return fd;
+    }
+    struct nerve__shm_hdr h;
+    struct nerve__geometry g;
+    memset(&h, 0, sizeof h);
+    /* Validate the header from a private copy before mapping anything. */
+    ssize_t n = nerve__file->pread(fd, &h, sizeof h, 0);
+    if (n < 0) {
+        r = nerve__err_from_errno(errno);
+        goto fail_fd;
+    }
+    /* Bytes past a short read stay zero; header_check judges st_size. */
+    r = nerve__header_check(&h, (uint64_t)st.st_size, &g, msg, len);
+    /* Creation reserves every page (posix_fallocate), so a channel file is
+     * never sparse. A sparse one is foreign, and mapping it with
+     * MAP_POPULATE would allocate its holes: up to data_size of /dev/shm
+     * taken by a read-only open. */
+    if (r == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
+        r = nerve__say(msg, len, NERVE_ECORRUPT,
+                "file is sparse: %" PRIu64 " of its %" PRIu64
+                " bytes are allocated (nerve_chan_create allocates all)",
+                (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
+    if (r)
+        goto fail_fd;
+    nerve_chan *c = calloc(1, sizeof *c);
+    if (!c) {
+        r = NERVE_ENOMEM;
+        goto fail_fd;
+    }
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->fd = fd;
+    c->writable = writable;
+    c->wake_always = (h.compat_flags & NERVE__COMPAT_WAKE_ALWAYS) != 0;
+    c->nslots = g.nslots;
+    c->data_size = g.data_size;
+    c->file_size = g.file_size;
+    if (flags & NERVE__O_HEADER) {
+        /* For statistics: the header, metadata and index pages only, not
+         * populated (a stat touches two or three pages), never the data
+         * ring. */
+        c->map_len = g.data_off;
+        c->base = nerve__shm_map(fd, g.data_off, 0);
+    } else {
+        c->base = nerve__map_double(fd, g.file_size, g.data_off, g.data_size,
+                                    writable);
+    }
+    if (!c->base) {
+        r = nerve__err_from_errno(errno);
+        free(c);
+        goto fail_fd;
+    }
+    c->hdr = (struct nerve__shm_hdr *)c->base;
+    c->slots = (struct nerve__shm_slot *)(c->base + g.index_off);
+    c->ring = c->map_len ? NULL : c->base + g.data_off;
+    /* The mapping is the file the header came from, but a writer with
+     * access could have rewritten it since: the geometry used from here on
+     * is the validated copy in the handle, never re-read. */
+    r = meta_load(c, &h, msg, len);
+    if (r) {
+        (void)nerve_chan_close(c);
+        return r;
+    }
+    if (writable && (r = writer_ns_claim(c)) != 0) {
+        (void)nerve_chan_close(c);
+        return r;
+    }
+    c->bell = nerve__bell_map(name, &st, 1, NULL, 0);
+    *out = c;
+    return 0;
+fail_fd:
+    nerve__file->close(fd);
+    return r;
+}
+
+int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
+{
+    if (flags & NERVE__O_HEADER)
+        return NERVE_EINVAL; /* internal */
+    return nerve__chan_open(name, flags, out, NULL, 0);
+}
+
+int nerve_chan_close(nerve_chan *c)
+{
+    if (!c)
+        return 0;
+    if (c->reserved) {
+        /* Only the reserving thread owns the (PI) writer lock and can
+         * release it; closing from another thread would unmap a lock that
+         * stays held. Refuse: the handle stays open and the reserving
+         * thread can still commit or abort. */
+        if (c->res_tid != nerve__tid()) {
+            if (!nerve__reservation_orphaned(c))
+                return NERVE_EBUSY;
+        } else {
+            /* Discard the reservation: nothing was published. */
+            (void)nerve__mutex_unlock(&c->hdr->lock.l);
+        }
+        c->reserved = 0;
+    }
+    if (c->bell)
+        nerve__shm_unmap(c->bell, NERVE__BELL_SIZE);
+    if (c->map_len)
+        nerve__shm_unmap(c->base, c->map_len);
+    else
+        nerve__unmap_double(c->base, c->file_size, c->data_size);
+    if (c->fd >= 0)
+        nerve__file->close(c->fd);
+    free(c->type);
+    free(c->encoding);
+    free(c->schema);
+    free(c);
+    return 0;
+}
+
+int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
+{
+    if (flags & ~NERVE_REPAIR_FORCE)
+        return nerve__say(msg, len, NERVE_EINVAL, "unknown flags");
+    nerve_chan *c;
+    int r = nerve_chan_open(name, NERVE_O_WRITE, &c);
+    if (r)
+        return nerve__say(msg, len, r, "%s", nerve_strerror(r));
+    char st[160];
+    (void)nerve__mutex_state(&c->hdr->lock.l,
+                             nerve__load_rlx(&c->hdr->lock.l.pidns), st,
+                             sizeof st);
+    r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
+    if (r == 1)
+        nerve__say(msg, len, 1, "writer lock was %s; reset (the next writer "
+                         "recovers it)", st);
+    else if (r == 0)
+        nerve__say(msg, len, 0, "writer lock is %s; nothing to reset", st);
+    else if (r == NERVE_EBUSY)
+        nerve__say(msg, len, r, "writer lock is %s; not reset (use --force only "
+                         "if no writer is inside a put)", st);
+    else
+        nerve__say(msg, len, r, "writer lock is %s: %s", st, nerve_strerror(r));
+    (void)nerve_chan_close(c);
+    return r;
+}
