@@ -51,7 +51,10 @@ template <class T> bool check(const T &m)
 
 template <class T> int write(const std::string &ch, uint32_t n, double hz)
 {
-    auto pub = nerve::Publisher<T>::create(ch);
+    // The tests write to a channel in several runs: reuse it if it exists.
+    nerve::ChannelOptions o;
+    o.exist_ok = true;
+    auto pub = nerve::Publisher<T>::create(ch, o);
     if (!pub) {
         std::fprintf(stderr, "create %s: %s\n", ch.c_str(), pub.message());
         return 1;
