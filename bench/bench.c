@@ -291,11 +291,13 @@ static int parse_pp_rows(const char *s, struct opts *o)
         {"spin", PP_ROW_SPIN},
         {"futex", PP_ROW_FUTEX},
         {"memcpy", PP_ROW_MEMCPY},
+        {"memcpy-xfer", PP_ROW_XFER},
         {"poll-zc", PP_ROW_POLL_ZC},
         {"poll-copy", PP_ROW_POLL_COPY},
         {"wait-zc", PP_ROW_WAIT_ZC},
         {"wait-copy", PP_ROW_WAIT_COPY},
-        {"floors", PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY},
+        {"floors",
+         PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_XFER},
         {"nerve", PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC |
                       PP_ROW_WAIT_COPY},
     };
@@ -1174,11 +1176,12 @@ static int pingpong_main(struct opts *o, int modes)
         p.rows &= PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_WAIT_ZC |
                   PP_ROW_WAIT_COPY;
     } else if (modes == 2) {
-        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_POLL_ZC |
-                  PP_ROW_POLL_COPY;
+        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_XFER |
+                  PP_ROW_POLL_ZC | PP_ROW_POLL_COPY;
     }
     if (o->zero_copy) {
-        p.rows &= ~(PP_ROW_MEMCPY | PP_ROW_POLL_COPY | PP_ROW_WAIT_COPY);
+        p.rows &= ~(PP_ROW_MEMCPY | PP_ROW_XFER | PP_ROW_POLL_COPY |
+                    PP_ROW_WAIT_COPY);
     }
     memcpy(p.lines, o->lines, sizeof p.lines);
     p.nlines = modes == 1 ? 0 : o->nlines;
@@ -1387,8 +1390,8 @@ int bench_main(int argc, char **argv)
         case 'P': o.pingpong = 1; break;
         case 'O':
             if (parse_pp_rows(optarg, &o) != 0) {
-                return usage("bad --rows '%s' (spin, futex, memcpy, poll-zc, "
-                             "poll-copy, wait-zc, wait-copy, floors, nerve)",
+                return usage("bad --rows '%s' (spin, futex, memcpy, "
+                             "memcpy-xfer, poll-zc, poll-copy, wait-zc, wait-copy, floors, nerve)",
                              optarg);
             }
             o.have_rows = 1;
