@@ -62,7 +62,8 @@ struct opts {
     unsigned nsizes;
     unsigned rounds;
     /* --pingpong */
-    int pingpong, have_rows, have_iterations, have_warmup;
+    int pingpong, have_rows, have_iterations, have_warmup, have_ring;
+    unsigned ring;
     int have_senders, have_receivers;
     unsigned pp_rows;
     unsigned lines[8];
@@ -1214,6 +1215,7 @@ static int pingpong_main(struct opts *o, int modes)
     p.duration = o->duration;
     p.iterations = o->iterations;
     p.warmup = o->warmup;
+    p.ring = o->have_ring ? o->ring : 16;
     p.rounds = o->have_rounds ? o->rounds : 3;
     if (p.rounds > PP_MAX_ROUNDS) {
         return usage("bad --rounds %u (at most %u with --pingpong)", p.rounds,
@@ -1273,6 +1275,7 @@ int bench_main(int argc, char **argv)
         {"lines", required_argument, NULL, 'L'},
         {"iterations", required_argument, NULL, 'I'},
         {"warmup", required_argument, NULL, 'U'},
+        {"ring", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1420,6 +1423,12 @@ int bench_main(int argc, char **argv)
             o.have_warmup = 1;
             break;
         }
+        case 'G':
+            if (parse_uint(optarg, 2, 1024, &o.ring) != 0) {
+                return usage("bad --ring '%s' (2 to 1024 messages)", optarg);
+            }
+            o.have_ring = 1;
+            break;
         case 'h': fputs(BENCH_HELP, stdout); return 0;
         default:
             return usage("unknown option or missing value: '%s'",
@@ -1435,9 +1444,10 @@ int bench_main(int argc, char **argv)
     if (o.pingpong) {
         return pingpong_main(&o, modes);
     }
-    if (o.have_rows || o.nlines || o.have_iterations || o.have_warmup) {
-        return usage("%s", "--rows, --lines, --iterations and --warmup "
-                           "need --pingpong");
+    if (o.have_rows || o.nlines || o.have_iterations || o.have_warmup ||
+        o.have_ring) {
+        return usage("%s", "--rows, --lines, --iterations, --warmup and "
+                           "--ring need --pingpong");
     }
     for (unsigned i = 0; i < o.nsizes; i++) {
         if (o.sizes[i] < sizeof(struct bench_hdr)) {

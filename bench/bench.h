@@ -71,6 +71,9 @@
     "                    (default all)\n"                                    \
     "  --lines LIST      add lines-K floors: K cache lines per hop (1-8)\n"   \
     "  --iterations N    exactly N timed round trips per row and round\n"    \
+    "  --ring N          data ring of the nerve and memcpy-xfer rows: N x\n" \
+    "                    (size + 256) bytes, at least 1 MiB (2-1024,\n"    \
+    "                    default 16)\n"                                      \
     "  --warmup N        untimed round trips first (default 1000 polling,\n" \
     "                    100 blocking)\n"                                     \
     "Exit 0 when every measurement ran (a transport that cannot carry the\n"   \

@@ -183,6 +183,7 @@ struct pp_opts {
     uint64_t iterations;         /* 0: by duration; else per row and round */
     int64_t warmup;              /* -1: 1000 polling, 100 blocking */
     unsigned rounds;
+    unsigned ring;               /* messages per data ring (--ring) */
     int cpus[2];
     int pinned;
     const char *cpus_text;

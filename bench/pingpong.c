@@ -49,7 +49,10 @@
  *   wait-zc, wait-copy   the same with blocking reads (NERVE_F_WAIT)
  *
  *   Each nerve row uses two fresh channels (a2b, b2a) whose rings were
- *   written once around first, as a channel in service has been.
+ *   written once around first, as a channel in service has been. A data
+ *   ring holds --ring messages (default 16; at least 1 MiB), so a message
+ *   lands on lines last touched --ring messages earlier; memcpy-xfer
+ *   walks a region of the same size.
  *
  * ROUNDS
  *   Rounds alternate the rows so that all of them share the machine's
@@ -394,32 +397,33 @@ static uint64_t round64(uint64_t n)
     return (n + 63) / 64 * 64;
 }
 
-/* The data ring of the nerve rows' channels (make_channel), rounded to
- * pages as creation does. */
-static uint64_t xfer_ring(uint64_t size)
+/* The data ring of the nerve rows' channels: --ring messages of SIZE
+ * plus room for alignment, at least 1 MiB, in pages (creation rounds the
+ * same way). */
+static uint64_t pp_ring(uint64_t size, unsigned ring)
 {
-    uint64_t ds = 16 * (size + 256);
+    uint64_t ds = (uint64_t)ring * (size + 256);
     if (ds < (1u << 20)) {
         ds = 1u << 20;
     }
     return (ds + 4095) / 4096 * 4096;
 }
 
-static size_t xfer_region(uint64_t size)
+static size_t xfer_region(uint64_t size, unsigned ring)
 {
-    return (size_t)((xfer_ring(size) + size + 4095) / 4096 * 4096);
+    return (size_t)((pp_ring(size, ring) + size + 4095) / 4096 * 4096);
 }
 
-static size_t xfer_len(uint64_t size)
+static size_t xfer_len(uint64_t size, unsigned ring)
 {
-    return 4096 + 2 * xfer_region(size);
+    return 4096 + 2 * xfer_region(size, ring);
 }
 
 static unsigned char *xfer_at(struct pp_proc *p, int a2b, uint64_t k)
 {
     uint64_t size = p->row->size;
-    uint64_t off = k * round64(size) % xfer_ring(size);
-    return p->shm + 4096 + (a2b ? 0 : xfer_region(size)) + off;
+    uint64_t off = k * round64(size) % pp_ring(size, p->o->ring);
+    return p->shm + 4096 + (a2b ? 0 : xfer_region(size, p->o->ring)) + off;
 }
 
 static void xfer_await(struct pp_proc *p, uint64_t v)
@@ -723,15 +727,12 @@ static void child_main(struct pp_proc *p, int cpu)
 
 /* ---- parent ------------------------------------------------------------------ */
 
-static int make_channel(const char *name, uint64_t size, char *err,
-                        size_t len)
+static int make_channel(const char *name, uint64_t size, unsigned ring,
+                        char *err, size_t len)
 {
     struct nerve_chan_opts co = NERVE_CHAN_OPTS_INIT;
     co.slots = 1024;
-    co.data_size = 16 * (size + 256);
-    if (co.data_size < (1u << 20)) {
-        co.data_size = 1u << 20;
-    }
+    co.data_size = pp_ring(size, ring);
     co.mode = 0600;
     int rc = nerve_chan_unlink(name);
     (void)rc; /* a leftover of a killed run, if any */
@@ -830,7 +831,7 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
         }
     } else if (r->kind == PP_XFER) {
         /* Populated and written once around, as the nerve rows' rings. */
-        shm_len = xfer_len(r->size);
+        shm_len = xfer_len(r->size, o->ring);
         p.shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (p.shm == MAP_FAILED) {
@@ -843,8 +844,10 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
                  (long)getpid());
         snprintf(p.name_b2a, sizeof p.name_b2a, "%s-%ld-pp-b2a", o->prefix,
                  (long)getpid());
-        if (make_channel(p.name_a2b, r->size, err, sizeof err) != 0 ||
-            make_channel(p.name_b2a, r->size, err, sizeof err) != 0) {
+        if (make_channel(p.name_a2b, r->size, o->ring, err, sizeof err) !=
+                0 ||
+            make_channel(p.name_b2a, r->size, o->ring, err, sizeof err) !=
+                0) {
             snprintf(r->error, sizeof r->error, "%s", err);
             int rc = nerve_chan_unlink(p.name_a2b);
             rc = nerve_chan_unlink(p.name_b2a);
@@ -1084,6 +1087,11 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
         fprintf(f, ",\"lines\":%u", r->lines);
     } else {
         fputs(",\"lines\":null", f);
+    }
+    if (r->kind == PP_NERVE || r->kind == PP_XFER) {
+        fprintf(f, ",\"ring_bytes\":%" PRIu64, pp_ring(r->size, o->ring));
+    } else {
+        fputs(",\"ring_bytes\":null", f);
     }
     fprintf(f, ",\"unit\":\"%s\",\"per_sample\":%u,\"rounds\":%u",
             r->kind == PP_MEMCPY ? "copy" : "hop", r->per, o->rounds);

@@ -194,12 +194,15 @@ def pingpong_tests():
     # narrow the rows.
     rows = bench("--pingpong", "--rows", "spin,poll-zc,wait-copy", "--size",
                  "100", "--iterations", "300", "--rounds", "2",
-                 "--warmup", "10", *pin)
+                 "--warmup", "10", "--ring", "4", *pin)
     check([r.get("row") for r in rows] == ["spin", "poll-zc", "wait-copy"],
           "--rows selection")
     for r in rows:
         check_pp_row(r, 2, iterations=300)
         check(r.get("warmup") == 10, "--warmup reported")
+    # --ring: 4 x (100 + 256) bytes is under the 1 MiB minimum.
+    check([r.get("ring_bytes") for r in rows] == [None, 1 << 20, 1 << 20],
+          "--ring reported: %r" % [r.get("ring_bytes") for r in rows])
     check(rows[-1].get("floor") is None,
           "a copy row without its zero-copy row has no floor")
     rows = bench("--pingpong", "--wait", "--zero-copy", "--size", "1M",
