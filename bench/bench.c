@@ -62,7 +62,8 @@ struct opts {
     unsigned nsizes;
     unsigned rounds;
     /* --pingpong */
-    int pingpong, have_rows, have_iterations, have_warmup;
+    int pingpong, have_rows, have_iterations, have_warmup, have_ring;
+    unsigned ring;
     int have_senders, have_receivers;
     unsigned pp_rows;
     unsigned lines[8];
@@ -291,11 +292,13 @@ static int parse_pp_rows(const char *s, struct opts *o)
         {"spin", PP_ROW_SPIN},
         {"futex", PP_ROW_FUTEX},
         {"memcpy", PP_ROW_MEMCPY},
+        {"memcpy-xfer", PP_ROW_XFER},
         {"poll-zc", PP_ROW_POLL_ZC},
         {"poll-copy", PP_ROW_POLL_COPY},
         {"wait-zc", PP_ROW_WAIT_ZC},
         {"wait-copy", PP_ROW_WAIT_COPY},
-        {"floors", PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY},
+        {"floors",
+         PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_XFER},
         {"nerve", PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC |
                       PP_ROW_WAIT_COPY},
     };
@@ -1174,11 +1177,12 @@ static int pingpong_main(struct opts *o, int modes)
         p.rows &= PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_WAIT_ZC |
                   PP_ROW_WAIT_COPY;
     } else if (modes == 2) {
-        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_POLL_ZC |
-                  PP_ROW_POLL_COPY;
+        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_XFER |
+                  PP_ROW_POLL_ZC | PP_ROW_POLL_COPY;
     }
     if (o->zero_copy) {
-        p.rows &= ~(PP_ROW_MEMCPY | PP_ROW_POLL_COPY | PP_ROW_WAIT_COPY);
+        p.rows &= ~(PP_ROW_MEMCPY | PP_ROW_XFER | PP_ROW_POLL_COPY |
+                    PP_ROW_WAIT_COPY);
     }
     memcpy(p.lines, o->lines, sizeof p.lines);
     p.nlines = modes == 1 ? 0 : o->nlines;
@@ -1211,6 +1215,7 @@ static int pingpong_main(struct opts *o, int modes)
     p.duration = o->duration;
     p.iterations = o->iterations;
     p.warmup = o->warmup;
+    p.ring = o->have_ring ? o->ring : 16;
     p.rounds = o->have_rounds ? o->rounds : 3;
     if (p.rounds > PP_MAX_ROUNDS) {
         return usage("bad --rounds %u (at most %u with --pingpong)", p.rounds,
@@ -1270,6 +1275,7 @@ int bench_main(int argc, char **argv)
         {"lines", required_argument, NULL, 'L'},
         {"iterations", required_argument, NULL, 'I'},
         {"warmup", required_argument, NULL, 'U'},
+        {"ring", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1387,8 +1393,8 @@ int bench_main(int argc, char **argv)
         case 'P': o.pingpong = 1; break;
         case 'O':
             if (parse_pp_rows(optarg, &o) != 0) {
-                return usage("bad --rows '%s' (spin, futex, memcpy, poll-zc, "
-                             "poll-copy, wait-zc, wait-copy, floors, nerve)",
+                return usage("bad --rows '%s' (spin, futex, memcpy, "
+                             "memcpy-xfer, poll-zc, poll-copy, wait-zc, wait-copy, floors, nerve)",
                              optarg);
             }
             o.have_rows = 1;
@@ -1417,6 +1423,12 @@ int bench_main(int argc, char **argv)
             o.have_warmup = 1;
             break;
         }
+        case 'G':
+            if (parse_uint(optarg, 2, 1024, &o.ring) != 0) {
+                return usage("bad --ring '%s' (2 to 1024 messages)", optarg);
+            }
+            o.have_ring = 1;
+            break;
         case 'h': fputs(BENCH_HELP, stdout); return 0;
         default:
             return usage("unknown option or missing value: '%s'",
@@ -1432,9 +1444,10 @@ int bench_main(int argc, char **argv)
     if (o.pingpong) {
         return pingpong_main(&o, modes);
     }
-    if (o.have_rows || o.nlines || o.have_iterations || o.have_warmup) {
-        return usage("%s", "--rows, --lines, --iterations and --warmup "
-                           "need --pingpong");
+    if (o.have_rows || o.nlines || o.have_iterations || o.have_warmup ||
+        o.have_ring) {
+        return usage("%s", "--rows, --lines, --iterations, --warmup and "
+                           "--ring need --pingpong");
     }
     for (unsigned i = 0; i < o.nsizes; i++) {
         if (o.sizes[i] < sizeof(struct bench_hdr)) {

@@ -58,16 +58,22 @@
     "Ping-pong (--pingpong): two processes pinned to --cpus A,B send a\n"     \
     "message back and forth; the hop is total / (2 x round trips), the\n"     \
     "percentiles are of half round trips, and the floors run in the same\n"  \
-    "rounds: spin (one shared cache line), futex (bare wake-up), memcpy.\n"  \
+    "rounds: spin (one shared cache line), futex (bare wake-up), memcpy\n"   \
+    "(one warm copy, one CPU), memcpy-xfer (the copies of poll-copy through\n" \
+    "a plain shared mapping between the two CPUs, with a one-line flag).\n"  \
     "  --pingpong        run the ping-pong plan instead; --size takes a list\n" \
     "                    (default 64,4K,64K,1M, at least 8 bytes), --duration\n" \
     "                    is per row over all rounds (default 1), --rounds\n"  \
     "                    defaults to 3; --poll, --wait, --zero-copy narrow\n" \
     "                    the rows\n"                                           \
-    "  --rows LIST       spin, futex, memcpy, poll-zc, poll-copy, wait-zc,\n"  \
-    "                    wait-copy, floors, nerve (default all)\n"            \
+    "  --rows LIST       spin, futex, memcpy, memcpy-xfer, poll-zc,\n"      \
+    "                    poll-copy, wait-zc, wait-copy, floors, nerve\n"     \
+    "                    (default all)\n"                                    \
     "  --lines LIST      add lines-K floors: K cache lines per hop (1-8)\n"   \
     "  --iterations N    exactly N timed round trips per row and round\n"    \
+    "  --ring N          data ring of the nerve and memcpy-xfer rows: N x\n" \
+    "                    (size + 256) bytes, at least 1 MiB (2-1024,\n"    \
+    "                    default 16)\n"                                      \
     "  --warmup N        untimed round trips first (default 1000 polling,\n" \
     "                    100 blocking)\n"                                     \
     "Exit 0 when every measurement ran (a transport that cannot carry the\n"   \

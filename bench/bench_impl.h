@@ -160,7 +160,7 @@ int64_t bench_now(void);
 #define PP_MAX_ROWS 128
 #define PP_MAX_SIZES 16
 
-enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_NERVE };
+enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_XFER, PP_NERVE };
 
 /* --rows bits */
 #define PP_ROW_SPIN 0x01u
@@ -170,7 +170,8 @@ enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_NERVE };
 #define PP_ROW_POLL_COPY 0x10u
 #define PP_ROW_WAIT_ZC 0x20u
 #define PP_ROW_WAIT_COPY 0x40u
-#define PP_ROW_ALL 0x7fu
+#define PP_ROW_XFER 0x80u
+#define PP_ROW_ALL 0xffu
 
 struct pp_opts {
     unsigned rows;               /* PP_ROW_* */
@@ -182,6 +183,7 @@ struct pp_opts {
     uint64_t iterations;         /* 0: by duration; else per row and round */
     int64_t warmup;              /* -1: 1000 polling, 100 blocking */
     unsigned rounds;
+    unsigned ring;               /* messages per data ring (--ring) */
     int cpus[2];
     int pinned;
     const char *cpus_text;

@@ -31,6 +31,17 @@
  *   memcpy     memcpy of the payload alone, source and destination warm in
  *              one CPU's cache, in batches (the copy floor; "hop" is one
  *              copy)
+ *   memcpy-xfer  the copies of poll-copy without nerve: the writer memcpys
+ *              its buffer into a plain shared mapping and stores a flag
+ *              line (as spin), the reader spins on the flag and memcpys
+ *              out, then answers the same way on a second region. The
+ *              position advances through a region of the size of the
+ *              nerve row's data ring by the payload rounded up to 64
+ *              bytes, as nerve's does, so both touch the same amount of
+ *              memory; the region is written once around first. This is
+ *              the physical floor of a copying hop: the reader's copy
+ *              reads lines modified in the other CPU's cache, the writer's
+ *              copy writes lines the other CPU last read.
  *   poll-zc    nerve, polling, zero-copy: reserve + commit without touching
  *              the payload; the reader takes a view, leaves the payload
  *              unread, and checks the view
@@ -38,7 +49,10 @@
  *   wait-zc, wait-copy   the same with blocking reads (NERVE_F_WAIT)
  *
  *   Each nerve row uses two fresh channels (a2b, b2a) whose rings were
- *   written once around first, as a channel in service has been.
+ *   written once around first, as a channel in service has been. A data
+ *   ring holds --ring messages (default 16; at least 1 MiB), so a message
+ *   lands on lines last touched --ring messages earlier; memcpy-xfer
+ *   walks a region of the same size.
  *
  * ROUNDS
  *   Rounds alternate the rows so that all of them share the machine's
@@ -70,6 +84,7 @@
 #define PP_SLICE_NS 100000000LL
 #define PP_SAMPLES_OFF 4096u
 #define PP_LINE_STRIDE (4096u + 64u) /* lines-K: own page, own cache set */
+#define PP_BUF_ALIGN 64u /* every payload buffer, as nerve's ring positions */
 
 /* Shared by the parent and the two children of one row and round. */
 struct pp_ctl {
@@ -103,6 +118,7 @@ struct pp_row {
     double hop, p50, p99, p999, max, min;
     double floor_ns;
     const char *floor_name;
+    double xfer_floor_ns; /* copying rows: zc + memcpy-xfer - spin */
 };
 
 /* What one child needs: the row, its role and its resources. */
@@ -372,6 +388,99 @@ static int futex_pong(struct pp_proc *p)
     return 1;
 }
 
+/* memcpy-xfer: the flag line at shm, region a2b at shm + 4096, b2a after
+ * it; each region is xfer_ring(size) + size bytes (the tail stands in for
+ * nerve's double mapping: a copy that crosses the ring's end stays one
+ * memcpy). */
+static uint64_t round64(uint64_t n)
+{
+    return (n + 63) / 64 * 64;
+}
+
+/* The data ring of the nerve rows' channels: --ring messages of SIZE
+ * plus room for alignment, at least 1 MiB, in pages (creation rounds the
+ * same way). */
+static uint64_t pp_ring(uint64_t size, unsigned ring)
+{
+    uint64_t ds = (uint64_t)ring * (size + 256);
+    if (ds < (1u << 20)) {
+        ds = 1u << 20;
+    }
+    return (ds + 4095) / 4096 * 4096;
+}
+
+static size_t xfer_region(uint64_t size, unsigned ring)
+{
+    return (size_t)((pp_ring(size, ring) + size + 4095) / 4096 * 4096);
+}
+
+static size_t xfer_len(uint64_t size, unsigned ring)
+{
+    return 4096 + 2 * xfer_region(size, ring);
+}
+
+static unsigned char *xfer_at(struct pp_proc *p, int a2b, uint64_t k)
+{
+    uint64_t size = p->row->size;
+    uint64_t off = k * round64(size) % pp_ring(size, p->o->ring);
+    return p->shm + 4096 + (a2b ? 0 : xfer_region(size, p->o->ring)) + off;
+}
+
+static void xfer_await(struct pp_proc *p, uint64_t v)
+{
+    _Atomic uint64_t *w = (_Atomic uint64_t *)p->shm;
+    int64_t since = 0;
+    unsigned n = 0;
+    while (atomic_load_explicit(w, memory_order_acquire) != v) {
+        if (++n % 4096 == 0) {
+            pp_check(p, &since);
+        }
+    }
+}
+
+static void xfer_ping(struct pp_proc *p, int last)
+{
+    _Atomic uint64_t *w = (_Atomic uint64_t *)p->shm;
+    uint64_t k = p->k++;
+    memcpy(xfer_at(p, 1, k), p->buf, p->row->size);
+    atomic_store_explicit(w, 2 * k + 1, memory_order_release);
+    if (last) {
+        return;
+    }
+    xfer_await(p, 2 * k + 2);
+    memcpy(p->buf, xfer_at(p, 0, k), p->row->size);
+    __asm__ volatile("" : : "r"(p->buf) : "memory"); /* keep the copy */
+}
+
+static int xfer_pong(struct pp_proc *p)
+{
+    _Atomic uint64_t *w = (_Atomic uint64_t *)p->shm;
+    uint64_t k = p->k++;
+    xfer_await(p, 2 * k + 1);
+    memcpy(p->buf, xfer_at(p, 1, k), p->row->size);
+    __asm__ volatile("" : : "r"(p->buf) : "memory");
+    if (pp_stopping(p)) {
+        return 0;
+    }
+    memcpy(xfer_at(p, 0, k), p->buf, p->row->size);
+    atomic_store_explicit(w, 2 * k + 2, memory_order_release);
+    return 1;
+}
+
+/* A payload buffer of SIZE, 64-byte aligned (the alignment of nerve's ring
+ * positions, so that no row's copy is misaligned against the other's),
+ * written once so that its pages exist. */
+static unsigned char *pp_buf(uint64_t size, int fill)
+{
+    void *b = NULL;
+    size_t len = (size_t)round64(size ? size : 1);
+    if (posix_memalign(&b, PP_BUF_ALIGN, len) != 0) {
+        return NULL;
+    }
+    memset(b, fill, len);
+    return b;
+}
+
 /* nerve */
 static void nerve_send(struct pp_proc *p)
 {
@@ -471,11 +580,10 @@ static void nerve_open_pair(struct pp_proc *p)
         pp_fail(p, "nerve_chan_stat: %s", nerve_strerror(rc));
     }
     nerve_chan_seek(p->in, st.head_seq); /* after the warm-up messages */
-    p->buf = malloc(p->row->size ? p->row->size : 1);
+    p->buf = pp_buf(p->row->size, 0x5a);
     if (p->buf == NULL) {
         pp_fail(p, "out of memory");
     }
-    memset(p->buf, 0x5a, p->row->size);
 }
 
 static void pp_round_trip(struct pp_proc *p, int last)
@@ -484,6 +592,7 @@ static void pp_round_trip(struct pp_proc *p, int last)
     case PP_SPIN: spin_ping(p, last); break;
     case PP_LINES: lines_ping(p, last); break;
     case PP_FUTEX: futex_ping(p, last); break;
+    case PP_XFER: xfer_ping(p, last); break;
     default: nerve_ping(p, last); break;
     }
 }
@@ -494,6 +603,7 @@ static int pp_serve(struct pp_proc *p)
     case PP_SPIN: return spin_pong(p);
     case PP_LINES: return lines_pong(p);
     case PP_FUTEX: return futex_pong(p);
+    case PP_XFER: return xfer_pong(p);
     default: return nerve_pong(p);
     }
 }
@@ -530,12 +640,10 @@ static void memcpy_main(struct pp_proc *p)
 {
     uint64_t size = p->row->size;
     unsigned per = p->row->per;
-    unsigned char *a = malloc(size), *b = malloc(size);
+    unsigned char *a = pp_buf(size, 1), *b = pp_buf(size, 2);
     if (a == NULL || b == NULL) {
         pp_fail(p, "out of memory");
     }
-    memset(a, 1, size);
-    memset(b, 2, size);
     for (uint64_t i = 0; i < p->row->warmup; i++) {
         memcpy(b, a, size);
         __asm__ volatile("" : : "r"(b) : "memory");
@@ -596,6 +704,11 @@ static void child_main(struct pp_proc *p, int cpu)
     }
     if (p->row->kind == PP_NERVE) {
         nerve_open_pair(p);
+    } else if (p->row->kind == PP_XFER) {
+        p->buf = pp_buf(p->row->size, 0x5a);
+        if (p->buf == NULL) {
+            pp_fail(p, "out of memory");
+        }
     }
     pp_handshake(p);
     if (p->ping) {
@@ -608,20 +721,18 @@ static void child_main(struct pp_proc *p, int cpu)
         nerve_chan_close(p->out);
         nerve_chan_close(p->in);
     }
+    free(p->buf);
     _exit(0);
 }
 
 /* ---- parent ------------------------------------------------------------------ */
 
-static int make_channel(const char *name, uint64_t size, char *err,
-                        size_t len)
+static int make_channel(const char *name, uint64_t size, unsigned ring,
+                        char *err, size_t len)
 {
     struct nerve_chan_opts co = NERVE_CHAN_OPTS_INIT;
     co.slots = 1024;
-    co.data_size = 16 * (size + 256);
-    if (co.data_size < (1u << 20)) {
-        co.data_size = 1u << 20;
-    }
+    co.data_size = pp_ring(size, ring);
     co.mode = 0600;
     int rc = nerve_chan_unlink(name);
     (void)rc; /* a leftover of a killed run, if any */
@@ -718,13 +829,25 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
         if (r->kind == PP_LINES) {
             lines_init(p.shm, r->lines);
         }
+    } else if (r->kind == PP_XFER) {
+        /* Populated and written once around, as the nerve rows' rings. */
+        shm_len = xfer_len(r->size, o->ring);
+        p.shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (p.shm == MAP_FAILED) {
+            snprintf(r->error, sizeof r->error, "mmap: %s", strerror(errno));
+            return;
+        }
+        memset(p.shm, 0, shm_len);
     } else if (r->kind == PP_NERVE) {
         snprintf(p.name_a2b, sizeof p.name_a2b, "%s-%ld-pp-a2b", o->prefix,
                  (long)getpid());
         snprintf(p.name_b2a, sizeof p.name_b2a, "%s-%ld-pp-b2a", o->prefix,
                  (long)getpid());
-        if (make_channel(p.name_a2b, r->size, err, sizeof err) != 0 ||
-            make_channel(p.name_b2a, r->size, err, sizeof err) != 0) {
+        if (make_channel(p.name_a2b, r->size, o->ring, err, sizeof err) !=
+                0 ||
+            make_channel(p.name_b2a, r->size, o->ring, err, sizeof err) !=
+                0) {
             snprintf(r->error, sizeof r->error, "%s", err);
             int rc = nerve_chan_unlink(p.name_a2b);
             rc = nerve_chan_unlink(p.name_b2a);
@@ -813,6 +936,7 @@ static const char *row_name(const struct pp_row *r, char *buf, size_t len)
     case PP_SPIN: return "spin";
     case PP_FUTEX: return "futex";
     case PP_MEMCPY: return "memcpy";
+    case PP_XFER: return "memcpy-xfer";
     case PP_LINES:
         snprintf(buf, len, "lines-%u", r->lines);
         return buf;
@@ -831,7 +955,9 @@ static const struct pp_row *find_row(const struct pp_row *rows, unsigned n,
         const struct pp_row *r = &rows[i];
         if (r->kind == kind && !r->error[0] && r->n &&
             (kind != PP_NERVE || (r->wait == wait && r->copy == copy)) &&
-            (kind != PP_NERVE && kind != PP_MEMCPY ? 1 : r->size == size)) {
+            (kind != PP_NERVE && kind != PP_MEMCPY && kind != PP_XFER
+                 ? 1
+                 : r->size == size)) {
             return r;
         }
     }
@@ -840,13 +966,18 @@ static const struct pp_row *find_row(const struct pp_row *rows, unsigned n,
 
 /* The floor each row is compared with: spin for polling rows, futex for
  * blocking ones, and for a copying row its zero-copy row plus two copies
- * of the payload (one in, one out). */
+ * of the payload (one in, one out); memcpy-xfer against spin plus two
+ * copies. A copying row has a second floor: its zero-copy row plus what
+ * the copies add to a bare hop between the same two CPUs (memcpy-xfer -
+ * spin). */
 static void floors(struct pp_row *rows, unsigned n)
 {
+    const struct pp_row *spin = find_row(rows, n, PP_SPIN, 0, 0, 0);
     for (unsigned i = 0; i < n; i++) {
         struct pp_row *r = &rows[i];
-        const struct pp_row *f = NULL, *zc, *mc;
+        const struct pp_row *f = NULL, *zc, *mc, *xf;
         r->floor_name = NULL;
+        r->xfer_floor_ns = 0;
         if (r->error[0] || r->n == 0) {
             continue;
         }
@@ -860,6 +991,13 @@ static void floors(struct pp_row *rows, unsigned n)
             f = r;
             r->floor_name = "futex";
             break;
+        case PP_XFER:
+            mc = find_row(rows, n, PP_MEMCPY, 0, 0, r->size);
+            if (spin && mc) {
+                r->floor_ns = spin->hop + 2 * mc->hop;
+                r->floor_name = "spin+2memcpy";
+            }
+            continue;
         case PP_NERVE:
             if (!r->copy) {
                 f = find_row(rows, n, r->wait ? PP_FUTEX : PP_SPIN, 0, 0, 0);
@@ -868,6 +1006,10 @@ static void floors(struct pp_row *rows, unsigned n)
             }
             zc = find_row(rows, n, PP_NERVE, r->wait, 0, r->size);
             mc = find_row(rows, n, PP_MEMCPY, 0, 0, r->size);
+            xf = find_row(rows, n, PP_XFER, 0, 0, r->size);
+            if (zc && xf && spin) {
+                r->xfer_floor_ns = zc->hop + xf->hop - spin->hop;
+            }
             if (zc && mc) {
                 r->floor_ns = zc->hop + 2 * mc->hop;
                 r->floor_name = "zc+2memcpy";
@@ -888,20 +1030,20 @@ static void floors(struct pp_row *rows, unsigned n)
 
 static void table_header(FILE *f)
 {
-    fprintf(f, "%-9s %-10s %8s %9s %10s %9s %9s %9s %10s %7s %s\n", "IMPL",
-            "ROW", "SIZE", "ITERS", "HOP(ns)", "P50(ns)", "P99(ns)",
-            "P99.9(ns)", "MAX(ns)", "xFLOOR", "FLOOR");
+    fprintf(f, "%-9s %-11s %8s %9s %10s %9s %9s %9s %10s %7s %-12s %s\n",
+            "IMPL", "ROW", "SIZE", "ITERS", "HOP(ns)", "P50(ns)", "P99(ns)",
+            "P99.9(ns)", "MAX(ns)", "xFLOOR", "FLOOR", "xXFER");
 }
 
 static void table_row(FILE *f, const struct pp_row *r)
 {
     char name[32], size[24];
-    if (r->kind == PP_NERVE || r->kind == PP_MEMCPY) {
+    if (r->kind == PP_NERVE || r->kind == PP_MEMCPY || r->kind == PP_XFER) {
         snprintf(size, sizeof size, "%" PRIu64, r->size);
     } else {
         snprintf(size, sizeof size, "-");
     }
-    fprintf(f, "%-9s %-10s %8s ", r->kind == PP_NERVE ? "nerve" : "floor",
+    fprintf(f, "%-9s %-11s %8s ", r->kind == PP_NERVE ? "nerve" : "floor",
             row_name(r, name, sizeof name), size);
     if (r->error[0]) {
         fprintf(f, "error: %s\n", r->error);
@@ -910,9 +1052,14 @@ static void table_row(FILE *f, const struct pp_row *r)
     fprintf(f, "%9" PRIu64 " %10.1f %9.1f %9.1f %9.1f %10.1f ", r->n, r->hop,
             r->p50, r->p99, r->p999, r->max);
     if (r->floor_name) {
-        fprintf(f, "%7.2f %s\n", r->hop / r->floor_ns, r->floor_name);
+        fprintf(f, "%7.2f %-12s", r->hop / r->floor_ns, r->floor_name);
     } else {
-        fprintf(f, "%7s -\n", "-");
+        fprintf(f, "%7s %-12s", "-", "-");
+    }
+    if (r->xfer_floor_ns > 0) {
+        fprintf(f, " %.2f\n", r->hop / r->xfer_floor_ns);
+    } else {
+        fprintf(f, " -\n");
     }
 }
 
@@ -931,7 +1078,7 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
                 r->kind == PP_FUTEX ? "\"wait\""
                 : r->kind == PP_MEMCPY ? "null" : "\"poll\"");
     }
-    if (r->kind == PP_NERVE || r->kind == PP_MEMCPY) {
+    if (r->kind == PP_NERVE || r->kind == PP_MEMCPY || r->kind == PP_XFER) {
         fprintf(f, ",\"size\":%" PRIu64, r->size);
     } else {
         fputs(",\"size\":null", f);
@@ -940,6 +1087,11 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
         fprintf(f, ",\"lines\":%u", r->lines);
     } else {
         fputs(",\"lines\":null", f);
+    }
+    if (r->kind == PP_NERVE || r->kind == PP_XFER) {
+        fprintf(f, ",\"ring_bytes\":%" PRIu64, pp_ring(r->size, o->ring));
+    } else {
+        fputs(",\"ring_bytes\":null", f);
     }
     fprintf(f, ",\"unit\":\"%s\",\"per_sample\":%u,\"rounds\":%u",
             r->kind == PP_MEMCPY ? "copy" : "hop", r->per, o->rounds);
@@ -975,6 +1127,12 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
         } else {
             fputs(",\"floor\":null,\"floor_ns\":null,\"x_floor\":null", f);
         }
+        if (r->xfer_floor_ns > 0) {
+            fprintf(f, ",\"xfer_floor_ns\":%.1f,\"x_xfer_floor\":%.3f",
+                    r->xfer_floor_ns, r->hop / r->xfer_floor_ns);
+        } else {
+            fputs(",\"xfer_floor_ns\":null,\"x_xfer_floor\":null", f);
+        }
     }
     fputs(",\"host\":", f);
     host_json(f, h);
@@ -1009,6 +1167,12 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
             uint64_t size = o->sizes[s];
             unsigned per = size >= 8192 ? 1 : (unsigned)(8192 / size);
             ADD(.kind = PP_MEMCPY, .size = size, .per = per,
+                .warmup = warm_poll);
+        }
+    }
+    if (o->rows & PP_ROW_XFER) {
+        for (unsigned s = 0; s < o->nsizes; s++) {
+            ADD(.kind = PP_XFER, .size = o->sizes[s], .per = 2,
                 .warmup = warm_poll);
         }
     }

@@ -166,6 +166,13 @@ def main():
         w("| 2 ≤ zero-copy + 2 memcpy | polling copy %s | %s | %s | %s | – |"
           % (size_name(s), fmt_ns(med(val(nerve, key, "hop_ns"))),
              fmt_ns(med(fl)), ratio_text(x, 1.0)))
+        xf = [v for v in val(nerve, key, "xfer_floor_ns") if v]
+        if xf:
+            w("| 2, physical: ≤ zero-copy + (memcpy-xfer − spin) | polling "
+              "copy %s | %s | %s | %s | – |"
+              % (size_name(s), fmt_ns(med(val(nerve, key, "hop_ns"))),
+                 fmt_ns(med(xf)),
+                 ratio_text(val(nerve, key, "x_xfer_floor"), 1.0)))
     for s in sizes:
         key = ("nerve", "wait-zc", s, None)
         w("| 3 ≤ 1.1× bare futex | blocking zero-copy %s | %s | futex %s | "

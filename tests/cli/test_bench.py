@@ -91,7 +91,8 @@ PP_FIELDS = {"bench", "impl", "row", "mode", "copy", "size", "lines", "unit",
              "per_sample", "rounds", "cpus", "fifo", "started", "iterations",
              "warmup", "total_ns", "hop_ns", "p50_ns", "p99_ns", "p999_ns",
              "max_ns", "min_ns", "samples", "round_iterations",
-             "round_hop_ns", "floor", "floor_ns", "x_floor", "host"}
+             "round_hop_ns", "floor", "floor_ns", "x_floor", "xfer_floor_ns",
+             "x_xfer_floor", "host"}
 NERVE_ROWS = ["poll-zc", "poll-copy", "wait-zc", "wait-copy"]
 
 
@@ -141,6 +142,10 @@ def check_pp_row(r, rounds, iterations=None):
         check(r["floor_ns"] > 0 and
               abs(r["x_floor"] - r["hop_ns"] / r["floor_ns"]) < 0.01,
               what + ": x_floor")
+    if r["xfer_floor_ns"] is not None:
+        check(r["xfer_floor_ns"] > 0 and
+              abs(r["x_xfer_floor"] - r["hop_ns"] / r["xfer_floor_ns"])
+              < 0.01, what + ": x_xfer_floor")
 
 
 def pingpong_tests():
@@ -151,7 +156,8 @@ def pingpong_tests():
     # Every row, two sizes, one lines-K floor, two rounds.
     rows = bench("--pingpong", "--size", "64,4K", "--duration", "0.3",
                  "--rounds", "2", "--lines", "2", *pin)
-    want = ["spin", "lines-2", "futex", "memcpy", "memcpy"] + \
+    want = ["spin", "lines-2", "futex", "memcpy", "memcpy", "memcpy-xfer",
+            "memcpy-xfer"] + \
         [n for n in NERVE_ROWS for _ in (0, 1)]
     check([r.get("row") for r in rows] == want,
           "pingpong rows: %r" % [r.get("row") for r in rows])
@@ -161,6 +167,17 @@ def pingpong_tests():
     by = {(r.get("row"), r.get("size")): r for r in rows}
     for size in (64, 4096):
         check(by[("memcpy", size)]["unit"] == "copy", "memcpy unit")
+        # memcpy-xfer: the copies of poll-copy between the two CPUs, one
+        # hop per copy pair, compared with spin + two warm copies.
+        x = by[("memcpy-xfer", size)]
+        check(x.get("impl") == "floor" and x.get("unit") == "hop" and
+              x.get("per_sample") == 2 and x.get("mode") == "poll" and
+              x.get("floor") == "spin+2memcpy", "memcpy-xfer: %r" % x)
+        for name in ("poll-copy", "wait-copy"):
+            check(by[(name, size)].get("xfer_floor_ns") is not None,
+                  name + ": no zc+xfer-spin floor")
+        check(by[("poll-zc", size)].get("xfer_floor_ns") is None,
+              "poll-zc has no xfer floor")
         for name in NERVE_ROWS:
             r = by.get((name, size), {})
             check(r.get("impl") == "nerve" and r.get("unit") == "hop" and
@@ -177,12 +194,15 @@ def pingpong_tests():
     # narrow the rows.
     rows = bench("--pingpong", "--rows", "spin,poll-zc,wait-copy", "--size",
                  "100", "--iterations", "300", "--rounds", "2",
-                 "--warmup", "10", *pin)
+                 "--warmup", "10", "--ring", "4", *pin)
     check([r.get("row") for r in rows] == ["spin", "poll-zc", "wait-copy"],
           "--rows selection")
     for r in rows:
         check_pp_row(r, 2, iterations=300)
         check(r.get("warmup") == 10, "--warmup reported")
+    # --ring: 4 x (100 + 256) bytes is under the 1 MiB minimum.
+    check([r.get("ring_bytes") for r in rows] == [None, 1 << 20, 1 << 20],
+          "--ring reported: %r" % [r.get("ring_bytes") for r in rows])
     check(rows[-1].get("floor") is None,
           "a copy row without its zero-copy row has no floor")
     rows = bench("--pingpong", "--wait", "--zero-copy", "--size", "1M",
