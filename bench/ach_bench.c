@@ -48,8 +48,8 @@ static int ab_setup(struct bench_run *r, char *err, size_t len)
     ach_unlink(r->name); /* a leftover of a killed run, if any */
     /* The same ring as the nerve transport: r->slots frames, data ring
      * of r->data_size bytes. */
-    enum ach_status s = ach_create(r->name, r->slots,
-                                   r->data_size / r->slots, NULL);
+    enum ach_status s =
+        ach_create(r->name, r->slots, r->data_size / r->slots, NULL);
     if (s != ACH_OK)
         return ach_fail(err, len, "ach_create", s);
     ach_channel_t c;
@@ -111,8 +111,8 @@ static int ab_recv(struct bench_run *r, unsigned id, int block,
     size_t fs = 0;
     int opt = (r->cfg->newest ? ACH_O_LAST : 0) |
               (block ? ACH_O_WAIT | ACH_O_RELTIME : 0);
-    enum ach_status s = ach_get(&g_ach, r->buf, r->cfg->size, &fs,
-                                block ? &ts : NULL, opt);
+    enum ach_status s =
+        ach_get(&g_ach, r->buf, r->cfg->size, &fs, block ? &ts : NULL, opt);
     if (s == ACH_OK || s == ACH_MISSED_FRAME) {
         memcpy(hdr, r->buf, sizeof *hdr);
         return 1;
@@ -128,8 +128,11 @@ static void ab_teardown(struct bench_run *r)
 }
 
 static const struct bench_ops ops_ach = {
-    "ach-api", 1, -1, 0, ab_setup, ab_sender_init, ab_send,
-    ab_receiver_init, ab_recv, ab_teardown,
+    "ach-api", 1,
+    -1,        0,
+    ab_setup,  ab_sender_init,
+    ab_send,   ab_receiver_init,
+    ab_recv,   ab_teardown,
 };
 
 /* ---- orchestration --------------------------------------------------------- */
@@ -138,8 +141,9 @@ static const struct bench_ops ops_ach = {
 
 static const struct bench_ops *transport(int t)
 {
-    return t == 0 ? &ops_ach : t == 1 ? bench_transports[BT_NERVE]
-                                      : bench_transports[BT_CONDVAR];
+    return t == 0   ? &ops_ach
+           : t == 1 ? bench_transports[BT_NERVE]
+                    : bench_transports[BT_CONDVAR];
 }
 
 static void *shared(size_t len)
@@ -348,8 +352,8 @@ static int call_cost(const char *prefix, uint64_t size, double *ach_ns,
         for (int i = 0; i < n; i++) {
             struct nerve_get_info gi;
             bad |= nerve_chan_put(nc, msg, size, NERVE_FOREVER, NULL, 0) != 0;
-            bad |= nerve_chan_get(nc, buf, size, 0, 0, &gi,
-                                  NERVE_GET_NEXT) != 0;
+            bad |=
+                nerve_chan_get(nc, buf, size, 0, 0, &gi, NERVE_GET_NEXT) != 0;
         }
         int64_t t2 = bench_now();
         double a = (double)(t1 - t0) / n, v = (double)(t2 - t1) / n;
@@ -391,11 +395,10 @@ static int parse_list(const char *s, unsigned *out, unsigned *n)
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: ach-bench [--receivers 1,2,4,8] [--duration SEC] "
-            "[--rounds N]\n"
-            "                 [--rate HZ] [--size BYTES] [--fifo PRIO] "
-            "[--name PREFIX]\n");
+    fprintf(stderr, "usage: ach-bench [--receivers 1,2,4,8] [--duration SEC] "
+                    "[--rounds N]\n"
+                    "                 [--rate HZ] [--size BYTES] [--fifo PRIO] "
+                    "[--name PREFIX]\n");
     return 2;
 }
 
@@ -502,8 +505,8 @@ int main(int argc, char **argv)
                          (long)getpid(), ops->name);
                 memset(rr, 0, sizeof *rr * nr);
                 char why[512] = "";
-                if (round_run(&r, ops, duration / rounds, why,
-                              sizeof why) != 0) {
+                if (round_run(&r, ops, duration / rounds, why, sizeof why) !=
+                    0) {
                     fprintf(stderr, "ach-bench: %s\n", why);
                     failed = 1;
                     break;
@@ -534,8 +537,7 @@ int main(int argc, char **argv)
                    res[t].p999, res[t].max);
             if (res[t].disorder)
                 printf("|   | (%s: %llu out of order: a bug) | | | | | | |\n",
-                       transport(t)->name,
-                       (unsigned long long)res[t].disorder);
+                       transport(t)->name, (unsigned long long)res[t].disorder);
             free(all[t]);
         }
         printf("| %u | **ach-api / nerve** | | | **%.2f×** | **%.2f×** | "

@@ -84,9 +84,9 @@ struct meas {
     uint64_t cap;
     size_t map_len;
     uint64_t sent;
-    double send_s;          /* seconds the senders were sending */
-    char error[300];        /* a failure: the row reports it */
-    char skipped[300];      /* the transport cannot do this: reported */
+    double send_s;     /* seconds the senders were sending */
+    char error[300];   /* a failure: the row reports it */
+    char skipped[300]; /* the transport cannot do this: reported */
     int rt_denied;
 };
 
@@ -297,10 +297,9 @@ static int parse_pp_rows(const char *s, struct opts *o)
         {"poll-copy", PP_ROW_POLL_COPY},
         {"wait-zc", PP_ROW_WAIT_ZC},
         {"wait-copy", PP_ROW_WAIT_COPY},
-        {"floors",
-         PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_XFER},
-        {"nerve", PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC |
-                      PP_ROW_WAIT_COPY},
+        {"floors", PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_XFER},
+        {"nerve",
+         PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC | PP_ROW_WAIT_COPY},
     };
     o->pp_rows = 0;
     while (*s) {
@@ -451,7 +450,9 @@ void host_json(FILE *f, const struct host *h)
     json_string(f, h->isolated);
     fprintf(f, ",\"vm\":%s,\"preempt_rt\":%s,\"rt_granted\":%s}",
             h->vm ? "true" : "false", h->preempt_rt ? "true" : "false",
-            h->rt < 0 ? "null" : h->rt ? "true" : "false");
+            h->rt < 0 ? "null"
+            : h->rt   ? "true"
+                      : "false");
 }
 
 /* ---- children -------------------------------------------------------------- */
@@ -468,8 +469,10 @@ static void child_setup(const struct bench_cfg *cfg, unsigned slot,
         CPU_SET(cfg->cpus[slot % cfg->ncpus], &set);
         if (sched_setaffinity(0, sizeof set, &set) != 0) {
             /* reported through the missing pinning in the failure below */
-            snprintf(sh->error, sizeof sh->error, "sched_setaffinity(cpu %d):"
-                     " %s", cfg->cpus[slot % cfg->ncpus], strerror(errno));
+            snprintf(sh->error, sizeof sh->error,
+                     "sched_setaffinity(cpu %d):"
+                     " %s",
+                     cfg->cpus[slot % cfg->ncpus], strerror(errno));
             atomic_store(&sh->failed, 1);
             _exit(1);
         }
@@ -682,9 +685,10 @@ static int reap(pid_t *pids, unsigned n, unsigned deadline_s, char *why,
         }
         if (w < 0) {
             if (!bad) {
-                snprintf(why, len, g_stop ? "interrupted"
-                                          : "a process did not finish within "
-                                            "%u s",
+                snprintf(why, len,
+                         g_stop ? "interrupted"
+                                : "a process did not finish within "
+                                  "%u s",
                          deadline_s);
             }
             bad = 1;
@@ -770,7 +774,9 @@ static void run_round(struct meas *m, struct bench_shared *sh, double slice)
     if (bad || atomic_load(&sh->failed)) {
         if (m->error[0] == '\0') {
             snprintf(m->error, sizeof m->error, "%s",
-                     sh->error[0] ? sh->error : why[0] ? why : "fork failed");
+                     sh->error[0] ? sh->error
+                     : why[0]     ? why
+                                  : "fork failed");
         }
         return;
     }
@@ -895,7 +901,8 @@ static int reads_newest(const struct bench_cfg *c)
     if (c->transport == BT_FUTEX || c->transport == BT_SPIN) {
         return 1;
     }
-    return c->newest && (c->transport == BT_NERVE || c->transport == BT_CONDVAR);
+    return c->newest &&
+           (c->transport == BT_NERVE || c->transport == BT_CONDVAR);
 }
 
 static void table_header(FILE *f)
@@ -909,11 +916,12 @@ static void table_row(FILE *f, const struct meas *m, const struct summary *s)
 {
     const struct bench_cfg *c = &m->cfg;
     char name[16];
-    snprintf(name, sizeof name, "%s%s%s",
-             bench_transports[c->transport]->name,
+    snprintf(name, sizeof name, "%s%s%s", bench_transports[c->transport]->name,
              c->zero_copy && c->transport == BT_NERVE ? "/zc" : "",
              c->newest && reads_newest(c) && c->transport != BT_FUTEX &&
-                     c->transport != BT_SPIN ? "/n" : "");
+                     c->transport != BT_SPIN
+                 ? "/n"
+                 : "");
     fprintf(f, "%-8s %-4s %3u %3u %8" PRIu64 " %7.0f ", name, mode_name(c),
             c->senders, c->receivers, c->size, c->rate);
     if (m->skipped[0]) {
@@ -935,12 +943,13 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
 {
     const struct bench_cfg *c = &m->cfg;
     const struct bench_ops *ops = bench_transports[c->transport];
-    fprintf(f, "{\"transport\":\"%s\",\"mode\":\"%s\",\"senders\":%u,"
-               "\"receivers\":%u,\"size\":%" PRIu64 ",\"rate\":%g,"
-               "\"duration_s\":%g,\"rounds\":%u,\"zero_copy\":%s,"
-               "\"read\":\"%s\",\"payload\":%s,\"workload\":",
-            ops->name, mode_name(c), c->senders, c->receivers, c->size,
-            c->rate, c->duration, c->rounds,
+    fprintf(f,
+            "{\"transport\":\"%s\",\"mode\":\"%s\",\"senders\":%u,"
+            "\"receivers\":%u,\"size\":%" PRIu64 ",\"rate\":%g,"
+            "\"duration_s\":%g,\"rounds\":%u,\"zero_copy\":%s,"
+            "\"read\":\"%s\",\"payload\":%s,\"workload\":",
+            ops->name, mode_name(c), c->senders, c->receivers, c->size, c->rate,
+            c->duration, c->rounds,
             c->zero_copy && c->transport == BT_NERVE ? "true" : "false",
             reads_newest(c) ? "newest" : "next",
             ops->payload ? "true" : "false");
@@ -956,16 +965,18 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
         fputs("null", f);
     }
     fprintf(f, ",\"fifo\":%d,\"rt\":%s,\"started\":\"%s\"", c->fifo,
-            c->fifo <= 0 ? "null"
-                         : (h->rt == 1 && !m->rt_denied) ? "true" : "false",
+            c->fifo <= 0                    ? "null"
+            : (h->rt == 1 && !m->rt_denied) ? "true"
+                                            : "false",
             started);
     if (m->skipped[0] || m->error[0]) {
         fprintf(f, ",\"%s\":", m->skipped[0] ? "skipped" : "error");
         json_string(f, m->skipped[0] ? m->skipped : m->error);
     }
     if (!m->skipped[0]) {
-        fprintf(f, ",\"sent\":%" PRIu64 ",\"n\":%" PRIu64
-                   ",\"missed\":%" PRIu64 ",\"per_receiver\":[",
+        fprintf(f,
+                ",\"sent\":%" PRIu64 ",\"n\":%" PRIu64 ",\"missed\":%" PRIu64
+                ",\"per_receiver\":[",
                 m->sent, s->n, s->missed);
         for (unsigned i = 0; i < c->receivers; i++) {
             fprintf(f, "%s{\"received\":%" PRIu64 ",\"missed\":%" PRIu64 "}",
@@ -976,15 +987,17 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
             fprintf(f, ",\"missed_reported\":%" PRIu64 ",\"stale\":%" PRIu64,
                     s->lib_missed, s->stale);
         }
-        fprintf(f, ",\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64
-                   ",\"p99_ns\":%" PRIu64 ",\"p999_ns\":%" PRIu64
-                   ",\"max_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64
-                   ",\"mean_ns\":%.0f,\"exact\":%s",
+        fprintf(f,
+                ",\"p50_ns\":%" PRIu64 ",\"p90_ns\":%" PRIu64
+                ",\"p99_ns\":%" PRIu64 ",\"p999_ns\":%" PRIu64
+                ",\"max_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64
+                ",\"mean_ns\":%.0f,\"exact\":%s",
                 s->p50, s->p90, s->p99, s->p999, s->max, s->min, s->mean,
                 s->exact ? "true" : "false");
         double secs = m->send_s > 0 ? m->send_s : 1;
-        fprintf(f, ",\"send_s\":%.6f,\"send_rate_per_s\":%.0f"
-                   ",\"recv_rate_per_s\":%.0f",
+        fprintf(f,
+                ",\"send_s\":%.6f,\"send_rate_per_s\":%.0f"
+                ",\"recv_rate_per_s\":%.0f",
                 m->send_s, (double)m->sent / secs,
                 (double)s->n / c->receivers / secs);
     }
@@ -997,8 +1010,9 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
 static void histogram_out(FILE *f, const struct meas *m)
 {
     const struct bench_cfg *c = &m->cfg;
-    fprintf(f, "# transport=%s mode=%s senders=%u receivers=%u size=%" PRIu64
-               " rate=%g zero_copy=%d\n# low_ns\thigh_ns\tcount\n",
+    fprintf(f,
+            "# transport=%s mode=%s senders=%u receivers=%u size=%" PRIu64
+            " rate=%g zero_copy=%d\n# low_ns\thigh_ns\tcount\n",
             bench_transports[c->transport]->name, mode_name(c), c->senders,
             c->receivers, c->size, c->rate, c->zero_copy);
     for (unsigned b = 0; b < HIST_BUCKETS; b++) {
@@ -1054,8 +1068,7 @@ static double memcpy_p50(uint64_t size)
 /* ---- groups ---------------------------------------------------------------- */
 
 static int run_group(const struct opts *o, const struct group *g,
-                     const struct host *h, FILE *table, FILE *json,
-                     FILE *hist)
+                     const struct host *h, FILE *table, FILE *json, FILE *hist)
 {
     struct meas ms[BT_COUNT];
     unsigned nm = o->ntransports;
@@ -1101,8 +1114,8 @@ static int run_group(const struct opts *o, const struct group *g,
             m->cap = (8u << 20) / g->receivers;
             m->cap = m->cap > (1u << 20) ? (1u << 20) : m->cap;
         }
-        m->map_len = g->receivers * (sizeof(struct bench_recv) +
-                                     m->cap * sizeof(uint32_t));
+        m->map_len = g->receivers *
+                     (sizeof(struct bench_recv) + m->cap * sizeof(uint32_t));
         void *p = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) {
@@ -1160,13 +1173,14 @@ static int run_group(const struct opts *o, const struct group *g,
  * `modes`: 1 --wait, 2 --poll given. */
 static int pingpong_main(struct opts *o, int modes)
 {
-    const char *bad = o->have_transport ? "--transport"
-                      : o->have_senders ? "--senders"
+    const char *bad = o->have_transport   ? "--transport"
+                      : o->have_senders   ? "--senders"
                       : o->have_receivers ? "--receivers"
-                      : o->have_rate ? "--rate"
-                      : o->workload ? "--workload"
-                      : o->newest ? "--newest"
-                      : o->histogram ? "--histogram" : NULL;
+                      : o->have_rate      ? "--rate"
+                      : o->workload       ? "--workload"
+                      : o->newest         ? "--newest"
+                      : o->histogram      ? "--histogram"
+                                          : NULL;
     if (bad) {
         return usage("%s does not apply to --pingpong", bad);
     }
@@ -1174,11 +1188,11 @@ static int pingpong_main(struct opts *o, int modes)
     memset(&p, 0, sizeof p);
     p.rows = o->pp_rows;
     if (modes == 1) { /* --wait: the blocking rows and their floor */
-        p.rows &= PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_WAIT_ZC |
-                  PP_ROW_WAIT_COPY;
+        p.rows &=
+            PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_WAIT_ZC | PP_ROW_WAIT_COPY;
     } else if (modes == 2) {
-        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_XFER |
-                  PP_ROW_POLL_ZC | PP_ROW_POLL_COPY;
+        p.rows &= PP_ROW_SPIN | PP_ROW_MEMCPY | PP_ROW_XFER | PP_ROW_POLL_ZC |
+                  PP_ROW_POLL_COPY;
     }
     if (o->zero_copy) {
         p.rows &= ~(PP_ROW_MEMCPY | PP_ROW_XFER | PP_ROW_POLL_COPY |
@@ -1229,16 +1243,16 @@ static int pingpong_main(struct opts *o, int modes)
             p.json = stdout;
             p.table = o->quiet ? NULL : stderr;
         } else if ((p.json = fopen(o->json, "w")) == NULL) {
-            fprintf(stderr, "nerve bench: %s: %s\n", o->json,
-                    strerror(errno));
+            fprintf(stderr, "nerve bench: %s: %s\n", o->json, strerror(errno));
             return 1;
         }
     }
     struct host h;
     host_probe(&h, o->fifo);
     if (o->fifo > 0 && h.rt != 1) {
-        fprintf(stderr, "nerve bench: SCHED_FIFO priority %d is not "
-                        "permitted here; running with normal scheduling\n",
+        fprintf(stderr,
+                "nerve bench: SCHED_FIFO priority %d is not "
+                "permitted here; running with normal scheduling\n",
                 o->fifo);
     }
     int status = pingpong_run(&p, &h);
@@ -1303,15 +1317,15 @@ int bench_main(int argc, char **argv)
         case 't':
             if (parse_transports(optarg, &o) != 0) {
                 return usage("bad --transport '%s' (nerve, pipe, unix, mq, "
-                             "futex, spin, condvar; each once)", optarg);
+                             "futex, spin, condvar; each once)",
+                             optarg);
             }
             o.have_transport = 1;
             break;
         case 'S':
             if (parse_uint_list(optarg, 1, BENCH_MAX_PROCS, o.senders, 16,
                                 &o.nsenders) != 0) {
-                return usage("bad --senders '%s' (1 to 64, or a list)",
-                             optarg);
+                return usage("bad --senders '%s' (1 to 64, or a list)", optarg);
             }
             o.have_senders = 1;
             break;
@@ -1337,7 +1351,8 @@ int bench_main(int argc, char **argv)
              * the mode is known. */
             if (parse_size_list(optarg, 1, 256u << 20, &o) != 0) {
                 return usage("bad --size '%s' (24 bytes to 256M, or a list; "
-                             "8 bytes with --pingpong)", optarg);
+                             "8 bytes with --pingpong)",
+                             optarg);
             }
             o.have_size = 1;
             break;
@@ -1354,8 +1369,14 @@ int bench_main(int argc, char **argv)
             }
             o.have_rounds = 1;
             break;
-        case 'w': o.wait = 1; modes |= 1; break;
-        case 'p': o.wait = 0; modes |= 2; break;
+        case 'w':
+            o.wait = 1;
+            modes |= 1;
+            break;
+        case 'p':
+            o.wait = 0;
+            modes |= 2;
+            break;
         case 'z': o.zero_copy = 1; break;
         case 'E': o.newest = 1; break;
         case 'f': {
@@ -1376,7 +1397,8 @@ int bench_main(int argc, char **argv)
             if (strcmp(optarg, "ach") != 0 && strcmp(optarg, "furom") != 0 &&
                 strcmp(optarg, "throughput") != 0) {
                 return usage("unknown --workload '%s' (ach, furom, "
-                             "throughput)", optarg);
+                             "throughput)",
+                             optarg);
             }
             o.workload = optarg;
             break;
@@ -1385,7 +1407,8 @@ int bench_main(int argc, char **argv)
         case 'N':
             if (strlen(optarg) > 100 || nerve_chan_name_check(optarg) != 0) {
                 return usage("bad --name '%s' (a channel name, at most 100 "
-                             "bytes)", optarg);
+                             "bytes)",
+                             optarg);
             }
             o.prefix = optarg;
             break;
@@ -1394,7 +1417,8 @@ int bench_main(int argc, char **argv)
         case 'O':
             if (parse_pp_rows(optarg, &o) != 0) {
                 return usage("bad --rows '%s' (spin, futex, memcpy, "
-                             "memcpy-xfer, poll-zc, poll-copy, wait-zc, wait-copy, floors, nerve)",
+                             "memcpy-xfer, poll-zc, poll-copy, wait-zc, "
+                             "wait-copy, floors, nerve)",
                              optarg);
             }
             o.have_rows = 1;
@@ -1459,8 +1483,8 @@ int bench_main(int argc, char **argv)
     struct group groups[16 * 16];
     unsigned ng = 0;
     if (o.workload && strcmp(o.workload, "ach") == 0) {
-        static const unsigned sr[][2] = {{1, 1}, {1, 2}, {1, 4}, {1, 8},
-                                         {2, 1}};
+        static const unsigned sr[][2] = {
+            {1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 1}};
         for (unsigned i = 0; i < 5; i++) {
             groups[ng++] = (struct group){sr[i][0], sr[i][1],
                                           o.have_size ? o.sizes[0] : 64, 1000,
@@ -1473,9 +1497,9 @@ int bench_main(int argc, char **argv)
         static const unsigned ws[] = {1, 2, 4};
         o.wait = 0;
         for (unsigned i = 0; i < 3; i++) {
-            groups[ng++] = (struct group){ws[i], 1,
-                                          o.have_size ? o.sizes[0] : 64, 0,
-                                          o.have_duration ? o.duration : 2};
+            groups[ng++] =
+                (struct group){ws[i], 1, o.have_size ? o.sizes[0] : 64, 0,
+                               o.have_duration ? o.duration : 2};
         }
     } else if (o.workload) {
         static const struct {
@@ -1483,8 +1507,8 @@ int bench_main(int argc, char **argv)
             double rate;
         } rows[] = {{40, 2000}, {8192, 100}, {1u << 20, 10}};
         for (unsigned i = 0; i < 3; i++) {
-            double d = o.have_duration ? o.duration
-                                       : fmax(2, 100 / rows[i].rate);
+            double d =
+                o.have_duration ? o.duration : fmax(2, 100 / rows[i].rate);
             groups[ng++] = (struct group){1, 1, rows[i].size, rows[i].rate, d};
         }
     } else {
@@ -1495,9 +1519,9 @@ int bench_main(int argc, char **argv)
         for (unsigned a = 0; a < o.nsenders; a++) {
             for (unsigned i = 0; i < o.nreceivers; i++) {
                 for (unsigned z = 0; z < o.nsizes; z++) {
-                    groups[ng++] = (struct group){o.senders[a],
-                                                  o.receivers[i], o.sizes[z],
-                                                  o.rate, o.duration};
+                    groups[ng++] =
+                        (struct group){o.senders[a], o.receivers[i], o.sizes[z],
+                                       o.rate, o.duration};
                 }
             }
         }
@@ -1509,7 +1533,7 @@ int bench_main(int argc, char **argv)
         o.ntransports = 2;
     } else if (o.workload && !o.have_transport) {
         static const int wl[] = {BT_NERVE, BT_FUTEX, BT_CONDVAR,
-                                 BT_PIPE, BT_UNIX, BT_MQ};
+                                 BT_PIPE,  BT_UNIX,  BT_MQ};
         memcpy(o.transports, wl, sizeof wl);
         o.ntransports = 6;
     }
@@ -1523,9 +1547,9 @@ int bench_main(int argc, char **argv)
         return usage("%s", "--rate x --duration x --senders exceeds 20 M "
                            "samples per receiver; shorten the run");
     }
-    if (o.workload && (o.have_rate || o.nreceivers > 1 || o.nsenders > 1 ||
-                       o.senders[0] > 1 || o.receivers[0] > 1 ||
-                       o.nsizes > 1)) {
+    if (o.workload &&
+        (o.have_rate || o.nreceivers > 1 || o.nsenders > 1 ||
+         o.senders[0] > 1 || o.receivers[0] > 1 || o.nsizes > 1)) {
         return usage("%s", "--workload fixes --rate, --senders and "
                            "--receivers, and takes one --size");
     }
@@ -1540,8 +1564,7 @@ int bench_main(int argc, char **argv)
         }
     }
     if (o.histogram && (hist = fopen(o.histogram, "w")) == NULL) {
-        fprintf(stderr, "nerve bench: %s: %s\n", o.histogram,
-                strerror(errno));
+        fprintf(stderr, "nerve bench: %s: %s\n", o.histogram, strerror(errno));
         if (json && json != stdout) {
             fclose(json);
         }
@@ -1550,9 +1573,11 @@ int bench_main(int argc, char **argv)
     struct host h;
     host_probe(&h, o.fifo);
     if (o.fifo > 0 && h.rt != 1) {
-        fprintf(stderr, "nerve bench: SCHED_FIFO priority %d is not "
-                        "permitted here; running with normal scheduling "
-                        "(reported as \"rt\": false)\n", o.fifo);
+        fprintf(stderr,
+                "nerve bench: SCHED_FIFO priority %d is not "
+                "permitted here; running with normal scheduling "
+                "(reported as \"rt\": false)\n",
+                o.fifo);
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -11,7 +11,7 @@
 
 #include <nerve/nerve.h>
 
-#define BENCH_MAX_PROCS 64  /* senders, and receivers, per measurement */
+#define BENCH_MAX_PROCS 64 /* senders, and receivers, per measurement */
 #define BENCH_MAX_CPUS 256
 
 enum bench_transport {
@@ -28,18 +28,18 @@ enum bench_transport {
 /* What one measurement does. */
 struct bench_cfg {
     int transport;
-    int wait;             /* 1: receivers block; 0: they poll */
+    int wait; /* 1: receivers block; 0: they poll */
     unsigned senders;
     unsigned receivers;
-    uint64_t size;        /* bytes per message, >= sizeof(struct bench_hdr) */
-    double rate;          /* Hz per sender; 0 = back-to-back */
-    double duration;      /* seconds of sending, summed over the rounds */
+    uint64_t size;   /* bytes per message, >= sizeof(struct bench_hdr) */
+    double rate;     /* Hz per sender; 0 = back-to-back */
+    double duration; /* seconds of sending, summed over the rounds */
     unsigned rounds;
     int zero_copy;
-    int newest;           /* nerve, condvar: read the newest, not the next */
-    int fifo;             /* SCHED_FIFO priority; 0 = normal scheduling */
+    int newest; /* nerve, condvar: read the newest, not the next */
+    int fifo;   /* SCHED_FIFO priority; 0 = normal scheduling */
     int cpus[BENCH_MAX_CPUS];
-    unsigned ncpus;       /* 0: no pinning */
+    unsigned ncpus; /* 0: no pinning */
     const char *cpus_text;
     const char *prefix;   /* channel / queue name prefix */
     const char *workload; /* label, or NULL */
@@ -64,11 +64,11 @@ struct bench_hdr {
  * by that receiver while it runs; read by the parent after it exits. */
 struct bench_recv {
     uint64_t received;
-    uint64_t missed;       /* counter gaps per sender, incl. the tail */
-    uint64_t lib_missed;   /* missed as the transport reported it (nerve) */
-    uint64_t stale;        /* zero-copy views overwritten while read */
-    uint64_t disorder;     /* counters that went backwards (a bug) */
-    uint64_t nsamples;     /* latencies stored in the sample array */
+    uint64_t missed;     /* counter gaps per sender, incl. the tail */
+    uint64_t lib_missed; /* missed as the transport reported it (nerve) */
+    uint64_t stale;      /* zero-copy views overwritten while read */
+    uint64_t disorder;   /* counters that went backwards (a bug) */
+    uint64_t nsamples;   /* latencies stored in the sample array */
     uint64_t min_ns, max_ns;
     double sum_ns;
     uint64_t last[BENCH_MAX_PROCS]; /* last counter seen per sender */
@@ -82,8 +82,8 @@ struct bench_shared {
     _Atomic uint32_t failed; /* a child failed; error[] says why */
     _Atomic uint32_t rt_denied;
     char error[256];
-    uint64_t sent[BENCH_MAX_PROCS];    /* messages per sender this round */
-    int64_t t_first[BENCH_MAX_PROCS];  /* first and last send times */
+    uint64_t sent[BENCH_MAX_PROCS];   /* messages per sender this round */
+    int64_t t_first[BENCH_MAX_PROCS]; /* first and last send times */
     int64_t t_last[BENCH_MAX_PROCS];
 };
 
@@ -92,26 +92,26 @@ struct bench_shared {
 struct bench_run {
     const struct bench_cfg *cfg;
     struct bench_shared *sh;
-    struct bench_recv *res;    /* [receivers] */
-    uint32_t *samples;         /* [receivers][cap] */
-    uint64_t cap;              /* samples per receiver */
+    struct bench_recv *res; /* [receivers] */
+    uint32_t *samples;      /* [receivers][cap] */
+    uint64_t cap;           /* samples per receiver */
     char name[NERVE_NAME_MAX + 1];
-    uint64_t data_size;        /* ring bytes (nerve, condvar) */
+    uint64_t data_size; /* ring bytes (nerve, condvar) */
     uint64_t slots;
     /* transport state */
-    int *fds;                  /* pipe, unix: [(s * R + r) * 2 + end] */
-    int *mqs;                  /* mq: [r] in the parent */
-    void *shm;                 /* futex, spin, condvar */
+    int *fds;  /* pipe, unix: [(s * R + r) * 2 + end] */
+    int *mqs;  /* mq: [r] in the parent */
+    void *shm; /* futex, spin, condvar */
     size_t shm_len;
     /* per-process state (in the child) */
     nerve_chan *chan;
-    void *buf;                 /* receive buffer, or a pipe's assembly */
-    uint64_t *off;             /* pipe: bytes assembled per sender */
-    int mq;                    /* this process's descriptor(s) */
-    int *mqw;                  /* sender: [r] */
-    uint64_t *last_word;       /* futex, spin: per sender */
-    uint64_t next;             /* condvar: next sequence to read */
-    unsigned rr;               /* round-robin start among senders */
+    void *buf;           /* receive buffer, or a pipe's assembly */
+    uint64_t *off;       /* pipe: bytes assembled per sender */
+    int mq;              /* this process's descriptor(s) */
+    int *mqw;            /* sender: [r] */
+    uint64_t *last_word; /* futex, spin: per sender */
+    uint64_t next;       /* condvar: next sequence to read */
+    unsigned rr;         /* round-robin start among senders */
     uint64_t stale;
     uint64_t lib_missed;
 };
@@ -121,12 +121,11 @@ struct bench_run {
  * or -1. */
 struct bench_ops {
     const char *name;
-    int payload;    /* 1 if the message bytes travel (0: futex, spin) */
-    int mode;       /* -1: --wait/--poll apply; 0 always polls; 1 waits */
-    int t40;        /* t_send holds only the low 40 bits of the time */
+    int payload; /* 1 if the message bytes travel (0: futex, spin) */
+    int mode;    /* -1: --wait/--poll apply; 0 always polls; 1 waits */
+    int t40;     /* t_send holds only the low 40 bits of the time */
     int (*setup)(struct bench_run *r, char *err, size_t len);
-    int (*sender_init)(struct bench_run *r, unsigned id, char *err,
-                       size_t len);
+    int (*sender_init)(struct bench_run *r, unsigned id, char *err, size_t len);
     int (*send)(struct bench_run *r, unsigned id, void *msg, char *err,
                 size_t len);
     int (*receiver_init)(struct bench_run *r, unsigned id, char *err,
@@ -142,7 +141,7 @@ extern const struct bench_ops *const bench_transports[BT_COUNT];
 struct host {
     char cpu[256], kernel[512], governor[64], isolated[256];
     long cores;
-    int vm;         /* the CPU reports a hypervisor */
+    int vm; /* the CPU reports a hypervisor */
     int preempt_rt;
     int rt; /* -1 not requested, 0 denied, 1 granted */
 };
@@ -174,22 +173,22 @@ enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_XFER, PP_NERVE };
 #define PP_ROW_ALL 0xffu
 
 struct pp_opts {
-    unsigned rows;               /* PP_ROW_* */
-    unsigned lines[8];           /* lines-K floors to add */
+    unsigned rows;     /* PP_ROW_* */
+    unsigned lines[8]; /* lines-K floors to add */
     unsigned nlines;
     uint64_t sizes[PP_MAX_SIZES];
     unsigned nsizes;
-    double duration;             /* timed seconds per row, over all rounds */
-    uint64_t iterations;         /* 0: by duration; else per row and round */
-    int64_t warmup;              /* -1: 1000 polling, 100 blocking */
+    double duration;     /* timed seconds per row, over all rounds */
+    uint64_t iterations; /* 0: by duration; else per row and round */
+    int64_t warmup;      /* -1: 1000 polling, 100 blocking */
     unsigned rounds;
-    unsigned ring;               /* messages per data ring (--ring) */
+    unsigned ring; /* messages per data ring (--ring) */
     int cpus[2];
     int pinned;
     const char *cpus_text;
     int fifo;
     const char *prefix;
-    FILE *table, *json;          /* NULL: not wanted */
+    FILE *table, *json; /* NULL: not wanted */
 };
 
 /* Run the ping-pong plan; returns the exit code (0, 1 when a row failed,

@@ -59,9 +59,9 @@ static inline int one(nerve_chan *w, nerve_chan *r, void *buf, size_t size,
 
 /* Not inlined: callgrind collects inside hot_loop only; warm_loop runs the
  * same operations uncounted. */
-__attribute__((noinline)) int warm_loop(nerve_chan *w, nerve_chan *r,
-                                        void *buf, size_t size,
-                                        uint64_t count, int zero_copy)
+__attribute__((noinline)) int warm_loop(nerve_chan *w, nerve_chan *r, void *buf,
+                                        size_t size, uint64_t count,
+                                        int zero_copy)
 {
     for (uint64_t i = 0; i < count; i++) {
         if (one(w, r, buf, size, zero_copy)) {
@@ -71,8 +71,8 @@ __attribute__((noinline)) int warm_loop(nerve_chan *w, nerve_chan *r,
     return 0;
 }
 
-__attribute__((noinline)) int hot_loop(nerve_chan *w, nerve_chan *r,
-                                       void *buf, size_t size, uint64_t count,
+__attribute__((noinline)) int hot_loop(nerve_chan *w, nerve_chan *r, void *buf,
+                                       size_t size, uint64_t count,
                                        int zero_copy)
 {
     for (uint64_t i = 0; i < count; i++) {
@@ -123,8 +123,8 @@ int main(int argc, char **argv)
     }
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
     o.slots = 1024;
-    o.data_size = 16 * (size + 256) < (1u << 20) ? (1u << 20)
-                                                 : 16 * (size + 256);
+    o.data_size =
+        16 * (size + 256) < (1u << 20) ? (1u << 20) : 16 * (size + 256);
     o.mode = 0600;
     nerve_chan *w = NULL, *r = NULL;
     void *buf = calloc(1, size);

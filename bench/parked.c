@@ -91,8 +91,8 @@ static int run(int threads, long puts, size_t size, struct result *res)
     char path[128];
     snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
     int fd = open(path, O_RDONLY);
-    void *m = fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0)
-                      : MAP_FAILED;
+    void *m =
+        fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (fd >= 0)
         close(fd);
     if (m == MAP_FAILED) {
@@ -172,8 +172,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--size") && i + 1 < argc)
             size = (size_t)atol(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--threads 0,1000,4000] [--puts N] "
-                            "[--size BYTES]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--threads 0,1000,4000] [--puts N] "
+                    "[--size BYTES]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -194,8 +196,8 @@ int main(int argc, char **argv)
     printf("put of %zu B on a NERVE_C_WAKE_ALWAYS channel, %ld puts per "
            "row, parked FUTEX_WAIT threads of a read-only mapping\n",
            size, puts);
-    printf("%8s %8s %10s %10s %10s %10s %12s\n", "parked", "samples",
-           "p50_ns", "p99_ns", "p99.9_ns", "max_ns", "wakeups");
+    printf("%8s %8s %10s %10s %10s %10s %12s\n", "parked", "samples", "p50_ns",
+           "p99_ns", "p99.9_ns", "max_ns", "wakeups");
     for (int i = 0; i < nr; i++)
         printf("%8d %8ld %10lld %10lld %10lld %10lld %12lu\n", res[i].threads,
                res[i].n, (long long)res[i].p50, (long long)res[i].p99,

@@ -92,7 +92,7 @@ struct pp_ctl {
     _Atomic uint32_t ping_ready;
     _Atomic uint32_t go;
     _Atomic uint32_t failed;
-    _Alignas(64) _Atomic uint32_t stop; /* written once, at the end */
+    _Alignas(64) _Atomic uint32_t stop;       /* written once, at the end */
     _Alignas(64) _Atomic uint64_t iterations; /* samples written */
     uint64_t total_ns;
     uint64_t warmup;
@@ -106,8 +106,8 @@ struct pp_row {
     uint64_t size;
     unsigned lines;
     uint64_t warmup;
-    unsigned per;        /* units per sample: 2 hops, or copies per batch */
-    uint32_t *samples;   /* pooled */
+    unsigned per;      /* units per sample: 2 hops, or copies per batch */
+    uint32_t *samples; /* pooled */
     uint64_t n, cap;
     uint64_t total_ns;
     uint64_t round_n[PP_MAX_ROUNDS];
@@ -128,11 +128,11 @@ struct pp_proc {
     struct pp_ctl *ctl;
     uint32_t *samples; /* shared, PP_MAX_SAMPLES */
     int ping;
-    uint64_t cap;      /* samples this round may take */
-    double duration;   /* seconds this round */
+    uint64_t cap;    /* samples this round may take */
+    double duration; /* seconds this round */
     /* floors */
     unsigned char *shm;
-    uint64_t k;        /* round trips so far (both sides count) */
+    uint64_t k; /* round trips so far (both sides count) */
     /* nerve */
     char name_a2b[NERVE_NAME_MAX + 1], name_b2a[NERVE_NAME_MAX + 1];
     nerve_chan *out, *in;
@@ -309,8 +309,7 @@ static void lines_recv(struct pp_proc *p, int a2b, uint64_t v)
         line = line_at(region, next);
         uint64_t got = atomic_load_explicit(line, memory_order_relaxed);
         if (got != v) {
-            pp_fail(p, "line %u holds %" PRIu64 ", want %" PRIu64, j, got,
-                    v);
+            pp_fail(p, "line %u holds %" PRIu64 ", want %" PRIu64, j, got, v);
         }
     }
 }
@@ -525,9 +524,10 @@ static void nerve_recv(struct pp_proc *p)
         }
         if (rc == 0) {
             if (info.len != r->size || info.missed != 0) {
-                pp_fail(p, "message %" PRIu64 ": %" PRIu64 " bytes, %"
-                        PRIu64 " missed (want %" PRIu64 ", 0)", info.seq,
-                        info.len, info.missed, r->size);
+                pp_fail(p,
+                        "message %" PRIu64 ": %" PRIu64 " bytes, %" PRIu64
+                        " missed (want %" PRIu64 ", 0)",
+                        info.seq, info.len, info.missed, r->size);
             }
             if (!r->copy && (rc = nerve_chan_view_check(p->in, &v)) != 0) {
                 pp_fail(p, "nerve_chan_view_check: %s", nerve_strerror(rc));
@@ -535,8 +535,7 @@ static void nerve_recv(struct pp_proc *p)
             return;
         }
         if (rc != NERVE_EAGAIN && rc != NERVE_ETIMEDOUT) {
-            pp_fail(p, "%s: %s", r->copy ? "nerve_chan_get"
-                                         : "nerve_chan_view",
+            pp_fail(p, "%s: %s", r->copy ? "nerve_chan_get" : "nerve_chan_view",
                     nerve_strerror(rc));
         }
         if (r->wait || ++n % 4096 == 0) {
@@ -681,8 +680,7 @@ static void child_main(struct pp_proc *p, int cpu)
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         if (sched_setaffinity(0, sizeof set, &set) != 0) {
-            pp_fail(p, "sched_setaffinity(cpu %d): %s", cpu,
-                    strerror(errno));
+            pp_fail(p, "sched_setaffinity(cpu %d): %s", cpu, strerror(errno));
         }
     }
     if (p->o->fifo > 0) {
@@ -778,8 +776,7 @@ static int reap_all(pid_t *pids, unsigned n, struct pp_ctl *ctl,
                 break;
             }
             int give_up = (w < 0 && errno != EINTR) || pp_stop ||
-                          bench_now() > deadline ||
-                          atomic_load(&ctl->failed);
+                          bench_now() > deadline || atomic_load(&ctl->failed);
             if (give_up && !(atomic_load(&ctl->failed) && i == 0)) {
                 kill(pids[i], SIGKILL);
                 while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR) {
@@ -844,10 +841,8 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
                  (long)getpid());
         snprintf(p.name_b2a, sizeof p.name_b2a, "%s-%ld-pp-b2a", o->prefix,
                  (long)getpid());
-        if (make_channel(p.name_a2b, r->size, o->ring, err, sizeof err) !=
-                0 ||
-            make_channel(p.name_b2a, r->size, o->ring, err, sizeof err) !=
-                0) {
+        if (make_channel(p.name_a2b, r->size, o->ring, err, sizeof err) != 0 ||
+            make_channel(p.name_b2a, r->size, o->ring, err, sizeof err) != 0) {
             snprintf(r->error, sizeof r->error, "%s", err);
             int rc = nerve_chan_unlink(p.name_a2b);
             rc = nerve_chan_unlink(p.name_b2a);
@@ -937,9 +932,7 @@ static const char *row_name(const struct pp_row *r, char *buf, size_t len)
     case PP_FUTEX: return "futex";
     case PP_MEMCPY: return "memcpy";
     case PP_XFER: return "memcpy-xfer";
-    case PP_LINES:
-        snprintf(buf, len, "lines-%u", r->lines);
-        return buf;
+    case PP_LINES: snprintf(buf, len, "lines-%u", r->lines); return buf;
     default:
         snprintf(buf, len, "%s-%s", r->wait ? "wait" : "poll",
                  r->copy ? "copy" : "zc");
@@ -1017,8 +1010,7 @@ static void floors(struct pp_row *rows, unsigned n)
                 r->floor_name = NULL;
             }
             continue;
-        default:
-            break;
+        default: break;
         }
         if (f == NULL) {
             r->floor_name = NULL;
@@ -1075,8 +1067,9 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
                 r->copy ? "true" : "false");
     } else {
         fprintf(f, ",\"mode\":%s,\"copy\":null",
-                r->kind == PP_FUTEX ? "\"wait\""
-                : r->kind == PP_MEMCPY ? "null" : "\"poll\"");
+                r->kind == PP_FUTEX    ? "\"wait\""
+                : r->kind == PP_MEMCPY ? "null"
+                                       : "\"poll\"");
     }
     if (r->kind == PP_NERVE || r->kind == PP_MEMCPY || r->kind == PP_XFER) {
         fprintf(f, ",\"size\":%" PRIu64, r->size);
@@ -1106,12 +1099,13 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
         fputs(",\"error\":", f);
         json_string(f, r->error);
     } else {
-        fprintf(f, ",\"iterations\":%" PRIu64 ",\"warmup\":%" PRIu64
-                   ",\"total_ns\":%" PRIu64 ",\"hop_ns\":%.1f"
-                   ",\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f"
-                   ",\"max_ns\":%.1f,\"min_ns\":%.1f,\"samples\":%" PRIu64,
-                r->n, r->warmup, r->total_ns, r->hop, r->p50, r->p99,
-                r->p999, r->max, r->min, r->n);
+        fprintf(f,
+                ",\"iterations\":%" PRIu64 ",\"warmup\":%" PRIu64
+                ",\"total_ns\":%" PRIu64 ",\"hop_ns\":%.1f"
+                ",\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f"
+                ",\"max_ns\":%.1f,\"min_ns\":%.1f,\"samples\":%" PRIu64,
+                r->n, r->warmup, r->total_ns, r->hop, r->p50, r->p99, r->p999,
+                r->max, r->min, r->n);
         fputs(",\"round_iterations\":[", f);
         for (unsigned k = 0; k < r->rounds_done; k++) {
             fprintf(f, "%s%" PRIu64, k ? "," : "", r->round_n[k]);
@@ -1179,8 +1173,10 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
     static const struct {
         unsigned bit;
         int wait, copy;
-    } nr[] = {{PP_ROW_POLL_ZC, 0, 0}, {PP_ROW_POLL_COPY, 0, 1},
-              {PP_ROW_WAIT_ZC, 1, 0}, {PP_ROW_WAIT_COPY, 1, 1}};
+    } nr[] = {{PP_ROW_POLL_ZC, 0, 0},
+              {PP_ROW_POLL_COPY, 0, 1},
+              {PP_ROW_WAIT_ZC, 1, 0},
+              {PP_ROW_WAIT_COPY, 1, 1}};
     for (unsigned k = 0; k < 4; k++) {
         if (!(o->rows & nr[k].bit)) {
             continue;

@@ -112,8 +112,7 @@ static int nerve_send(struct bench_run *r, unsigned id, void *msg, char *err,
                       size_t len)
 {
     (void)id;
-    int rc = nerve_chan_put(r->chan, msg, r->cfg->size, NERVE_FOREVER, NULL,
-                            0);
+    int rc = nerve_chan_put(r->chan, msg, r->cfg->size, NERVE_FOREVER, NULL, 0);
     return rc ? nfail(err, len, "nerve_chan_put", rc) : 0;
 }
 
@@ -169,8 +168,8 @@ static int nerve_recv(struct bench_run *r, unsigned id, int block,
     if (rc == NERVE_EAGAIN || rc == NERVE_ETIMEDOUT) {
         return 0;
     }
-    return nfail(err, len, r->cfg->zero_copy ? "nerve_chan_view"
-                                             : "nerve_chan_get", rc);
+    return nfail(err, len,
+                 r->cfg->zero_copy ? "nerve_chan_view" : "nerve_chan_get", rc);
 }
 
 static void nerve_teardown(struct bench_run *r)
@@ -180,8 +179,11 @@ static void nerve_teardown(struct bench_run *r)
 }
 
 static const struct bench_ops ops_nerve = {
-    "nerve", 1, -1, 0, nerve_setup, nerve_sender_init, nerve_send,
-    nerve_receiver_init, nerve_recv, nerve_teardown,
+    "nerve",     1,
+    -1,          0,
+    nerve_setup, nerve_sender_init,
+    nerve_send,  nerve_receiver_init,
+    nerve_recv,  nerve_teardown,
 };
 
 /* ---- pipe and unix: one descriptor pair per sender and receiver -------- */
@@ -377,8 +379,7 @@ static int pairs_wait(struct bench_run *r, unsigned id, char *err, size_t len)
         pfd[s].events = POLLIN;
         pfd[s].revents = 0;
     }
-    if (poll(pfd, S, (int)(RECV_TIMEOUT_NS / 1000000)) < 0 &&
-        errno != EINTR) {
+    if (poll(pfd, S, (int)(RECV_TIMEOUT_NS / 1000000)) < 0 && errno != EINTR) {
         return fail(err, len, "poll", errno);
     }
     return 0;
@@ -434,8 +435,8 @@ static int sock_recv(struct bench_run *r, unsigned id, int block,
     for (int attempt = 0; attempt < 2; attempt++) {
         for (unsigned k = 0; k < S; k++) {
             unsigned s = (r->rr + k) % S;
-            ssize_t n = recv(pair_fd(r, s, id)[0], r->buf, r->cfg->size,
-                             MSG_DONTWAIT);
+            ssize_t n =
+                recv(pair_fd(r, s, id)[0], r->buf, r->cfg->size, MSG_DONTWAIT);
             if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR) {
                     continue;
@@ -465,13 +466,19 @@ static void pairs_teardown(struct bench_run *r)
 }
 
 static const struct bench_ops ops_pipe = {
-    "pipe", 1, -1, 0, pipe_setup, pairs_sender_init, pipe_send,
-    pairs_receiver_init, pipe_recv, pairs_teardown,
+    "pipe",     1,
+    -1,         0,
+    pipe_setup, pairs_sender_init,
+    pipe_send,  pairs_receiver_init,
+    pipe_recv,  pairs_teardown,
 };
 
 static const struct bench_ops ops_unix = {
-    "unix", 1, -1, 0, sock_setup, pairs_sender_init, sock_send,
-    pairs_receiver_init, sock_recv, pairs_teardown,
+    "unix",     1,
+    -1,         0,
+    sock_setup, pairs_sender_init,
+    sock_send,  pairs_receiver_init,
+    sock_recv,  pairs_teardown,
 };
 
 /* ---- mq: one POSIX message queue per receiver --------------------------- */
@@ -532,8 +539,8 @@ static int mq_setup(struct bench_run *r, char *err, size_t len)
         memset(&a, 0, sizeof a);
         a.mq_maxmsg = MQ_DEPTH;
         a.mq_msgsize = (long)r->cfg->size;
-        mqd_t q = mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600,
-                          &a);
+        mqd_t q =
+            mq_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600, &a);
         if (q == (mqd_t)-1) {
             int e = errno;
             mq_teardown(r);
@@ -568,8 +575,8 @@ static int mq_sender_init(struct bench_run *r, unsigned id, char *err,
     return 0;
 }
 
-static int mq_send_all(struct bench_run *r, unsigned id, void *msg,
-                       char *err, size_t len)
+static int mq_send_all(struct bench_run *r, unsigned id, void *msg, char *err,
+                       size_t len)
 {
     (void)id;
     for (unsigned i = 0; i < r->cfg->receivers; i++) {
@@ -591,8 +598,8 @@ static int mq_receiver_init(struct bench_run *r, unsigned id, char *err,
     mq_name(r, id, name, sizeof name);
     /* A descriptor of its own: O_NONBLOCK belongs to the open queue
      * description, which the forked senders share otherwise. */
-    r->mq = mq_open(name, O_RDONLY | O_CLOEXEC | (r->cfg->wait ? 0
-                                                               : O_NONBLOCK));
+    r->mq =
+        mq_open(name, O_RDONLY | O_CLOEXEC | (r->cfg->wait ? 0 : O_NONBLOCK));
     if (r->mq == (mqd_t)-1) {
         return fail(err, len, "mq_open", errno);
     }
@@ -629,8 +636,11 @@ static int mq_recv(struct bench_run *r, unsigned id, int block,
 }
 
 static const struct bench_ops ops_mq = {
-    "mq", 1, -1, 0, mq_setup, mq_sender_init, mq_send_all, mq_receiver_init,
-    mq_recv, mq_teardown,
+    "mq",        1,
+    -1,          0,
+    mq_setup,    mq_sender_init,
+    mq_send_all, mq_receiver_init,
+    mq_recv,     mq_teardown,
 };
 
 /* ---- futex and spin: the floors ----------------------------------------- */
@@ -780,13 +790,19 @@ static void floor_teardown(struct bench_run *r)
 }
 
 static const struct bench_ops ops_futex = {
-    "futex", 0, 1, 1, floor_setup, floor_sender_init, futex_send,
-    floor_receiver_init, futex_recv, floor_teardown,
+    "futex",     0,
+    1,           1,
+    floor_setup, floor_sender_init,
+    futex_send,  floor_receiver_init,
+    futex_recv,  floor_teardown,
 };
 
 static const struct bench_ops ops_spin = {
-    "spin", 0, 0, 1, floor_setup, floor_sender_init, spin_send,
-    floor_receiver_init, spin_recv, floor_teardown,
+    "spin",      0,
+    0,           1,
+    floor_setup, floor_sender_init,
+    spin_send,   floor_receiver_init,
+    spin_recv,   floor_teardown,
 };
 
 /* ---- condvar: an Ach-style channel --------------------------------------- */
@@ -799,7 +815,7 @@ static const struct bench_ops ops_spin = {
 struct cv_ring {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    uint64_t head;  /* sequence number of the newest message (0: none) */
+    uint64_t head; /* sequence number of the newest message (0: none) */
     uint64_t nslots;
     uint64_t size;
     _Alignas(64) unsigned char data[];
@@ -930,13 +946,15 @@ static void cv_teardown(struct bench_run *r)
 }
 
 static const struct bench_ops ops_condvar = {
-    "condvar", 1, -1, 0, cv_setup, cv_sender_init, cv_send, cv_receiver_init,
-    cv_recv, cv_teardown,
+    "condvar", 1,
+    -1,        0,
+    cv_setup,  cv_sender_init,
+    cv_send,   cv_receiver_init,
+    cv_recv,   cv_teardown,
 };
 
 const struct bench_ops *const bench_transports[BT_COUNT] = {
-    [BT_NERVE] = &ops_nerve,     [BT_PIPE] = &ops_pipe,
-    [BT_UNIX] = &ops_unix,       [BT_MQ] = &ops_mq,
-    [BT_FUTEX] = &ops_futex,     [BT_SPIN] = &ops_spin,
+    [BT_NERVE] = &ops_nerve,     [BT_PIPE] = &ops_pipe,   [BT_UNIX] = &ops_unix,
+    [BT_MQ] = &ops_mq,           [BT_FUTEX] = &ops_futex, [BT_SPIN] = &ops_spin,
     [BT_CONDVAR] = &ops_condvar,
 };

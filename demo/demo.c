@@ -164,8 +164,9 @@ __attribute__((format(printf, 1, 2))) static void rep(const char *fmt, ...)
 
 static const char *policy_name(int32_t p)
 {
-    return p == NERVE_RT_FIFO ? "SCHED_FIFO" : p == NERVE_RT_RR ? "SCHED_RR"
-                                                                 : "SCHED_OTHER";
+    return p == NERVE_RT_FIFO ? "SCHED_FIFO"
+           : p == NERVE_RT_RR ? "SCHED_RR"
+                              : "SCHED_OTHER";
 }
 
 /* A task's statistics in words. `clock`: a periodic task (its wake-up and
@@ -179,8 +180,8 @@ static void rep_task(const char *name, int clock)
     rep("%s: %s priority %d, %llu cycles", name, policy_name(st.policy),
         (int)st.priority, (unsigned long long)st.cycles);
     if (clock)
-        rep(", %llu overruns, %llu skipped\n",
-            (unsigned long long)st.overruns, (unsigned long long)st.skipped);
+        rep(", %llu overruns, %llu skipped\n", (unsigned long long)st.overruns,
+            (unsigned long long)st.skipped);
     else
         rep(", %llu deadlines without a message\n",
             (unsigned long long)st.timeouts);
@@ -355,8 +356,8 @@ static int ctl_body(void *arg, const struct nerve_task_tick *tk)
     cmd.n = ++c->cmds;
     cmd.imu_n = imu->n;
     cmd.t_sample = imu->t_sample;
-    cmd.torque = 40.0f * (c->last_plan.target_tilt - imu->tilt) -
-                 2.0f * imu->gyro[0];
+    cmd.torque =
+        40.0f * (c->last_plan.target_tilt - imu->tilt) - 2.0f * imu->gyro[0];
     cmd.plan_n = (uint32_t)c->last_plan.n;
     int rc = nerve_chan_put(g_out, &cmd, sizeof cmd, MS, NULL, 0);
     return rc == 0 ? 0 : rc;
@@ -505,8 +506,8 @@ static int role_logger(void)
     for (int i = 0; i < 3; i++)
         rep("  %-4s %8llu logged, %6llu lost while it ran (%llu were "
             "overwritten before it started)\n",
-            names[i], (unsigned long long)got[i],
-            (unsigned long long)missed[i], (unsigned long long)gone[i]);
+            names[i], (unsigned long long)got[i], (unsigned long long)missed[i],
+            (unsigned long long)gone[i]);
     rep("RESULT role=logger imu=%llu cmd=%llu plan=%llu missed=%llu "
         "backlog=%llu\n",
         (unsigned long long)got[0], (unsigned long long)got[1],
@@ -545,8 +546,8 @@ static int role_slow(void)
         "skipped (overwritten before it got to them: by design, it cannot "
         "keep up)\n",
         (unsigned long long)got, (unsigned long long)missed);
-    rep("RESULT role=slow received=%llu missed=%llu\n",
-        (unsigned long long)got, (unsigned long long)missed);
+    rep("RESULT role=slow received=%llu missed=%llu\n", (unsigned long long)got,
+        (unsigned long long)missed);
     send_report();
     return 0;
 }
@@ -580,8 +581,8 @@ static pid_t spawn_role(const char *self, int r)
 static void nap_until(int64_t t)
 {
     struct timespec ts = {(time_t)(t / 1000000000LL), (long)(t % 1000000000LL)};
-    while (!g_interrupted &&
-           clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    while (!g_interrupted && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+                                             &ts, NULL) == EINTR) {
     }
 }
 
@@ -628,8 +629,9 @@ static int wait_ready(nerve_chan *rep_ch, int n)
     char buf[256];
     int64_t deadline = nerve_clock_now_ns() + 10000 * MS;
     while (n > 0 && !g_interrupted) {
-        int rc = nerve_chan_get(rep_ch, buf, sizeof buf, 0, deadline, NULL,
-                                NERVE_GET_NEXT | NERVE_F_WAIT | NERVE_F_ABSTIME);
+        int rc =
+            nerve_chan_get(rep_ch, buf, sizeof buf, 0, deadline, NULL,
+                           NERVE_GET_NEXT | NERVE_F_WAIT | NERVE_F_ABSTIME);
         if (rc == NERVE_EINTR)
             continue;
         if (rc != 0)
@@ -679,7 +681,8 @@ static void summary(const char *res, double seconds, int killed,
     if (b50 >= 0 && a50 >= 0)
         printf("  control loop latency (IMU sample -> actuator): p50 %.0f "
                "us, p99 %.0f us before the kill; p50 %.0f us, p99 %.0f us "
-               "after\n", b50, b99, a50, a99);
+               "after\n",
+               b50, b99, a50, a99);
     double act_missed = result(res, "role=actuator phase=before", "missed") +
                         result(res, "role=actuator phase=after", "missed");
     double n_act = result(res, "role=actuator phase=before", "n") +
@@ -688,11 +691,13 @@ static void summary(const char *res, double seconds, int killed,
     if (act_missed == 0 && log_missed <= 0)
         printf("  lost:    nothing: the actuator applied all %.0f commands "
                "in order and the logger lost no message while it ran (the "
-               "slow reader skips samples by design)\n", n_act);
+               "slow reader skips samples by design)\n",
+               n_act);
     else
         printf("  lost:    the actuator missed %.0f commands, the logger %.0f "
                "messages while it ran (this machine was too loaded for the "
-               "rings' sizes)\n", act_missed, log_missed > 0 ? log_missed : 0);
+               "rings' sizes)\n",
+               act_missed, log_missed > 0 ? log_missed : 0);
 }
 
 static int launcher(const char *self, double seconds, int kill_mid)
@@ -832,12 +837,8 @@ int main(int argc, char **argv)
     snprintf(g_prefix, sizeof g_prefix, "demo-%d", (int)getpid());
     while ((ch = getopt_long(argc, argv, "r:p:s:nmh", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'r':
-            role = optarg;
-            break;
-        case 'p':
-            snprintf(g_prefix, sizeof g_prefix, "%s", optarg);
-            break;
+        case 'r': role = optarg; break;
+        case 'p': snprintf(g_prefix, sizeof g_prefix, "%s", optarg); break;
         case 's':
             seconds = strtod(optarg, NULL);
             if (seconds <= 0) {
@@ -845,12 +846,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'n':
-            kill_mid = 0;
-            break;
-        case 'm':
-            g_machine = 1;
-            break;
+        case 'n': kill_mid = 0; break;
+        case 'm': g_machine = 1; break;
         case 'h':
             printf("usage: nerve-demo [--seconds S] [--prefix NAME] "
                    "[--no-kill] [--machine]\n"
@@ -859,8 +856,7 @@ int main(int argc, char **argv)
                    "killed with SIGKILL. --machine adds the\n"
                    "machine-readable RESULT lines to the output.\n");
             return 0;
-        default:
-            return 2;
+        default: return 2;
         }
     }
     if (!role)

@@ -54,14 +54,16 @@ stats summarize(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
     auto at = [&](double q) {
-        size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+        size_t i =
+            static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
         return v[std::min(i, v.size() - 1)];
     };
     double sum = 0;
     for (double x : v) {
         sum += x;
     }
-    return {at(0.5), at(0.99), at(0.999), v.back(), sum / static_cast<double>(v.size())};
+    return {at(0.5), at(0.99), at(0.999), v.back(),
+            sum / static_cast<double>(v.size())};
 }
 
 robot_msgs::Imu sample(uint32_t seq)
@@ -77,24 +79,29 @@ robot_msgs::Imu sample(uint32_t seq)
 
 int main(int argc, char **argv)
 {
-    example::help(argc, argv,
-                  "usage: bench_cxx_overhead [--rounds 200] [--batch 2000] "
-                  "[--channel NAME]\n"
-                  "Time a put + newest get of a 40-byte IMU sample through the C++\n"
-                  "API against the same through the C API, alternating, and print\n"
-                  "the ratio. The channel (default bench-cxx-PID) is removed.\n");
-    const long rounds = static_cast<long>(example::opt_num(argc, argv, "--rounds", 200));
-    const long batch = static_cast<long>(example::opt_num(argc, argv, "--batch", 2000));
-    const std::string name = example::opt(argc, argv, "--channel",
-                                          "bench-cxx-" + std::to_string(getpid()));
+    example::help(
+        argc, argv,
+        "usage: bench_cxx_overhead [--rounds 200] [--batch 2000] "
+        "[--channel NAME]\n"
+        "Time a put + newest get of a 40-byte IMU sample through the C++\n"
+        "API against the same through the C API, alternating, and print\n"
+        "the ratio. The channel (default bench-cxx-PID) is removed.\n");
+    const long rounds =
+        static_cast<long>(example::opt_num(argc, argv, "--rounds", 200));
+    const long batch =
+        static_cast<long>(example::opt_num(argc, argv, "--batch", 2000));
+    const std::string name = example::opt(
+        argc, argv, "--channel", "bench-cxx-" + std::to_string(getpid()));
     if (rounds < 1 || batch < 1) {
-        std::fprintf(stderr, "bench_cxx_overhead: --rounds and --batch must be >= 1\n");
+        std::fprintf(stderr,
+                     "bench_cxx_overhead: --rounds and --batch must be >= 1\n");
         return 2;
     }
 
     auto pub = nerve::Publisher<robot_msgs::Imu>::create(name);
     if (!pub) {
-        std::fprintf(stderr, "bench_cxx_overhead: %s: %s\n", name.c_str(), pub.message());
+        std::fprintf(stderr, "bench_cxx_overhead: %s: %s\n", name.c_str(),
+                     pub.message());
         return 1;
     }
     auto rd = nerve::Reader<robot_msgs::Imu>::open(name);
@@ -116,12 +123,14 @@ int main(int argc, char **argv)
             struct nerve_put_info pi;
             struct nerve_get_info gi;
             if (nerve_chan_put(cw, &m, sizeof m, NERVE_FOREVER, &pi, 0) != 0 ||
-                nerve_chan_get(cr, &out, sizeof out, 0, 0, &gi, NERVE_GET_NEWEST) != 0 ||
+                nerve_chan_get(cr, &out, sizeof out, 0, 0, &gi,
+                               NERVE_GET_NEWEST) != 0 ||
                 gi.len != sizeof out || out.seq != seq) {
                 bad = true;
             }
         }
-        return static_cast<double>(nerve_clock_now_ns() - t) / static_cast<double>(batch);
+        return static_cast<double>(nerve_clock_now_ns() - t) /
+               static_cast<double>(batch);
     };
     // The same through the C++ API.
     auto run_cxx = [&]() {
@@ -132,7 +141,8 @@ int main(int argc, char **argv)
                 bad = true;
             }
         }
-        return static_cast<double>(nerve_clock_now_ns() - t) / static_cast<double>(batch);
+        return static_cast<double>(nerve_clock_now_ns() - t) /
+               static_cast<double>(batch);
     };
 
     // Warm up caches, page mappings and the branch predictors of both.
@@ -152,7 +162,9 @@ int main(int argc, char **argv)
     nerve_chan_close(cr);
     (void)nerve::Channel::unlink(name);
     if (bad) {
-        std::fprintf(stderr, "bench_cxx_overhead: an operation failed or read a wrong sample\n");
+        std::fprintf(
+            stderr,
+            "bench_cxx_overhead: an operation failed or read a wrong sample\n");
         return 1;
     }
 
@@ -163,14 +175,16 @@ int main(int argc, char **argv)
         paired.push_back(cxx_ns[i] / c_ns[i]);
     }
     const stats pr = summarize(paired);
-    std::printf("put + get newest of a %zu-byte IMU sample, %ld rounds x %ld ops "
-                "(ns/op per batch)\n",
-                sizeof(robot_msgs::Imu), rounds, batch);
-    std::printf("%-6s %9s %9s %9s %9s %9s\n", "api", "p50", "p99", "p99.9", "max", "mean");
-    std::printf("%-6s %9.1f %9.1f %9.1f %9.1f %9.1f\n", "C", c.p50, c.p99, c.p999, c.max,
-                c.mean);
-    std::printf("%-6s %9.1f %9.1f %9.1f %9.1f %9.1f\n", "C++", x.p50, x.p99, x.p999, x.max,
-                x.mean);
+    std::printf(
+        "put + get newest of a %zu-byte IMU sample, %ld rounds x %ld ops "
+        "(ns/op per batch)\n",
+        sizeof(robot_msgs::Imu), rounds, batch);
+    std::printf("%-6s %9s %9s %9s %9s %9s\n", "api", "p50", "p99", "p99.9",
+                "max", "mean");
+    std::printf("%-6s %9.1f %9.1f %9.1f %9.1f %9.1f\n", "C", c.p50, c.p99,
+                c.p999, c.max, c.mean);
+    std::printf("%-6s %9.1f %9.1f %9.1f %9.1f %9.1f\n", "C++", x.p50, x.p99,
+                x.p999, x.max, x.mean);
     std::printf("ratio of medians C++ / C: %.4f\n", ratio);
     std::printf("overhead of C++ (median of per-round ratios): %+.2f %% "
                 "(goal <= +5 %%)\n",
@@ -182,14 +196,19 @@ int main(int argc, char **argv)
     const std::string gov =
         first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
     const std::string iso = first_line("/sys/devices/system/cpu/isolated");
-    const bool rt = std::string(u.version).find("PREEMPT_RT") != std::string::npos;
-    std::printf("{\"bench\":\"cxx_overhead\",\"msg_bytes\":%zu,\"rounds\":%ld,\"batch\":%ld,"
-                "\"c_ns\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},"
-                "\"cxx_ns\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},"
-                "\"ratio_p50\":%.4f,\"paired_ratio_p50\":%.4f,\"host\":{\"cpu\":\"%s\",\"ncpu\":%ld,\"kernel\":\"%s\","
-                "\"governor\":\"%s\",\"isolated\":\"%s\",\"preempt_rt\":%s}}\n",
-                sizeof(robot_msgs::Imu), rounds, batch, c.p50, c.p99, c.p999, c.max, x.p50,
-                x.p99, x.p999, x.max, ratio, pr.p50, cpu.c_str(), sysconf(_SC_NPROCESSORS_ONLN),
-                u.release, gov.c_str(), iso.c_str(), rt ? "true" : "false");
+    const bool rt =
+        std::string(u.version).find("PREEMPT_RT") != std::string::npos;
+    std::printf(
+        "{\"bench\":\"cxx_overhead\",\"msg_bytes\":%zu,\"rounds\":%ld,"
+        "\"batch\":%ld,"
+        "\"c_ns\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},"
+        "\"cxx_ns\":{\"p50\":%.1f,\"p99\":%.1f,\"p999\":%.1f,\"max\":%.1f},"
+        "\"ratio_p50\":%.4f,\"paired_ratio_p50\":%.4f,\"host\":{\"cpu\":\"%s\","
+        "\"ncpu\":%ld,\"kernel\":\"%s\","
+        "\"governor\":\"%s\",\"isolated\":\"%s\",\"preempt_rt\":%s}}\n",
+        sizeof(robot_msgs::Imu), rounds, batch, c.p50, c.p99, c.p999, c.max,
+        x.p50, x.p99, x.p999, x.max, ratio, pr.p50, cpu.c_str(),
+        sysconf(_SC_NPROCESSORS_ONLN), u.release, gov.c_str(), iso.c_str(),
+        rt ? "true" : "false");
     return 0;
 }

@@ -58,7 +58,8 @@ int main(int argc, char **argv)
 
     auto pub = nerve::Publisher<robot_msgs::Command>::create(cmd_name);
     if (!pub) {
-        std::fprintf(stderr, "controller: %s: %s\n", cmd_name.c_str(), pub.message());
+        std::fprintf(stderr, "controller: %s: %s\n", cmd_name.c_str(),
+                     pub.message());
         return 1;
     }
 
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
     int rc = 0;
     nerve::SubscribeOptions so;
     so.mode = example::flag(argc, argv, "--every") ? nerve::Delivery::every
-                                                    : nerve::Delivery::newest;
+                                                   : nerve::Delivery::newest;
     // Same geometry as imu_publisher's default, should we create it first.
     so.create = true;
     so.channel.slots = 2000;
@@ -100,7 +101,8 @@ int main(int argc, char **argv)
         },
         so);
     if (!sub) {
-        std::fprintf(stderr, "controller: %s: %s\n", imu_name.c_str(), sub.message());
+        std::fprintf(stderr, "controller: %s: %s\n", imu_name.c_str(),
+                     sub.message());
         return 1;
     }
 
@@ -116,7 +118,8 @@ int main(int argc, char **argv)
     if (duration > 0) {
         timer = std::thread([&] {
             std::unique_lock<std::mutex> lk(m);
-            cv.wait_for(lk, std::chrono::duration<double>(duration), [&] { return done; });
+            cv.wait_for(lk, std::chrono::duration<double>(duration),
+                        [&] { return done; });
             node.stop();
         });
     }
@@ -137,13 +140,14 @@ int main(int argc, char **argv)
     g_node = nullptr;
 
     const auto &st = sub->stats();
-    std::printf("controller: received %llu imu samples (missed %llu, errors %llu), "
-                "published %llu commands, worst sample age %.1f us\n",
-                static_cast<unsigned long long>(st.received),
-                static_cast<unsigned long long>(st.missed),
-                static_cast<unsigned long long>(st.errors),
-                static_cast<unsigned long long>(commands),
-                static_cast<double>(worst_age_ns) / 1e3);
+    std::printf(
+        "controller: received %llu imu samples (missed %llu, errors %llu), "
+        "published %llu commands, worst sample age %.1f us\n",
+        static_cast<unsigned long long>(st.received),
+        static_cast<unsigned long long>(st.missed),
+        static_cast<unsigned long long>(st.errors),
+        static_cast<unsigned long long>(commands),
+        static_cast<double>(worst_age_ns) / 1e3);
     if (!example::flag(argc, argv, "--keep")) {
         (void)nerve::Channel::unlink(cmd_name);
         (void)nerve::Channel::unlink(imu_name);

@@ -33,8 +33,8 @@ inline void help(int argc, char **argv, const char *text)
 /// (or user) may own.
 inline std::string default_name(const char *what)
 {
-    return "example-" + std::to_string(static_cast<unsigned>(getuid())) +
-           "-" + what;
+    return "example-" + std::to_string(static_cast<unsigned>(getuid())) + "-" +
+           what;
 }
 
 /// The value after `--key` in argv, or `def`.

@@ -27,7 +27,10 @@ static const char USAGE[] =
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_signal(int) { g_stop = 1; }
+extern "C" void on_signal(int)
+{
+    g_stop = 1;
+}
 } // namespace
 
 int main(int argc, char **argv)
@@ -47,7 +50,8 @@ int main(int argc, char **argv)
 
     // Keep one second of samples: a logger may read them all.
     nerve::ChannelOptions o;
-    o.slots = static_cast<uint64_t>(rate) < 1024 ? 1024 : static_cast<uint64_t>(rate);
+    o.slots =
+        static_cast<uint64_t>(rate) < 1024 ? 1024 : static_cast<uint64_t>(rate);
     o.data_size = o.slots * 64;
     // A restarted publisher, or a controller that started first, may have
     // made the channel already: reuse it if its geometry is the same.
@@ -61,7 +65,8 @@ int main(int argc, char **argv)
 
     const int64_t period = static_cast<int64_t>(1e9 / rate);
     const int64_t start = nerve_clock_now_ns();
-    const int64_t end = duration > 0 ? start + static_cast<int64_t>(duration * 1e9) : 0;
+    const int64_t end =
+        duration > 0 ? start + static_cast<int64_t>(duration * 1e9) : 0;
     int64_t next = start;
     uint32_t seq = 0;
     int rc = 0;

@@ -24,11 +24,11 @@ namespace robot_msgs {
 /// One inertial sample: 40 bytes, the fuRom (K. Irie, RSJ 2017) benchmark's IMU size.
 struct Imu {
     static constexpr const char *nerve_type_name = "robot_msgs/Imu";
-    int64_t stamp_ns;   // sample time, CLOCK_MONOTONIC
-    float accel[3];     // m/s^2
-    float gyro[3];      // rad/s
-    float temperature;  // degrees C
-    uint32_t seq;       // sample counter of the driver
+    int64_t stamp_ns;  // sample time, CLOCK_MONOTONIC
+    float accel[3];    // m/s^2
+    float gyro[3];     // rad/s
+    float temperature; // degrees C
+    uint32_t seq;      // sample counter of the driver
 };
 static_assert(sizeof(Imu) == 40, "the IMU message is 40 bytes");
 
@@ -71,8 +71,14 @@ struct LaserScanView {
 /// LaserScan on the wire: LaserScanHeader, then header.count floats.
 template <> struct nerve::Codec<robot_msgs::LaserScan> {
     using view = robot_msgs::LaserScanView;
-    static std::string type_name() { return "robot_msgs/LaserScan"; }
-    static constexpr std::string_view encoding() noexcept { return "raw"; }
+    static std::string type_name()
+    {
+        return "robot_msgs/LaserScan";
+    }
+    static constexpr std::string_view encoding() noexcept
+    {
+        return "raw";
+    }
     static std::string schema()
     {
         return "LaserScanHeader{int64 stamp_ns; float32 angle_min, "
@@ -122,7 +128,8 @@ template <> struct nerve::Codec<robot_msgs::LaserScan> {
     static constexpr size_t loan_size(size_t n) noexcept
     {
         if (n > UINT32_MAX ||
-            n > (SIZE_MAX - sizeof(robot_msgs::LaserScanHeader)) / sizeof(float)) {
+            n > (SIZE_MAX - sizeof(robot_msgs::LaserScanHeader)) /
+                    sizeof(float)) {
             return SIZE_MAX;
         }
         return sizeof(robot_msgs::LaserScanHeader) + n * sizeof(float);

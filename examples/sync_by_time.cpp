@@ -41,8 +41,8 @@ int main(int argc, char **argv)
     auto imu_pub = nerve::Publisher<robot_msgs::Imu>::create(imu_name, io);
     auto scan_pub = nerve::Publisher<robot_msgs::LaserScan>::create(scan_name);
     if (!imu_pub || !scan_pub) {
-        std::fprintf(stderr, "sync_by_time: create: %s / %s\n", imu_pub.message(),
-                     scan_pub.message());
+        std::fprintf(stderr, "sync_by_time: create: %s / %s\n",
+                     imu_pub.message(), scan_pub.message());
         return 1;
     }
     auto imu_rd = nerve::Reader<robot_msgs::Imu>::open(imu_name);
@@ -82,7 +82,8 @@ int main(int argc, char **argv)
             loan->header->angle_min = -3.14159f;
             loan->header->angle_increment = 2 * 3.14159f / 360;
             for (size_t i = 0; i < loan->ranges.size(); i++) {
-                loan->ranges[i] = 2.0f + 0.001f * static_cast<float>((i + n) % 360);
+                loan->ranges[i] =
+                    2.0f + 0.001f * static_cast<float>((i + n) % 360);
             }
             n++;
             if (!loan.publish()) {
@@ -128,7 +129,8 @@ int main(int argc, char **argv)
             if (paired < 3) {
                 std::printf("scan at %+.3f ms  <->  imu #%u at %+.3f ms "
                             "(offset %.3f ms)\n",
-                            static_cast<double>(s.header.stamp_ns - t0) / 1e6, imu.seq,
+                            static_cast<double>(s.header.stamp_ns - t0) / 1e6,
+                            imu.seq,
                             static_cast<double>(imu.stamp_ns - t0) / 1e6,
                             static_cast<double>(offset) / 1e6);
             }
@@ -137,11 +139,12 @@ int main(int argc, char **argv)
     }
     imu_thread.join();
     scan_thread.join();
-    std::printf("sync_by_time: paired %llu scans with IMU samples (%llu without "
-                "an earlier sample), worst offset %.3f ms\n",
-                static_cast<unsigned long long>(paired),
-                static_cast<unsigned long long>(unpaired),
-                static_cast<double>(worst) / 1e6);
+    std::printf(
+        "sync_by_time: paired %llu scans with IMU samples (%llu without "
+        "an earlier sample), worst offset %.3f ms\n",
+        static_cast<unsigned long long>(paired),
+        static_cast<unsigned long long>(unpaired),
+        static_cast<double>(worst) / 1e6);
     if (!example::flag(argc, argv, "--keep")) {
         (void)nerve::Channel::unlink(imu_name);
         (void)nerve::Channel::unlink(scan_name);

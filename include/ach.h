@@ -112,16 +112,16 @@ struct ach_channel_vtab;
 typedef struct ach_channel {
     union {
         struct {
-            struct ach_header *shm;  /* nerve: the library's handle state */
-            size_t len;              /* bytes of the channel file */
-            int fd;                  /* descriptor of the channel file */
+            struct ach_header *shm; /* nerve: the library's handle state */
+            size_t len;             /* bytes of the channel file */
+            int fd;                 /* descriptor of the channel file */
             union {
-                uint64_t seq_num;    /* last sequence number read */
+                uint64_t seq_num; /* last sequence number read */
                 achk_opt_t k_opts;
             };
             size_t next_index;
             enum ach_map map;
-            clockid_t clock;         /* clock of ach_get() timeouts */
+            clockid_t clock;              /* clock of ach_get() timeouts */
             volatile sig_atomic_t cancel; /* set by ach_cancel() */
             const struct ach_channel_vtab *vtab;
         };

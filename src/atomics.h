@@ -93,14 +93,12 @@ static inline int nerve__cas_rlx(nerve__a64 *p, uint64_t *expect, uint64_t v)
 }
 
 /* The writer lock word (mutex.c). */
-static inline int nerve__cas32_acq(nerve__a32 *p, uint32_t *expect,
-                                   uint32_t v)
+static inline int nerve__cas32_acq(nerve__a32 *p, uint32_t *expect, uint32_t v)
 {
     return atomic_compare_exchange_strong_explicit(
         p, expect, v, memory_order_acquire, memory_order_relaxed);
 }
-static inline int nerve__cas32_rel(nerve__a32 *p, uint32_t *expect,
-                                   uint32_t v)
+static inline int nerve__cas32_rel(nerve__a32 *p, uint32_t *expect, uint32_t v)
 {
     return atomic_compare_exchange_strong_explicit(
         p, expect, v, memory_order_release, memory_order_relaxed);
@@ -119,9 +117,8 @@ static inline void nerve__maxi_sc(nerve__ai64 *p, int64_t v)
 {
     int64_t cur = atomic_load_explicit(p, memory_order_relaxed);
     while (cur < v &&
-           !atomic_compare_exchange_weak_explicit(p, &cur, v,
-                                                  memory_order_seq_cst,
-                                                  memory_order_relaxed))
+           !atomic_compare_exchange_weak_explicit(
+               p, &cur, v, memory_order_seq_cst, memory_order_relaxed))
         ;
     /* Even when no store was needed, the caller's following loads must not
      * move before this point (Dekker with SYNC(wake-check)). */
@@ -155,7 +152,8 @@ static inline void nerve__fence_sc(void)
 #if defined(NERVE_TSAN)
 __attribute__((no_sanitize("thread")))
 #endif
-static inline void nerve__racy_copy(void *dst, const void *src, uint64_t n)
+static inline void
+nerve__racy_copy(void *dst, const void *src, uint64_t n)
 {
     const unsigned char *s = src;
     unsigned char *d = dst;
@@ -175,7 +173,8 @@ static inline void nerve__racy_copy(void *dst, const void *src, uint64_t n)
 #if defined(NERVE_TSAN)
 __attribute__((no_sanitize("thread")))
 #endif
-static inline void nerve__racy_write(void *dst, const void *src, uint64_t n)
+static inline void
+nerve__racy_write(void *dst, const void *src, uint64_t n)
 {
 #if defined(NERVE_TSAN)
     unsigned char *d = dst;

@@ -205,8 +205,7 @@ static struct nerve__shm_slot *slot_of(const nerve_chan *c, uint64_t seq)
  * readable message ends at or before wpos (W5 precedes W6); a wpos behind
  * it cannot come from a crash, only from a foreign write, and is repaired.
  * When nothing is readable any position is safe. */
-static uint64_t wpos_repaired(const nerve_chan *c, uint64_t head,
-                              uint64_t tail)
+static uint64_t wpos_repaired(const nerve_chan *c, uint64_t head, uint64_t tail)
 {
     uint64_t wpos = nerve__load_rlx(&c->hdr->wpos);
     if (head == 0 || tail > head)
@@ -329,9 +328,9 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     struct nerve__shm_hdr *h = c->hdr;
     struct nerve__shm_slot *sl = slot_of(c, seq);
     int64_t now = commit_time(c, seq, at);
-    nerve__store_rlx(&sl->seq, seq); /* W4 */
-    nerve__store_rlx(&sl->off, pos); /* W4 */
-    nerve__store_rlx(&sl->len, len); /* W4 */
+    nerve__store_rlx(&sl->seq, seq);      /* W4 */
+    nerve__store_rlx(&sl->off, pos);      /* W4 */
+    nerve__store_rlx(&sl->len, len);      /* W4 */
     nerve__storei_rlx(&sl->time_ns, now); /* W4 */
     NERVE_CRASHPOINT("put.after-slot");
     /* D1-D3 SYNC(desc-seq): the same description on the head line, for
@@ -341,8 +340,8 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
     nerve__store_rlx(&h->desc_seq, 0); /* D1 */
     nerve__fence_rel();
     NERVE_CRASHPOINT("put.after-desc-clear");
-    nerve__store_rlx(&h->desc_off, pos); /* D2 */
-    nerve__store_rlx(&h->desc_len, len); /* D2 */
+    nerve__store_rlx(&h->desc_off, pos);      /* D2 */
+    nerve__store_rlx(&h->desc_len, len);      /* D2 */
     nerve__storei_rlx(&h->desc_time_ns, now); /* D2 */
     NERVE_CRASHPOINT("put.after-desc-fields");
     /* D3: release, so a reader whose acquire load sees s sees D2. */
@@ -372,7 +371,7 @@ static void finish_message(nerve_chan *c, uint64_t seq, uint64_t pos,
      * before the commit: it re-checks head itself. So a dead reader's
      * lease costs nothing once it ends. */
     if (c->wake_always || !c->bell ||
-        nerve__loadi_sc(&c->bell->wake_until) > now) /* W8 */
+        nerve__loadi_sc(&c->bell->wake_until) > now)            /* W8 */
         (void)nerve__futex->wake((const uint32_t *)&h->head, 1, /* W8 */
                                  NERVE__WAKE_BATCH);
     NERVE_CRASHPOINT("put.after-wake");
@@ -393,7 +392,8 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
         return NERVE_EROFS;
     if (flags & ~NERVE_F_ABSTIME)
         return NERVE_EINVAL;
-    if (c->reserved && c->res_tid != nerve__tid() && nerve__reservation_orphaned(c))
+    if (c->reserved && c->res_tid != nerve__tid() &&
+        nerve__reservation_orphaned(c))
         c->reserved = 0;
     if (c->reserved)
         return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
@@ -468,8 +468,7 @@ static int commit_msg(nerve_chan *c, size_t len, int64_t at,
         return NERVE_EPERM;
     c->reserved = 0;
     NERVE_CRASHPOINT("commit.before-commit");
-    finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered,
-                   at);
+    finish_message(c, c->res_seq, c->res_pos, len, info, c->res_recovered, at);
     return 0;
 }
 
@@ -593,7 +592,8 @@ int nerve__read_desc(const nerve_chan *c, uint64_t seq, struct nerve__msg *m)
     return read_desc(c, seq, m);
 }
 
-static const unsigned char *msg_ptr(const nerve_chan *c, const struct nerve__msg *m)
+static const unsigned char *msg_ptr(const nerve_chan *c,
+                                    const struct nerve__msg *m)
 {
     /* In bounds: off % data_size < data_size and len <= data_size, and the
      * ring is mapped over 2 * data_size bytes. */
@@ -639,7 +639,8 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
              * read: a writer is lapping this reader, and the oldest message
              * is the next to go. Aim closer to head on every retry (halving
              * the distance) rather than chase the tail. */
-            uint64_t ahead = head - ((head - want) >> (retries < 63 ? retries : 63));
+            uint64_t ahead =
+                head - ((head - want) >> (retries < 63 ? retries : 63));
             if (ahead > want)
                 want = ahead;
         }
@@ -662,8 +663,7 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
             return NERVE_EOVERWRITTEN;
         *seq = (uint64_t)arg;
         return 0;
-    default:
-        return NERVE_EINVAL;
+    default: return NERVE_EINVAL;
     }
 }
 
@@ -738,8 +738,8 @@ static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
  * deadline passes, or a handle is cancelled. V1-V5 of PROTOCOL. Returns 0
  * (something changed, or a slice ended: the caller re-checks),
  * NERVE_ETIMEDOUT or NERVE_ECANCELED. */
-static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
-                       size_t n, int64_t deadline)
+static int wait_change(nerve_chan *const *chans, const uint64_t *seen, size_t n,
+                       int64_t deadline)
 {
     struct nerve__wait_word w[2 * NERVE_WAIT_MAX];
     int polling = 0, slept = 0;
@@ -752,8 +752,8 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen,
     int r = 0;
     for (;;) {
         int64_t now = nerve_clock_now_ns();
-        int64_t slice = now + (polling ? NERVE__POLL_SLICE_NS
-                                       : NERVE__WAIT_SLICE_NS);
+        int64_t slice =
+            now + (polling ? NERVE__POLL_SLICE_NS : NERVE__WAIT_SLICE_NS);
         if (deadline >= 0 && deadline < slice)
             slice = deadline;
         /* V1 SYNC(wait-announce) seq_cst: the lease says "a reader may
@@ -835,9 +835,11 @@ out:
          * one. Readers that cannot count (no bell) always pass on, and so
          * does every reader of a channel that wakes always (whose
          * bell-less readers are not counted). */
-        if (slept && (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
+        if (slept &&
+            (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
             nerve__load_rlx(&c->hdr->head) != seen[i])
-            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head, 1, /* V5 */
+            (void)nerve__futex->wake((const uint32_t *)&c->hdr->head,
+                                     1, /* V5 */
                                      NERVE__WAKE_BATCH);
     }
     return r;
@@ -847,8 +849,8 @@ static int read_flags_check(const nerve_chan *c, uint32_t flags)
 {
     if (!c)
         return NERVE_EBADF;
-    if (flags & ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME |
-                  NERVE_F_REPEAT))
+    if (flags &
+        ~(NERVE_GET_MASK | NERVE_F_WAIT | NERVE_F_ABSTIME | NERVE_F_REPEAT))
         return NERVE_EINVAL;
     if ((flags & NERVE_GET_MASK) == NERVE_GET_AT && (flags & NERVE_F_WAIT))
         return NERVE_EINVAL;
@@ -857,8 +859,8 @@ static int read_flags_check(const nerve_chan *c, uint32_t flags)
 
 /* The common read path of get and view: find, validate, and (buf != NULL)
  * copy one message, waiting if asked. */
-static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
-                    int64_t arg, int64_t timeout_ns, struct nerve_get_info *info,
+static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
+                    int64_t timeout_ns, struct nerve_get_info *info,
                     struct nerve__msg *out, uint32_t flags)
 {
     int r = read_flags_check(c, flags);
@@ -910,7 +912,7 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view,
             }
             /* R4: one copy, then validate again. */
             nerve__racy_copy(buf, msg_ptr(c, &m), m.len); /* R4 */
-            if (!nerve__still_valid(c, seq)) /* R4: R3 again */
+            if (!nerve__still_valid(c, seq))              /* R4: R3 again */
                 r = NERVE_EOVERWRITTEN;
         }
         if (r == NERVE_EOVERWRITTEN) {
@@ -994,7 +996,7 @@ void nerve_chan_cancel_clear(nerve_chan *c)
 }
 
 int nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
-                   uint64_t *ready, uint32_t flags)
+                        uint64_t *ready, uint32_t flags)
 {
     if (!chans || n == 0 || n > NERVE_WAIT_MAX || (flags & ~NERVE_F_ABSTIME))
         return NERVE_EINVAL;

@@ -54,9 +54,10 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
     /* Readers counted while some lease is running; a count that killed
      * readers left raised reads 0 once their leases end. */
-    st->waiters = c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_clock_now_ns()
-                      ? nerve__load32_rlx(&c->bell->waiters)
-                      : 0;
+    st->waiters =
+        c->bell && nerve__loadi_sc(&c->bell->wake_until) > nerve_clock_now_ns()
+            ? nerve__load32_rlx(&c->bell->waiters)
+            : 0;
     struct stat fs;
     if (nerve__file->fstat(c->fd, &fs) == 0) {
         st->mode = fs.st_mode & 07777;
@@ -118,9 +119,10 @@ static int check_desc(const nerve_chan *c, uint64_t head, uint64_t tail,
     int r = 0;
     if (ds != 0 && ds != head && ds != head + 1) {
         r = nerve__say(msg, len, NERVE_ECORRUPT,
-                "descriptor names message %" PRIu64 " but head is %" PRIu64
-                " (it must name 0, head or head + 1)",
-                ds, head);
+                       "descriptor names message %" PRIu64
+                       " but head is %" PRIu64
+                       " (it must name 0, head or head + 1)",
+                       ds, head);
     } else if (ds == head && head >= tail && head > 0) {
         struct nerve__msg d, sl;
         r = nerve__read_desc(c, head, &d);
@@ -128,20 +130,20 @@ static int check_desc(const nerve_chan *c, uint64_t head, uint64_t tail,
             return NERVE_EOVERWRITTEN;
         if (r == NERVE_ECORRUPT)
             r = nerve__say(msg, len, r,
-                    "descriptor of message %" PRIu64 " has len %" PRIu64
-                    ", more than the ring's %" PRIu64,
-                    head, d.len, c->data_size);
+                           "descriptor of message %" PRIu64 " has len %" PRIu64
+                           ", more than the ring's %" PRIu64,
+                           head, d.len, c->data_size);
         if (r == 0)
             r = nerve__read_slot(c, head, &sl);
-        if (r == 0 && (d.off != sl.off || d.len != sl.len ||
-                       d.time_ns != sl.time_ns))
+        if (r == 0 &&
+            (d.off != sl.off || d.len != sl.len || d.time_ns != sl.time_ns))
             r = nerve__say(msg, len, NERVE_ECORRUPT,
-                    "descriptor of message %" PRIu64 " (off %" PRIu64
-                    ", len %" PRIu64 ", time %" PRId64
-                    ") differs from its slot (off %" PRIu64 ", len %" PRIu64
-                    ", time %" PRId64 ")",
-                    head, d.off, d.len, d.time_ns, sl.off, sl.len,
-                    sl.time_ns);
+                           "descriptor of message %" PRIu64 " (off %" PRIu64
+                           ", len %" PRIu64 ", time %" PRId64
+                           ") differs from its slot (off %" PRIu64
+                           ", len %" PRIu64 ", time %" PRId64 ")",
+                           head, d.off, d.len, d.time_ns, sl.off, sl.len,
+                           sl.time_ns);
     }
     /* A verdict stands only if no writer moved meanwhile. */
     if (r && nerve__load_acq(&h->head) != head)
@@ -166,15 +168,16 @@ static int check_pass(const nerve_chan *c, char *msg, size_t len)
         if (nerve__load_acq(&h->head) != head)
             return NERVE_EOVERWRITTEN;
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "tail %" PRIu64 " is beyond head %" PRIu64 " + 1", tail,
-                   head);
+                          "tail %" PRIu64 " is beyond head %" PRIu64 " + 1",
+                          tail, head);
     }
     if (head - tail + 1 > c->nslots) {
         if (nerve__load_acq(&h->tail) != tail)
             return NERVE_EOVERWRITTEN;
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "%" PRIu64 " messages readable but only %" PRIu64 " slots",
-                   head - tail + 1, c->nslots);
+                          "%" PRIu64 " messages readable but only %" PRIu64
+                          " slots",
+                          head - tail + 1, c->nslots);
     }
     struct nerve__msg prev = {0, 0, 0, 0};
     for (uint64_t s = tail; s <= head; s++) {
@@ -183,43 +186,45 @@ static int check_pass(const nerve_chan *c, char *msg, size_t len)
         if (r == NERVE_EOVERWRITTEN)
             return r;
         if (r)
-            return nerve__say(msg, len, r,
-                       "slot %" PRIu64 " holds seq %" PRIu64
-                       " / len %" PRIu64 ", expected seq %" PRIu64
-                       " with len <= %" PRIu64,
-                       (s - 1) % c->nslots,
-                       nerve__load_rlx(&NERVE__SLOT_OF(c, s)->seq),
-                       nerve__load_rlx(&NERVE__SLOT_OF(c, s)->len), s, c->data_size);
+            return nerve__say(
+                msg, len, r,
+                "slot %" PRIu64 " holds seq %" PRIu64 " / len %" PRIu64
+                ", expected seq %" PRIu64 " with len <= %" PRIu64,
+                (s - 1) % c->nslots,
+                nerve__load_rlx(&NERVE__SLOT_OF(c, s)->seq),
+                nerve__load_rlx(&NERVE__SLOT_OF(c, s)->len), s, c->data_size);
         if (s > tail && m.off < prev.off + prev.len)
             return nerve__say(msg, len, NERVE_ECORRUPT,
-                       "message %" PRIu64 " at %" PRIu64
-                       " overlaps message %" PRIu64,
-                       s, m.off, prev.seq);
+                              "message %" PRIu64 " at %" PRIu64
+                              " overlaps message %" PRIu64,
+                              s, m.off, prev.seq);
         if (s > tail && m.time_ns < prev.time_ns)
             return nerve__say(msg, len, NERVE_ECORRUPT,
-                       "message %" PRIu64 " is older than message %" PRIu64, s,
-                       prev.seq);
+                              "message %" PRIu64
+                              " is older than message %" PRIu64,
+                              s, prev.seq);
         if (m.off % NERVE__MSG_ALIGN)
             return nerve__say(msg, len, NERVE_ECORRUPT,
-                       "message %" PRIu64 " is not aligned", s);
+                              "message %" PRIu64 " is not aligned", s);
         prev = m;
     }
     if (head >= tail) {
         struct nerve__msg first;
-        if (nerve__read_slot(c, tail, &first) != 0 || !nerve__still_valid(c, tail))
+        if (nerve__read_slot(c, tail, &first) != 0 ||
+            !nerve__still_valid(c, tail))
             return NERVE_EOVERWRITTEN;
         if (nerve__load_acq(&h->head) != head)
             return NERVE_EOVERWRITTEN;
         if (prev.off + prev.len - first.off > c->data_size)
             return nerve__say(msg, len, NERVE_ECORRUPT,
-                       "readable messages span %" PRIu64
-                       " bytes, more than the ring's %" PRIu64,
-                       prev.off + prev.len - first.off, c->data_size);
+                              "readable messages span %" PRIu64
+                              " bytes, more than the ring's %" PRIu64,
+                              prev.off + prev.len - first.off, c->data_size);
         if (wpos < prev.off + prev.len)
             return nerve__say(msg, len, NERVE_ECORRUPT,
-                       "write position %" PRIu64
-                       " is behind the newest message's end %" PRIu64,
-                       wpos, prev.off + prev.len);
+                              "write position %" PRIu64
+                              " is behind the newest message's end %" PRIu64,
+                              wpos, prev.off + prev.len);
     }
     return check_desc(c, head, tail, msg, len);
 }
@@ -241,7 +246,8 @@ static void check_bell(const nerve_chan *c, const char *lock, char *msg,
             nerve__shm_unmap(b, NERVE__BELL_SIZE);
     }
     if (why[0])
-        nerve__say(msg, len, 0,
+        nerve__say(
+            msg, len, 0,
             "ok; writer lock: %s; bell not used (%s): waiting readers poll",
             lock, why);
     else
@@ -266,7 +272,7 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
     }
     if (r == NERVE_EOVERWRITTEN) {
         r = nerve__say(msg, len, NERVE_ELAPPED,
-                "writers changed the ring during every check attempt");
+                       "writers changed the ring during every check attempt");
     } else if (r == 0) {
         char st[160];
         (void)nerve__mutex_state(&c->hdr->lock.l,

@@ -25,22 +25,22 @@
 #define NERVE__SLOT_OF(c, seq) (&(c)->slots[((seq)-1) % (c)->nslots])
 
 struct nerve_chan {
-    unsigned char *base;          /* the double mapping */
+    unsigned char *base; /* the double mapping */
     struct nerve__shm_hdr *hdr;
     struct nerve__shm_slot *slots;
     unsigned char *ring;          /* data ring; 2 * data_size mapped */
     struct nerve__shm_bell *bell; /* NULL: no bell (fall back to polling) */
     uint64_t nslots, data_size, file_size;
-    uint64_t cursor;              /* last seq NEXT/NEWEST returned */
-    uint64_t map_len;             /* NERVE__O_HEADER: bytes mapped; 0: all,
+    uint64_t cursor;  /* last seq NEXT/NEWEST returned */
+    uint64_t map_len; /* NERVE__O_HEADER: bytes mapped; 0: all,
                                      the data ring twice */
     int fd;
     int writable;
-    int wake_always;              /* NERVE__COMPAT_WAKE_ALWAYS, from open */
-    nerve__a32 cancel;            /* private futex word; 1 = cancelled */
+    int wake_always;   /* NERVE__COMPAT_WAKE_ALWAYS, from open */
+    nerve__a32 cancel; /* private futex word; 1 = cancelled */
     /* Open reservation (writable handles): */
     int reserved;
-    uint32_t res_tid;             /* the reserving thread (owns the lock) */
+    uint32_t res_tid; /* the reserving thread (owns the lock) */
     uint64_t res_seq, res_pos, res_len;
     uint32_t res_recovered;
     /* Metadata copies and the name. */

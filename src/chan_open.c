@@ -47,8 +47,7 @@ int nerve_chan_name_check(const char *name)
     return 0;
 }
 
-void nerve__path_of(char *buf, size_t len, const char *prefix,
-                    const char *name)
+void nerve__path_of(char *buf, size_t len, const char *prefix, const char *name)
 {
     snprintf(buf, len, NERVE__SHM_DIR "%s%s", prefix, name);
 }
@@ -68,7 +67,9 @@ static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
     g->data_size = NERVE__ROUND_UP(data_size, page);
     g->meta_len = NERVE__ROUND_UP(meta_bytes ? meta_bytes : 1, page);
     g->index_off = NERVE__HDR_REGION + g->meta_len;
-    g->data_off = g->index_off + NERVE__ROUND_UP(nslots * sizeof(struct nerve__shm_slot), page);
+    g->data_off =
+        g->index_off +
+        NERVE__ROUND_UP(nslots * sizeof(struct nerve__shm_slot), page);
     g->file_size = g->data_off + g->data_size;
     return 0;
 }
@@ -144,13 +145,13 @@ static int opts_read(const struct nerve_chan_opts *in,
         o->mode = DEFAULT_MODE;
     if (o->mode & ~0777u)
         return NERVE_EINVAL;
-    if (o->type && (strlen(o->type) > NERVE_TYPE_MAX ||
-                    !utf8_valid((const unsigned char *)o->type,
-                                strlen(o->type))))
+    if (o->type &&
+        (strlen(o->type) > NERVE_TYPE_MAX ||
+         !utf8_valid((const unsigned char *)o->type, strlen(o->type))))
         return NERVE_EINVAL;
-    if (o->encoding && (strlen(o->encoding) > NERVE_ENCODING_MAX ||
-                        !utf8_valid((const unsigned char *)o->encoding,
-                                    strlen(o->encoding))))
+    if (o->encoding &&
+        (strlen(o->encoding) > NERVE_ENCODING_MAX ||
+         !utf8_valid((const unsigned char *)o->encoding, strlen(o->encoding))))
         return NERVE_EINVAL;
     if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
         return NERVE_EINVAL;
@@ -276,9 +277,8 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
     if (r == 0 &&
         (c->nslots != g.nslots || c->data_size != g.data_size ||
          !same_str(o->type, c->type) || !same_str(o->encoding, c->encoding) ||
-         (o->schema &&
-          (o->schema_len != c->schema_len ||
-           memcmp(o->schema, c->schema, o->schema_len) != 0))))
+         (o->schema && (o->schema_len != c->schema_len ||
+                        memcmp(o->schema, c->schema, o->schema_len) != 0))))
         r = NERVE_EMISMATCH;
     (void)nerve_chan_close(c);
     return r;
@@ -405,85 +405,94 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
 {
     if (st_size < sizeof h->magic)
         return nerve__say(msg, len, NERVE_ENOTCHAN,
-                   "not a nerve channel: file is %" PRIu64 " bytes",
-                   st_size);
+                          "not a nerve channel: file is %" PRIu64 " bytes",
+                          st_size);
     if (h->magic != NERVE__MAGIC)
         return nerve__say(msg, len, NERVE_ENOTCHAN,
-                   "not a nerve channel: magic 0x%016" PRIx64
-                   " (a channel's is 0x%016llx)",
-                   h->magic, NERVE__MAGIC);
+                          "not a nerve channel: magic 0x%016" PRIx64
+                          " (a channel's is 0x%016llx)",
+                          h->magic, NERVE__MAGIC);
     if (st_size < 16)
         return nerve__say(msg, len, NERVE_ETRUNC,
-                   "file is %" PRIu64 " bytes, shorter than the header",
-                   st_size);
+                          "file is %" PRIu64 " bytes, shorter than the header",
+                          st_size);
     if (h->layout_version < NERVE_LAYOUT_VERSION)
-        return nerve__say(msg, len, NERVE_EVERSION,
-                   "layout_version %u, made by an older nerve; this library "
-                   "reads %u: recreate the channel (nerve rm NAME, then "
-                   "create it again) to use it with this version",
-                   h->layout_version, NERVE_LAYOUT_VERSION);
+        return nerve__say(
+            msg, len, NERVE_EVERSION,
+            "layout_version %u, made by an older nerve; this library "
+            "reads %u: recreate the channel (nerve rm NAME, then "
+            "create it again) to use it with this version",
+            h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->layout_version != NERVE_LAYOUT_VERSION)
-        return nerve__say(msg, len, NERVE_EVERSION,
-                   "layout_version %u, made by a newer nerve; this library "
-                   "reads %u",
-                   h->layout_version, NERVE_LAYOUT_VERSION);
+        return nerve__say(
+            msg, len, NERVE_EVERSION,
+            "layout_version %u, made by a newer nerve; this library "
+            "reads %u",
+            h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->incompat_flags != 0)
         return nerve__say(msg, len, NERVE_EVERSION,
-                   "incompat_flags 0x%" PRIx64 " holds unknown features",
-                   h->incompat_flags);
+                          "incompat_flags 0x%" PRIx64 " holds unknown features",
+                          h->incompat_flags);
     if (st_size < sizeof *h)
         return nerve__say(msg, len, NERVE_ETRUNC,
-                   "file is %" PRIu64 " bytes, shorter than the %zu-byte "
-                   "header",
-                   st_size, sizeof *h);
+                          "file is %" PRIu64
+                          " bytes, shorter than the %zu-byte "
+                          "header",
+                          st_size, sizeof *h);
     if (h->abi_endian != NERVE__ABI_ENDIAN)
-        return nerve__say(msg, len, NERVE_EABI,
-                   "abi_endian 0x%08x: made on a machine of other byte order",
-                   h->abi_endian);
+        return nerve__say(
+            msg, len, NERVE_EABI,
+            "abi_endian 0x%08x: made on a machine of other byte order",
+            h->abi_endian);
     if (h->abi_mutex_size != sizeof(pthread_mutex_t))
-        return nerve__say(msg, len, NERVE_EABI,
-                   "abi_mutex_size %u; this platform's mutex is %zu bytes",
-                   h->abi_mutex_size, sizeof(pthread_mutex_t));
+        return nerve__say(
+            msg, len, NERVE_EABI,
+            "abi_mutex_size %u; this platform's mutex is %zu bytes",
+            h->abi_mutex_size, sizeof(pthread_mutex_t));
     if (h->page_size != nerve__page_size())
         return nerve__say(msg, len, NERVE_EABI,
-                   "page_size %u; this kernel's page is %u bytes",
-                   h->page_size, nerve__page_size());
+                          "page_size %u; this kernel's page is %u bytes",
+                          h->page_size, nerve__page_size());
     if (h->header_size != sizeof *h)
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "header_size %u, expected %zu", h->header_size, sizeof *h);
+                          "header_size %u, expected %zu", h->header_size,
+                          sizeof *h);
     if (h->type_len > NERVE_TYPE_MAX)
         return nerve__say(msg, len, NERVE_ECORRUPT, "type_len %u exceeds %d",
-                   h->type_len, NERVE_TYPE_MAX);
+                          h->type_len, NERVE_TYPE_MAX);
     if (h->encoding_len > NERVE_ENCODING_MAX)
-        return nerve__say(msg, len, NERVE_ECORRUPT, "encoding_len %u exceeds %d",
-                   h->encoding_len, NERVE_ENCODING_MAX);
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                          "encoding_len %u exceeds %d", h->encoding_len,
+                          NERVE_ENCODING_MAX);
     if (h->schema_len > NERVE_SCHEMA_MAX)
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "schema_len %" PRIu64 " exceeds %u", h->schema_len,
-                   NERVE_SCHEMA_MAX);
+                          "schema_len %" PRIu64 " exceeds %u", h->schema_len,
+                          NERVE_SCHEMA_MAX);
     if (h->nslots < 1 || h->nslots > MAX_SLOTS)
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "nslots %" PRIu64 " is outside [1, %llu]", h->nslots,
-                   MAX_SLOTS);
+                          "nslots %" PRIu64 " is outside [1, %llu]", h->nslots,
+                          MAX_SLOTS);
     if (h->data_size < 1 || h->data_size > MAX_DATA)
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "data_size %" PRIu64 " is outside [1, %llu]", h->data_size,
-                   MAX_DATA);
+                          "data_size %" PRIu64 " is outside [1, %llu]",
+                          h->data_size, MAX_DATA);
     uint64_t meta_bytes =
         (uint64_t)h->type_len + h->encoding_len + h->schema_len + 3;
     if (geometry_of(h->nslots, h->data_size, meta_bytes, h->page_size, g))
         return nerve__say(msg, len, NERVE_ECORRUPT, "geometry out of range");
     if (g->data_size != h->data_size)
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "data_size %" PRIu64 " is not a multiple of the page size "
-                   "%u",
-                   h->data_size, h->page_size);
+                          "data_size %" PRIu64
+                          " is not a multiple of the page size "
+                          "%u",
+                          h->data_size, h->page_size);
 #define FIELD_IS(field, want)                                                  \
     if (h->field != (want))                                                    \
-        return nerve__say(msg, len, NERVE_ECORRUPT,                                   \
-                   #field " %" PRIu64 ", expected %" PRIu64 " for this "       \
-                   "geometry",                                                 \
-                   (uint64_t)h->field, (uint64_t)(want));
+        return nerve__say(msg, len, NERVE_ECORRUPT,                            \
+                          #field " %" PRIu64 ", expected %" PRIu64             \
+                                 " for this "                                  \
+                                 "geometry",                                   \
+                          (uint64_t)h->field, (uint64_t)(want));
     FIELD_IS(meta_off, NERVE__HDR_REGION)
     FIELD_IS(meta_len, g->meta_len)
     FIELD_IS(index_off, g->index_off)
@@ -492,12 +501,12 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
 #undef FIELD_IS
     if (st_size < g->file_size)
         return nerve__say(msg, len, NERVE_ETRUNC,
-                   "file is %" PRIu64 " bytes, header says %" PRIu64,
-                   st_size, g->file_size);
+                          "file is %" PRIu64 " bytes, header says %" PRIu64,
+                          st_size, g->file_size);
     if (st_size > g->file_size)
         return nerve__say(msg, len, NERVE_ECORRUPT,
-                   "file is %" PRIu64 " bytes, header says %" PRIu64,
-                   st_size, g->file_size);
+                          "file is %" PRIu64 " bytes, header says %" PRIu64,
+                          st_size, g->file_size);
     return 0;
 }
 
@@ -531,13 +540,15 @@ static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h, char *msg,
     if (memchr(c->type, 0, tl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "type holds a NUL byte");
     if (memchr(c->encoding, 0, el))
-        return nerve__say(msg, len, NERVE_ECORRUPT, "encoding holds a NUL byte");
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                          "encoding holds a NUL byte");
     if (memchr(c->schema, 0, sl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "schema holds a NUL byte");
     if (!utf8_valid((const unsigned char *)c->type, tl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "type is not valid UTF-8");
     if (!utf8_valid((const unsigned char *)c->encoding, el))
-        return nerve__say(msg, len, NERVE_ECORRUPT, "encoding is not valid UTF-8");
+        return nerve__say(msg, len, NERVE_ECORRUPT,
+                          "encoding is not valid UTF-8");
     return 0;
 }
 
@@ -568,29 +579,32 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
     }
     if (fd < 0) {
         nerve__say(msg, len, 0, "bell is %s",
-            fd == NERVE_ENOTCHAN ? "not a regular file" : nerve_strerror(fd));
+                   fd == NERVE_ENOTCHAN ? "not a regular file"
+                                        : nerve_strerror(fd));
         return NULL;
     }
     struct nerve__shm_bell *b = NULL;
     if (st.st_uid != cst->st_uid || st.st_gid != cst->st_gid) {
-        nerve__say(msg, len, 0,
+        nerve__say(
+            msg, len, 0,
             "bell is owned by uid %u gid %u, the channel by uid %u gid %u",
             (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)cst->st_uid,
             (unsigned)cst->st_gid);
     } else if ((st.st_mode & 07777) != (cst->st_mode & 07777)) {
-        nerve__say(msg, len, 0, "bell mode %04o differs from the channel's %04o",
+        nerve__say(
+            msg, len, 0, "bell mode %04o differs from the channel's %04o",
             (unsigned)(st.st_mode & 07777), (unsigned)(cst->st_mode & 07777));
     } else if (st.st_nlink != 1) {
         nerve__say(msg, len, 0, "bell has %lu links (a bell has one)",
-            (unsigned long)st.st_nlink);
+                   (unsigned long)st.st_nlink);
     } else if ((uint64_t)st.st_size < NERVE__BELL_SIZE) {
         nerve__say(msg, len, 0, "bell is %" PRIu64 " bytes, expected %u",
-            (uint64_t)st.st_size, NERVE__BELL_SIZE);
+                   (uint64_t)st.st_size, NERVE__BELL_SIZE);
     } else {
         void *p = nerve__shm_map(fd, NERVE__BELL_SIZE, writable);
         if (!p) {
             nerve__say(msg, len, 0, "bell cannot be mapped: %s",
-                nerve_strerror(nerve__err_from_errno(errno)));
+                       nerve_strerror(nerve__err_from_errno(errno)));
         } else {
             b = p;
             if (b->magic != NERVE__BELL_MAGIC ||
@@ -643,8 +657,8 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     if (fd < 0) {
         if (fd == NERVE_ENOTCHAN)
             nerve__say(msg, len, fd,
-                "not a nerve channel: not a regular file (FIFO, socket, "
-                "device, directory or symlink)");
+                       "not a nerve channel: not a regular file (FIFO, socket, "
+                       "device, directory or symlink)");
         return fd;
     }
     struct nerve__shm_hdr h;
@@ -664,9 +678,9 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
      * taken by a read-only open. */
     if (r == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
         r = nerve__say(msg, len, NERVE_ECORRUPT,
-                "file is sparse: %" PRIu64 " of its %" PRIu64
-                " bytes are allocated (nerve_chan_create allocates all)",
-                (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
+                       "file is sparse: %" PRIu64 " of its %" PRIu64
+                       " bytes are allocated (nerve_chan_create allocates all)",
+                       (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
     if (r)
         goto fail_fd;
     nerve_chan *c = calloc(1, sizeof *c);
@@ -768,18 +782,21 @@ int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
     if (r)
         return nerve__say(msg, len, r, "%s", nerve_strerror(r));
     char st[160];
-    (void)nerve__mutex_state(&c->hdr->lock.l,
-                             nerve__load_rlx(&c->hdr->lock.l.pidns), st,
-                             sizeof st);
+    (void)nerve__mutex_state(
+        &c->hdr->lock.l, nerve__load_rlx(&c->hdr->lock.l.pidns), st, sizeof st);
     r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
     if (r == 1)
-        nerve__say(msg, len, 1, "writer lock was %s; reset (the next writer "
-                         "recovers it)", st);
+        nerve__say(msg, len, 1,
+                   "writer lock was %s; reset (the next writer "
+                   "recovers it)",
+                   st);
     else if (r == 0)
         nerve__say(msg, len, 0, "writer lock is %s; nothing to reset", st);
     else if (r == NERVE_EBUSY)
-        nerve__say(msg, len, r, "writer lock is %s; not reset (use --force only "
-                         "if no writer is inside a put)", st);
+        nerve__say(msg, len, r,
+                   "writer lock is %s; not reset (use --force only "
+                   "if no writer is inside a put)",
+                   st);
     else
         nerve__say(msg, len, r, "writer lock is %s: %s", st, nerve_strerror(r));
     (void)nerve_chan_close(c);

@@ -64,25 +64,20 @@ const char *nerve_err_name(int err)
 int nerve__err_from_errno(int e)
 {
     switch (e) {
-    case 0:
-        return NERVE_EINVAL; /* a caller bug: no errno to report */
+    case 0: return NERVE_EINVAL; /* a caller bug: no errno to report */
     case EPERM:
     case EACCES:
-    case EROFS:
-        return NERVE_EACCES;
+    case EROFS: return NERVE_EACCES;
     case ENOSPC:
     case EFBIG:
-    case EDQUOT:
-        return NERVE_ENOSPC;
+    case EDQUOT: return NERVE_ENOSPC;
     case ENOMEM:
-    case EAGAIN: /* mmap: the locked-memory limit */
-        return NERVE_ENOMEM;
+    case EAGAIN: /* mmap: the locked-memory limit */ return NERVE_ENOMEM;
     case ELOOP:  /* O_NOFOLLOW met a symlink */
     case EISDIR: /* a directory opened for writing */
     case ENXIO:  /* a socket, or a FIFO opened for writing */
     case ENODEV: /* a device without a driver */
-    case EOPNOTSUPP:
-        return NERVE_ENOTCHAN;
+    case EOPNOTSUPP: return NERVE_ENOTCHAN;
     default:
         /* The errno's own code where the table has it (ENOENT, EEXIST,
          * EMFILE, ENAMETOOLONG, EINTR, ...); any other errno as -e. A few

@@ -32,21 +32,15 @@ rt_msg(struct nerve_rt_applied *a, const char *fmt, ...)
     va_end(ap);
 }
 
-
 const char *nerve__rt_policy_name(int policy)
 {
     switch (policy) {
-    case NERVE_RT_OTHER:
-        return "SCHED_OTHER";
-    case NERVE_RT_FIFO:
-        return "SCHED_FIFO";
-    case NERVE_RT_RR:
-        return "SCHED_RR";
-    default:
-        return "SCHED_?";
+    case NERVE_RT_OTHER: return "SCHED_OTHER";
+    case NERVE_RT_FIFO: return "SCHED_FIFO";
+    case NERVE_RT_RR: return "SCHED_RR";
+    default: return "SCHED_?";
     }
 }
-
 
 /* log2(v) for v >= 1: the integer part from the highest set bit, the
  * fraction bit by bit by repeated squaring of the mantissa in [1, 2). 52
@@ -65,7 +59,6 @@ static double rt_log2_u64(uint64_t v)
     }
     return r;
 }
-
 
 /* ---- priority mapping --------------------------------------------------- */
 

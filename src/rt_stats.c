@@ -28,12 +28,10 @@ static uint64_t isqrt(nerve__u128 v)
     return res > UINT64_MAX ? UINT64_MAX : (uint64_t)res;
 }
 
-
 /* ---- timing statistics --------------------------------------------------- */
 
-
-
-void nerve__rt_acc_finish(const struct nerve__rt_acc *a, struct nerve_rt_series *s)
+void nerve__rt_acc_finish(const struct nerve__rt_acc *a,
+                          struct nerve_rt_series *s)
 {
     memset(s, 0, sizeof *s);
     s->n = a->n;
@@ -59,7 +57,7 @@ int nerve_rt_timing_compute(const int64_t *release_ns, const int64_t *wake_ns,
         nerve__rt_acc_add(&aa, wake_ns[i] - release_ns[i]);
         if (i > 0)
             nerve__rt_acc_add(&ar, (wake_ns[i] - wake_ns[i - 1]) -
-                                (release_ns[i] - release_ns[i - 1]));
+                                       (release_ns[i] - release_ns[i - 1]));
     }
     if (abs)
         nerve__rt_acc_finish(&aa, abs);
@@ -83,8 +81,8 @@ static int rt_fmt_series(char *buf, size_t len, const char *what,
                     (unsigned long long)s->n);
 }
 
-int nerve_task_stats_format(const struct nerve_task_stats *st,
-                            const char *name, char *buf, size_t len)
+int nerve_task_stats_format(const struct nerve_task_stats *st, const char *name,
+                            char *buf, size_t len)
 {
     if (!st)
         return NERVE_EINVAL;
@@ -103,18 +101,17 @@ int nerve_task_stats_format(const struct nerve_task_stats *st,
             used = (size_t)total < len ? (size_t)total : len - 1;              \
         }                                                                      \
     } while (0)
-    RT_EMIT(snprintf(buf + used, len - used,
-                     "%s: period %.1f us, %s prio %d%s, %llu cycles, "
-                     "%llu overruns, %llu skipped, %llu timeouts, "
-                     "%llu missed\n",
-                     name ? name : "task", st->period_ns / 1e3,
-                     nerve__rt_policy_name(st->policy), st->priority,
-                     st->sched_err ? " (real-time refused: fell back)" : "",
-                     (unsigned long long)st->cycles,
-                     (unsigned long long)st->overruns,
-                     (unsigned long long)st->skipped,
-                     (unsigned long long)st->timeouts,
-                     (unsigned long long)st->missed));
+    RT_EMIT(snprintf(
+        buf + used, len - used,
+        "%s: period %.1f us, %s prio %d%s, %llu cycles, "
+        "%llu overruns, %llu skipped, %llu timeouts, "
+        "%llu missed\n",
+        name ? name : "task", st->period_ns / 1e3,
+        nerve__rt_policy_name(st->policy), st->priority,
+        st->sched_err ? " (real-time refused: fell back)" : "",
+        (unsigned long long)st->cycles, (unsigned long long)st->overruns,
+        (unsigned long long)st->skipped, (unsigned long long)st->timeouts,
+        (unsigned long long)st->missed));
     RT_EMIT(rt_fmt_series(buf + used, len - used, "abs err", &st->abs_err));
     RT_EMIT(rt_fmt_series(buf + used, len - used, "rel err", &st->rel_err));
     RT_EMIT(rt_fmt_series(buf + used, len - used, "latency", &st->latency));

@@ -83,27 +83,27 @@ _Static_assert(sizeof(struct rt_raw) % sizeof(uint64_t) == 0,
 enum { RT_PULL_NONE, RT_PULL_RUNNING, RT_PULL_ENDED };
 
 struct nerve_task {
-    struct nerve_task_opts o; /* [const] */
-    nerve_task_fn fn;         /* [const] NULL for a pull-only task */
-    void *arg;                /* [const] */
-    int priority;             /* [const] resolved FIFO/RR priority */
-    void *msg_buf;            /* [local] channel-driven: the message */
-    struct rt_raw acc;        /* [local] loop thread only */
-    nerve__a64 pub_seq;       /* [W:writer][R:acq] SYNC(task-stats) */
+    struct nerve_task_opts o;     /* [const] */
+    nerve_task_fn fn;             /* [const] NULL for a pull-only task */
+    void *arg;                    /* [const] */
+    int priority;                 /* [const] resolved FIFO/RR priority */
+    void *msg_buf;                /* [local] channel-driven: the message */
+    struct rt_raw acc;            /* [local] loop thread only */
+    nerve__a64 pub_seq;           /* [W:writer][R:acq] SYNC(task-stats) */
     nerve__a64 pub[RT_PUB_WORDS]; /* [W:writer] words of acc */
-    nerve__a32 stop;          /* SYNC(task-stop) */
+    nerve__a32 stop;              /* SYNC(task-stop) */
     /* The loop's own state ([local], the loop's thread). */
-    int64_t release;          /* clock: the next release; chan: the next
+    int64_t release; /* clock: the next release; chan: the next
                                  deadline (deadline_ns > 0) */
     int64_t prev_release, prev_wake;
-    int have_prev;            /* chan: prev_wake holds a message's wake-up */
+    int have_prev; /* chan: prev_wake holds a message's wake-up */
     uint64_t cycle, skipped_now;
-    int in_body;              /* a tick was handed out, its cycle not ended */
+    int in_body; /* a tick was handed out, its cycle not ended */
     int64_t cur_release, cur_wake, cur_start;
-    int32_t cur_status;       /* the tick's msg_status */
+    int32_t cur_status; /* the tick's msg_status */
     /* Pull driver (nerve_task_next). */
-    int pull;                 /* RT_PULL_* */
-    int pull_rc;              /* RT_PULL_ENDED: what every call returns */
+    int pull;    /* RT_PULL_* */
+    int pull_rc; /* RT_PULL_ENDED: what every call returns */
     /* Start handshake and thread (setup phase only). */
     pthread_t thread;
     int started, joined, setup_done, setup_rc, loop_rc;
@@ -176,7 +176,7 @@ int nerve_task_stat(const nerve_task *t, struct nerve_task_stats *st)
     (NERVE_RT_BEST_EFFORT | NERVE_TASK_CATCH_UP | NERVE_TASK_MLOCK)
 
 int nerve_task_open(const struct nerve_task_opts *opts, nerve_task_fn fn,
-                      void *arg, nerve_task **out)
+                    void *arg, nerve_task **out)
 {
     if (!opts || !out)
         return NERVE_EINVAL;
@@ -366,8 +366,8 @@ static int rt_wait_chan(nerve_task *t, int64_t until,
     }
     struct nerve_get_info info;
     memset(&info, 0, sizeof info);
-    int rc = nerve_chan_get(t->o.chan, t->msg_buf, (size_t)t->o.msg_max, 0,
-                            to, &info, fl);
+    int rc = nerve_chan_get(t->o.chan, t->msg_buf, (size_t)t->o.msg_max, 0, to,
+                            &info, fl);
     int64_t wake = nerve_clock_now_ns();
     if (rc == NERVE_ECANCELED || rc == NERVE_EINTR)
         return rc;

@@ -69,12 +69,12 @@ struct nerve__shm_slot {
 
 /* The writer lock, 128 bytes at header offset 128. */
 struct nerve__shm_lock {
-    nerve__a32 word;      /* PI futex: TID | FUTEX_WAITERS | FUTEX_OWNER_DIED
+    nerve__a32 word; /* PI futex: TID | FUTEX_WAITERS | FUTEX_OWNER_DIED
                              of the owner (mutex.c, THE WORD) */
     uint32_t reserved0;
-    uint8_t robust[56];   /* [W:lock] the owner's robust-list entry at
+    uint8_t robust[56]; /* [W:lock] the owner's robust-list entry at
                              word - futex_offset (process-local pointers) */
-    nerve__a64 pidns;     /* writers' PID namespace (nsfs inode of
+    nerve__a64 pidns;   /* writers' PID namespace (nsfs inode of
                              /proc/self/ns/pid); 0 until the first writer
                              opens; set once (CAS) */
     uint8_t reserved1[56];
@@ -95,42 +95,42 @@ struct nerve__shm_hdr {
     uint32_t page_size;       /* [const] page size at creation */
 
     /* Geometry. */
-    uint64_t nslots;          /* [const] index ring entries, >= 1 */
-    uint64_t data_size;       /* [const] data ring bytes, multiple of P */
-    uint64_t meta_off;        /* [const] = NERVE__HDR_REGION */
-    uint64_t meta_len;        /* [const] metadata region bytes, mult. of P */
-    uint64_t index_off;       /* [const] = meta_off + meta_len */
-    uint64_t data_off;        /* [const] = index_off + index bytes (mult. P) */
-    uint64_t file_size;       /* [const] = data_off + data_size */
-    uint32_t type_len;        /* [const] bytes of type name, no NUL */
-    uint32_t encoding_len;    /* [const] bytes of encoding, no NUL */
-    uint64_t schema_len;      /* [const] bytes of schema, no NUL */
-    int64_t created_ns;       /* [const] CLOCK_REALTIME at creation */
+    uint64_t nslots;       /* [const] index ring entries, >= 1 */
+    uint64_t data_size;    /* [const] data ring bytes, multiple of P */
+    uint64_t meta_off;     /* [const] = NERVE__HDR_REGION */
+    uint64_t meta_len;     /* [const] metadata region bytes, mult. of P */
+    uint64_t index_off;    /* [const] = meta_off + meta_len */
+    uint64_t data_off;     /* [const] = index_off + index bytes (mult. P) */
+    uint64_t file_size;    /* [const] = data_off + data_size */
+    uint32_t type_len;     /* [const] bytes of type name, no NUL */
+    uint32_t encoding_len; /* [const] bytes of encoding, no NUL */
+    uint64_t schema_len;   /* [const] bytes of schema, no NUL */
+    int64_t created_ns;    /* [const] CLOCK_REALTIME at creation */
 
     /* The writer lock: robust, process-shared, priority-inheritance, on a
      * PI futex (src/platform/linux/mutex.c). Files made by nerve 0.x
      * before it initialised a pthread_mutex_t here, whose lock word is the
      * same PI futex word at the same offset, so they stay compatible. */
     union {
-        pthread_mutex_t m;    /* abi_mutex_size, kept for the ABI tag */
+        pthread_mutex_t m;        /* abi_mutex_size, kept for the ABI tag */
         struct nerve__shm_lock l; /* see CRASH RECOVERY in chan.c */
         uint8_t pad[128];
     } lock;
 
     /* Writer-only state, on its own cache line. */
-    nerve__a64 wpos;          /* [W:lock] absolute position of the next
+    nerve__a64 wpos;        /* [W:lock] absolute position of the next
                                  message; relaxed (no reader uses it;
                                  atomic so nerve check may read it) */
-    nerve__a64 bytes_total;   /* [stat] payload bytes committed; on this
+    nerve__a64 bytes_total; /* [stat] payload bytes committed; on this
                                  writer-only line so that updating it does
                                  not pull the line readers poll */
     uint8_t reserved1[64 - 16];
 
     /* The ring state readers poll, on its own cache line. */
-    nerve__a64 head;          /* [W:lock][R:acq] newest committed seq, 0 = none;
+    nerve__a64 head; /* [W:lock][R:acq] newest committed seq, 0 = none;
                                  its low 32 bits are the futex word.
                                  SYNC(pub-seq) */
-    nerve__a64 tail;          /* [W:lock][R:acq] oldest valid seq;
+    nerve__a64 tail; /* [W:lock][R:acq] oldest valid seq;
                                  > head means none. SYNC(tail-inval) */
     /* The newest message's descriptor (layout version 2): a copy of its
      * slot on the line readers already poll, so that a caught-up reader
@@ -141,9 +141,9 @@ struct nerve__shm_hdr {
      * between D3 and W6). The slot stays authoritative: a reader that
      * finds desc_seq != the message it wants reads the slot.
      * SYNC(desc-seq) */
-    nerve__a64 desc_seq;      /* [W:lock][R:acq] seq the fields describe; 0 none */
-    nerve__a64 desc_off;      /* [W:lock][R:rlx] as slot.off */
-    nerve__a64 desc_len;      /* [W:lock][R:rlx] as slot.len */
+    nerve__a64 desc_seq; /* [W:lock][R:acq] seq the fields describe; 0 none */
+    nerve__a64 desc_off; /* [W:lock][R:rlx] as slot.off */
+    nerve__a64 desc_len; /* [W:lock][R:rlx] as slot.len */
     nerve__ai64 desc_time_ns; /* [W:lock][R:rlx] as slot.time_ns */
     uint8_t reserved2[64 - 48];
 };
@@ -171,10 +171,10 @@ _Static_assert(_Alignof(struct nerve__shm_slot) == 8, "layout");
 
 /* The bell file nerve-bell.NAME: the only shared memory a reader writes. */
 struct nerve__shm_bell {
-    uint64_t magic;       /* [const] NERVE__BELL_MAGIC */
-    uint32_t version;     /* [const] NERVE_LAYOUT_VERSION */
+    uint64_t magic;   /* [const] NERVE__BELL_MAGIC */
+    uint32_t version; /* [const] NERVE_LAYOUT_VERSION */
     uint32_t reserved0;
-    nerve__a32 waiters;   /* [bell] readers inside a wait; for tools, and
+    nerve__a32 waiters; /* [bell] readers inside a wait; for tools, and
                              for V5 (a woken reader passes the wake on
                              only if more than one batch was inside); a
                              killed reader leaves it raised (harmless) */

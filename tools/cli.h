@@ -135,8 +135,7 @@ int cli_is_exec(const char *path);
 int cli_find_external(const char *verb, char *out, size_t len);
 /* Run the external program nerve-TOOL (found as for external verbs) with
  * the arguments SUB argv[1..argc); returns only on failure (CLI_FAIL). */
-int cli_exec_external(const char *tool, const char *sub, int argc,
-                      char **argv);
+int cli_exec_external(const char *tool, const char *sub, int argc, char **argv);
 
 /* ---- JSON and text output ----------------------------------------------- */
 

@@ -75,13 +75,23 @@ int cli_parse_size(const char *s, uint64_t *out)
     }
     unsigned shift = 0;
     switch (*end) {
-    case '\0':
+    case '\0': break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
         break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default:
-        return -1;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default: return -1;
     }
     if (*end == 'i') { /* accept KiB-style "Ki", "Mi" */
         end++;
@@ -542,9 +552,7 @@ static void print_message(enum cli_fmt fmt, const void *buf,
                           const struct nerve_get_info *info)
 {
     switch (fmt) {
-    case CLI_FMT_RAW:
-        fwrite(buf, 1, info->len, stdout);
-        break;
+    case CLI_FMT_RAW: fwrite(buf, 1, info->len, stdout); break;
     case CLI_FMT_TEXT:
         fwrite(buf, 1, info->len, stdout);
         fputc('\n', stdout);
@@ -617,8 +625,7 @@ int cli_read_run(const struct cli_read *r)
     /* "missed" counts what this reader could have had and lost: the
      * history before the starting point is not loss. */
     switch (r->start) {
-    case CLI_START_HERE:
-        break;
+    case CLI_START_HERE: break;
     case CLI_START_OLDEST:
         if (st.tail_seq > 1) {
             nerve_chan_seek(ch, st.tail_seq - 1);
@@ -698,9 +705,9 @@ int cli_find_external(const char *verb, char *out, size_t len)
     while (path && *path) {
         const char *colon = strchr(path, ':');
         size_t n = colon ? (size_t)(colon - path) : strlen(path);
-        int w = n == 0 ? snprintf(out, len, "./nerve-%s", verb)
-                       : snprintf(out, len, "%.*s/nerve-%s", (int)n, path,
-                                  verb);
+        int w = n == 0
+                    ? snprintf(out, len, "./nerve-%s", verb)
+                    : snprintf(out, len, "%.*s/nerve-%s", (int)n, path, verb);
         if (w > 0 && (size_t)w < len && cli_is_exec(out)) {
             return 0;
         }
@@ -709,8 +716,7 @@ int cli_find_external(const char *verb, char *out, size_t len)
     return -1;
 }
 
-int cli_exec_external(const char *tool, const char *sub, int argc,
-                      char **argv)
+int cli_exec_external(const char *tool, const char *sub, int argc, char **argv)
 {
     char path[PATH_MAX], name[80];
     if (cli_find_external(tool, path, sizeof path) != 0) {

@@ -14,8 +14,8 @@
 
 /* The order of `nerve help`. */
 const struct cli_verb *const cli_verbs[] = {
-    &cli_verb_create, &cli_verb_rm,    &cli_verb_ls,    &cli_verb_info,
-    &cli_verb_put,    &cli_verb_get,   &cli_verb_cat,   &cli_verb_chmod,
+    &cli_verb_create, &cli_verb_rm,    &cli_verb_ls,   &cli_verb_info,
+    &cli_verb_put,    &cli_verb_get,   &cli_verb_cat,  &cli_verb_chmod,
     &cli_verb_check,  &cli_verb_bench, &cli_verb_help,
 };
 const size_t cli_nverbs = sizeof cli_verbs / sizeof cli_verbs[0];

@@ -125,24 +125,34 @@ struct run_spec {
     // that no column pays first-touch page faults in counted messages.
     uint32_t warmup() const
     {
-        const uint64_t ring = ring_bytes(bytes) / std::max<size_t>(bytes, 1) + 1;
+        const uint64_t ring =
+            ring_bytes(bytes) / std::max<size_t>(bytes, 1) + 1;
         return uint32_t(std::max<uint64_t>({3, uint64_t(rate * 0.5), ring}));
     }
-    uint32_t count() const { return uint32_t(rate * seconds); }
+    uint32_t count() const
+    {
+        return uint32_t(rate * seconds);
+    }
 };
 
 // Latencies of the counted messages, in ns, and the statistics line.
 struct recorder {
     std::vector<int64_t> lat;
     uint32_t expected = 0;
-    explicit recorder(uint32_t n) : expected(n) { lat.reserve(n); }
+    explicit recorder(uint32_t n) : expected(n)
+    {
+        lat.reserve(n);
+    }
     void add(uint32_t seq, int64_t sent)
     {
         if (seq != 0 && lat.size() < lat.capacity()) {
             lat.push_back(now_ns() - sent);
         }
     }
-    bool done() const { return lat.size() >= expected; }
+    bool done() const
+    {
+        return lat.size() >= expected;
+    }
     void print(const char *column, const char *msg, size_t bytes) const
     {
         std::vector<int64_t> v = lat;
@@ -158,13 +168,19 @@ struct recorder {
         }
         sd = n > 1 ? std::sqrt(sd / double(n - 1)) : 0;
         auto pct = [&](double p) {
-            return n ? double(v[std::min(n - 1, size_t(p * double(n - 1) + 0.5))]) / 1e3 : 0.0;
+            return n ? double(v[std::min(n - 1,
+                                         size_t(p * double(n - 1) + 0.5))]) /
+                           1e3
+                     : 0.0;
         };
-        std::printf("{\"column\": \"%s\", \"msg\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
-                    "\"lost\": %zu, \"mean_us\": %.2f, \"sd_us\": %.2f, \"p50_us\": %.2f, "
+        std::printf("{\"column\": \"%s\", \"msg\": \"%s\", \"bytes\": %zu, "
+                    "\"count\": %zu, "
+                    "\"lost\": %zu, \"mean_us\": %.2f, \"sd_us\": %.2f, "
+                    "\"p50_us\": %.2f, "
                     "\"p99_us\": %.2f, \"max_us\": %.2f}\n",
-                    column, msg, bytes, n, size_t(expected) - n, mean / 1e3, sd / 1e3, pct(0.5),
-                    pct(0.99), n ? double(v[n - 1]) / 1e3 : 0.0);
+                    column, msg, bytes, n, size_t(expected) - n, mean / 1e3,
+                    sd / 1e3, pct(0.5), pct(0.99),
+                    n ? double(v[n - 1]) / 1e3 : 0.0);
         std::fflush(stdout);
     }
 };
@@ -193,14 +209,15 @@ template <class F> void paced(const run_spec &r, F &&send)
 template <class T> nerve::ChannelOptions geometry()
 {
     nerve::ChannelOptions o;
-    o.data_size = ring_bytes(ros::serialization::serializationLength(proto<T>()));
+    o.data_size =
+        ring_bytes(ros::serialization::serializationLength(proto<T>()));
     o.slots = 1024;
     return o;
 }
 
 template <class T>
-int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, long spin_us,
-              long lead_us)
+int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg,
+              long spin_us, long lead_us)
 {
     auto rd = nerve::Reader<T>::open_or_create(name, geometry<T>());
     if (!rd) {
@@ -210,8 +227,9 @@ int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, l
     if (spin_us > 0) {
         // Opt-in busy polling (nerve::WaitPolicy): poll for up to
         // spin_us before blocking in the futex wait.
-        rd->set_wait_policy(nerve::WaitPolicy{std::chrono::microseconds(spin_us),
-                                               std::chrono::microseconds(lead_us)});
+        rd->set_wait_policy(
+            nerve::WaitPolicy{std::chrono::microseconds(spin_us),
+                              std::chrono::microseconds(lead_us)});
     }
     std::printf("ready\n");
     std::fflush(stdout);
@@ -246,13 +264,15 @@ int nerve_sub(const run_spec &r, const char *name, bool view, const char *msg, l
                 }
                 continue;
             }
-            rec.add(m.header.seq, stamp_ns(m.header.stamp.sec, m.header.stamp.nsec));
+            rec.add(m.header.seq,
+                    stamp_ns(m.header.stamp.sec, m.header.stamp.nsec));
         }
     }
-    const char *col = spin_us > 0 && lead_us > 0
-                          ? (view ? "nerve zero-copy, lead+spin" : "nerve copy, lead+spin")
-                      : spin_us > 0 ? (view ? "nerve zero-copy, spin" : "nerve copy, spin")
-                                    : (view ? "nerve zero-copy" : "nerve copy");
+    const char *col =
+        spin_us > 0 && lead_us > 0
+            ? (view ? "nerve zero-copy, lead+spin" : "nerve copy, lead+spin")
+        : spin_us > 0 ? (view ? "nerve zero-copy, spin" : "nerve copy, spin")
+                      : (view ? "nerve zero-copy" : "nerve copy");
     rec.print(col, msg, bytes);
     return 0;
 }
@@ -300,7 +320,8 @@ int ros_sub(const run_spec &r, const char *topic, const char *msg, bool nodelay)
         topic, 1000,
         boost::function<void(const typename T::ConstPtr &)>(
             [&](const typename T::ConstPtr &m) {
-                rec.add(m->header.seq, stamp_ns(m->header.stamp.sec, m->header.stamp.nsec));
+                rec.add(m->header.seq,
+                        stamp_ns(m->header.stamp.sec, m->header.stamp.nsec));
             }),
         ros::VoidConstPtr(), hints);
     std::printf("ready\n");
@@ -316,8 +337,8 @@ int ros_sub(const run_spec &r, const char *topic, const char *msg, bool nodelay)
             idle_end = ros::WallTime::now() + ros::WallDuration(3);
         }
     }
-    rec.print(nodelay ? "ROS roscpp TCPROS, tcp_nodelay" : "ROS roscpp TCPROS", msg,
-              ros::serialization::serializationLength(proto<T>()));
+    rec.print(nodelay ? "ROS roscpp TCPROS, tcp_nodelay" : "ROS roscpp TCPROS",
+              msg, ros::serialization::serializationLength(proto<T>()));
     return 0;
 }
 
@@ -350,11 +371,13 @@ template <class T> class SubNodelet : public nodelet::Nodelet {
     ros::Subscriber sub_;
     void onInit() override
     {
-        sub_ = getNodeHandle().subscribe<T>(g_topic, 1000, &SubNodelet::cb, this);
+        sub_ =
+            getNodeHandle().subscribe<T>(g_topic, 1000, &SubNodelet::cb, this);
     }
     void cb(const boost::shared_ptr<const T> &m)
     {
-        rec_.add(m->header.seq, stamp_ns(m->header.stamp.sec, m->header.stamp.nsec));
+        rec_.add(m->header.seq,
+                 stamp_ns(m->header.stamp.sec, m->header.stamp.nsec));
         if (rec_.done() && !g_done.exchange(true)) {
             rec_.print("ROS nodelet pointer", g_msg.c_str(),
                        ros::serialization::serializationLength(proto<T>()));
@@ -408,13 +431,14 @@ public:
 template <class T> int nodelets()
 {
     boost::shared_ptr<SubNodelet<T>> sub;
-    nodelet::Loader loader([&](const std::string &type) -> boost::shared_ptr<nodelet::Nodelet> {
-        if (type == "bench/Sub") {
-            sub = boost::make_shared<SubNodelet<T>>();
-            return sub;
-        }
-        return boost::make_shared<PubNodelet<T>>();
-    });
+    nodelet::Loader loader(
+        [&](const std::string &type) -> boost::shared_ptr<nodelet::Nodelet> {
+            if (type == "bench/Sub") {
+                sub = boost::make_shared<SubNodelet<T>>();
+                return sub;
+            }
+            return boost::make_shared<PubNodelet<T>>();
+        });
     nodelet::M_string remap;
     nodelet::V_string argv;
     if (!loader.load("/bench_sub", "bench/Sub", remap, argv) ||
@@ -455,7 +479,8 @@ template <class F> double median_ns(int n, F &&f)
 // One process, one message type: the steps of a hop timed one by one
 // (median of many), apart from the wake-up (see `hop`). RATE and SECONDS
 // are unused but kept for the common argument list.
-template <class T> int breakdown(const run_spec &, const char *name, const char *msg)
+template <class T>
+int breakdown(const run_spec &, const char *name, const char *msg)
 {
     auto pub = nerve::Publisher<T>::create(name, geometry<T>());
     if (!pub) {
@@ -506,23 +531,25 @@ template <class T> int breakdown(const run_spec &, const char *name, const char 
         sink += res ? 1 : 0;
         (void)pub->publish(m);
         t0 = now_ns();
-        (void)nerve::ros1::read_view(*rd, NERVE_GET_NEXT, std::chrono::seconds(0),
-                                     [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
-                                         uint32_t a = 0, b = 0;
-                                         nerve::ros1::stamp_of(p, len, a, b);
-                                         sink += a;
-                                     });
+        (void)nerve::ros1::read_view(
+            *rd, NERVE_GET_NEXT, std::chrono::seconds(0),
+            [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
+                uint32_t a = 0, b = 0;
+                nerve::ros1::stamp_of(p, len, a, b);
+                sink += a;
+            });
         vw[size_t(i)] = now_ns() - t0;
     }
     std::sort(g.begin(), g.end());
     std::sort(vw.begin(), vw.end());
-    std::printf("{\"breakdown\": \"%s\", \"bytes\": %zu, \"clock_ns\": %.0f, "
-                "\"ros_serialize_ns\": %.0f, \"ros_deserialize_reuse_ns\": %.0f, "
-                "\"ros_deserialize_fresh_ns\": %.0f, \"nerve_publish_copy_ns\": %.0f, "
-                "\"nerve_loan_publish_ns\": %.0f, \"nerve_get_next_decode_ns\": %.0f, "
-                "\"nerve_view_stamp_check_ns\": %.0f, \"sink\": %lld}\n",
-                msg, bytes, clk, ser, des, des_new, put, loan, double(g[g.size() / 2]),
-                double(vw[vw.size() / 2]), (long long)(sink & 1));
+    std::printf(
+        "{\"breakdown\": \"%s\", \"bytes\": %zu, \"clock_ns\": %.0f, "
+        "\"ros_serialize_ns\": %.0f, \"ros_deserialize_reuse_ns\": %.0f, "
+        "\"ros_deserialize_fresh_ns\": %.0f, \"nerve_publish_copy_ns\": %.0f, "
+        "\"nerve_loan_publish_ns\": %.0f, \"nerve_get_next_decode_ns\": %.0f, "
+        "\"nerve_view_stamp_check_ns\": %.0f, \"sink\": %lld}\n",
+        msg, bytes, clk, ser, des, des_new, put, loan, double(g[g.size() / 2]),
+        double(vw[vw.size() / 2]), (long long)(sink & 1));
     return 0;
 }
 
@@ -538,16 +565,20 @@ int hop(const run_spec &r, const char *name, long spin_us)
         std::fprintf(stderr, "hop %s: %s\n", name, rd.message());
         return 1;
     }
-    const long lead_us = std::getenv("FUROM_LEAD_US") ? std::atol(std::getenv("FUROM_LEAD_US")) : 0;
+    const long lead_us = std::getenv("FUROM_LEAD_US")
+                             ? std::atol(std::getenv("FUROM_LEAD_US"))
+                             : 0;
     rd->set_wait_policy(nerve::WaitPolicy{std::chrono::microseconds(spin_us),
-                                           std::chrono::microseconds(lead_us)});
+                                          std::chrono::microseconds(lead_us)});
     const pid_t child = fork();
     if (child == 0) {
         auto pub = nerve::Publisher<int64_t>::open(name);
         if (!pub) {
             _exit(1);
         }
-        paced(r, [&](uint32_t seq) { (void)pub->publish(seq == 0 ? int64_t(0) : now_ns()); });
+        paced(r, [&](uint32_t seq) {
+            (void)pub->publish(seq == 0 ? int64_t(0) : now_ns());
+        });
         _exit(0);
     }
     recorder rec(r.count());
@@ -566,8 +597,9 @@ int hop(const run_spec &r, const char *name, long spin_us)
     }
     int st = 0;
     waitpid(child, &st, 0);
-    rec.print(spin_us > 0 ? (lead_us > 0 ? "hop int64, lead+spin" : "hop int64, spin")
-                          : "hop int64, blocking",
+    rec.print(spin_us > 0
+                  ? (lead_us > 0 ? "hop int64, lead+spin" : "hop int64, spin")
+                  : "hop int64, blocking",
               "int64", 8);
     return 0;
 }
@@ -592,8 +624,9 @@ template <class F> int with_msg(const std::string &msg, F &&f)
 int main(int argc, char **argv)
 {
     if (argc < 6) {
-        std::fprintf(stderr, "usage: furom nerve-sub|nerve-pub|ros-sub|ros-pub|nodelet "
-                             "MSG RATE SECONDS NAME [copy|view|loan]\n");
+        std::fprintf(stderr,
+                     "usage: furom nerve-sub|nerve-pub|ros-sub|ros-pub|nodelet "
+                     "MSG RATE SECONDS NAME [copy|view|loan]\n");
         return 2;
     }
     const std::string mode = argv[1], msg = argv[2];
@@ -602,8 +635,9 @@ int main(int argc, char **argv)
         hr.rate = std::atof(argv[3]);
         hr.seconds = std::atof(argv[4]);
         hr.bytes = 8;
-        return hr.rate > 0 && hr.seconds > 0 ? hop(hr, argv[5], argc > 6 ? std::atol(argv[6]) : 0)
-                                             : 2;
+        return hr.rate > 0 && hr.seconds > 0
+                   ? hop(hr, argv[5], argc > 6 ? std::atol(argv[6]) : 0)
+                   : 2;
     }
     run_spec r;
     r.rate = std::atof(argv[3]);
@@ -619,7 +653,8 @@ int main(int argc, char **argv)
         std::string node = "furom_" + mode;
         std::replace(node.begin(), node.end(), '-', '_');
         ros::init(rargc, argv, node,
-                  ros::init_options::AnonymousName | ros::init_options::NoSigintHandler);
+                  ros::init_options::AnonymousName |
+                      ros::init_options::NoSigintHandler);
         ros::start();
     }
     g_run = r;
@@ -632,7 +667,8 @@ int main(int argc, char **argv)
         if (mode == "nerve-sub") {
             const long spin_us = argc > 7 ? std::atol(argv[7]) : 0;
             const long lead_us = argc > 8 ? std::atol(argv[8]) : 0;
-            return nerve_sub<T>(r, name, how == "view", msg.c_str(), spin_us, lead_us);
+            return nerve_sub<T>(r, name, how == "view", msg.c_str(), spin_us,
+                                lead_us);
         }
         if (mode == "breakdown") {
             return breakdown<T>(r, name, msg.c_str());

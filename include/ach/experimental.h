@@ -26,11 +26,10 @@ struct ach_evhandler {
 /* Wait on handlers[0..n) (at most 64) and dispatch until a handler or the
  * periodic handler returns a status other than ACH_OK / ACH_STALE_FRAMES,
  * which is returned. `period` (relative; NULL: none) bounds each wait. */
-enum ach_status ACH_WARN_UNUSED
-ach_evhandle(struct ach_evhandler *handlers, size_t n,
-             const struct timespec *period,
-             enum ach_status (*periodic_handler)(void *context),
-             void *periodic_context, int options);
+enum ach_status ACH_WARN_UNUSED ach_evhandle(
+    struct ach_evhandler *handlers, size_t n, const struct timespec *period,
+    enum ach_status (*periodic_handler)(void *context), void *periodic_context,
+    int options);
 
 #ifdef __cplusplus
 }

@@ -103,10 +103,10 @@ typedef enum {
     ACH_O_NONBLOCK = 0x00,
     ACH_O_FIRST = 0x00,
     ACH_O_ABSTIME = 0x00,
-    ACH_O_WAIT = 0x01,    /* wait for an unseen frame (or the timeout) */
-    ACH_O_LAST = 0x02,    /* take the newest frame, skipping older ones */
-    ACH_O_COPY = 0x04,    /* copy the newest frame even if already seen */
-    ACH_O_RELTIME = 0x08  /* the timeout is relative to now */
+    ACH_O_WAIT = 0x01,   /* wait for an unseen frame (or the timeout) */
+    ACH_O_LAST = 0x02,   /* take the newest frame, skipping older ones */
+    ACH_O_COPY = 0x04,   /* copy the newest frame even if already seen */
+    ACH_O_RELTIME = 0x08 /* the timeout is relative to now */
 } ach_get_opts_t;
 
 /* Longest channel name: names are shorter than this. */

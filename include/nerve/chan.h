@@ -86,17 +86,20 @@ typedef struct nerve_chan nerve_chan;
 
 /* nerve_chan_create(), in nerve_chan_opts.flags: */
 #define NERVE_C_EXIST_OK 0x1u /* reuse an existing channel of equal geometry */
-#define NERVE_C_WAKE_ALWAYS 0x2u /* wake waiting readers on every put (one
+#define NERVE_C_WAKE_ALWAYS                                                    \
+    0x2u /* wake waiting readers on every put (one
                                     futex system call per put), so that
                                     readers who may not write the channel
                                     (and its bell) wait without polling */
 
 /* Which message a get or view takes (the low two bits of flags). */
-#define NERVE_GET_NEXT 0x0u   /* next unseen after the cursor (or the oldest
+#define NERVE_GET_NEXT                                                         \
+    0x0u                      /* next unseen after the cursor (or the oldest
                                  still present if it was overwritten) */
 #define NERVE_GET_NEWEST 0x1u /* newest message */
 #define NERVE_GET_SEQ 0x2u    /* the message whose sequence number is `arg` */
-#define NERVE_GET_AT 0x3u     /* newest message committed at or before time
+#define NERVE_GET_AT                                                           \
+    0x3u /* newest message committed at or before time
                                  `arg` (CLOCK_MONOTONIC ns) among those
                                  committed when the call began; never
                                  waits */
@@ -105,7 +108,8 @@ typedef struct nerve_chan nerve_chan;
 /* Modifiers. */
 #define NERVE_F_WAIT 0x10u    /* wait up to the timeout for a message */
 #define NERVE_F_ABSTIME 0x20u /* timeout is an absolute CLOCK_MONOTONIC time */
-#define NERVE_F_REPEAT 0x40u  /* NEWEST: return the newest message even if
+#define NERVE_F_REPEAT                                                         \
+    0x40u /* NEWEST: return the newest message even if
                                  this handle already returned it */
 
 /* ---- options and results ---------------------------------------------- */
@@ -127,25 +131,25 @@ typedef struct nerve_chan nerve_chan;
  * field means its default. Fields are only ever appended; the library reads
  * `size` bytes of it and rejects a non-zero tail it does not know. */
 struct nerve_chan_opts {
-    uint32_t size;          /* sizeof(struct nerve_chan_opts) */
-    uint32_t flags;         /* NERVE_C_* */
-    uint64_t slots;         /* index ring entries; default 1024 */
-    uint64_t data_size;     /* data ring bytes, rounded up to pages;
+    uint32_t size;        /* sizeof(struct nerve_chan_opts) */
+    uint32_t flags;       /* NERVE_C_* */
+    uint64_t slots;       /* index ring entries; default 1024 */
+    uint64_t data_size;   /* data ring bytes, rounded up to pages;
                                default 1 MiB; also the largest message */
-    uint32_t mode;          /* permission bits; default 0644 */
-    uint32_t reserved0;     /* must be 0 */
-    const char *type;       /* type name, e.g. "sensor_msgs/msg/Imu"; NULL;
+    uint32_t mode;        /* permission bits; default 0644 */
+    uint32_t reserved0;   /* must be 0 */
+    const char *type;     /* type name, e.g. "sensor_msgs/msg/Imu"; NULL;
                                valid UTF-8 */
-    const char *encoding;   /* "raw", "cdr", "ros1msg", "json", ...; NULL;
+    const char *encoding; /* "raw", "cdr", "ros1msg", "json", ...; NULL;
                                valid UTF-8 */
-    const char *schema;     /* schema: any bytes but NUL (need not be
+    const char *schema;   /* schema: any bytes but NUL (need not be
                                NUL-terminated) */
-    uint64_t schema_len;    /* bytes of schema */
+    uint64_t schema_len;  /* bytes of schema */
 };
 
-#define NERVE_CHAN_OPTS_INIT                                                    \
-    {                                                                           \
-        sizeof(struct nerve_chan_opts), 0, 0, 0, 0, 0, NULL, NULL, NULL, 0      \
+#define NERVE_CHAN_OPTS_INIT                                                   \
+    {                                                                          \
+        sizeof(struct nerve_chan_opts), 0, 0, 0, 0, 0, NULL, NULL, NULL, 0     \
     }
 
 /* What a put did. */
@@ -160,10 +164,10 @@ struct nerve_put_info {
 
 /* What a get or view delivered. */
 struct nerve_get_info {
-    uint64_t seq;     /* sequence number of the message */
-    uint64_t missed;  /* NEXT/NEWEST: messages skipped since the cursor */
-    int64_t time_ns;  /* commit time, CLOCK_MONOTONIC ns */
-    uint64_t len;     /* message size; on NERVE_EMSGSIZE the size needed */
+    uint64_t seq;         /* sequence number of the message */
+    uint64_t missed;      /* NEXT/NEWEST: messages skipped since the cursor */
+    int64_t time_ns;      /* commit time, CLOCK_MONOTONIC ns */
+    uint64_t len;         /* message size; on NERVE_EMSGSIZE the size needed */
     uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
 
@@ -205,7 +209,7 @@ struct nerve_stats {
 struct nerve_meta {
     const char *type;
     const char *encoding;
-    const char *schema;  /* NUL-terminated; schema_len bytes before the NUL */
+    const char *schema; /* NUL-terminated; schema_len bytes before the NUL */
     uint64_t schema_len;
     uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
@@ -244,8 +248,7 @@ NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
  * owner), NERVE_ENOTCHAN (not a regular file).
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name,
-                                               uint32_t mode);
+NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name, uint32_t mode);
 
 /* Open channel `name` for reading (NERVE_O_READ) or reading and writing
  * (NERVE_O_WRITE) and store the handle in *out. Never blocks on what is
@@ -365,8 +368,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_commit_at(nerve_chan *c, size_t len,
  * straight into reservations (one copy, no staging buffer). The mapping is
  * read-only for a read-only handle. Returns 0, or NERVE_EINVAL.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_NODISCARD NERVE_API int nerve_chan_ring(const nerve_chan *c,
-                                              void **base, uint64_t *len);
+NERVE_NODISCARD NERVE_API int nerve_chan_ring(const nerve_chan *c, void **base,
+                                              uint64_t *len);
 
 /* ---- reading ---------------------------------------------------------- */
 
@@ -389,11 +392,9 @@ NERVE_NODISCARD NERVE_API int nerve_chan_ring(const nerve_chan *c,
  *   NERVE_ECORRUPT, NERVE_EINVAL.
  * Thread: one caller per handle.  Blocking: only with NERVE_F_WAIT.
  * RT: safe (no allocation, one memcpy; futex wait only).  Signal: not safe. */
-NERVE_NODISCARD NERVE_API int nerve_chan_get(nerve_chan *c, void *buf,
-                                             size_t len, int64_t arg,
-                                             int64_t timeout_ns,
-                                             struct nerve_get_info *info,
-                                             uint32_t flags);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
+               int64_t timeout_ns, struct nerve_get_info *info, uint32_t flags);
 
 /* As nerve_chan_get() but without copying: fills *view with the message's
  * address in the ring and its info. Validate with nerve_chan_view_check()
@@ -409,8 +410,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_view(nerve_chan *c, int64_t arg,
  * writer has begun to overwrite them, NERVE_ESTALE if one has (whatever was
  * read through the view must be discarded).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
-NERVE_NODISCARD NERVE_API int nerve_chan_view_check(const nerve_chan *c,
-                                                    const struct nerve_view *view);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view);
 
 /* The handle's cursor: the sequence number of the last message NEXT or
  * NEWEST returned (0 before the first). nerve_chan_seek() sets it, so the
@@ -436,9 +437,10 @@ NERVE_API void nerve_chan_cancel_clear(nerve_chan *c);
  * (futex_waitv, Linux 5.16); older kernels fall back to 1 ms polling.
  * Thread: one caller per handle.  Blocking: yes.  RT: safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int
-nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
-                    uint64_t *ready, uint32_t flags);
+NERVE_NODISCARD NERVE_API int nerve_chan_wait_any(nerve_chan *const *chans,
+                                                  size_t n, int64_t timeout_ns,
+                                                  uint64_t *ready,
+                                                  uint32_t flags);
 
 /* ---- facts for tools -------------------------------------------------- */
 
@@ -482,9 +484,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,
  * it found and did into msg[0..len) (may be NULL).
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_chan_repair(const char *name,
-                                                uint32_t flags, char *msg,
-                                                size_t len);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len);
 
 /* Call fn(name, arg) for every name in /dev/shm that a channel could have
  * (nerve.NAME with a valid NAME), in no particular order, without opening

@@ -27,37 +27,38 @@ extern "C" {
 #endif
 
 /* XX(NAME, value, message) */
-#define NERVE_ERRNO_MAP(XX)                                                     \
-    XX(EPERM, -EPERM, "operation not permitted")                                \
-    XX(ENOENT, -ENOENT, "no such channel")                                      \
-    XX(EINTR, -EINTR, "interrupted by a signal")                                \
-    XX(EBADF, -EBADF, "bad handle")                                             \
-    XX(EAGAIN, -EAGAIN, "no new message")                                       \
-    XX(ENOMEM, -ENOMEM, "out of memory")                                        \
-    XX(EACCES, -EACCES, "permission denied")                                    \
-    XX(EBUSY, -EBUSY, "handle busy (a reservation is open)")                    \
-    XX(EEXIST, -EEXIST, "channel already exists")                               \
-    XX(EINVAL, -EINVAL, "invalid argument")                                     \
-    XX(ENOSPC, -ENOSPC, "no space left to create the channel")                  \
-    XX(EROFS, -EROFS, "channel opened read-only")                               \
-    XX(ENAMETOOLONG, -ENAMETOOLONG, "channel name too long")                    \
-    XX(ENOSYS, -ENOSYS, "not supported by this kernel")                         \
-    XX(EMSGSIZE, -EMSGSIZE, "message does not fit the buffer or the ring")      \
-    XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                      \
-    XX(ESTALE, -ESTALE, "view was overwritten by a writer")                     \
-    XX(ECANCELED, -ECANCELED, "wait cancelled")                                 \
-    XX(EMFILE, -EMFILE, "too many open files in this process")                  \
-    XX(ENFILE, -ENFILE, "too many open files in the system")                    \
-    XX(EDEADLK, -EDEADLK, "this thread already holds the channel's writer lock") \
-    XX(EXDEV, -EXDEV,                                                           \
-       "channel's writers run in another PID namespace (share one)")            \
-    XX(ECORRUPT, -1000, "channel file is corrupt")                              \
-    XX(EVERSION, -1001, "channel file has an unsupported layout version")       \
-    XX(ENOTCHAN, -1002, "file is not a nerve channel")                          \
-    XX(ETRUNC, -1003, "channel file is truncated")                              \
-    XX(EMISMATCH, -1004, "channel exists with a different geometry or type")    \
-    XX(EOVERWRITTEN, -1005, "message was overwritten")                          \
-    XX(ELAPPED, -1006, "writers overwrote the message on every attempt")        \
+#define NERVE_ERRNO_MAP(XX)                                                    \
+    XX(EPERM, -EPERM, "operation not permitted")                               \
+    XX(ENOENT, -ENOENT, "no such channel")                                     \
+    XX(EINTR, -EINTR, "interrupted by a signal")                               \
+    XX(EBADF, -EBADF, "bad handle")                                            \
+    XX(EAGAIN, -EAGAIN, "no new message")                                      \
+    XX(ENOMEM, -ENOMEM, "out of memory")                                       \
+    XX(EACCES, -EACCES, "permission denied")                                   \
+    XX(EBUSY, -EBUSY, "handle busy (a reservation is open)")                   \
+    XX(EEXIST, -EEXIST, "channel already exists")                              \
+    XX(EINVAL, -EINVAL, "invalid argument")                                    \
+    XX(ENOSPC, -ENOSPC, "no space left to create the channel")                 \
+    XX(EROFS, -EROFS, "channel opened read-only")                              \
+    XX(ENAMETOOLONG, -ENAMETOOLONG, "channel name too long")                   \
+    XX(ENOSYS, -ENOSYS, "not supported by this kernel")                        \
+    XX(EMSGSIZE, -EMSGSIZE, "message does not fit the buffer or the ring")     \
+    XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                     \
+    XX(ESTALE, -ESTALE, "view was overwritten by a writer")                    \
+    XX(ECANCELED, -ECANCELED, "wait cancelled")                                \
+    XX(EMFILE, -EMFILE, "too many open files in this process")                 \
+    XX(ENFILE, -ENFILE, "too many open files in the system")                   \
+    XX(EDEADLK, -EDEADLK,                                                      \
+       "this thread already holds the channel's writer lock")                  \
+    XX(EXDEV, -EXDEV,                                                          \
+       "channel's writers run in another PID namespace (share one)")           \
+    XX(ECORRUPT, -1000, "channel file is corrupt")                             \
+    XX(EVERSION, -1001, "channel file has an unsupported layout version")      \
+    XX(ENOTCHAN, -1002, "file is not a nerve channel")                         \
+    XX(ETRUNC, -1003, "channel file is truncated")                             \
+    XX(EMISMATCH, -1004, "channel exists with a different geometry or type")   \
+    XX(EOVERWRITTEN, -1005, "message was overwritten")                         \
+    XX(ELAPPED, -1006, "writers overwrote the message on every attempt")       \
     XX(EABI, -1007, "channel was made by an incompatible platform or ABI")     \
     XX(EDECODE, -1008, "message does not decode as the expected type")
 

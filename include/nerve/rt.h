@@ -68,12 +68,12 @@ struct nerve_rt_applied {
  * Initialise with NERVE_RT_PRIO_MAP_INIT (the paper's values: 100 us maps
  * to 75, 1 s to 0); a zero field means its default. */
 struct nerve_rt_prio_map {
-    uint32_t size;          /* sizeof(struct nerve_rt_prio_map) */
-    int32_t prio_min;       /* priority of periods >= period_max; default 0 */
-    int32_t prio_max;       /* priority of periods <= period_min; default 75 */
-    int32_t reserved0;      /* must be 0 */
-    int64_t period_min_ns;  /* default 100000 (100 us) */
-    int64_t period_max_ns;  /* default 1000000000 (1 s) */
+    uint32_t size;         /* sizeof(struct nerve_rt_prio_map) */
+    int32_t prio_min;      /* priority of periods >= period_max; default 0 */
+    int32_t prio_max;      /* priority of periods <= period_min; default 75 */
+    int32_t reserved0;     /* must be 0 */
+    int64_t period_min_ns; /* default 100000 (100 us) */
+    int64_t period_max_ns; /* default 1000000000 (1 s) */
 };
 
 #define NERVE_RT_PRIO_MAP_INIT                                                 \
@@ -142,13 +142,13 @@ NERVE_NODISCARD NERVE_API int nerve_rt_affinity_set(uint64_t cpus);
 
 /* What this process may do. */
 struct nerve_rt_caps {
-    int32_t fifo_ok;        /* 1 if a thread may run under SCHED_FIFO */
-    int32_t fifo_max_prio;  /* highest FIFO priority permitted (0 if none) */
-    int64_t memlock_max;    /* RLIMIT_MEMLOCK in bytes, -1 if unlimited or
+    int32_t fifo_ok;       /* 1 if a thread may run under SCHED_FIFO */
+    int32_t fifo_max_prio; /* highest FIFO priority permitted (0 if none) */
+    int64_t memlock_max;   /* RLIMIT_MEMLOCK in bytes, -1 if unlimited or
                                CAP_IPC_LOCK is held */
-    int32_t preempt_rt;     /* 1 if the kernel is PREEMPT_RT */
+    int32_t preempt_rt;    /* 1 if the kernel is PREEMPT_RT */
     int32_t reserved0;
-    uint64_t reserved[4];   /* zero; for fields added later (docs/abi.md) */
+    uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
 };
 
 /* Find out, without changing anything about the caller, whether real-time
@@ -162,12 +162,12 @@ NERVE_NODISCARD NERVE_API int nerve_rt_probe(struct nerve_rt_caps *caps);
 
 /* Summary of one series of signed nanosecond samples. */
 struct nerve_rt_series {
-    uint64_t n;          /* samples */
-    int64_t min_ns;      /* smallest sample (0 when n == 0) */
-    int64_t max_ns;      /* largest sample */
-    int64_t max_abs_ns;  /* largest magnitude: the "jitter" of Tobar et al. */
-    int64_t mean_ns;     /* mean, rounded toward zero */
-    int64_t rms_ns;      /* square root of the mean square (Tobar et al.'s
+    uint64_t n;           /* samples */
+    int64_t min_ns;       /* smallest sample (0 when n == 0) */
+    int64_t max_ns;       /* largest sample */
+    int64_t max_abs_ns;   /* largest magnitude: the "jitter" of Tobar et al. */
+    int64_t mean_ns;      /* mean, rounded toward zero */
+    int64_t rms_ns;       /* square root of the mean square (Tobar et al.'s
                             sqrt(MSE)), rounded down */
     uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
 };
@@ -208,18 +208,18 @@ typedef struct nerve_task nerve_task;
 
 /* What one call of the body is about. */
 struct nerve_task_tick {
-    uint64_t cycle;       /* 0, 1, 2 ... bodies run so far */
-    int64_t release_ns;   /* when this cycle was due: the scheduled release
+    uint64_t cycle;     /* 0, 1, 2 ... bodies run so far */
+    int64_t release_ns; /* when this cycle was due: the scheduled release
                              (clock) or the message's commit time (chan) */
-    int64_t wake_ns;      /* when the loop woke for it (CLOCK_MONOTONIC) */
-    uint64_t skipped;     /* clock, SKIP policy: releases dropped just
+    int64_t wake_ns;    /* when the loop woke for it (CLOCK_MONOTONIC) */
+    uint64_t skipped;   /* clock, SKIP policy: releases dropped just
                              before this one */
     /* Channel-driven tasks only: */
-    int32_t msg_status;   /* 0: *msg holds a message; NERVE_ETIMEDOUT: the
+    int32_t msg_status; /* 0: *msg holds a message; NERVE_ETIMEDOUT: the
                              deadline passed without one; NERVE_ELAPPED:
                              writers kept overwriting it (msg is NULL) */
     int32_t reserved0;
-    const void *msg;      /* the message (task-owned buffer, valid during
+    const void *msg; /* the message (task-owned buffer, valid during
                              the call), or NULL */
     struct nerve_get_info msg_info;
     uint64_t reserved[4]; /* zero; for fields added later (docs/abi.md) */
@@ -233,29 +233,29 @@ typedef int (*nerve_task_fn)(void *arg, const struct nerve_task_tick *tick);
 /* Task options. Initialise with NERVE_TASK_OPTS_INIT; a zero field means
  * its default. Clock-driven when `chan` is NULL, channel-driven otherwise. */
 struct nerve_task_opts {
-    uint32_t size;          /* sizeof(struct nerve_task_opts) */
-    uint32_t flags;         /* NERVE_TASK_*, NERVE_RT_BEST_EFFORT */
-    int64_t period_ns;      /* clock: the period (required). chan: the
+    uint32_t size;     /* sizeof(struct nerve_task_opts) */
+    uint32_t flags;    /* NERVE_TASK_*, NERVE_RT_BEST_EFFORT */
+    int64_t period_ns; /* clock: the period (required). chan: the
                                nominal period, used for the priority and
                                the relative error (0: none) */
-    int64_t start_ns;       /* clock: absolute CLOCK_MONOTONIC time of the
+    int64_t start_ns;  /* clock: absolute CLOCK_MONOTONIC time of the
                                first release; 0 = when the loop starts */
-    int64_t offset_ns;      /* added to the first release (phase offset) */
-    int32_t policy;         /* NERVE_RT_OTHER (default), _FIFO, _RR */
-    int32_t priority;       /* FIFO/RR priority, NERVE_TASK_PRIO_AUTO (or 0)
+    int64_t offset_ns; /* added to the first release (phase offset) */
+    int32_t policy;    /* NERVE_RT_OTHER (default), _FIFO, _RR */
+    int32_t priority;  /* FIFO/RR priority, NERVE_TASK_PRIO_AUTO (or 0)
                                = rate-monotonic from the period by
                                prio_map, raised to 1 if it maps to 0 */
-    uint64_t cpus;          /* CPU affinity mask (bit i = CPU i); 0: any */
+    uint64_t cpus;     /* CPU affinity mask (bit i = CPU i); 0: any */
     const struct nerve_rt_prio_map *prio_map; /* NULL: the defaults */
     uint64_t stack_prefault; /* bytes of loop stack to touch; default 64 KiB */
     /* Channel-driven tasks: */
-    nerve_chan *chan;       /* wake when a message arrives on it; NULL: clock */
-    uint32_t chan_which;    /* NERVE_GET_NEWEST (default 0 = NEXT) */
-    uint32_t reserved0;     /* must be 0 */
-    int64_t deadline_ns;    /* wait at most this long after the previous
+    nerve_chan *chan;    /* wake when a message arrives on it; NULL: clock */
+    uint32_t chan_which; /* NERVE_GET_NEWEST (default 0 = NEXT) */
+    uint32_t reserved0;  /* must be 0 */
+    int64_t deadline_ns; /* wait at most this long after the previous
                                wake-up (absolute deadline, NERVE_F_ABSTIME);
                                0 = forever */
-    uint64_t msg_max;       /* largest message; 0 = the channel's data size */
+    uint64_t msg_max;    /* largest message; 0 = the channel's data size */
 };
 
 #define NERVE_TASK_OPTS_INIT                                                   \
@@ -266,12 +266,12 @@ struct nerve_task_opts {
 
 /* Per-task statistics, consistent as of one cycle. */
 struct nerve_task_stats {
-    uint64_t cycles;    /* bodies run */
-    uint64_t overruns;  /* bodies that ended after the next release (clock)
+    uint64_t cycles;   /* bodies run */
+    uint64_t overruns; /* bodies that ended after the next release (clock)
                            or after the next deadline (chan) */
-    uint64_t skipped;   /* clock, SKIP: releases dropped after overruns */
-    uint64_t timeouts;  /* chan: deadlines that passed without a message */
-    uint64_t missed;    /* chan: messages the reader skipped (info.missed) */
+    uint64_t skipped;  /* clock, SKIP: releases dropped after overruns */
+    uint64_t timeouts; /* chan: deadlines that passed without a message */
+    uint64_t missed;   /* chan: messages the reader skipped (info.missed) */
     struct nerve_rt_series abs_err; /* eq. 2, wake - release (clock only) */
     struct nerve_rt_series rel_err; /* eq. 3 (clock; chan with a period) */
     struct nerve_rt_series latency; /* release -> body start: the timer
@@ -294,9 +294,9 @@ struct nerve_task_stats {
  * no period for a clock task, unknown flags, bad policy or priority, a
  * non-zero reserved field), NERVE_ENOMEM.
  * Thread: any.  Blocking: no.  RT: not safe (allocates).  Signal: not safe. */
-NERVE_NODISCARD NERVE_API int nerve_task_open(const struct nerve_task_opts *opts,
-                                              nerve_task_fn fn, void *arg,
-                                              nerve_task **out);
+NERVE_NODISCARD NERVE_API int
+nerve_task_open(const struct nerve_task_opts *opts, nerve_task_fn fn, void *arg,
+                nerve_task **out);
 
 /* Start the loop on a new thread, which applies the policy, priority and
  * affinity to itself, prefaults its stack and then runs. Returns once the

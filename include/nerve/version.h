@@ -16,15 +16,15 @@
 #define NERVE_VERSION_PATCH 0
 
 /* The version as one number, major * 10000 + minor * 100 + patch. */
-#define NERVE_VERSION_NUMBER                                                    \
-    (NERVE_VERSION_MAJOR * 10000 + NERVE_VERSION_MINOR * 100 +                  \
+#define NERVE_VERSION_NUMBER                                                   \
+    (NERVE_VERSION_MAJOR * 10000 + NERVE_VERSION_MINOR * 100 +                 \
      NERVE_VERSION_PATCH)
 
 /* The version as text, "MAJOR.MINOR.PATCH". */
 #define NERVE__STR2(x) #x
 #define NERVE__STR(x) NERVE__STR2(x)
-#define NERVE_VERSION_STRING                                                    \
-    NERVE__STR(NERVE_VERSION_MAJOR)                                             \
+#define NERVE_VERSION_STRING                                                   \
+    NERVE__STR(NERVE_VERSION_MAJOR)                                            \
     "." NERVE__STR(NERVE_VERSION_MINOR) "." NERVE__STR(NERVE_VERSION_PATCH)
 
 /* The binary interface's version: the shared library's SONAME is

@@ -18,11 +18,12 @@ NB_MODULE(_nerve, m)
     nerve_py::bind_chan(m);
     nerve_py::bind_rt(m);
 
-    m.attr("VERSION") = NERVE_VERSION_MAJOR * 10000 + NERVE_VERSION_MINOR * 100 +
-                        NERVE_VERSION_PATCH;
+    m.attr("VERSION") = NERVE_VERSION_MAJOR * 10000 +
+                        NERVE_VERSION_MINOR * 100 + NERVE_VERSION_PATCH;
     m.attr("VERSION_STRING") =
-        nb::str("{}.{}.{}").format(NERVE_VERSION_MAJOR, NERVE_VERSION_MINOR,
-                                   NERVE_VERSION_PATCH);
+        nb::str("{}.{}.{}")
+            .format(NERVE_VERSION_MAJOR, NERVE_VERSION_MINOR,
+                    NERVE_VERSION_PATCH);
     m.attr("LAYOUT_VERSION") = NERVE_LAYOUT_VERSION;
     m.attr("NAME_MAX") = NERVE_NAME_MAX;
     m.attr("WAIT_MAX") = NERVE_WAIT_MAX;

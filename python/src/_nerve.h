@@ -93,12 +93,12 @@ struct Chan {
     nerve_chan *c = nullptr;
     std::string name;
     bool writable = false;
-    bool closing = false;  // close() asked while buffers were exported
-    bool waiting = false;  // a call waits with the GIL released
-    bool reserved = false; // a reservation is open in the C handle
+    bool closing = false;   // close() asked while buffers were exported
+    bool waiting = false;   // a call waits with the GIL released
+    bool reserved = false;  // a reservation is open in the C handle
     Py_ssize_t exports = 0; // live buffer exports of Spans on this handle
     PyObject *reservation = nullptr; // borrowed: the open reservation's Span
-    size_t hint;            // size of the last message a get copied
+    size_t hint;                     // size of the last message a get copied
 
     Chan(const std::string &n, bool write);
     ~Chan();

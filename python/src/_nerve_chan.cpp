@@ -36,7 +36,6 @@ PyObject *make_message(const struct nerve_get_info &info, PyObject *data)
     return t;
 }
 
-
 namespace {
 
 // Smallest buffer a copying get starts with.
@@ -146,10 +145,9 @@ int wait_sliced(std::vector<Chan *> chans, int64_t deadline, F &&call)
 // ---- Span: a buffer exporter over ring memory ------------------------------
 
 struct SpanObject {
-    PyObject_HEAD
-    PyObject *owner;  // the Chan's Python object (strong)
+    PyObject_HEAD PyObject *owner; // the Chan's Python object (strong)
     Chan *chan;
-    char *ptr;        // nullptr once the span is finished (committed/aborted)
+    char *ptr; // nullptr once the span is finished (committed/aborted)
     Py_ssize_t len;
     int readonly;
     int has_view;
@@ -292,9 +290,8 @@ Which which_of(bool newest, std::optional<uint64_t> seq,
 }
 
 nb::object chan_get(Chan &ch, bool newest, bool wait,
-                    std::optional<double> timeout,
-                    std::optional<uint64_t> seq, std::optional<int64_t> at,
-                    bool repeat)
+                    std::optional<double> timeout, std::optional<uint64_t> seq,
+                    std::optional<int64_t> at, bool repeat)
 {
     ch.use();
     Which w = which_of(newest, seq, at, repeat);
@@ -360,9 +357,8 @@ nb::object chan_get(Chan &ch, bool newest, bool wait,
 
 // view(): (span, seq, time, missed, size) or None.
 nb::object chan_view(Chan &ch, bool newest, bool wait,
-                     std::optional<double> timeout,
-                     std::optional<uint64_t> seq, std::optional<int64_t> at,
-                     bool repeat)
+                     std::optional<double> timeout, std::optional<uint64_t> seq,
+                     std::optional<int64_t> at, bool repeat)
 {
     nerve_chan *c = ch.use();
     Which w = which_of(newest, seq, at, repeat);
@@ -383,8 +379,8 @@ nb::object chan_view(Chan &ch, bool newest, bool wait,
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
     }
-    PyObject *sp = span_new(ch, const_cast<void *>(v.data), size_t(v.info.len),
-                            true);
+    PyObject *sp =
+        span_new(ch, const_cast<void *>(v.data), size_t(v.info.len), true);
     if (!ch.c || ch.closing) {
         // Allocating the span ran Python that closed the handle.
         Py_DECREF(sp);
@@ -497,8 +493,8 @@ void chan_put_impl(Chan &ch, nb::handle data, std::optional<double> timeout,
         return;
     }
     auto put = [&](int64_t tmo, uint32_t fl) {
-        return at ? nerve_chan_put_at(c, v.buf, size_t(v.len), *at, tmo,
-                                      &info, fl)
+        return at ? nerve_chan_put_at(c, v.buf, size_t(v.len), *at, tmo, &info,
+                                      fl)
                   : nerve_chan_put(c, v.buf, size_t(v.len), tmo, &info, fl);
     };
     int rc = put(0, 0);
@@ -644,9 +640,10 @@ void chan_close(Chan &ch)
 // Every field of struct nerve_stats, in its order: the one list the class's
 // properties and its repr are made from.
 #define NERVE_PY_STATS_FIELDS(X)                                               \
-    X(slots) X(data_size) X(file_size) X(head_seq) X(tail_seq)                 \
-    X(newest_time_ns) X(bytes_total) X(waiters) X(created_ns)                  \
-    X(layout_version) X(mode) X(uid) X(gid) X(creator_version)
+    X(slots)                                                                   \
+    X(data_size) X(file_size) X(head_seq) X(tail_seq) X(newest_time_ns)        \
+        X(bytes_total) X(waiters) X(created_ns) X(layout_version) X(mode)      \
+            X(uid) X(gid) X(creator_version)
 
 // A field's value as the repr shows it: the mode in octal, the clock of
 // each time named.
@@ -786,7 +783,7 @@ uint64_t wait_any(std::vector<Chan *> chans, std::optional<double> timeout)
         int64_t deadline = deadline_from(timeout);
         rc = wait_sliced(chans, deadline, [&](int64_t end) {
             return nerve_chan_wait_any(hs.data(), hs.size(), end, &ready,
-                                  NERVE_F_ABSTIME);
+                                       NERVE_F_ABSTIME);
         });
     }
     if (rc == NERVE_ETIMEDOUT) {
@@ -800,8 +797,8 @@ uint64_t wait_any(std::vector<Chan *> chans, std::optional<double> timeout)
 
 void create(const std::string &name, uint64_t slots, uint64_t size,
             uint32_t mode, std::optional<std::string> type,
-            std::optional<std::string> encoding, std::optional<nb::bytes> schema,
-            bool exist_ok)
+            std::optional<std::string> encoding,
+            std::optional<nb::bytes> schema, bool exist_ok)
 {
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
     o.flags = exist_ok ? NERVE_C_EXIST_OK : 0;
@@ -853,8 +850,9 @@ void bind_chan(nb::module_ &m)
     }
     m.attr("Span") = nb::borrow(reinterpret_cast<PyObject *>(g_span_type));
 
-    nb::class_<Chan>(m, "Chan", "An open channel handle (native base of "
-                                "nerve.Channel).")
+    nb::class_<Chan>(m, "Chan",
+                     "An open channel handle (native base of "
+                     "nerve.Channel).")
         .def(nb::init<const std::string &, bool>(), "name"_a, "write"_a = false)
         .def("put", &chan_put, "data"_a, nb::kw_only(),
              "timeout"_a = nb::none(),
@@ -889,38 +887,43 @@ void bind_chan(nb::module_ &m)
         .def("close", &chan_close,
              "Close the handle. Buffers still exported from views keep the "
              "mapping alive until they are released.")
-        .def("cancel",
-             [](Chan &ch) {
-                 if (ch.c) {
-                     nerve_chan_cancel(ch.c);
-                 }
-             },
-             "Wake every wait on this handle with nerve.Cancelled, now and "
-             "until cancel_clear(). Safe from any thread.")
-        .def("cancel_clear",
-             [](Chan &ch) {
-                 if (ch.c) {
-                     nerve_chan_cancel_clear(ch.c);
-                 }
-             },
-             "Undo cancel(): later waits wait again.")
-        .def("seek",
-             [](Chan &ch, uint64_t seq) { nerve_chan_seek(ch.use(), seq); },
-             "seq"_a,
-             "Set the cursor: the next get() returns message seq + 1.")
-        .def_prop_ro("cursor",
-                     [](Chan &ch) -> uint64_t {
-                         return ch.c ? nerve_chan_cursor(ch.c) : 0;
-                     },
-                     "Sequence number of the last message get() or view() "
-                     "returned with the default or newest selection (0 "
-                     "before the first).")
-        .def_prop_ro("name", [](Chan &ch) { return ch.name; },
-                     "The channel's name.")
-        .def_prop_ro("writable", [](Chan &ch) { return ch.writable; },
-                     "True if the handle was opened for writing.")
-        .def_prop_ro("closed", [](Chan &ch) { return !ch.c || ch.closing; },
-                     "True once close() was called.");
+        .def(
+            "cancel",
+            [](Chan &ch) {
+                if (ch.c) {
+                    nerve_chan_cancel(ch.c);
+                }
+            },
+            "Wake every wait on this handle with nerve.Cancelled, now and "
+            "until cancel_clear(). Safe from any thread.")
+        .def(
+            "cancel_clear",
+            [](Chan &ch) {
+                if (ch.c) {
+                    nerve_chan_cancel_clear(ch.c);
+                }
+            },
+            "Undo cancel(): later waits wait again.")
+        .def(
+            "seek",
+            [](Chan &ch, uint64_t seq) { nerve_chan_seek(ch.use(), seq); },
+            "seq"_a, "Set the cursor: the next get() returns message seq + 1.")
+        .def_prop_ro(
+            "cursor",
+            [](Chan &ch) -> uint64_t {
+                return ch.c ? nerve_chan_cursor(ch.c) : 0;
+            },
+            "Sequence number of the last message get() or view() "
+            "returned with the default or newest selection (0 "
+            "before the first).")
+        .def_prop_ro(
+            "name", [](Chan &ch) { return ch.name; }, "The channel's name.")
+        .def_prop_ro(
+            "writable", [](Chan &ch) { return ch.writable; },
+            "True if the handle was opened for writing.")
+        .def_prop_ro(
+            "closed", [](Chan &ch) { return !ch.c || ch.closing; },
+            "True once close() was called.");
 
     m.def("create", &create, "name"_a, "slots"_a, "size"_a, "mode"_a,
           "type"_a = nb::none(), "encoding"_a = nb::none(),
@@ -941,7 +944,8 @@ void bind_chan(nb::module_ &m)
     });
     m.def("stat", [](const std::string &name) {
         struct nerve_stats st;
-        int rc = without_gil([&] { return nerve_chan_stat_name(name.c_str(), &st); });
+        int rc = without_gil(
+            [&] { return nerve_chan_stat_name(name.c_str(), &st); });
         if (rc != 0) {
             raise_nerve(rc, name.c_str());
         }
@@ -975,20 +979,22 @@ void bind_chan(nb::module_ &m)
                 "Why the channel could not be described (None when it "
                 "could; the other fields are then 0).")
 #define NERVE_PY_RO(f) .def_ro(#f, &ChannelInfo::f)
-        NERVE_PY_STATS_FIELDS(NERVE_PY_RO)
+            NERVE_PY_STATS_FIELDS(NERVE_PY_RO)
 #undef NERVE_PY_RO
         .def_prop_ro("messages", &ChannelInfo::messages,
                      "Messages still readable in the ring.")
         // The names before the fields were named with their unit.
-        .def_prop_ro("newest_time",
-                     [](const ChannelInfo &i) { return i.newest_time_ns; },
-                     "Old name of newest_time_ns.")
-        .def_prop_ro("created",
-                     [](const ChannelInfo &i) { return i.created_ns; },
-                     "Old name of created_ns.")
-        .def_prop_ro("created_realtime_ns",
-                     [](const ChannelInfo &i) { return i.created_ns; },
-                     "Same as created_ns (CLOCK_REALTIME ns).")
+        .def_prop_ro(
+            "newest_time",
+            [](const ChannelInfo &i) { return i.newest_time_ns; },
+            "Old name of newest_time_ns.")
+        .def_prop_ro(
+            "created", [](const ChannelInfo &i) { return i.created_ns; },
+            "Old name of created_ns.")
+        .def_prop_ro(
+            "created_realtime_ns",
+            [](const ChannelInfo &i) { return i.created_ns; },
+            "Same as created_ns (CLOCK_REALTIME ns).")
         .def("__repr__", &ChannelInfo::repr);
 }
 

@@ -109,8 +109,9 @@ void reacquire_gil(PyThreadState *ts)
 void at_exit()
 {
     g_exiting.store(true, std::memory_order_seq_cst);
-    Py_BEGIN_ALLOW_THREADS
-    while (g_reacquiring.load(std::memory_order_seq_cst) > 0) {
+    Py_BEGIN_ALLOW_THREADS while (
+        g_reacquiring.load(std::memory_order_seq_cst) > 0)
+    {
         sched_yield();
     }
     Py_END_ALLOW_THREADS
@@ -125,7 +126,8 @@ void bind_core(nb::module_ &m)
     // The C library's own table of codes: (name, code, message).
     m.def("error_table", []() {
         nb::list out;
-#define NERVE_PY_ERR(name, value, msg) out.append(nb::make_tuple(#name, value, msg));
+#define NERVE_PY_ERR(name, value, msg)                                         \
+    out.append(nb::make_tuple(#name, value, msg));
         NERVE_ERRNO_MAP(NERVE_PY_ERR)
 #undef NERVE_PY_ERR
         return out;

@@ -33,7 +33,10 @@ nb::object policy_of(int p)
     return nb::borrow(g_policy)(p);
 }
 
-std::string str_of(nb::handle o) { return nb::repr(o).c_str(); }
+std::string str_of(nb::handle o)
+{
+    return nb::repr(o).c_str();
+}
 
 // ---- typed classes of the C structs -----------------------------------------
 
@@ -90,7 +93,10 @@ struct Tick {
     struct nerve_task_tick tk; // tk.msg is not kept (the buffer is reused)
     nb::object message;        // a Message, or None
 
-    bool timed_out() const { return tk.msg_status == NERVE_ETIMEDOUT; }
+    bool timed_out() const
+    {
+        return tk.msg_status == NERVE_ETIMEDOUT;
+    }
     std::string repr() const
     {
         return "Tick(cycle=" + std::to_string(tk.cycle) +
@@ -204,11 +210,20 @@ struct I64Buffer {
                                  "int64 (array('q'), numpy int64)");
         }
     }
-    ~I64Buffer() { PyBuffer_Release(&v); }
+    ~I64Buffer()
+    {
+        PyBuffer_Release(&v);
+    }
     I64Buffer(const I64Buffer &) = delete;
     I64Buffer &operator=(const I64Buffer &) = delete;
-    const int64_t *data() const { return static_cast<const int64_t *>(v.buf); }
-    size_t size() const { return size_t(v.len / 8); }
+    const int64_t *data() const
+    {
+        return static_cast<const int64_t *>(v.buf);
+    }
+    size_t size() const
+    {
+        return size_t(v.len / 8);
+    }
 };
 
 std::tuple<nerve_rt_series, nerve_rt_series>
@@ -460,14 +475,15 @@ void bind_rt(nb::module_ &m)
             "n"_a = 0, "min_ns"_a = 0, "max_ns"_a = 0, "max_abs_ns"_a = 0,
             "mean_ns"_a = 0, "rms_ns"_a = 0)
 #define NERVE_PY_RO(f) .def_ro(#f, &nerve_rt_series::f)
-        NERVE_PY_SERIES(NERVE_PY_RO)
+            NERVE_PY_SERIES(NERVE_PY_RO)
 #undef NERVE_PY_RO
-        .def_prop_ro("jitter_ns",
-                     [](const nerve_rt_series &s) { return s.max_abs_ns; },
-                     "Same as max_abs_ns: the jitter of Tobar et al.")
+        .def_prop_ro(
+            "jitter_ns", [](const nerve_rt_series &s) { return s.max_abs_ns; },
+            "Same as max_abs_ns: the jitter of Tobar et al.")
         .def("__eq__", [](const nerve_rt_series &a,
                           const nerve_rt_series &b) { return series_eq(a, b); })
-        .def("__eq__", [](const nerve_rt_series &, nb::handle) { return false; })
+        .def("__eq__",
+             [](const nerve_rt_series &, nb::handle) { return false; })
         .def("__hash__",
              [](const nerve_rt_series &s) {
                  return nb::hash(nb::make_tuple(s.n, s.min_ns, s.max_ns,
@@ -496,7 +512,7 @@ void bind_rt(nb::module_ &m)
             "period_max_ns"_a = d.period_max_ns, "prio_min"_a = d.prio_min,
             "prio_max"_a = d.prio_max)
 #define NERVE_PY_RO(f) .def_ro(#f, &nerve_rt_prio_map::f)
-        NERVE_PY_PRIO_MAP(NERVE_PY_RO)
+            NERVE_PY_PRIO_MAP(NERVE_PY_RO)
 #undef NERVE_PY_RO
         .def("__eq__",
              [](const nerve_rt_prio_map &a, const nerve_rt_prio_map &b) {
@@ -504,35 +520,41 @@ void bind_rt(nb::module_ &m)
                         a.period_max_ns == b.period_max_ns &&
                         a.prio_min == b.prio_min && a.prio_max == b.prio_max;
              })
-        .def("__eq__", [](const nerve_rt_prio_map &, nb::handle) { return false; })
+        .def("__eq__",
+             [](const nerve_rt_prio_map &, nb::handle) { return false; })
         .def("__hash__",
              [](const nerve_rt_prio_map &p) {
-                 return nb::hash(nb::make_tuple(p.period_min_ns,
-                                                p.period_max_ns, p.prio_min,
-                                                p.prio_max));
+                 return nb::hash(nb::make_tuple(
+                     p.period_min_ns, p.period_max_ns, p.prio_min, p.prio_max));
              })
         .def("__repr__", &prio_map_repr);
 
     nb::class_<nerve_rt_applied>(m, "Applied",
                                  "What a set-up call actually applied "
                                  "(struct nerve_rt_applied).")
-        .def_prop_ro("policy",
-                     [](const nerve_rt_applied &a) { return policy_of(a.policy); },
-                     "Policy in force after the call.")
+        .def_prop_ro(
+            "policy",
+            [](const nerve_rt_applied &a) { return policy_of(a.policy); },
+            "Policy in force after the call.")
         .def_ro("priority", &nerve_rt_applied::priority,
                 "Its priority (0 under OTHER).")
         .def_ro("fallback_err", &nerve_rt_applied::fallback_err,
                 "0, or the code of fallback.")
-        .def_prop_ro("fallback",
-                     [](const nerve_rt_applied &a) { return error_object(a.fallback_err); },
-                     "None, or the error that made a best-effort call fall "
-                     "back (usually nerve.OperationNotPermitted).")
-        .def_prop_ro("mem_locked",
-                     [](const nerve_rt_applied &a) { return a.mem_locked != 0; },
-                     "lock_memory(): True if mlockall held.")
-        .def_prop_ro("message",
-                     [](const nerve_rt_applied &a) { return std::string(a.msg); },
-                     "One sentence saying what happened.")
+        .def_prop_ro(
+            "fallback",
+            [](const nerve_rt_applied &a) {
+                return error_object(a.fallback_err);
+            },
+            "None, or the error that made a best-effort call fall "
+            "back (usually nerve.OperationNotPermitted).")
+        .def_prop_ro(
+            "mem_locked",
+            [](const nerve_rt_applied &a) { return a.mem_locked != 0; },
+            "lock_memory(): True if mlockall held.")
+        .def_prop_ro(
+            "message",
+            [](const nerve_rt_applied &a) { return std::string(a.msg); },
+            "One sentence saying what happened.")
         .def("__repr__", [](const nerve_rt_applied &a) {
             return "Applied(policy=" + str_of(policy_of(a.policy)) +
                    ", priority=" + std::to_string(a.priority) +
@@ -544,23 +566,25 @@ void bind_rt(nb::module_ &m)
     nb::class_<nerve_rt_caps>(m, "Caps",
                               "What this process may do (struct "
                               "nerve_rt_caps, see probe()).")
-        .def_prop_ro("fifo_ok",
-                     [](const nerve_rt_caps &c) { return c.fifo_ok != 0; },
-                     "True if a thread may run under SCHED_FIFO.")
+        .def_prop_ro(
+            "fifo_ok", [](const nerve_rt_caps &c) { return c.fifo_ok != 0; },
+            "True if a thread may run under SCHED_FIFO.")
         .def_ro("fifo_max_prio", &nerve_rt_caps::fifo_max_prio,
                 "Highest FIFO priority permitted (0 if none).")
-        .def_prop_ro("memlock_max",
-                     [](const nerve_rt_caps &c) -> std::optional<int64_t> {
-                         if (c.memlock_max < 0) {
-                             return std::nullopt;
-                         }
-                         return c.memlock_max;
-                     },
-                     "RLIMIT_MEMLOCK in bytes; None if unlimited or "
-                     "CAP_IPC_LOCK is held.")
-        .def_prop_ro("preempt_rt",
-                     [](const nerve_rt_caps &c) { return c.preempt_rt != 0; },
-                     "True if the kernel is PREEMPT_RT.")
+        .def_prop_ro(
+            "memlock_max",
+            [](const nerve_rt_caps &c) -> std::optional<int64_t> {
+                if (c.memlock_max < 0) {
+                    return std::nullopt;
+                }
+                return c.memlock_max;
+            },
+            "RLIMIT_MEMLOCK in bytes; None if unlimited or "
+            "CAP_IPC_LOCK is held.")
+        .def_prop_ro(
+            "preempt_rt",
+            [](const nerve_rt_caps &c) { return c.preempt_rt != 0; },
+            "True if the kernel is PREEMPT_RT.")
         .def("__repr__", [](const nerve_rt_caps &c) {
             return "Caps(fifo_ok=" + std::string(c.fifo_ok ? "True" : "False") +
                    ", fifo_max_prio=" + std::to_string(c.fifo_max_prio) +
@@ -591,42 +615,49 @@ void bind_rt(nb::module_ &m)
                 "Release (or message commit) -> body start.")
         .def_ro("exec", &nerve_task_stats::exec, "Body start -> body end.")
         .def_ro("period_ns", &nerve_task_stats::period_ns)
-        .def_prop_ro("policy",
-                     [](const nerve_task_stats &s) { return policy_of(s.policy); },
-                     "Policy applied to the loop's thread.")
+        .def_prop_ro(
+            "policy",
+            [](const nerve_task_stats &s) { return policy_of(s.policy); },
+            "Policy applied to the loop's thread.")
         .def_ro("priority", &nerve_task_stats::priority,
                 "Priority applied to the loop's thread.")
         .def_ro("sched_err", &nerve_task_stats::sched_err,
                 "0, or the code of sched_error.")
-        .def_prop_ro("sched_error",
-                     [](const nerve_task_stats &s) { return error_object(s.sched_err); },
-                     "None, or why the requested policy was not applied "
-                     "(best effort).")
-        .def_prop_ro("running",
-                     [](const nerve_task_stats &s) { return s.running != 0; },
-                     "True while the loop runs.")
+        .def_prop_ro(
+            "sched_error",
+            [](const nerve_task_stats &s) { return error_object(s.sched_err); },
+            "None, or why the requested policy was not applied "
+            "(best effort).")
+        .def_prop_ro(
+            "running", [](const nerve_task_stats &s) { return s.running != 0; },
+            "True while the loop runs.")
         .def("__repr__", &stats_repr);
 
     nb::class_<Tick>(m, "Tick",
                      "What one cycle of a loop is about (struct "
                      "nerve_task_tick; the message is a copy).")
-        .def_prop_ro("cycle", [](const Tick &t) { return t.tk.cycle; },
-                     "0, 1, 2 ... cycles run so far.")
-        .def_prop_ro("release_ns", [](const Tick &t) { return t.tk.release_ns; },
-                     "When the cycle was due: the scheduled release (clock) "
-                     "or the message's commit time (channel-driven), "
-                     "CLOCK_MONOTONIC ns.")
-        .def_prop_ro("wake_ns", [](const Tick &t) { return t.tk.wake_ns; },
-                     "When the loop woke for it (CLOCK_MONOTONIC ns).")
-        .def_prop_ro("skipped", [](const Tick &t) { return t.tk.skipped; },
-                     "Clock loops, overrun='skip': releases dropped just "
-                     "before this one.")
+        .def_prop_ro(
+            "cycle", [](const Tick &t) { return t.tk.cycle; },
+            "0, 1, 2 ... cycles run so far.")
+        .def_prop_ro(
+            "release_ns", [](const Tick &t) { return t.tk.release_ns; },
+            "When the cycle was due: the scheduled release (clock) "
+            "or the message's commit time (channel-driven), "
+            "CLOCK_MONOTONIC ns.")
+        .def_prop_ro(
+            "wake_ns", [](const Tick &t) { return t.tk.wake_ns; },
+            "When the loop woke for it (CLOCK_MONOTONIC ns).")
+        .def_prop_ro(
+            "skipped", [](const Tick &t) { return t.tk.skipped; },
+            "Clock loops, overrun='skip': releases dropped just "
+            "before this one.")
         .def_ro("message", &Tick::message,
                 "Channel-driven loops: the message (a copy), or None.")
-        .def_prop_ro("status", [](const Tick &t) { return t.tk.msg_status; },
-                     "Channel-driven loops: 0 (a message), the code of "
-                     "Timeout (the deadline passed without one) or of "
-                     "Lapped (writers kept overwriting it).")
+        .def_prop_ro(
+            "status", [](const Tick &t) { return t.tk.msg_status; },
+            "Channel-driven loops: 0 (a message), the code of "
+            "Timeout (the deadline passed without one) or of "
+            "Lapped (writers kept overwriting it).")
         .def_prop_ro("timed_out", &Tick::timed_out,
                      "True if the deadline passed without a message.")
         .def("__repr__", &Tick::repr);
@@ -643,12 +674,15 @@ void bind_rt(nb::module_ &m)
         }
         return nb::make_tuple(policy_of(policy), priority);
     });
-    m.def("rt_affinity_set", [](uint64_t cpus) {
-        int rc = nerve_rt_affinity_set(cpus);
-        if (rc != 0) {
-            raise_nerve(rc);
-        }
-    }, "cpus"_a);
+    m.def(
+        "rt_affinity_set",
+        [](uint64_t cpus) {
+            int rc = nerve_rt_affinity_set(cpus);
+            if (rc != 0) {
+                raise_nerve(rc);
+            }
+        },
+        "cpus"_a);
     m.def("rt_probe", &rt_probe);
     m.def("rt_timing_compute", &rt_timing_compute, "release"_a, "wake"_a);
     m.def("_set_rt_hooks", [](nb::handle policy) {
@@ -663,8 +697,8 @@ void bind_rt(nb::module_ &m)
         .def(nb::init<int64_t, int64_t, int64_t, uint32_t, int,
                       std::optional<int>, uint64_t, const nerve_rt_prio_map *,
                       uint64_t, nb::object, bool, int64_t, uint64_t>(),
-             "period_ns"_a, "start_ns"_a, "offset_ns"_a, "flags"_a,
-             "policy"_a, "priority"_a.none(), "cpus"_a, "prio_map"_a.none(),
+             "period_ns"_a, "start_ns"_a, "offset_ns"_a, "flags"_a, "policy"_a,
+             "priority"_a.none(), "cpus"_a, "prio_map"_a.none(),
              "stack_prefault"_a, "chan"_a.none(), "newest"_a, "deadline_ns"_a,
              "msg_max"_a)
         .def("next", &RtTask::next, "timeout"_a = nb::none(),

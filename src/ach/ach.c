@@ -46,8 +46,7 @@ struct ach_header {
 
 static _Thread_local char g_errstr[256];
 
-__attribute__((format(printf, 1, 2))) static void set_err(const char *fmt,
-                                                          ...)
+__attribute__((format(printf, 1, 2))) static void set_err(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -58,42 +57,28 @@ __attribute__((format(printf, 1, 2))) static void set_err(const char *fmt,
 static enum ach_status from_nerve(int r)
 {
     switch (r) {
-    case 0:
-        return ACH_OK;
-    case NERVE_ENOENT:
-        return ACH_ENOENT;
+    case 0: return ACH_OK;
+    case NERVE_ENOENT: return ACH_ENOENT;
     case NERVE_EEXIST:
-    case NERVE_EMISMATCH:
-        return ACH_EEXIST;
+    case NERVE_EMISMATCH: return ACH_EEXIST;
     case NERVE_EACCES:
     case NERVE_EPERM:
-    case NERVE_EROFS:
-        return ACH_EACCES;
+    case NERVE_EROFS: return ACH_EACCES;
     case NERVE_EINVAL:
     case NERVE_EBADF:
-    case NERVE_EBUSY:
-        return ACH_EINVAL;
-    case NERVE_ENAMETOOLONG:
-        return ACH_INVALID_NAME;
+    case NERVE_EBUSY: return ACH_EINVAL;
+    case NERVE_ENAMETOOLONG: return ACH_INVALID_NAME;
     case NERVE_ENOTCHAN:
     case NERVE_EVERSION:
     case NERVE_EABI:
-    case NERVE_ETRUNC:
-        return ACH_BAD_SHM_FILE;
-    case NERVE_ECORRUPT:
-        return ACH_CORRUPT;
-    case NERVE_EMSGSIZE:
-        return ACH_OVERFLOW;
-    case NERVE_ETIMEDOUT:
-        return ACH_TIMEOUT;
-    case NERVE_ECANCELED:
-        return ACH_CANCELED;
-    case NERVE_EAGAIN:
-        return ACH_STALE_FRAMES;
-    case NERVE_ENOSYS:
-        return ACH_ENOTSUP;
-    default:
-        return ACH_FAILED_SYSCALL;
+    case NERVE_ETRUNC: return ACH_BAD_SHM_FILE;
+    case NERVE_ECORRUPT: return ACH_CORRUPT;
+    case NERVE_EMSGSIZE: return ACH_OVERFLOW;
+    case NERVE_ETIMEDOUT: return ACH_TIMEOUT;
+    case NERVE_ECANCELED: return ACH_CANCELED;
+    case NERVE_EAGAIN: return ACH_STALE_FRAMES;
+    case NERVE_ENOSYS: return ACH_ENOTSUP;
+    default: return ACH_FAILED_SYSCALL;
     }
 }
 
@@ -293,7 +278,8 @@ ACH_API enum ach_status ach_create(const char *channel_name, size_t frame_cnt,
     enum ach_map map = attr ? attr->map : ACH_MAP_DEFAULT;
     if (map == ACH_MAP_ANON) {
         set_err("ach_create(%s): ACH_MAP_ANON is not supported on nerve "
-                "(channels are always named files)", channel_name);
+                "(channels are always named files)",
+                channel_name);
         return ACH_ENOTSUP;
     }
     if ((unsigned)map > ACH_MAP_KERNEL) {
@@ -315,8 +301,8 @@ ACH_API enum ach_status ach_create(const char *channel_name, size_t frame_cnt,
     /* frame_cnt frames of frame_size bytes must all fit at once, each
      * starting on a NERVE_ALIGN boundary, and so must one frame of
      * frame_cnt * frame_size bytes (Ach's largest). */
-    uint64_t per = ((uint64_t)frame_size + NERVE_ALIGN - 1) / NERVE_ALIGN *
-                   NERVE_ALIGN;
+    uint64_t per =
+        ((uint64_t)frame_size + NERVE_ALIGN - 1) / NERVE_ALIGN * NERVE_ALIGN;
     if (frame_size > (1ull << 40) || frame_cnt > (1ull << 32) ||
         per * frame_cnt > (1ull << 40)) {
         set_err("ach_create(%s): %zu frames of %zu bytes is too large",
@@ -546,8 +532,7 @@ ACH_API enum ach_status ach_xput(ach_channel_t *chan, ach_put_fun transfer,
     if (h == NULL)
         return ACH_EINVAL;
     if (len == 0 || transfer == NULL) {
-        set_err("ach_xput(%s): empty frame or no transfer function",
-                h->name);
+        set_err("ach_xput(%s): empty frame or no transfer function", h->name);
         return ACH_EINVAL;
     }
     void *dst = NULL;
@@ -584,9 +569,8 @@ static int cancel_requested(ach_channel_t *chan)
 /* The wait's deadline as an absolute CLOCK_MONOTONIC time, or 0 with
  * *forever set. A deadline already past is returned as is (>= 0): nerve
  * then checks once and reports the timeout. */
-static int64_t deadline_of(const ach_channel_t *chan,
-                           const struct timespec *t, int options,
-                           int *forever)
+static int64_t deadline_of(const ach_channel_t *chan, const struct timespec *t,
+                           int options, int *forever)
 {
     *forever = 0;
     if (t == NULL) {
@@ -625,13 +609,13 @@ static int64_t deadline_of(const ach_channel_t *chan,
  * filled, or another status. */
 static enum ach_status take(ach_channel_t *chan, struct ach_header *h,
                             void *buf, size_t size, struct nerve_view *vw,
-                            struct nerve_get_info *gi,
-                            const struct timespec *t, int options)
+                            struct nerve_get_info *gi, const struct timespec *t,
+                            int options)
 {
     const int o_wait = options & ACH_O_WAIT;
     const int o_copy = options & ACH_O_COPY;
-    const uint32_t which = (options & ACH_O_LAST) ? NERVE_GET_NEWEST
-                                                  : NERVE_GET_NEXT;
+    const uint32_t which =
+        (options & ACH_O_LAST) ? NERVE_GET_NEWEST : NERVE_GET_NEXT;
     int forever = 0;
     int64_t deadline = o_wait ? deadline_of(chan, t, options, &forever) : 0;
     int again = 0; /* returned a frame this handle had already seen */
@@ -673,18 +657,12 @@ static enum ach_status take(ach_channel_t *chan, struct ach_header *h,
         *gi = vw->info;
     chan->seq_num = nerve_chan_cursor(h->ch);
     switch (r) {
-    case 0:
-        return (gi->missed > 0 && !again) ? ACH_MISSED_FRAME : ACH_OK;
-    case NERVE_EAGAIN:
-        return ACH_STALE_FRAMES;
-    case NERVE_EMSGSIZE:
-        return ACH_OVERFLOW;
-    case NERVE_ETIMEDOUT:
-        return ACH_TIMEOUT;
-    case NERVE_ECANCELED:
-        return ACH_CANCELED;
-    default:
-        return fail("ach_get", h->name, r);
+    case 0: return (gi->missed > 0 && !again) ? ACH_MISSED_FRAME : ACH_OK;
+    case NERVE_EAGAIN: return ACH_STALE_FRAMES;
+    case NERVE_EMSGSIZE: return ACH_OVERFLOW;
+    case NERVE_ETIMEDOUT: return ACH_TIMEOUT;
+    case NERVE_ECANCELED: return ACH_CANCELED;
+    default: return fail("ach_get", h->name, r);
     }
 }
 
@@ -702,8 +680,8 @@ ACH_API enum ach_status ach_get(ach_channel_t *chan, void *buf, size_t size,
     }
     struct nerve_get_info gi = {0};
     enum ach_status s = take(chan, h, buf, size, NULL, &gi, abstime, options);
-    if (frame_size && (s == ACH_OK || s == ACH_MISSED_FRAME ||
-                       s == ACH_OVERFLOW))
+    if (frame_size &&
+        (s == ACH_OK || s == ACH_MISSED_FRAME || s == ACH_OVERFLOW))
         *frame_size = (size_t)gi.len;
     return s;
 }
@@ -727,8 +705,7 @@ ACH_API enum ach_status ach_xget(ach_channel_t *chan, ach_get_fun transfer,
         uint64_t before = nerve_chan_cursor(h->ch);
         struct nerve_view vw;
         struct nerve_get_info gi = {0};
-        enum ach_status s = take(chan, h, NULL, 0, &vw, &gi, abstime,
-                                 options);
+        enum ach_status s = take(chan, h, NULL, 0, &vw, &gi, abstime, options);
         if (s != ACH_OK && s != ACH_MISSED_FRAME)
             return s;
         enum ach_status t = transfer(cx, pobj, vw.data, (size_t)gi.len);

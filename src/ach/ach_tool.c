@@ -136,8 +136,7 @@ static int run(const struct opts *o)
     case V_RM:
         r = ach_unlink(o->name);
         return r == ACH_OK ? 0 : failed(r, "cannot remove", o->name);
-    case V_CHMOD:
-        return do_chmod(o->name, o->mode);
+    case V_CHMOD: return do_chmod(o->name, o->mode);
     case V_DUMP: {
         ach_channel_t c;
         r = ach_open(&c, o->name, NULL);
@@ -147,19 +146,17 @@ static int run(const struct opts *o)
         r = ach_close(&c);
         return r == ACH_OK ? 0 : failed(r, "cannot close", o->name);
     }
-    case V_FILE:
-        printf("/dev/shm/nerve.%s\n", o->name);
-        return 0;
-    case V_NONE:
-        break;
+    case V_FILE: printf("/dev/shm/nerve.%s\n", o->name); return 0;
+    case V_NONE: break;
     }
     return usage("no command given%s", "");
 }
 
 int main(int argc, char **argv)
 {
-    struct opts o = {V_NONE, NULL, ACH_DEFAULT_FRAME_COUNT,
-                     ACH_DEFAULT_FRAME_SIZE, -1, 0, 0, 0};
+    struct opts o = {
+        V_NONE, NULL, ACH_DEFAULT_FRAME_COUNT, ACH_DEFAULT_FRAME_SIZE, -1, 0,
+        0,      0};
     const char *pos[3];
     int npos = 0, c, rc;
     opterr = 0;
@@ -178,19 +175,37 @@ int main(int argc, char **argv)
     /* '-' first: positional arguments come back in order as option 1. */
     while ((c = getopt(argc, argv, "-C:U:D:F:m:n:o:1tvVhH?")) != -1) {
         switch (c) {
-        case 'C': rc = set_verb(&o, V_MK, optarg); if (rc) return rc; break;
-        case 'U': rc = set_verb(&o, V_RM, optarg); if (rc) return rc; break;
-        case 'D': rc = set_verb(&o, V_DUMP, optarg); if (rc) return rc; break;
-        case 'F': rc = set_verb(&o, V_FILE, optarg); if (rc) return rc; break;
+        case 'C':
+            rc = set_verb(&o, V_MK, optarg);
+            if (rc)
+                return rc;
+            break;
+        case 'U':
+            rc = set_verb(&o, V_RM, optarg);
+            if (rc)
+                return rc;
+            break;
+        case 'D':
+            rc = set_verb(&o, V_DUMP, optarg);
+            if (rc)
+                return rc;
+            break;
+        case 'F':
+            rc = set_verb(&o, V_FILE, optarg);
+            if (rc)
+                return rc;
+            break;
         case 'm':
             if (parse_count(optarg, &o.count))
                 return usage("-m: the frame count must be a positive "
-                             "integer, not '%s'", optarg);
+                             "integer, not '%s'",
+                             optarg);
             break;
         case 'n':
             if (parse_count(optarg, &o.size))
                 return usage("-n: the frame size must be a positive "
-                             "integer, not '%s'", optarg);
+                             "integer, not '%s'",
+                             optarg);
             break;
         case 'o':
             if (parse_mode(optarg, &o.mode))
@@ -201,7 +216,8 @@ int main(int argc, char **argv)
         case 't': o.truncate = 1; break;
         case 'v': o.verbose++; break;
         case 'V': ach_print_version("ach"); return 0;
-        case 'h': case 'H': help(stdout); return 0;
+        case 'h':
+        case 'H': help(stdout); return 0;
         case 1:
             if (npos == 3)
                 return usage("unexpected argument '%s'", optarg);
@@ -212,18 +228,18 @@ int main(int argc, char **argv)
                 help(stdout);
                 return 0;
             }
-            return usage("unknown option or missing argument: -%c",
-                         optopt);
-        default:
-            return usage("unknown option%s", "");
+            return usage("unknown option or missing argument: -%c", optopt);
+        default: return usage("unknown option%s", "");
         }
     }
     int i = 0;
     if (o.verb == V_NONE && npos > 0) {
-        static const struct { const char *w; enum verb v; } verbs[] = {
-            {"mk", V_MK}, {"create", V_MK}, {"make", V_MK}, {"rm", V_RM},
-            {"unlink", V_RM}, {"remove", V_RM}, {"chmod", V_CHMOD},
-            {"dump", V_DUMP}, {"file", V_FILE}};
+        static const struct {
+            const char *w;
+            enum verb v;
+        } verbs[] = {{"mk", V_MK},       {"create", V_MK}, {"make", V_MK},
+                     {"rm", V_RM},       {"unlink", V_RM}, {"remove", V_RM},
+                     {"chmod", V_CHMOD}, {"dump", V_DUMP}, {"file", V_FILE}};
         for (size_t k = 0; k < sizeof verbs / sizeof verbs[0]; k++) {
             if (strcasecmp(pos[0], verbs[k].w) == 0)
                 o.verb = verbs[k].v;

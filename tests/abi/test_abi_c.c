@@ -21,25 +21,28 @@ _Static_assert(offsetof(struct nerve_rt_prio_map, size) == 0, "map.size first");
 _Static_assert(offsetof(struct nerve_task_opts, size) == 0, "task.size first");
 _Static_assert(NERVE_GET_MASK == 3, "get modes");
 
-#define ROW(s) {#s, sizeof(struct s)}
+#define ROW(s)                                                                 \
+    {                                                                          \
+#s, sizeof(struct s)                                                   \
+    }
 static const struct {
     const char *name;
     size_t size;
 } sizes[] = {
-    ROW(nerve_chan_opts),  ROW(nerve_put_info),   ROW(nerve_get_info),
-    ROW(nerve_view),       ROW(nerve_stats),      ROW(nerve_meta),
+    ROW(nerve_chan_opts),  ROW(nerve_put_info),    ROW(nerve_get_info),
+    ROW(nerve_view),       ROW(nerve_stats),       ROW(nerve_meta),
     ROW(nerve_rt_applied), ROW(nerve_rt_prio_map), ROW(nerve_rt_caps),
-    ROW(nerve_rt_series),  ROW(nerve_task_tick),  ROW(nerve_task_opts),
+    ROW(nerve_rt_series),  ROW(nerve_task_tick),   ROW(nerve_task_opts),
     ROW(nerve_task_stats),
 };
 
 static int fails;
-#define CHECK(cond)                                                             \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);              \
-            fails++;                                                            \
-        }                                                                       \
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);             \
+            fails++;                                                           \
+        }                                                                      \
     } while (0)
 
 static int zero(const void *p, size_t n)
@@ -51,7 +54,7 @@ static int zero(const void *p, size_t n)
     }
     return 1;
 }
-#define TAIL_ZERO(x) zero((x).reserved, sizeof (x).reserved)
+#define TAIL_ZERO(x) zero((x).reserved, sizeof(x).reserved)
 
 static int tick_tail_zero = -1;
 
@@ -129,8 +132,8 @@ int main(int argc, char **argv)
     struct nerve_rt_series a, r;
     memset(&a, 0xa5, sizeof a);
     memset(&r, 0xa5, sizeof r);
-    CHECK(nerve_rt_timing_compute(rel, wake, 3, &a, &r) == 0 &&
-          TAIL_ZERO(a) && TAIL_ZERO(r) && a.n == 3);
+    CHECK(nerve_rt_timing_compute(rel, wake, 3, &a, &r) == 0 && TAIL_ZERO(a) &&
+          TAIL_ZERO(r) && a.n == 3);
     struct nerve_rt_applied ap;
     memset(&ap, 0xa5, sizeof ap);
     int pol, prio;

@@ -78,8 +78,10 @@ static void test_statuses(void)
         NT_EQ(ach_status_match(t[i].s, ACH_MASK_NONE), 0);
         NT_EQ(ach_status_match(t[i].s, ~(1 << t[i].v)), 0);
     }
-    NT_ASSERT(strcmp(ach_result_to_string((enum ach_status)20), "UNKNOWN") == 0);
-    NT_ASSERT(strcmp(ach_result_to_string((enum ach_status)-1), "UNKNOWN") == 0);
+    NT_ASSERT(strcmp(ach_result_to_string((enum ach_status)20), "UNKNOWN") ==
+              0);
+    NT_ASSERT(strcmp(ach_result_to_string((enum ach_status) - 1), "UNKNOWN") ==
+              0);
     /* aliases */
     NT_EQ(ACH_STALE_FRAMES, ACH_EAGAIN);
     NT_EQ(ACH_LOCKED, ACH_EAGAIN);
@@ -111,12 +113,12 @@ static void test_statuses(void)
 /* ---- every option combination on every channel state ----------------------- */
 
 enum state {
-    S_EMPTY,    /* nothing ever put */
-    S_UNSEEN3,  /* frames 1..3, cursor 0 */
-    S_SEEN1,    /* frames 1..3, cursor 1 */
-    S_SEEN2,    /* frames 1..3, cursor 2 (one new frame) */
-    S_SEENALL,  /* frames 1..3, cursor 3 */
-    S_LAPPED,   /* 4 slots, frames 1..10, cursor 0: oldest present is 7 */
+    S_EMPTY,   /* nothing ever put */
+    S_UNSEEN3, /* frames 1..3, cursor 0 */
+    S_SEEN1,   /* frames 1..3, cursor 1 */
+    S_SEEN2,   /* frames 1..3, cursor 2 (one new frame) */
+    S_SEENALL, /* frames 1..3, cursor 3 */
+    S_LAPPED,  /* 4 slots, frames 1..10, cursor 0: oldest present is 7 */
     S_COUNT
 };
 
@@ -144,7 +146,11 @@ static struct expect expected(enum state s, int opt)
     case S_SEEN1: cursor = 1; break;
     case S_SEEN2: cursor = 2; break;
     case S_SEENALL: cursor = 3; break;
-    case S_LAPPED: cursor = 0; oldest = 7; newest = 10; break;
+    case S_LAPPED:
+        cursor = 0;
+        oldest = 7;
+        newest = 10;
+        break;
     case S_COUNT: break;
     }
     if (cursor == newest) {
@@ -153,7 +159,8 @@ static struct expect expected(enum state s, int opt)
         return (struct expect){wait ? ACH_TIMEOUT : ACH_STALE_FRAMES, -1,
                                cursor};
     }
-    uint64_t take = last ? newest : (cursor + 1 >= oldest ? cursor + 1 : oldest);
+    uint64_t take =
+        last ? newest : (cursor + 1 >= oldest ? cursor + 1 : oldest);
     return (struct expect){take > cursor + 1 ? ACH_MISSED_FRAME : ACH_OK,
                            (int)take, take};
 }
@@ -201,12 +208,12 @@ static void test_option_table(void)
                 int v = -1;
                 size_t fs = 0;
                 enum ach_status r = ach_get(&c, &v, sizeof v, &fs, tp, opt);
-                if (r != e.st || (e.value >= 0 && (v != e.value ||
-                                                   fs != sizeof v)) ||
+                if (r != e.st ||
+                    (e.value >= 0 && (v != e.value || fs != sizeof v)) ||
                     c.seq_num != e.seq_after)
                     NT_FAIL("state %d opt 0x%x: got %s frame %d seq %llu, "
-                            "want %s frame %d seq %llu", s, opt,
-                            ach_result_to_string(r), v,
+                            "want %s frame %d seq %llu",
+                            s, opt, ach_result_to_string(r), v,
                             (unsigned long long)c.seq_num,
                             ach_result_to_string(e.st), e.value,
                             (unsigned long long)e.seq_after);
@@ -243,11 +250,13 @@ static void test_sequence(void)
     put_int(&c, 45);
     clock_gettime(ACH_DEFAULT_CLOCK, &ts);
     ts.tv_sec += 30;
-    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, &ts, ACH_O_LAST | ACH_O_WAIT), ACH_OK);
+    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, &ts, ACH_O_LAST | ACH_O_WAIT),
+           ACH_OK);
     NT_EQ(v, 45);
     ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, ACH_O_LAST), ACH_STALE_FRAMES);
     v = 0;
-    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, ACH_O_LAST | ACH_O_COPY), ACH_OK);
+    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, ACH_O_LAST | ACH_O_COPY),
+           ACH_OK);
     NT_EQ(v, 45);
     v = 0;
     ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, ACH_O_COPY), ACH_OK);

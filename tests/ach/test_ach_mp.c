@@ -117,8 +117,9 @@ static int reader(const char *name, int last)
         fprintf(stderr, "reader: received nothing\n");
         _exit(1);
     }
-    printf("reader(%s): %llu frames, %llu MISSED_FRAME\n", last ? "last" : "next",
-           (unsigned long long)got, (unsigned long long)missed_status);
+    printf("reader(%s): %llu frames, %llu MISSED_FRAME\n",
+           last ? "last" : "next", (unsigned long long)got,
+           (unsigned long long)missed_status);
     return 0;
 }
 
@@ -264,7 +265,8 @@ static void test_kill_writers(void)
             _exit(kill_reader(name, 99));
     }
     int64_t limit = nerve_clock_now_ns() + 20 * (int64_t)1000000000;
-    while (atomic_load(&g_sh->readers_ready) < 2 && nerve_clock_now_ns() < limit)
+    while (atomic_load(&g_sh->readers_ready) < 2 &&
+           nerve_clock_now_ns() < limit)
         usleep(1000);
     srand(12345);
     for (int kill_no = 0; kill_no < 20; kill_no++) {

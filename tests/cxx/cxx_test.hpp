@@ -20,7 +20,10 @@ namespace nt {
 /// ends a hung test.
 class ChannelTest : public ::testing::Test {
 protected:
-    void SetUp() override { alarm(60); }
+    void SetUp() override
+    {
+        alarm(60);
+    }
     void TearDown() override
     {
         for (const auto &n : names_) {

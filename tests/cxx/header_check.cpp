@@ -79,7 +79,10 @@ struct Plain {
 }
 #elif defined(NERVE_MISUSE_DISCARD)
 // A publish result must be looked at (-Werror=unused-result).
-[[maybe_unused]] void misuse(nerve::Publisher<Plain> &p) { p.publish(Plain{}); }
+[[maybe_unused]] void misuse(nerve::Publisher<Plain> &p)
+{
+    p.publish(Plain{});
+}
 #elif defined(NERVE_MISUSE_UNINIT_WRITE_LVALUE)
 // write() consumes the uninitialized loan: std::move(loan).write(v).
 [[maybe_unused]] void misuse(nerve::Publisher<Plain> &p)

@@ -67,8 +67,9 @@ int mp_c_reader(const char *name, uint32_t nwriters, uint64_t count)
         if (gi.len != MP_SAMPLE_LEN || gi.missed != 0 ||
             !nt_payload_check(buf, sizeof buf, &id, &counter) || id < 1 ||
             id > nwriters || counter != next[id]) {
-            fprintf(stderr, "c reader: bad sample seq %llu (len %llu, "
-                            "missed %llu)\n",
+            fprintf(stderr,
+                    "c reader: bad sample seq %llu (len %llu, "
+                    "missed %llu)\n",
                     (unsigned long long)gi.seq, (unsigned long long)gi.len,
                     (unsigned long long)gi.missed);
             bad = 1;

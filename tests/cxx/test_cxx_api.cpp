@@ -105,7 +105,8 @@ TEST(Codec, TypeNames)
         int x;
     };
     // The compiler's spelling for an unnamed type: contains "Local".
-    EXPECT_NE(nerve::Codec<Local>::type_name().find("Local"), std::string::npos);
+    EXPECT_NE(nerve::Codec<Local>::type_name().find("Local"),
+              std::string::npos);
     EXPECT_TRUE(nerve::detail::is_raw<Imu>::value);
     EXPECT_FALSE(nerve::detail::is_raw<std::string>::value);
 }
@@ -121,7 +122,8 @@ TEST(Codec, LaserScanRejectsInconsistentCount)
     EXPECT_EQ(out.ranges, s.ranges);
     EXPECT_EQ(out.header.count, 3u);
     // One float short, and a count far beyond the bytes.
-    EXPECT_FALSE(nerve::Codec<LaserScan>::decode(buf.data(), buf.size() - 4, out));
+    EXPECT_FALSE(
+        nerve::Codec<LaserScan>::decode(buf.data(), buf.size() - 4, out));
     robot_msgs::LaserScanHeader h{};
     h.count = 0x7fffffff;
     std::memcpy(buf.data(), &h, sizeof h);
@@ -350,7 +352,8 @@ TEST_F(CxxApi, ByTimestampAndBySeq)
     ASSERT_TRUE(r) << r.name();
     EXPECT_EQ(out.seq, 2u);
     EXPECT_EQ(r.info().time_ns, pi[1].time_ns);
-    ASSERT_TRUE(rd->get_by_timestamp(out, pi[2].time() + std::chrono::hours(1)));
+    ASSERT_TRUE(
+        rd->get_by_timestamp(out, pi[2].time() + std::chrono::hours(1)));
     EXPECT_EQ(out.seq, 3u);
     EXPECT_TRUE(rd->get_by_timestamp(out, pi[0].time_ns - 1).nothing_new());
     EXPECT_EQ(rd->cursor(), 0u); // AT does not move the cursor
@@ -512,7 +515,8 @@ TEST_F(CxxApi, VectorsRoundTripAndMatchTheCLayout)
     ASSERT_TRUE(c);
     float raw[3];
     struct nerve_get_info gi;
-    ASSERT_EQ(nerve_chan_get(c->get(), raw, sizeof raw, 1, 0, &gi, NERVE_GET_SEQ), 0);
+    ASSERT_EQ(
+        nerve_chan_get(c->get(), raw, sizeof raw, 1, 0, &gi, NERVE_GET_SEQ), 0);
     EXPECT_EQ(gi.len, sizeof raw);
     EXPECT_EQ(raw[2], 3.0f);
 }
@@ -564,8 +568,8 @@ TEST_F(CxxApi, WrongSizedMessagesAreConsumedAndReported)
     auto raw = nerve::Channel::open(n, nerve::Access::write);
     ASSERT_TRUE(raw);
     char big[100] = {0};
-    ASSERT_TRUE(raw->put(big, 13));          // too small for an Imu
-    ASSERT_TRUE(raw->put(big, sizeof big));  // too large
+    ASSERT_TRUE(raw->put(big, 13));         // too small for an Imu
+    ASSERT_TRUE(raw->put(big, sizeof big)); // too large
     ASSERT_TRUE(pub->publish(imu(3)));
 
     Imu out{};
@@ -623,8 +627,8 @@ TEST_F(CxxApi, LoanSizeOverflowFailsWithEmsgsize)
     const std::string s = name("ovfscan");
     auto ps = nerve::Publisher<robot_msgs::LaserScan>::create(s);
     ASSERT_TRUE(ps);
-    auto ls = ps->loan((SIZE_MAX - sizeof(robot_msgs::LaserScanHeader)) /
-                           sizeof(float) + 1);
+    auto ls = ps->loan(
+        (SIZE_MAX - sizeof(robot_msgs::LaserScanHeader)) / sizeof(float) + 1);
     EXPECT_FALSE(ls.ok());
     EXPECT_EQ(ls.code(), NERVE_EMSGSIZE);
     // A size that fits still works after the failures.

@@ -58,7 +58,10 @@ protected:
             put(first_k + i);
         }
     }
-    uint64_t head() { return w_.stat()->head_seq; }
+    uint64_t head()
+    {
+        return w_.stat()->head_seq;
+    }
 
     std::string name_;
     nerve::Channel w_, r_;
@@ -103,10 +106,9 @@ TEST_F(CxxGpu, PutFromCopierFailureAbortsAndReleasesTheLock)
     EXPECT_EQ(head(), 0u) << "a failed copy published a message";
 
     // A negative copier answer is a nerve code, returned as is.
-    r = gpu::put_from(w_, src.data(), src.size(), [](void *, const void *,
-                                                     size_t) {
-        return NERVE_ECANCELED;
-    });
+    r = gpu::put_from(
+        w_, src.data(), src.size(),
+        [](void *, const void *, size_t) { return NERVE_ECANCELED; });
     EXPECT_EQ(r.code(), NERVE_ECANCELED);
     EXPECT_EQ(r.copier_error(), 0);
     EXPECT_EQ(head(), 0u);
@@ -141,20 +143,20 @@ TEST_F(CxxGpu, CopyViewTakesMessagesInOrderAndReportsNothingNew)
     put(2);
     std::vector<uint8_t> got(kMsg);
     for (uint32_t k = 1; k <= 2; k++) {
-        auto c = gpu::copy_view_to(r_, got.data(), got.size(),
-                                   gpu::HostCopier{});
+        auto c =
+            gpu::copy_view_to(r_, got.data(), got.size(), gpu::HostCopier{});
         ASSERT_TRUE(c) << c.name();
         EXPECT_EQ(c.seq(), k);
         EXPECT_EQ(c.missed(), 0u);
         EXPECT_EQ(got, payload(k));
     }
-    auto none = gpu::copy_view_to(r_, got.data(), got.size(),
-                                  gpu::HostCopier{});
+    auto none =
+        gpu::copy_view_to(r_, got.data(), got.size(), gpu::HostCopier{});
     EXPECT_TRUE(none.nothing_new());
     gpu::CopyOptions o;
     o.wait = std::chrono::milliseconds(5);
-    auto waited = gpu::copy_view_to(r_, got.data(), got.size(),
-                                    gpu::HostCopier{}, o);
+    auto waited =
+        gpu::copy_view_to(r_, got.data(), got.size(), gpu::HostCopier{}, o);
     EXPECT_TRUE(waited.timed_out()) << waited.name();
 }
 

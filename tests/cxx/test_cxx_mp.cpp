@@ -88,13 +88,14 @@ int cxx_subscriber(const std::string &name)
     nerve::Node node;
     Checker check;
     uint64_t missed = 0;
-    auto sub = node.subscribe<Sample>(name, [&](const Sample &s, const nerve::MsgInfo &i) {
-        missed += i.missed;
-        check.add(s);
-        if (!check.ok || check.total == kWriters * kCount) {
-            node.stop();
-        }
-    });
+    auto sub = node.subscribe<Sample>(
+        name, [&](const Sample &s, const nerve::MsgInfo &i) {
+            missed += i.missed;
+            check.add(s);
+            if (!check.ok || check.total == kWriters * kCount) {
+                node.stop();
+            }
+        });
     if (!sub) {
         std::fprintf(stderr, "c++ subscriber: %s\n", sub.message());
         return 1;

@@ -41,7 +41,8 @@ Command cmd(uint32_t seq)
 TEST_F(CxxNode, NoSubscribersIsAnError)
 {
     nerve::Node node;
-    EXPECT_EQ(node.spin_once(std::chrono::milliseconds(1)).code(), NERVE_EINVAL);
+    EXPECT_EQ(node.spin_once(std::chrono::milliseconds(1)).code(),
+              NERVE_EINVAL);
     EXPECT_EQ(node.size(), 0u);
 }
 
@@ -61,7 +62,8 @@ TEST_F(CxxNode, SubscribeChecksTheType)
     nerve::SubscribeOptions o;
     o.create = true;
     const std::string later = name("later");
-    auto early = node.subscribe<Imu>(later, [](const Imu &) {}, o);
+    auto early = node.subscribe<Imu>(
+        later, [](const Imu &) {}, o);
     ASSERT_TRUE(early) << early.message();
     EXPECT_EQ(node.size(), 1u);
     auto p2 = nerve::Publisher<Imu>::open(later);
@@ -77,14 +79,16 @@ TEST_F(CxxNode, CallbacksRunInCommitTimeOrderAcrossChannels)
     nerve::Node node;
     std::vector<std::pair<char, uint32_t>> order;
     std::vector<int64_t> times;
-    auto sa = node.subscribe<Imu>(a, [&](const Imu &m, const nerve::MsgInfo &i) {
-        order.emplace_back('a', m.seq);
-        times.push_back(i.time_ns);
-    });
-    auto sb = node.subscribe<Command>(b, [&](const Command &m, const nerve::MsgInfo &i) {
-        order.emplace_back('b', m.imu_seq);
-        times.push_back(i.time_ns);
-    });
+    auto sa =
+        node.subscribe<Imu>(a, [&](const Imu &m, const nerve::MsgInfo &i) {
+            order.emplace_back('a', m.seq);
+            times.push_back(i.time_ns);
+        });
+    auto sb = node.subscribe<Command>(
+        b, [&](const Command &m, const nerve::MsgInfo &i) {
+            order.emplace_back('b', m.imu_seq);
+            times.push_back(i.time_ns);
+        });
     ASSERT_TRUE(sa && sb);
     // Interleaved publishing: b1 a1 a2 b2 a3 b3.
     ASSERT_TRUE(pb->publish(cmd(1)));
@@ -126,9 +130,11 @@ TEST_F(CxxNode, NewestOnlySkipsUnneededCalls)
     ASSERT_TRUE(pub);
     nerve::Node node;
     std::vector<uint32_t> every, newest;
-    auto s1 = node.subscribe<Imu>(n, [&](const Imu &m) { every.push_back(m.seq); });
-    auto s2 = node.subscribe<Imu>(n, [&](const Imu &m) { newest.push_back(m.seq); },
-                                  nerve::Delivery::newest);
+    auto s1 =
+        node.subscribe<Imu>(n, [&](const Imu &m) { every.push_back(m.seq); });
+    auto s2 = node.subscribe<Imu>(
+        n, [&](const Imu &m) { newest.push_back(m.seq); },
+        nerve::Delivery::newest);
     ASSERT_TRUE(s1 && s2);
     for (uint32_t i = 1; i <= 5; i++) {
         ASSERT_TRUE(pub->publish(imu(i)));
@@ -167,15 +173,19 @@ TEST_F(CxxNode, StopFromAnotherThread)
     node.reset();
     // If spin() did not deliver the message, this spin_once() must.
     const size_t before = calls;
-    auto once = node.spin_once(before == 0 ? nerve::Duration(std::chrono::seconds(10))
-                                           : nerve::Duration(std::chrono::milliseconds(1)));
+    auto once = node.spin_once(
+        before == 0 ? nerve::Duration(std::chrono::seconds(10))
+                    : nerve::Duration(std::chrono::milliseconds(1)));
     ASSERT_TRUE(once) << once.message();
     EXPECT_EQ(calls, 1u);
 }
 
 namespace {
 nerve::Node *g_node;
-extern "C" void on_usr1(int) { g_node->stop(); }
+extern "C" void on_usr1(int)
+{
+    g_node->stop();
+}
 } // namespace
 
 TEST_F(CxxNode, StopFromASignalHandler)
@@ -298,9 +308,8 @@ TEST_F(CxxNode, MessagesPublishedByACallbackWaitForTheNextSpin)
             ASSERT_TRUE(pa->publish(imu(2)));
         }
     });
-    auto sb = node.subscribe<Imu>(b, [&](const Imu &m) {
-        order += "b" + std::to_string(m.seq) + " ";
-    });
+    auto sb = node.subscribe<Imu>(
+        b, [&](const Imu &m) { order += "b" + std::to_string(m.seq) + " "; });
     ASSERT_TRUE(sa && sb);
     ASSERT_TRUE(pa->publish(imu(1)));
     for (int k = 0; k < 2; k++) {
@@ -319,13 +328,16 @@ TEST_F(CxxNode, NewestModeIgnoresMessagesAfterTheWait)
     ASSERT_TRUE(pa && pb);
     nerve::Node node;
     std::string order;
-    auto sa = node.subscribe<Imu>(a, [&](const Imu &m) {
-        order += "a" + std::to_string(m.seq) + " ";
-        ASSERT_TRUE(pb->publish(imu(m.seq + 10)));
-    }, nerve::Delivery::newest);
-    auto sb = node.subscribe<Imu>(b, [&](const Imu &m) {
-        order += "b" + std::to_string(m.seq) + " ";
-    }, nerve::Delivery::newest);
+    auto sa = node.subscribe<Imu>(
+        a,
+        [&](const Imu &m) {
+            order += "a" + std::to_string(m.seq) + " ";
+            ASSERT_TRUE(pb->publish(imu(m.seq + 10)));
+        },
+        nerve::Delivery::newest);
+    auto sb = node.subscribe<Imu>(
+        b, [&](const Imu &m) { order += "b" + std::to_string(m.seq) + " "; },
+        nerve::Delivery::newest);
     ASSERT_TRUE(sa && sb);
     ASSERT_TRUE(pb->publish(imu(1)));
     ASSERT_TRUE(pa->publish(imu(1)));

@@ -33,9 +33,9 @@ int stale = 0;
 
 } // namespace
 
-extern "C" int nerve_chan_get(nerve_chan *c, void *buf, size_t len,
-                              int64_t arg, int64_t timeout,
-                              struct nerve_get_info *info, uint32_t flags)
+extern "C" int nerve_chan_get(nerve_chan *c, void *buf, size_t len, int64_t arg,
+                              int64_t timeout, struct nerve_get_info *info,
+                              uint32_t flags)
 {
     using fn = int (*)(nerve_chan *, void *, size_t, int64_t, int64_t,
                        struct nerve_get_info *, uint32_t);

@@ -85,8 +85,8 @@ static void read_all(nerve_chan *c)
     }
     int64_t odd[] = {1, 2, INT64_MAX, -1, 0};
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
-        if (nerve_chan_get(c, buf, sizeof buf, odd[i], 0, &gi,
-                           NERVE_GET_SEQ) == 0)
+        if (nerve_chan_get(c, buf, sizeof buf, odd[i], 0, &gi, NERVE_GET_SEQ) ==
+            0)
             check_info(&gi, data_size);
     }
     /* AT: before everything, now, the end of time, and a middle. */
@@ -101,7 +101,7 @@ static void read_all(nerve_chan *c)
     nerve_chan_seek(c, 0);
     for (uint32_t mode = 0; mode < 4; mode++) {
         struct nerve_view v;
-        int64_t arg = mode == NERVE_GET_SEQ   ? (int64_t)st.head_seq
+        int64_t arg = mode == NERVE_GET_SEQ  ? (int64_t)st.head_seq
                       : mode == NERVE_GET_AT ? INT64_MAX
                                              : 0;
         r = nerve_chan_view(c, arg, 0, &v, mode);

@@ -178,11 +178,14 @@ int main(int argc, char **argv)
                                offsetof(struct nerve__shm_slot, off))));
     save(&g, g.n, "OK.ECORRUPT.overlap");
     FRESH();
-    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off)),
-          get64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off))) + 1);
+    set64(
+        &g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off)),
+        get64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off))) +
+            1);
     save(&g, g.n, "OK.ECORRUPT.misaligned");
     FRESH();
-    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, time_ns)), 1);
+    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, time_ns)),
+          1);
     save(&g, g.n, "OK.ECORRUPT.time-order");
     FRESH();
     set64(&g, HDR(tail), head + 5);

@@ -61,7 +61,8 @@ int main(int argc, char **argv)
         const char *dot1 = strchr(e->d_name, '.');
         const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
         int want_open, want_check;
-        if (dot2 && code_of(e->d_name, (size_t)(dot1 - e->d_name), &want_open) &&
+        if (dot2 &&
+            code_of(e->d_name, (size_t)(dot1 - e->d_name), &want_open) &&
             code_of(dot1 + 1, (size_t)(dot2 - dot1 - 1), &want_check)) {
             named++;
             if (r != want_open)

@@ -85,17 +85,20 @@ int main()
 
         // Device -> reservation -> device.
         auto p1 = pattern(1, n);
-        CHECK(cudaMemcpy(src, p1.data(), n, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy(src, p1.data(), n, cudaMemcpyHostToDevice) ==
+              cudaSuccess);
         auto put = gpu::put_from_device(*w, src, n, st);
         CHECK(put && put.seq() == 1);
         auto got = gpu::copy_view_to_device(*r, dst, n, st);
         CHECK(got && got.seq() == 1 && got.size() == n && got.discarded() == 0);
-        CHECK(cudaMemcpy(back.data(), dst, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(cudaMemcpy(back.data(), dst, n, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
         CHECK(back == p1);
 
         // Overwritten during the device copy: discarded, then retried.
         auto p2 = pattern(2, n);
-        CHECK(cudaMemcpy(src, p2.data(), n, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy(src, p2.data(), n, cudaMemcpyHostToDevice) ==
+              cudaSuccess);
         CHECK(gpu::put_from_device(*w, src, n, st));
         gpu::CudaCopier dev{st, cudaMemcpyHostToDevice, cudaSuccess};
         int calls = 0;
@@ -114,11 +117,13 @@ int main()
         CHECK(c);
         CHECK(c.discarded() == 1 && calls == 2);
         CHECK(c.seq() > 2);
-        CHECK(cudaMemcpy(back.data(), dst, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(cudaMemcpy(back.data(), dst, n, cudaMemcpyDeviceToHost) ==
+              cudaSuccess);
         // Message seq s >= 3 holds pattern 10 + (s - 3).
         CHECK(back == pattern(static_cast<uint32_t>(10 + c.seq() - 3), n));
         std::printf("overwritten copy discarded; delivered seq %llu, missed "
-                    "%llu\n", (unsigned long long)c.seq(),
+                    "%llu\n",
+                    (unsigned long long)c.seq(),
                     (unsigned long long)c.missed());
 
         CHECK(cudaFree(src) == cudaSuccess);

@@ -41,51 +41,51 @@ int nt_payload_check(const void *buf, size_t len, uint32_t *id,
 #endif
 
 /* Skip (exit 77) with a reason. */
-#define NT_SKIP_BECAUSE(...)                                                    \
-    do {                                                                        \
-        printf("SKIP: ");                                                       \
-        printf(__VA_ARGS__);                                                    \
-        printf("\n");                                                           \
-        exit(NT_SKIP);                                                          \
+#define NT_SKIP_BECAUSE(...)                                                   \
+    do {                                                                       \
+        printf("SKIP: ");                                                      \
+        printf(__VA_ARGS__);                                                   \
+        printf("\n");                                                          \
+        exit(NT_SKIP);                                                         \
     } while (0)
 
-#define NT_FAIL(...)                                                            \
-    do {                                                                        \
-        fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                   \
-        fprintf(stderr, __VA_ARGS__);                                           \
-        fprintf(stderr, "\n");                                                  \
-        exit(1);                                                                \
+#define NT_FAIL(...)                                                           \
+    do {                                                                       \
+        fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);                  \
+        fprintf(stderr, __VA_ARGS__);                                          \
+        fprintf(stderr, "\n");                                                 \
+        exit(1);                                                               \
     } while (0)
 
-#define NT_ASSERT(cond)                                                         \
-    do {                                                                        \
-        if (!(cond))                                                            \
-            NT_FAIL("assertion failed: %s", #cond);                             \
+#define NT_ASSERT(cond)                                                        \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            NT_FAIL("assertion failed: %s", #cond);                            \
     } while (0)
 
 /* Compare two integers (any width up to 64 bits, signed). */
-#define NT_EQ(a, b)                                                             \
-    do {                                                                        \
-        long long nt_a_ = (long long)(a), nt_b_ = (long long)(b);               \
-        if (nt_a_ != nt_b_)                                                     \
-            NT_FAIL("%s == %s: %lld != %lld", #a, #b, nt_a_, nt_b_);            \
+#define NT_EQ(a, b)                                                            \
+    do {                                                                       \
+        long long nt_a_ = (long long)(a), nt_b_ = (long long)(b);              \
+        if (nt_a_ != nt_b_)                                                    \
+            NT_FAIL("%s == %s: %lld != %lld", #a, #b, nt_a_, nt_b_);           \
     } while (0)
 
-#define NT_CMP(a, op, b)                                                        \
-    do {                                                                        \
-        long long nt_a_ = (long long)(a), nt_b_ = (long long)(b);               \
-        if (!(nt_a_ op nt_b_))                                                  \
-            NT_FAIL("%s %s %s: %lld vs %lld", #a, #op, #b, nt_a_, nt_b_);       \
+#define NT_CMP(a, op, b)                                                       \
+    do {                                                                       \
+        long long nt_a_ = (long long)(a), nt_b_ = (long long)(b);              \
+        if (!(nt_a_ op nt_b_))                                                 \
+            NT_FAIL("%s %s %s: %lld vs %lld", #a, #op, #b, nt_a_, nt_b_);      \
     } while (0)
 
 /* A nerve call's status equals an expected code; prints names on mismatch. */
-#define NT_RC(expr, want)                                                       \
-    do {                                                                        \
-        int nt_r_ = (expr), nt_w_ = (want);                                     \
-        if (nt_r_ != nt_w_)                                                     \
-            NT_FAIL("%s: got %s (%d: %s), want %s", #expr,                      \
-                    nerve_err_name(nt_r_), nt_r_, nerve_strerror(nt_r_),        \
-                    nerve_err_name(nt_w_));                                     \
+#define NT_RC(expr, want)                                                      \
+    do {                                                                       \
+        int nt_r_ = (expr), nt_w_ = (want);                                    \
+        if (nt_r_ != nt_w_)                                                    \
+            NT_FAIL("%s: got %s (%d: %s), want %s", #expr,                     \
+                    nerve_err_name(nt_r_), nt_r_, nerve_strerror(nt_r_),       \
+                    nerve_err_name(nt_w_));                                    \
     } while (0)
 
 #define NT_OK(expr) NT_RC(expr, 0)

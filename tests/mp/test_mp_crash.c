@@ -18,11 +18,20 @@
 void nerve__crashpoint_arm(const char *name, long skip);
 
 static const char *points[] = {
-    "put.locked",      "put.after-tail",  "put.mid-payload",
-    "put.after-payload", "put.after-slot", "put.after-desc-clear",
-    "put.after-desc-fields", "put.after-desc-seq", "put.after-wpos",
-    "put.after-commit", "put.after-unlock", "put.after-wake",
-    "reserve.locked",   "commit.before-commit",
+    "put.locked",
+    "put.after-tail",
+    "put.mid-payload",
+    "put.after-payload",
+    "put.after-slot",
+    "put.after-desc-clear",
+    "put.after-desc-fields",
+    "put.after-desc-seq",
+    "put.after-wpos",
+    "put.after-commit",
+    "put.after-unlock",
+    "put.after-wake",
+    "reserve.locked",
+    "commit.before-commit",
 };
 /* Killed at these, the writer no longer held the lock (it wakes after
  * unlocking): the next put has nothing to recover. */
@@ -105,8 +114,8 @@ static void verifier(void)
     uint64_t prev = 0;
     while (!atomic_load(&sh->stop)) {
         struct nerve_get_info gi;
-        int rc = nerve_chan_get(r, buf, sizeof buf, 0, 50000000, &gi,
-                                NERVE_F_WAIT);
+        int rc =
+            nerve_chan_get(r, buf, sizeof buf, 0, 50000000, &gi, NERVE_F_WAIT);
         if (rc == NERVE_ETIMEDOUT)
             continue;
         NT_OK(rc);

@@ -107,16 +107,15 @@ static void reader(int kind)
             struct nerve_stats st;
             NT_OK(nerve_chan_stat(r, &st));
             int64_t t = nerve_clock_now_ns() - (int64_t)(rnd(&x) % 2000000);
-            int rc = nerve_chan_get(r, buf, sizeof buf, t, 0, &gi,
-                                    NERVE_GET_AT);
+            int rc =
+                nerve_chan_get(r, buf, sizeof buf, t, 0, &gi, NERVE_GET_AT);
             if (rc == 0) {
                 NT_CMP(gi.time_ns, <=, t);
                 uint64_t last2[WRITERS + 1] = {0};
                 int end = check_msg(buf, gi.len, last2);
                 struct nerve_get_info gn;
-                int r2 = nerve_chan_get(r, buf, sizeof buf,
-                                        (int64_t)gi.seq + 1, 0, &gn,
-                                        NERVE_GET_SEQ);
+                int r2 = nerve_chan_get(r, buf, sizeof buf, (int64_t)gi.seq + 1,
+                                        0, &gn, NERVE_GET_SEQ);
                 if (r2 == 0) {
                     if (gn.seq <= st.head_seq)
                         NT_CMP(gn.time_ns, >, t);

@@ -4,9 +4,11 @@
 #include <nerve/cxx/ros1.hpp>
 #include <sensor_msgs/Imu.h>
 #include <nav_msgs/OccupancyGrid.h>
-int main() {
+int main()
+{
     auto p = nerve::Publisher<sensor_msgs::Imu>::create("x");
     auto r = nerve::Reader<nav_msgs::OccupancyGrid>::open("y");
-    (void)p; (void)r;
+    (void)p;
+    (void)r;
     return 0;
 }

@@ -40,7 +40,8 @@ template <> inline sensor_msgs::Imu make<sensor_msgs::Imu>(uint32_t i)
 }
 
 // LaserScan: 16 + i rays, ranges[k] = i + k / 4.
-template <> inline sensor_msgs::LaserScan make<sensor_msgs::LaserScan>(uint32_t i)
+template <>
+inline sensor_msgs::LaserScan make<sensor_msgs::LaserScan>(uint32_t i)
 {
     sensor_msgs::LaserScan m;
     fill_header(m.header, i);
@@ -54,7 +55,8 @@ template <> inline sensor_msgs::LaserScan make<sensor_msgs::LaserScan>(uint32_t 
 }
 
 // PointCloud2: 5 points x, y, z float32, data byte k = (i + k) % 251.
-template <> inline sensor_msgs::PointCloud2 make<sensor_msgs::PointCloud2>(uint32_t i)
+template <>
+inline sensor_msgs::PointCloud2 make<sensor_msgs::PointCloud2>(uint32_t i)
 {
     sensor_msgs::PointCloud2 m;
     fill_header(m.header, i);
@@ -94,7 +96,8 @@ template <> inline sensor_msgs::Image make<sensor_msgs::Image>(uint32_t i)
 }
 
 // OccupancyGrid: 8x4 cells at 0.05 m, data[k] = (i + k) % 100.
-template <> inline nav_msgs::OccupancyGrid make<nav_msgs::OccupancyGrid>(uint32_t i)
+template <>
+inline nav_msgs::OccupancyGrid make<nav_msgs::OccupancyGrid>(uint32_t i)
 {
     nav_msgs::OccupancyGrid m;
     fill_header(m.header, i);

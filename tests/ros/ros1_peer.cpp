@@ -28,7 +28,9 @@ namespace {
 
 int usage()
 {
-    std::fprintf(stderr, "usage: ros1_peer write|read|rossub|rospub NAME TYPE N [SECONDS|HZ]\n");
+    std::fprintf(
+        stderr,
+        "usage: ros1_peer write|read|rossub|rospub NAME TYPE N [SECONDS|HZ]\n");
     return 2;
 }
 
@@ -38,9 +40,10 @@ int usage()
 template <class T> bool check(const T &m)
 {
     const std::string &f = m.header.frame_id;
-    const uint32_t i = f.rfind("frame", 0) == 0
-                           ? static_cast<uint32_t>(std::strtoul(f.c_str() + 5, nullptr, 10))
-                           : 0;
+    const uint32_t i =
+        f.rfind("frame", 0) == 0
+            ? static_cast<uint32_t>(std::strtoul(f.c_str() + 5, nullptr, 10))
+            : 0;
     T want = rtest::make<T>(i);
     want.header.seq = m.header.seq;
     const bool good = i != 0 && m == want;
@@ -66,7 +69,8 @@ template <class T> int write(const std::string &ch, uint32_t n, double hz)
             return 1;
         }
         if (hz > 0) {
-            std::this_thread::sleep_for(std::chrono::duration<double>(1.0 / hz));
+            std::this_thread::sleep_for(
+                std::chrono::duration<double>(1.0 / hz));
         }
     }
     return 0;
@@ -74,9 +78,10 @@ template <class T> int write(const std::string &ch, uint32_t n, double hz)
 
 template <class T> int read(const std::string &ch, uint32_t n, double secs)
 {
-    const auto end = std::chrono::steady_clock::now() +
-                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(secs));
+    const auto end =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(secs));
     nerve::Result<nerve::Reader<T>> rd = nerve::Reader<T>::open(ch);
     while (!rd && rd.code() == NERVE_ENOENT &&
            std::chrono::steady_clock::now() < end) {
@@ -95,7 +100,8 @@ template <class T> int read(const std::string &ch, uint32_t n, double secs)
             std::fprintf(stderr, "timeout after %u messages\n", good);
             return 1;
         }
-        auto r = rd->wait_next(m, std::chrono::duration_cast<nerve::Duration>(left));
+        auto r =
+            rd->wait_next(m, std::chrono::duration_cast<nerve::Duration>(left));
         if (r.timed_out()) {
             continue;
         }
@@ -116,8 +122,8 @@ template <class T> int rossub(const std::string &topic, uint32_t n, double secs)
     ros::NodeHandle nh;
     uint32_t good = 0;
     bool failed = false;
-    ros::Subscriber sub = nh.subscribe<T>(
-        topic, 100, [&](const typename T::ConstPtr &m) {
+    ros::Subscriber sub =
+        nh.subscribe<T>(topic, 100, [&](const typename T::ConstPtr &m) {
             if (check(*m)) {
                 good++;
             } else {
@@ -164,12 +170,16 @@ int main(int argc, char **argv)
         return usage();
     }
     const std::string verb = argv[1], name = argv[2], type = argv[3];
-    const uint32_t n = static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 10));
-    const double arg = argc > 5 ? std::strtod(argv[5], nullptr) : verb == "write" ? 0.0 : 10.0;
+    const uint32_t n =
+        static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 10));
+    const double arg = argc > 5          ? std::strtod(argv[5], nullptr)
+                       : verb == "write" ? 0.0
+                                         : 10.0;
     if (verb == "rossub" || verb == "rospub") {
         int rargc = 1;
         ros::init(rargc, argv, "nerve_ros1_peer",
-                  ros::init_options::AnonymousName | ros::init_options::NoSigintHandler);
+                  ros::init_options::AnonymousName |
+                      ros::init_options::NoSigintHandler);
     }
     int rc = 2;
     const bool known = rtest::with_type(type, [&](auto *tag) {

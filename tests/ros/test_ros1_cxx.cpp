@@ -51,16 +51,33 @@ template <class T> void round_trip(const std::string &ch)
     struct nerve_get_info gi;
     auto ch2 = nerve::Channel::open(ch);
     ASSERT_TRUE(ch2);
-    ASSERT_EQ(nerve_chan_get(ch2->get(), raw.data(), raw.size(), 0, 0, &gi, NERVE_GET_NEWEST), 0);
+    ASSERT_EQ(nerve_chan_get(ch2->get(), raw.data(), raw.size(), 0, 0, &gi,
+                             NERVE_GET_NEWEST),
+              0);
     ASSERT_EQ(gi.len, n);
     EXPECT_EQ(0, std::memcmp(raw.data(), ref.data(), n));
 }
 
-TEST_F(Ros1Codec, RoundTripImu) { round_trip<sensor_msgs::Imu>(name("imu")); }
-TEST_F(Ros1Codec, RoundTripLaserScan) { round_trip<sensor_msgs::LaserScan>(name("scan")); }
-TEST_F(Ros1Codec, RoundTripPointCloud2) { round_trip<sensor_msgs::PointCloud2>(name("cloud")); }
-TEST_F(Ros1Codec, RoundTripImage) { round_trip<sensor_msgs::Image>(name("image")); }
-TEST_F(Ros1Codec, RoundTripOccupancyGrid) { round_trip<nav_msgs::OccupancyGrid>(name("grid")); }
+TEST_F(Ros1Codec, RoundTripImu)
+{
+    round_trip<sensor_msgs::Imu>(name("imu"));
+}
+TEST_F(Ros1Codec, RoundTripLaserScan)
+{
+    round_trip<sensor_msgs::LaserScan>(name("scan"));
+}
+TEST_F(Ros1Codec, RoundTripPointCloud2)
+{
+    round_trip<sensor_msgs::PointCloud2>(name("cloud"));
+}
+TEST_F(Ros1Codec, RoundTripImage)
+{
+    round_trip<sensor_msgs::Image>(name("image"));
+}
+TEST_F(Ros1Codec, RoundTripOccupancyGrid)
+{
+    round_trip<nav_msgs::OccupancyGrid>(name("grid"));
+}
 
 // A trivially copyable ROS type still takes the ROS codec (the hook in
 // codec.hpp), so its channel is a ROS channel and not raw struct bytes.
@@ -104,11 +121,12 @@ TEST_F(Ros1Codec, LoanStampAndZeroCopyView)
     ASSERT_TRUE(loan.publish());
     uint32_t sec = 0, nsec = 0;
     size_t len = 0;
-    auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT, nerve::Duration(0),
-                                    [&](const uint8_t *p, size_t n, const nerve::MsgInfo &) {
-                                        len = n;
-                                        EXPECT_TRUE(nerve::ros1::stamp_of(p, n, sec, nsec));
-                                    });
+    auto r = nerve::ros1::read_view(
+        *rd, NERVE_GET_NEXT, nerve::Duration(0),
+        [&](const uint8_t *p, size_t n, const nerve::MsgInfo &) {
+            len = n;
+            EXPECT_TRUE(nerve::ros1::stamp_of(p, n, sec, nsec));
+        });
     ASSERT_TRUE(r) << r.message();
     EXPECT_EQ(len, ros::serialization::serializationLength(m));
     EXPECT_EQ(sec, 77u);
@@ -139,8 +157,8 @@ TEST_F(Ros1Codec, MalformedBytesAreMismatch)
     std::vector<uint8_t> buf(n + 8, 0xff);
     ros::serialization::OStream os(buf.data(), n);
     ros::serialization::serialize(os, m);
-    ASSERT_TRUE(pub->channel().put(buf.data(), n - 3));  // truncated
-    ASSERT_TRUE(pub->channel().put(buf.data(), n + 8));  // trailing bytes
+    ASSERT_TRUE(pub->channel().put(buf.data(), n - 3)); // truncated
+    ASSERT_TRUE(pub->channel().put(buf.data(), n + 8)); // trailing bytes
     ASSERT_TRUE(pub->publish(m));
     sensor_msgs::LaserScan out;
     auto r1 = rd->get_next(out);
@@ -176,10 +194,11 @@ TEST_F(Ros1Codec, NodeSubscriber)
     ASSERT_TRUE(pub);
     nerve::Node node;
     std::vector<uint32_t> seqs;
-    auto sub = node.subscribe<sensor_msgs::Imu>(ch, [&](const sensor_msgs::Imu &m) {
-        EXPECT_TRUE(m == rtest::make<sensor_msgs::Imu>(m.header.seq));
-        seqs.push_back(m.header.seq);
-    });
+    auto sub =
+        node.subscribe<sensor_msgs::Imu>(ch, [&](const sensor_msgs::Imu &m) {
+            EXPECT_TRUE(m == rtest::make<sensor_msgs::Imu>(m.header.seq));
+            seqs.push_back(m.header.seq);
+        });
     ASSERT_TRUE(sub) << sub.message();
     for (uint32_t i = 1; i <= 3; i++) {
         ASSERT_TRUE(pub->publish(rtest::make<sensor_msgs::Imu>(i)));

@@ -144,10 +144,11 @@ TEST_F(WaitPolicy, SpinEndsAtTheTimeout)
     auto ru = rd->wait_unread(v, 20ms);
     EXPECT_EQ(ru.code(), NERVE_ETIMEDOUT) << ru.message();
     EXPECT_TRUE(v.empty());
-    auto rv = nerve::ros1::read_view(*rd, NERVE_GET_NEXT | NERVE_F_WAIT, 20ms,
-                                     [](const uint8_t *, size_t, const nerve::MsgInfo &) {
-                                         ADD_FAILURE() << "no message was published";
-                                     });
+    auto rv = nerve::ros1::read_view(
+        *rd, NERVE_GET_NEXT | NERVE_F_WAIT, 20ms,
+        [](const uint8_t *, size_t, const nerve::MsgInfo &) {
+            ADD_FAILURE() << "no message was published";
+        });
     EXPECT_EQ(rv.code(), NERVE_ETIMEDOUT) << rv.message();
 }
 
@@ -226,12 +227,13 @@ TEST_F(WaitPolicy, ReadViewSpins)
     std::thread t = publisher(*pub, n);
     for (uint32_t i = 1; i <= n; i++) {
         uint32_t seq = 0, sec = 0, nsec = 0;
-        auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT | NERVE_F_WAIT, 10s,
-                                        [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
-                                            if (nerve::ros1::stamp_of(p, len, sec, nsec)) {
-                                                std::memcpy(&seq, p, 4);
-                                            }
-                                        });
+        auto r = nerve::ros1::read_view(
+            *rd, NERVE_GET_NEXT | NERVE_F_WAIT, 10s,
+            [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
+                if (nerve::ros1::stamp_of(p, len, sec, nsec)) {
+                    std::memcpy(&seq, p, 4);
+                }
+            });
         if (!r) {
             ADD_FAILURE() << "message " << i << ": " << r.message();
             break;
@@ -271,14 +273,16 @@ TEST_F(WaitPolicy, LeadDeliversEveryPeriodicMessage)
         if (i % 2 == 0) {
             auto r = rd->wait_next(m, 10s);
             ASSERT_TRUE(r) << "message " << i << ": " << r.message();
-            EXPECT_TRUE(m == rtest::make<sensor_msgs::Imu>(i)) << "message " << i;
+            EXPECT_TRUE(m == rtest::make<sensor_msgs::Imu>(i))
+                << "message " << i;
         } else {
             uint32_t seq = 0;
-            auto r = nerve::ros1::read_view(*rd, NERVE_GET_NEXT | NERVE_F_WAIT, 10s,
-                                            [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
-                                                ASSERT_GE(len, 4u);
-                                                std::memcpy(&seq, p, 4);
-                                            });
+            auto r = nerve::ros1::read_view(
+                *rd, NERVE_GET_NEXT | NERVE_F_WAIT, 10s,
+                [&](const uint8_t *p, size_t len, const nerve::MsgInfo &) {
+                    ASSERT_GE(len, 4u);
+                    std::memcpy(&seq, p, 4);
+                });
             ASSERT_TRUE(r) << "message " << i << ": " << r.message();
             EXPECT_EQ(seq, i);
         }
@@ -314,7 +318,8 @@ TEST_F(WaitPolicy, NodeSubscriberSpins)
             ASSERT_TRUE(pb->publish(rtest::make<sensor_msgs::Imu>(i)));
         }
     });
-    for (int rounds = 0; (ga.size() < n || gb.size() < n) && rounds < 10000; rounds++) {
+    for (int rounds = 0; (ga.size() < n || gb.size() < n) && rounds < 10000;
+         rounds++) {
         auto r = node.spin_once(10s);
         ASSERT_TRUE(r) << r.message();
         ASSERT_GT(*r, 0u); // a 10 s wait ends with callbacks here
@@ -330,7 +335,8 @@ TEST_F(WaitPolicy, NodeSubscriberSpins)
     nerve::SubscribeOptions forever_spin;
     forever_spin.wait.spin = std::chrono::hours(1);
     auto sc = node.subscribe<sensor_msgs::Imu>(
-        name("nc"), [](const sensor_msgs::Imu &) {}, [&] {
+        name("nc"), [](const sensor_msgs::Imu &) {},
+        [&] {
             forever_spin.create = true;
             return forever_spin;
         }());

@@ -7,12 +7,12 @@
 
 #include <nerve/cxx/rt.hpp>
 
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            std::fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #c);  \
-            std::exit(1);                                                       \
-        }                                                                       \
+#define CHECK(c)                                                               \
+    do {                                                                       \
+        if (!(c)) {                                                            \
+            std::fprintf(stderr, "%s:%d: FAIL: %s\n", __FILE__, __LINE__, #c); \
+            std::exit(1);                                                      \
+        }                                                                      \
     } while (0)
 
 int main()

@@ -250,8 +250,8 @@ static void test_channel(void)
         NT_EQ(tk.release_ns, tk.msg_info.time_ns);
         uint32_t id;
         uint64_t counter;
-        NT_ASSERT(nt_payload_check(tk.msg, (size_t)tk.msg_info.len, &id,
-                                   &counter));
+        NT_ASSERT(
+            nt_payload_check(tk.msg, (size_t)tk.msg_info.len, &id, &counter));
         NT_EQ(counter, i);
     }
     /* Nothing more: the deadline's tick, without a message. */

@@ -50,9 +50,11 @@ static int unprivileged_checks(void)
     int rc = nerve_rt_lock_memory(0, 0, 0, &ap);
     NT_ASSERT(rc == NERVE_EPERM || rc == NERVE_ENOMEM);
     NT_EQ(ap.mem_locked, 0);
-    NT_OK(nerve_rt_lock_memory(64 * 1024, 256 * 1024, NERVE_RT_BEST_EFFORT, &ap));
+    NT_OK(
+        nerve_rt_lock_memory(64 * 1024, 256 * 1024, NERVE_RT_BEST_EFFORT, &ap));
     NT_EQ(ap.mem_locked, 0);
-    NT_ASSERT(ap.fallback_err == NERVE_EPERM || ap.fallback_err == NERVE_ENOMEM);
+    NT_ASSERT(ap.fallback_err == NERVE_EPERM ||
+              ap.fallback_err == NERVE_ENOMEM);
     NT_ASSERT(strstr(ap.msg, "not locked") != NULL);
 #endif
 
@@ -128,7 +130,8 @@ int main(void)
     if (pid == 0) {
         drop_limits();
         /* nobody:nogroup; setuid() from root drops every capability. */
-        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) {
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+            setuid(65534) != 0) {
             printf("SKIP: cannot switch to user nobody\n");
             _exit(NT_SKIP);
         }

@@ -15,9 +15,9 @@ static double eq1(double t, double pmin, double pmax, double tmin, double tmax)
 }
 
 /* The library rounds half up; allow the reference's last bits either way. */
-static void check_against_eq1(int64_t period_ns, const struct nerve_rt_prio_map *m,
-                              double pmin, double pmax, double tmin_ns,
-                              double tmax_ns)
+static void check_against_eq1(int64_t period_ns,
+                              const struct nerve_rt_prio_map *m, double pmin,
+                              double pmax, double tmin_ns, double tmax_ns)
 {
     double t = (double)period_ns;
     if (t < tmin_ns)
@@ -28,8 +28,8 @@ static void check_against_eq1(int64_t period_ns, const struct nerve_rt_prio_map 
     int got = nerve_rt_prio_from_period(period_ns, m);
     NT_CMP(got, >=, 0);
     if (fabs(got - want) > 0.5 + 1e-6)
-        NT_FAIL("period %lld ns: got %d, eq. 1 gives %.6f", (long long)period_ns,
-                got, want);
+        NT_FAIL("period %lld ns: got %d, eq. 1 gives %.6f",
+                (long long)period_ns, got, want);
 }
 
 int main(void)
@@ -38,9 +38,9 @@ int main(void)
     NT_EQ(nerve_rt_prio_from_period(100000, NULL), 75);
     NT_EQ(nerve_rt_prio_from_period(1000000000, NULL), 0);
     /* Decades in between: 75 * (1 - k/4) for k decades above 100 us. */
-    NT_EQ(nerve_rt_prio_from_period(1000000, NULL), 56);    /* 56.25 */
-    NT_EQ(nerve_rt_prio_from_period(10000000, NULL), 38);   /* 37.5, half up */
-    NT_EQ(nerve_rt_prio_from_period(100000000, NULL), 19);  /* 18.75 */
+    NT_EQ(nerve_rt_prio_from_period(1000000, NULL), 56);   /* 56.25 */
+    NT_EQ(nerve_rt_prio_from_period(10000000, NULL), 38);  /* 37.5, half up */
+    NT_EQ(nerve_rt_prio_from_period(100000000, NULL), 19); /* 18.75 */
     /* Clamped outside the bounds. */
     NT_EQ(nerve_rt_prio_from_period(1, NULL), 75);
     NT_EQ(nerve_rt_prio_from_period(99999, NULL), 75);

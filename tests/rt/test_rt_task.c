@@ -15,7 +15,8 @@
 
 static void sleep_ns(int64_t ns)
 {
-    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    struct timespec ts = {(time_t)(ns / 1000000000LL),
+                          (long)(ns % 1000000000LL)};
     while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0) {
     }
 }
@@ -62,7 +63,8 @@ static void test_counts(void)
     struct nerve_task_stats st;
     NT_OK(nerve_task_stat(t, &st));
     NT_EQ(st.cycles, 20);
-    NT_EQ(a.last_release - a.first_release, (int64_t)(19 + st.skipped) * 2 * MS);
+    NT_EQ(a.last_release - a.first_release,
+          (int64_t)(19 + st.skipped) * 2 * MS);
     NT_EQ(st.abs_err.n, 20);
     NT_EQ(st.rel_err.n, 19);
     NT_EQ(st.latency.n, 20);
@@ -278,7 +280,8 @@ static void test_options(void)
 {
     nerve_task *t = NULL;
     struct nerve_task_opts o = NERVE_TASK_OPTS_INIT;
-    NT_RC(nerve_task_open(&o, noop_body, NULL, &t), NERVE_EINVAL); /* no period */
+    NT_RC(nerve_task_open(&o, noop_body, NULL, &t),
+          NERVE_EINVAL); /* no period */
     o.period_ns = MS;
     /* No body: a task for nerve_task_next() only; start and run refuse. */
     NT_OK(nerve_task_open(&o, NULL, NULL, &t));

@@ -53,10 +53,18 @@ void nerve__crashpoint_arm(const char *name, long skip);
 
 /* Every NERVE_CRASHPOINT of src/chan.c. */
 static const char *const points[] = {
-    "put.locked",       "put.after-tail",   "put.mid-payload",
-    "put.after-payload", "put.after-slot",  "put.after-desc-clear",
-    "put.after-desc-fields", "put.after-desc-seq", "put.after-wpos",
-    "put.after-commit", "put.after-unlock", "put.after-wake",
+    "put.locked",
+    "put.after-tail",
+    "put.mid-payload",
+    "put.after-payload",
+    "put.after-slot",
+    "put.after-desc-clear",
+    "put.after-desc-fields",
+    "put.after-desc-seq",
+    "put.after-wpos",
+    "put.after-commit",
+    "put.after-unlock",
+    "put.after-wake",
     "reserve.locked",
     "commit.before-commit",
 };
@@ -71,8 +79,8 @@ static const char *const points[] = {
 #define LOCK_TIMEOUT_NS 5000000
 
 enum { RK_NEXT, RK_NEWEST, RK_VIEW, RK_SEQ, RK_KINDS };
-static const char *const kind_names[] = {"next-wait", "newest-wait",
-                                         "view", "seq"};
+static const char *const kind_names[] = {"next-wait", "newest-wait", "view",
+                                         "seq"};
 
 struct shared {
     atomic_int stop;
@@ -142,8 +150,8 @@ static void *misuse(void *arg)
     return NULL;
 }
 
-static void writer(unsigned slot, uint32_t id, uint64_t seed,
-                   const char *point, long skip, int stopper)
+static void writer(unsigned slot, uint32_t id, uint64_t seed, const char *point,
+                   long skip, int stopper)
 {
     nerve_chan *w;
     NT_OK(nerve_chan_open(chan, NERVE_O_WRITE, &w));
@@ -211,12 +219,12 @@ static void on_usr1(int sig)
         nerve_chan_cancel(reader_chan); /* async-signal-safe */
 }
 
-#define RFAIL(...)                                                              \
-    do {                                                                        \
-        fprintf(stderr, "reader %s: FAIL: ", kind_names[kind]);                 \
-        fprintf(stderr, __VA_ARGS__);                                           \
-        fprintf(stderr, "\n");                                                  \
-        atomic_fetch_add(&sh->failures, 1);                                     \
+#define RFAIL(...)                                                             \
+    do {                                                                       \
+        fprintf(stderr, "reader %s: FAIL: ", kind_names[kind]);                \
+        fprintf(stderr, __VA_ARGS__);                                          \
+        fprintf(stderr, "\n");                                                 \
+        atomic_fetch_add(&sh->failures, 1);                                    \
     } while (0)
 
 /* Check one delivered message; last[] holds the newest counter seen per
@@ -272,7 +280,8 @@ static void reader(int kind, uint64_t seed)
                                mode | NERVE_F_WAIT);
             if (r == 0) {
                 if (gi.seq <= cursor || gi.missed != gi.seq - cursor - 1)
-                    RFAIL("seq %" PRIu64 " missed %" PRIu64 " after cursor %" PRIu64,
+                    RFAIL("seq %" PRIu64 " missed %" PRIu64
+                          " after cursor %" PRIu64,
                           gi.seq, gi.missed, cursor);
                 atomic_fetch_add(&sh->missed, gi.missed);
                 cursor = gi.seq;
@@ -374,9 +383,8 @@ static void ghost_lock(void)
     /* Writers hold it most of the time: catch it free (bounded). */
     for (long i = 0; i < 1000000; i++) {
         uint32_t free_word = 0;
-        if (__atomic_compare_exchange_n(lock_word, &free_word, 0x3ffffff0u,
-                                        0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST)) {
+        if (__atomic_compare_exchange_n(lock_word, &free_word, 0x3ffffff0u, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
             ghosts++;
             return;
         }
@@ -443,10 +451,10 @@ static void reap_killed(pid_t pid, const char *what)
 
 /* Poll (this is observation with a bound, not a sleep to synchronise) until
  * cond holds. */
-#define WAIT_UNTIL(cond)                                                        \
-    do {                                                                        \
-        while (!(cond))                                                         \
-            pause_ns(50000);                                                    \
+#define WAIT_UNTIL(cond)                                                       \
+    do {                                                                       \
+        while (!(cond))                                                        \
+            pause_ns(50000);                                                   \
     } while (0)
 
 /* One writer stops itself holding the lock; the others must time out on
@@ -488,7 +496,8 @@ int main(int argc, char **argv)
             nreaders = atoi(argv[++i]);
         else
             NT_FAIL("usage: %s [--kills N] [--seed S] [--writers W] "
-                    "[--readers R]", argv[0]);
+                    "[--readers R]",
+                    argv[0]);
     }
     if (nwriters < 2 || nwriters > MAXW || nreaders < 1 || nreaders > MAXR ||
         kills < 2 * (long)NPOINTS)
@@ -613,8 +622,8 @@ int main(int argc, char **argv)
         pause_ns(5000000);
         NT_OK(nerve_chan_stat(w, &st));
     } while (st.waiters != 0);
-    static const struct nerve__futex_ops counting = {
-        NULL, NULL, count_wake_all, count_wake};
+    static const struct nerve__futex_ops counting = {NULL, NULL, count_wake_all,
+                                                     count_wake};
     nerve__futex = &counting;
     for (int i = 0; i < 100; i++)
         NT_OK(nerve_chan_put(w, last, sizeof last, 0, &pi, 0));

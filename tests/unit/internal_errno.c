@@ -18,8 +18,8 @@ int main(void)
     NT_EQ(nerve__err_from_errno(ENOENT), NERVE_ENOENT);
     NT_EQ(nerve__err_from_errno(EMFILE), NERVE_EMFILE);
     /* Unknown to nerve: passed through. */
-    const int others[] = {EIO, EOVERFLOW, ENOLCK, EUCLEAN, EREMOTEIO, ENOTDIR,
-                          ETXTBSY, EMLINK};
+    const int others[] = {EIO,       EOVERFLOW, ENOLCK,  EUCLEAN,
+                          EREMOTEIO, ENOTDIR,   ETXTBSY, EMLINK};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
         int e = others[i];
         NT_EQ(nerve__err_from_errno(e), -e);

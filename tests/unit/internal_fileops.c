@@ -21,12 +21,24 @@
 
 #include "platform.h"
 
-enum op { OP_NONE, OP_OPEN, OP_FSTAT, OP_LSTAT, OP_PREAD, OP_FALLOCATE,
-          OP_LINK, OP_LINKAT, OP_FCHMOD, OP_ACCESS, OP_MMAP, OP_MSYNC,
-          OP_COUNT };
+enum op {
+    OP_NONE,
+    OP_OPEN,
+    OP_FSTAT,
+    OP_LSTAT,
+    OP_PREAD,
+    OP_FALLOCATE,
+    OP_LINK,
+    OP_LINKAT,
+    OP_FCHMOD,
+    OP_ACCESS,
+    OP_MMAP,
+    OP_MSYNC,
+    OP_COUNT
+};
 static const char *const op_names[OP_COUNT] = {
-    "none", "open", "fstat", "lstat", "pread", "fallocate",
-    "link", "linkat", "fchmod", "access", "mmap", "msync"};
+    "none", "open",   "fstat",  "lstat",  "pread", "fallocate",
+    "link", "linkat", "fchmod", "access", "mmap",  "msync"};
 
 /* The call of `fail_op` numbered fail_at (1-based) fails with fail_errno,
  * and with `fail_rest` every later one too. calls[] counts the calls. */
@@ -117,7 +129,8 @@ static int shm_leftovers(void)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (strstr(e->d_name, chan) || strncmp(e->d_name, tmp, strlen(tmp)) == 0) {
+        if (strstr(e->d_name, chan) ||
+            strncmp(e->d_name, tmp, strlen(tmp)) == 0) {
             fprintf(stderr, "left in /dev/shm: %s\n", e->d_name);
             n++;
         }

@@ -46,8 +46,8 @@ static int fake_wake_n(const uint32_t *word, int shared, int n)
     return nerve__futex_linux.wake(word, shared, n);
 }
 
-static const struct nerve__futex_ops fake = {fake_waitv, fake_wait1,
-                                             fake_wake, fake_wake_n};
+static const struct nerve__futex_ops fake = {fake_waitv, fake_wait1, fake_wake,
+                                             fake_wake_n};
 
 static nerve_chan *g_w;
 

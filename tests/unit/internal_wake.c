@@ -48,8 +48,8 @@ static int fake_wake(const uint32_t *word, int shared, int n)
     return nerve__futex_linux.wake(word, shared, n);
 }
 
-static const struct nerve__futex_ops counting = {
-    NULL, NULL, fake_wake_all, fake_wake};
+static const struct nerve__futex_ops counting = {NULL, NULL, fake_wake_all,
+                                                 fake_wake};
 
 static void sleep_ms(long ms)
 {

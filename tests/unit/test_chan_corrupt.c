@@ -248,8 +248,8 @@ static void test_damaged_desc(void)
     /* head + 1 (killed between D3 and W6): accepted, not used. */
     poke64(n, OFF_DESC_SEQ, 4);
     NT_OK(nerve_chan_check(n, msg, sizeof msg));
-    NT_OK(nerve_chan_get(r, b, sizeof b, 0, 0,
-                         &gi, NERVE_GET_NEWEST | NERVE_F_REPEAT));
+    NT_OK(nerve_chan_get(r, b, sizeof b, 0, 0, &gi,
+                         NERVE_GET_NEWEST | NERVE_F_REPEAT));
     NT_EQ(gi.len, 6);
     /* Any other message: corrupt. */
     poke64(n, OFF_DESC_SEQ, 2);
@@ -344,8 +344,8 @@ static void test_random_corruption(void)
             struct nerve_view v;
             for (uint32_t mode = 0; mode < 4; mode++) {
                 for (int k = 0; k < 3; k++) {
-                    r = nerve_chan_get(c, b, sizeof b, (int64_t)(rnd() % 64),
-                                       0, &gi, mode);
+                    r = nerve_chan_get(c, b, sizeof b, (int64_t)(rnd() % 64), 0,
+                                       &gi, mode);
                     NT_ASSERT(r == 0 || r == NERVE_EAGAIN ||
                               r == NERVE_ECORRUPT || r == NERVE_EOVERWRITTEN ||
                               r == NERVE_EINVAL || r == NERVE_EMSGSIZE);

@@ -50,9 +50,7 @@ static const char *kind_name[] = {"FIFO", "socket", "directory",
 static int plant(enum kind kind, const char *path)
 {
     switch (kind) {
-    case FIFO:
-        NT_EQ(mkfifo(path, 0666), 0);
-        return 0;
+    case FIFO: NT_EQ(mkfifo(path, 0666), 0); return 0;
     case SOCK: {
         int s = socket(AF_UNIX, SOCK_STREAM, 0);
         NT_ASSERT(s >= 0);
@@ -62,9 +60,7 @@ static int plant(enum kind kind, const char *path)
         close(s); /* the socket file stays */
         return 0;
     }
-    case DIRECTORY:
-        NT_EQ(mkdir(path, 0777), 0);
-        return 0;
+    case DIRECTORY: NT_EQ(mkdir(path, 0777), 0); return 0;
     case SYMLINK_FIFO: {
         char target[300];
         snprintf(target, sizeof target, "%s.target", path);
@@ -75,8 +71,7 @@ static int plant(enum kind kind, const char *path)
     case DEVICE:
         /* /dev/null's numbers: harmless even if something opened it. */
         return mknod(path, S_IFCHR | 0666, makedev(1, 3)) == 0 ? 0 : -1;
-    default:
-        NT_FAIL("kind %d", (int)kind);
+    default: NT_FAIL("kind %d", (int)kind);
     }
 }
 
@@ -234,8 +229,8 @@ static void mismatched_bell(void)
     struct {
         const char *why;
         int how;
-    } cases[] = {{"mode 0666 differs", 0}, {"bell is 100 bytes", 1},
-                 {"2 links", 2}};
+    } cases[] = {
+        {"mode 0666 differs", 0}, {"bell is 100 bytes", 1}, {"2 links", 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         nt_create(n, 8, 4096);
         char bp[256], other[300];
@@ -541,8 +536,8 @@ static void metadata_utf8(void)
 {
     const char *n = nt_name("utf8");
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
-    const char *bad[] = {"caf\xe9", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-                         "\xe2\x82", "ok\xff"};
+    const char *bad[] = {"caf\xe9",          "\xc0\xaf", "\xed\xa0\x80",
+                         "\xf4\x90\x80\x80", "\xe2\x82", "ok\xff"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         o.type = bad[i];
         o.encoding = NULL;

@@ -171,8 +171,7 @@ int main(void)
     NT_RC(nerve_chan_put(w, "z", 1, 0, NULL, 0), NERVE_EPERM);
     /* Defect 7: every passed timeout is one try, then ETIMEDOUT. */
     NT_RC(nerve_chan_put(w2, "z", 1, -1, NULL, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_put(w2, "z", 1, -5000000000ll, NULL, 0),
-          NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_put(w2, "z", 1, -5000000000ll, NULL, 0), NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_put(w2, "z", 1, 0, NULL, 0), NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_put(w2, "z", 1, nerve_clock_now_ns() - 1, NULL,
                          NERVE_F_ABSTIME),
@@ -213,8 +212,7 @@ int main(void)
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, -1, &gi, wf), NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, -123456789, &gi, wf),
           NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 1, &gi,
-                         wf | NERVE_F_ABSTIME),
+    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 1, &gi, wf | NERVE_F_ABSTIME),
           NERVE_ETIMEDOUT);
     struct nerve_view v;
     NT_RC(nerve_chan_view(r, 0, -1, &v, wf), NERVE_ETIMEDOUT);
@@ -223,7 +221,7 @@ int main(void)
     NT_EQ(ready, 0);
     NT_RC(nerve_chan_wait_any(&r, 1, -1000000000, &ready, 0), NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_wait_any(&r, 1, nerve_clock_now_ns() - 1000, &ready,
-                         NERVE_F_ABSTIME),
+                              NERVE_F_ABSTIME),
           NERVE_ETIMEDOUT);
     /* NERVE_FOREVER is not a time any subtraction gives. */
     NT_EQ(NERVE_FOREVER, INT64_MIN);

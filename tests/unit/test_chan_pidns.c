@@ -91,8 +91,7 @@ int main(void)
         NT_OK(nerve_chan_open(c2, NERVE_O_READ, &r));
         char buf[16];
         struct nerve_get_info gi;
-        NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi,
-                             NERVE_GET_NEWEST));
+        NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEWEST));
         NT_EQ(gi.len, 5);
         NT_ASSERT(memcmp(buf, "child", 5) == 0);
         NT_OK(nerve_chan_close(r));

@@ -299,7 +299,8 @@ static void test_put_at(void)
     NT_EQ(pi.time_ns, now - 5000000); /* before the previous: clamped */
     int64_t future = nerve_clock_now_ns() + 3600000000000ll;
     NT_OK(nerve_chan_put_at(w, "c", 1, future, 0, &pi, 0));
-    NT_ASSERT(pi.time_ns < future && pi.time_ns <= nerve_clock_now_ns()); /* now */
+    NT_ASSERT(pi.time_ns < future &&
+              pi.time_ns <= nerve_clock_now_ns()); /* now */
     int64_t t3 = pi.time_ns;
     void *p;
     NT_OK(nerve_chan_reserve(w, 8, 0, &p, 0));

@@ -203,7 +203,8 @@ static void test_wait_any(void)
     NT_RC(nerve_chan_wait_any(r, N, 0, &ready, 0), NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_wait_any(r, N, 1000000, &ready, 0), NERVE_ETIMEDOUT);
     NT_RC(nerve_chan_wait_any(r, 0, 0, &ready, 0), NERVE_EINVAL);
-    NT_RC(nerve_chan_wait_any(r, NERVE_WAIT_MAX + 1, 0, &ready, 0), NERVE_EINVAL);
+    NT_RC(nerve_chan_wait_any(r, NERVE_WAIT_MAX + 1, 0, &ready, 0),
+          NERVE_EINVAL);
     for (int i = 0; i < N; i++) {
         struct multi m = {w[i], i};
         pthread_t t;

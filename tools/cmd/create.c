@@ -52,8 +52,7 @@ static int run(int argc, char **argv)
             }
             break;
         case 's':
-            if (cli_parse_size(optarg, &o.data_size) != 0 ||
-                o.data_size == 0) {
+            if (cli_parse_size(optarg, &o.data_size) != 0 || o.data_size == 0) {
                 return cli_usage("create", "bad --size '%s'", optarg);
             }
             break;
@@ -81,8 +80,8 @@ static int run(int argc, char **argv)
     }
     char *schema = NULL;
     if (schema_file != NULL) {
-        FILE *f = strcmp(schema_file, "-") == 0 ? stdin
-                                                : fopen(schema_file, "rb");
+        FILE *f =
+            strcmp(schema_file, "-") == 0 ? stdin : fopen(schema_file, "rb");
         size_t len = 0;
         if (f == NULL || read_all(f, &schema, &len) != 0) {
             fprintf(stderr, "nerve create: --schema %s: %s\n", schema_file,
@@ -109,10 +108,12 @@ static int run(int argc, char **argv)
             char n[40], a[40];
             cli_mem_str(n, sizeof n, need);
             cli_mem_str(a, sizeof a, avail);
-            fprintf(stderr, "nerve create: %s: ENOSPC: this channel needs "
-                            "about %s of memory and /dev/shm has %s free "
-                            "(a channel's memory is committed when it is "
-                            "created)\n", name, n, a);
+            fprintf(stderr,
+                    "nerve create: %s: ENOSPC: this channel needs "
+                    "about %s of memory and /dev/shm has %s free "
+                    "(a channel's memory is committed when it is "
+                    "created)\n",
+                    name, n, a);
             free(schema);
             return CLI_FAIL;
         }
@@ -121,15 +122,16 @@ static int run(int argc, char **argv)
     free(schema);
     if (rc == NERVE_EINVAL) {
         /* Say which field: type and encoding must be UTF-8 text. */
-        const char *bad = o.type && !utf8_valid(o.type, strlen(o.type))
-                              ? "--type"
-                          : o.encoding &&
-                                  !utf8_valid(o.encoding, strlen(o.encoding))
-                              ? "--encoding"
-                              : NULL;
+        const char *bad =
+            o.type && !utf8_valid(o.type, strlen(o.type)) ? "--type"
+            : o.encoding && !utf8_valid(o.encoding, strlen(o.encoding))
+                ? "--encoding"
+                : NULL;
         if (bad != NULL) {
-            fprintf(stderr, "nerve create: %s: EINVAL: %s is not valid "
-                            "UTF-8\n", name, bad);
+            fprintf(stderr,
+                    "nerve create: %s: EINVAL: %s is not valid "
+                    "UTF-8\n",
+                    name, bad);
             return CLI_FAIL;
         }
     }
@@ -142,7 +144,8 @@ static int run(int argc, char **argv)
         cli_mem_str(fs, sizeof fs, st.file_size);
         cli_mem_str(ds, sizeof ds, st.data_size);
         printf("%s: %" PRIu64 " slots, %s data ring: %s of memory committed "
-               "(/dev/shm/nerve.%s)\n", name, st.slots, ds, fs, name);
+               "(/dev/shm/nerve.%s)\n",
+               name, st.slots, ds, fs, name);
     }
     return CLI_OK;
 }

@@ -53,33 +53,36 @@ static int explain(const struct cli_read *r, nerve_chan *ch, int rc)
         fprintf(stderr, "nerve get: %s: %s: the channel has no message yet\n",
                 name, code);
     } else if (which == NERVE_GET_SEQ && rc == NERVE_EAGAIN) {
-        fprintf(stderr, "nerve get: %s: %s: message %" PRId64 " is not "
-                        "published yet (the newest is %" PRIu64 "; --wait "
-                        "waits for it)\n",
+        fprintf(stderr,
+                "nerve get: %s: %s: message %" PRId64 " is not "
+                "published yet (the newest is %" PRIu64 "; --wait "
+                "waits for it)\n",
                 name, code, arg, st.head_seq);
     } else if (which == NERVE_GET_SEQ) {
-        fprintf(stderr, "nerve get: %s: %s: message %" PRId64 " was "
-                        "overwritten (present: %" PRIu64 " to %" PRIu64 ")\n",
+        fprintf(stderr,
+                "nerve get: %s: %s: message %" PRId64 " was "
+                "overwritten (present: %" PRIu64 " to %" PRIu64 ")\n",
                 name, code, arg, tail, st.head_seq);
     } else {
         struct nerve_get_info oi;
         char b;
         int64_t oldest = -1;
-        int e = nerve_chan_get(ch, &b, 0, (int64_t)tail, 0, &oi,
-                               NERVE_GET_SEQ);
+        int e = nerve_chan_get(ch, &b, 0, (int64_t)tail, 0, &oi, NERVE_GET_SEQ);
         if (e == 0 || e == NERVE_EMSGSIZE) {
             oldest = oi.time_ns;
         }
         if (oldest >= 0) {
             char iso[64];
             iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(oldest));
-            fprintf(stderr, "nerve get: %s: %s: no message committed at or "
-                            "before %" PRId64 " ns: the oldest present (seq %"
-                            PRIu64 ") was committed at %" PRId64 " ns (%s)\n",
+            fprintf(stderr,
+                    "nerve get: %s: %s: no message committed at or "
+                    "before %" PRId64 " ns: the oldest present (seq %" PRIu64
+                    ") was committed at %" PRId64 " ns (%s)\n",
                     name, code, arg, tail, oldest, iso);
         } else {
-            fprintf(stderr, "nerve get: %s: %s: no message committed at or "
-                            "before %" PRId64 " ns is still present\n",
+            fprintf(stderr,
+                    "nerve get: %s: %s: no message committed at or "
+                    "before %" PRId64 " ns is still present\n",
                     name, code, arg);
         }
     }
@@ -97,8 +100,14 @@ static int run(int argc, char **argv)
     cli_reset_getopt();
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'N': which = NERVE_GET_NEWEST; nwhich++; break;
-        case 'n': which = NERVE_GET_NEXT; nwhich++; break;
+        case 'N':
+            which = NERVE_GET_NEWEST;
+            nwhich++;
+            break;
+        case 'n':
+            which = NERVE_GET_NEXT;
+            nwhich++;
+            break;
         case 's': {
             uint64_t v;
             if (cli_parse_u64(optarg, &v) != 0 || v == 0 || v > INT64_MAX) {
@@ -109,7 +118,11 @@ static int run(int argc, char **argv)
             nwhich++;
             break;
         }
-        case 'a': at = optarg; which = NERVE_GET_AT; nwhich++; break;
+        case 'a':
+            at = optarg;
+            which = NERVE_GET_AT;
+            nwhich++;
+            break;
         case 'w': wait = 1; break;
         case 't':
             if (cli_seconds_to_ns("get", optarg, &timeout) != 0) {
@@ -141,8 +154,10 @@ static int run(int argc, char **argv)
         return cli_usage("get", "--timeout needs --wait");
     }
     if (at != NULL && cli_parse_time(at, nerve_clock_now_ns(), &arg) != 0) {
-        return cli_usage("get", "bad --at '%s' (nanoseconds, or -1.5s, "
-                                "-200ms, -30us)", at);
+        return cli_usage("get",
+                         "bad --at '%s' (nanoseconds, or -1.5s, "
+                         "-200ms, -30us)",
+                         at);
     }
     /* "missed" counts what this reader could have had and lost: a one-shot
      * get has no previous message, so the history before it is not loss

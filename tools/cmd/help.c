@@ -85,7 +85,8 @@ static void list_external(FILE *f)
 void cli_usage_all(FILE *f)
 {
     fputs("usage: nerve VERB [ARGS]   (nerve VERB --help for a verb's help)\n"
-          "Real-time IPC channels in shared memory.\n\nverbs:\n", f);
+          "Real-time IPC channels in shared memory.\n\nverbs:\n",
+          f);
     for (size_t i = 0; i < cli_nverbs; i++) {
         fprintf(f, "  %-8s %s\n", cli_verbs[i]->name, cli_verbs[i]->summary);
     }
@@ -93,8 +94,8 @@ void cli_usage_all(FILE *f)
 
 static int run(int argc, char **argv)
 {
-    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
-                      strcmp(argv[1], "-h") == 0)) {
+    if (argc >= 2 &&
+        (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         return cli_print_help("help");
     }
     if (argc > 2) {

@@ -96,8 +96,8 @@ static int run(int argc, char **argv)
         printf("file size:       %" PRIu64 " bytes\n", st.file_size);
         printf("slots:           %" PRIu64 "\n", st.slots);
         printf("data size:       %" PRIu64 " bytes\n", st.data_size);
-        printf("sequence:        head %" PRIu64 ", tail %" PRIu64
-               " (%" PRIu64 " messages present)\n",
+        printf("sequence:        head %" PRIu64 ", tail %" PRIu64 " (%" PRIu64
+               " messages present)\n",
                st.head_seq, st.tail_seq, cli_present(&st));
         printf("bytes published: %" PRIu64 "\n", st.bytes_total);
         if (st.head_seq > 0) {
@@ -112,13 +112,12 @@ static int run(int argc, char **argv)
         printf("mode:            %04o (uid %u, gid %u)\n", st.mode, st.uid,
                st.gid);
         printf("type:            %s\n", meta.type[0] ? meta.type : "-");
-        printf("encoding:        %s\n",
-               meta.encoding[0] ? meta.encoding : "-");
+        printf("encoding:        %s\n", meta.encoding[0] ? meta.encoding : "-");
         if (meta.schema_len == 0) {
             printf("schema:          -\n");
         } else if (utf8_valid(meta.schema, meta.schema_len)) {
-            printf("schema:          %" PRIu64 " bytes\n%s%s",
-                   meta.schema_len, meta.schema,
+            printf("schema:          %" PRIu64 " bytes\n%s%s", meta.schema_len,
+                   meta.schema,
                    meta.schema[meta.schema_len - 1] == '\n' ? "" : "\n");
         } else {
             printf("schema:          %" PRIu64 " bytes (binary)\n",

@@ -149,8 +149,8 @@ static int ls_once(char **pat, int npat, int json)
             } else {
                 snprintf(age, sizeof age, "-");
             }
-            printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n",
-                   l.v[i], st.slots, size, cli_present(&st), bytes, age,
+            printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", l.v[i],
+                   st.slots, size, cli_present(&st), bytes, age,
                    meta.type[0] ? meta.type : "-");
         }
         nerve_chan_close(ch);
@@ -205,11 +205,9 @@ static int run(int argc, char **argv)
      * listings); on a terminal each listing replaces the previous one. */
     int tty = isatty(STDOUT_FILENO);
     cli_catch_signals(NULL);
-    for (uint64_t n = 0; (count == 0 || n < count) && !cli_interrupted();
-         n++) {
+    for (uint64_t n = 0; (count == 0 || n < count) && !cli_interrupted(); n++) {
         if (n > 0) {
-            struct timespec ts = {interval / 1000000000,
-                                  interval % 1000000000};
+            struct timespec ts = {interval / 1000000000, interval % 1000000000};
             while (nanosleep(&ts, &ts) != 0 && errno == EINTR &&
                    !cli_interrupted()) {
             }

@@ -65,8 +65,10 @@ static int lock_holder(const char *name, char *out, size_t len)
         snprintf(out, len, "thread %u (pid %ld: %s)", tid, pid,
                  cmd[0] ? cmd : "?");
     } else {
-        snprintf(out, len, "thread %u (not visible here: another PID "
-                           "namespace?)", tid);
+        snprintf(out, len,
+                 "thread %u (not visible here: another PID "
+                 "namespace?)",
+                 tid);
     }
     return 0;
 }
@@ -79,22 +81,26 @@ static int put_one(nerve_chan *ch, const char *name, const void *buf,
     if (rc == NERVE_EMSGSIZE) {
         struct nerve_stats st;
         if (nerve_chan_stat(ch, &st) == 0) {
-            fprintf(stderr, "nerve put: %s: EMSGSIZE: a message of %zu bytes "
-                            "does not fit: the channel's data ring is %" PRIu64
-                            " bytes (the largest message; nerve create "
-                            "--size)\n", name, len, st.data_size);
+            fprintf(stderr,
+                    "nerve put: %s: EMSGSIZE: a message of %zu bytes "
+                    "does not fit: the channel's data ring is %" PRIu64
+                    " bytes (the largest message; nerve create "
+                    "--size)\n",
+                    name, len, st.data_size);
             return CLI_FAIL;
         }
     }
     if (rc == NERVE_ETIMEDOUT) {
         char who[256];
         if (lock_holder(name, who, sizeof who) == 0) {
-            fprintf(stderr, "nerve put: %s: ETIMEDOUT: the writer lock was "
-                            "not free within %.3g s: held by %s\n",
+            fprintf(stderr,
+                    "nerve put: %s: ETIMEDOUT: the writer lock was "
+                    "not free within %.3g s: held by %s\n",
                     name, (double)timeout / 1e9, who);
         } else {
-            fprintf(stderr, "nerve put: %s: ETIMEDOUT: the writer lock was "
-                            "not free within %.3g s\n",
+            fprintf(stderr,
+                    "nerve put: %s: ETIMEDOUT: the writer lock was "
+                    "not free within %.3g s\n",
                     name, (double)timeout / 1e9);
         }
         return CLI_FAIL;
@@ -103,8 +109,10 @@ static int put_one(nerve_chan *ch, const char *name, const void *buf,
         return cli_err("put", name, rc);
     }
     if (info.recovered) {
-        fprintf(stderr, "nerve put: %s: recovered the writer lock from a "
-                        "writer that died\n", name);
+        fprintf(stderr,
+                "nerve put: %s: recovered the writer lock from a "
+                "writer that died\n",
+                name);
     }
     if (json) {
         printf("{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 "}\n", info.seq,
@@ -149,8 +157,7 @@ static int run(int argc, char **argv)
         len = strlen(data);
     } else {
         if (read_all(stdin, &data, &len) != 0) {
-            fprintf(stderr, "nerve put: standard input: %s\n",
-                    strerror(errno));
+            fprintf(stderr, "nerve put: standard input: %s\n", strerror(errno));
             return CLI_FAIL;
         }
         owned = 1;
@@ -171,8 +178,8 @@ static int run(int argc, char **argv)
         while (start < len && status == CLI_OK) {
             char *nl = memchr(data + start, '\n', len - start);
             size_t end = nl ? (size_t)(nl - data) : len;
-            status = put_one(ch, name, data + start, end - start, timeout,
-                             json);
+            status =
+                put_one(ch, name, data + start, end - start, timeout, json);
             start = end + 1;
         }
     }

@@ -75,7 +75,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: nerve cyclic [options]\n"
-            "Measure the timing error of nerve periodic tasks the way Tobar et al.\n"
+            "Measure the timing error of nerve periodic tasks the way Tobar et "
+            "al.\n"
             "measure the ALMA Common Software's real-time tasks (absolute and\n"
             "relative error; docs/realtime.md).\n\n"
             "  -p, --period US        base period in microseconds (1000)\n"
@@ -152,15 +153,16 @@ static int body(void *arg, const struct nerve_task_tick *tk)
 static void sleep_until(int64_t t)
 {
     struct timespec ts = {(time_t)(t / 1000000000LL), (long)(t % 1000000000LL)};
-    while (!interrupted &&
-           clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    while (!interrupted && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+                                           NULL) == EINTR) {
     }
 }
 
 static const char *policy_name(int p)
 {
-    return p == NERVE_RT_FIFO ? "SCHED_FIFO" : p == NERVE_RT_RR ? "SCHED_RR"
-                                                                : "SCHED_OTHER";
+    return p == NERVE_RT_FIFO ? "SCHED_FIFO"
+           : p == NERVE_RT_RR ? "SCHED_RR"
+                              : "SCHED_OTHER";
 }
 
 /* Run every client under `policy` for the configured duration. */
@@ -178,8 +180,8 @@ static int run_phase(const struct config *cfg, struct client *cl, int n,
         o.start_ns = start;
         o.policy = policy;
         o.priority = policy == NERVE_RT_OTHER ? 0
-                     : cfg->prio               ? cfg->prio
-                                               : NERVE_TASK_PRIO_AUTO;
+                     : cfg->prio              ? cfg->prio
+                                              : NERVE_TASK_PRIO_AUTO;
         o.cpus = cfg->cpu >= 0 ? 1ull << cfg->cpu : 0;
         o.stack_prefault = 128 * 1024;
         int rc = nerve_task_open(&o, body, c, &c->task);
@@ -342,9 +344,9 @@ static pid_t start_load(const struct config *cfg, double seconds)
     char workers[16], timeout[32];
     snprintf(workers, sizeof workers, "%d", cfg->load_workers);
     snprintf(timeout, sizeof timeout, "%.0fs", seconds + 30);
-    char *argv[] = {"stress-ng", "--cpu",     workers, "--io",    "1",
-                    "--vm",      "1",         "--vm-bytes", "64M",
-                    "--timeout", timeout,     "--quiet", NULL};
+    char *argv[] = {"stress-ng", "--cpu",   workers,      "--io", "1",
+                    "--vm",      "1",       "--vm-bytes", "64M",  "--timeout",
+                    timeout,     "--quiet", NULL};
     pid_t pid;
     int e = posix_spawnp(&pid, "stress-ng", NULL, NULL, argv, environ);
     if (e != 0) {
@@ -418,10 +420,10 @@ static int parse_args(int argc, char **argv, struct config *cfg)
                 return -1;
             break;
         case 'P':
-            cfg->run_other = strcmp(optarg, "other") == 0 ||
-                             strcmp(optarg, "both") == 0;
-            cfg->run_fifo = strcmp(optarg, "fifo") == 0 ||
-                            strcmp(optarg, "both") == 0;
+            cfg->run_other =
+                strcmp(optarg, "other") == 0 || strcmp(optarg, "both") == 0;
+            cfg->run_fifo =
+                strcmp(optarg, "fifo") == 0 || strcmp(optarg, "both") == 0;
             if (!cfg->run_other && !cfg->run_fifo)
                 return -1;
             break;
@@ -448,12 +450,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
             if (*end || cfg->load_workers < 1)
                 return -1;
             break;
-        case 'j':
-            cfg->json_path = optarg;
-            break;
-        case 'H':
-            cfg->hist_path = optarg;
-            break;
+        case 'j': cfg->json_path = optarg; break;
+        case 'H': cfg->hist_path = optarg; break;
         case 3: {
             long v = strtol(optarg, &end, 10);
             if (*end || v < 10 || v > 10000000)
@@ -461,14 +459,9 @@ static int parse_args(int argc, char **argv, struct config *cfg)
             cfg->hist_us = (uint32_t)v;
             break;
         }
-        case 'q':
-            cfg->quiet = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            return -1;
+        case 'q': cfg->quiet = 1; break;
+        case 'h': usage(stdout); exit(0);
+        default: return -1;
         }
     }
     return optind == argc ? 0 : -1;
@@ -476,7 +469,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 
 int main(int argc, char **argv)
 {
-    struct config cfg = {1000000, 10, 0, 1, 1, 0, -1, 0, 0, NULL, NULL, 10000, 0};
+    struct config cfg = {1000000, 10, 0,    1,    1,     0, -1,
+                         0,       0,  NULL, NULL, 10000, 0};
     cfg.load_workers = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (parse_args(argc, argv, &cfg) != 0) {
         usage(stderr);
@@ -509,7 +503,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         cl[i].index = i;
         cl[i].period_ns = cfg.period_ns * (i + 1);
-        if (hist_init(&cl[i].abs, cfg.hist_us) || hist_init(&cl[i].rel, cfg.hist_us)) {
+        if (hist_init(&cl[i].abs, cfg.hist_us) ||
+            hist_init(&cl[i].rel, cfg.hist_us)) {
             fprintf(stderr, "nerve cyclic: out of memory\n");
             return 1;
         }
@@ -517,7 +512,7 @@ int main(int argc, char **argv)
     FILE *json = NULL, *hist = NULL;
     if (cfg.json_path) {
         json = strcmp(cfg.json_path, "-") == 0 ? stdout
-                                                : fopen(cfg.json_path, "w");
+                                               : fopen(cfg.json_path, "w");
         if (!json) {
             fprintf(stderr, "nerve cyclic: %s: %s\n", cfg.json_path,
                     strerror(errno));
@@ -532,9 +527,10 @@ int main(int argc, char **argv)
                     strerror(errno));
             return 1;
         }
-        fprintf(hist, "# nerve-cyclic histogram: 1 us bins of |error|; "
-                      "non-empty bins only; bin %u = overflow\n"
-                      "# phase task period_us bin_us abs_count rel_count\n",
+        fprintf(hist,
+                "# nerve-cyclic histogram: 1 us bins of |error|; "
+                "non-empty bins only; bin %u = overflow\n"
+                "# phase task period_us bin_us abs_count rel_count\n",
                 cfg.hist_us);
     }
 
@@ -572,14 +568,14 @@ int main(int argc, char **argv)
                 json_row(json, &cfg, phase, &cl[i], fifo_refused);
             if (hist) {
                 for (uint32_t b = 0; b <= cfg.hist_us; b++) {
-                    uint64_t a = b < cfg.hist_us ? cl[i].abs.bins[b]
-                                                 : cl[i].abs.over;
-                    uint64_t r = b < cfg.hist_us ? cl[i].rel.bins[b]
-                                                 : cl[i].rel.over;
+                    uint64_t a =
+                        b < cfg.hist_us ? cl[i].abs.bins[b] : cl[i].abs.over;
+                    uint64_t r =
+                        b < cfg.hist_us ? cl[i].rel.bins[b] : cl[i].rel.over;
                     if (a || r)
                         fprintf(hist, "%s %d %.0f %u %llu %llu\n", phase, i,
-                                cl[i].period_ns / 1e3, b,
-                                (unsigned long long)a, (unsigned long long)r);
+                                cl[i].period_ns / 1e3, b, (unsigned long long)a,
+                                (unsigned long long)r);
                 }
             }
         }

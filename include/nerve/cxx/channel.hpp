@@ -70,7 +70,9 @@ struct cname {
 /// What a put did: the C struct nerve_put_info (seq, time_ns, recovered),
 /// which the C call fills in place (no copy on the hot path).
 struct PublishInfo : nerve_put_info {
-    PublishInfo() noexcept : nerve_put_info{} {}
+    PublishInfo() noexcept : nerve_put_info{}
+    {
+    }
     /// The commit time as a nerve::Clock time point.
     Clock::time_point time() const noexcept
     {
@@ -81,7 +83,9 @@ struct PublishInfo : nerve_put_info {
 /// What a read delivered: the C struct nerve_get_info (seq, missed,
 /// time_ns, len), filled in place by the C call.
 struct MsgInfo : nerve_get_info {
-    MsgInfo() noexcept : nerve_get_info{} {}
+    MsgInfo() noexcept : nerve_get_info{}
+    {
+    }
     /// The commit time as a nerve::Clock time point.
     Clock::time_point time() const noexcept
     {
@@ -119,41 +123,81 @@ public:
     ReadStatus status() const noexcept
     {
         switch (code_) {
-        case 0:
-            return ReadStatus::data;
-        case NERVE_EAGAIN:
-            return ReadStatus::nothing_new;
-        case NERVE_ETIMEDOUT:
-            return ReadStatus::timeout;
-        case NERVE_ECANCELED:
-            return ReadStatus::cancelled;
-        default:
-            return ReadStatus::error;
+        case 0: return ReadStatus::data;
+        case NERVE_EAGAIN: return ReadStatus::nothing_new;
+        case NERVE_ETIMEDOUT: return ReadStatus::timeout;
+        case NERVE_ECANCELED: return ReadStatus::cancelled;
+        default: return ReadStatus::error;
         }
     }
-    explicit operator bool() const noexcept { return code_ == 0; }
-    bool has_data() const noexcept { return code_ == 0; }
-    bool nothing_new() const noexcept { return code_ == NERVE_EAGAIN; }
-    bool timed_out() const noexcept { return code_ == NERVE_ETIMEDOUT; }
-    bool cancelled() const noexcept { return code_ == NERVE_ECANCELED; }
+    explicit operator bool() const noexcept
+    {
+        return code_ == 0;
+    }
+    bool has_data() const noexcept
+    {
+        return code_ == 0;
+    }
+    bool nothing_new() const noexcept
+    {
+        return code_ == NERVE_EAGAIN;
+    }
+    bool timed_out() const noexcept
+    {
+        return code_ == NERVE_ETIMEDOUT;
+    }
+    bool cancelled() const noexcept
+    {
+        return code_ == NERVE_ECANCELED;
+    }
     /// The channel file failed validation (NERVE_ECORRUPT).
-    bool corrupt() const noexcept { return code_ == NERVE_ECORRUPT; }
+    bool corrupt() const noexcept
+    {
+        return code_ == NERVE_ECORRUPT;
+    }
     /// A message did not decode as T (wrong size or malformed;
     /// NERVE_EDECODE). The message was consumed and counted as missed.
-    bool decode_failed() const noexcept { return code_ == NERVE_EDECODE; }
+    bool decode_failed() const noexcept
+    {
+        return code_ == NERVE_EDECODE;
+    }
     /// 0 on data, else the NERVE_E* code (EAGAIN, ETIMEDOUT, ...).
-    int code() const noexcept { return code_; }
-    const char *name() const noexcept { return nerve_err_name(code_); }
-    const char *message() const noexcept { return nerve_strerror(code_); }
+    int code() const noexcept
+    {
+        return code_;
+    }
+    const char *name() const noexcept
+    {
+        return nerve_err_name(code_);
+    }
+    const char *message() const noexcept
+    {
+        return nerve_strerror(code_);
+    }
 
     /// Messages missed before the delivered ones (summed over a batch).
-    uint64_t missed() const noexcept { return info_.missed; }
+    uint64_t missed() const noexcept
+    {
+        return info_.missed;
+    }
     /// Messages delivered: 1 for single reads, the batch size otherwise.
-    size_t count() const noexcept { return count_; }
+    size_t count() const noexcept
+    {
+        return count_;
+    }
     /// Facts of the (last) delivered message.
-    const MsgInfo &info() const noexcept { return info_; }
-    uint64_t seq() const noexcept { return info_.seq; }
-    int64_t time_ns() const noexcept { return info_.time_ns; }
+    const MsgInfo &info() const noexcept
+    {
+        return info_;
+    }
+    uint64_t seq() const noexcept
+    {
+        return info_.seq;
+    }
+    int64_t time_ns() const noexcept
+    {
+        return info_.time_ns;
+    }
 
 private:
     template <class> friend class Reader;
@@ -190,10 +234,14 @@ class Channel {
 public:
     Channel() noexcept = default;
     /// Adopt a handle from nerve_chan_open().
-    explicit Channel(nerve_chan *c) noexcept : c_(c) {}
+    explicit Channel(nerve_chan *c) noexcept : c_(c)
+    {
+    }
     Channel(const Channel &) = delete;
     Channel &operator=(const Channel &) = delete;
-    Channel(Channel &&o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    Channel(Channel &&o) noexcept : c_(std::exchange(o.c_, nullptr))
+    {
+    }
     Channel &operator=(Channel &&o) noexcept
     {
         if (this != &o) {
@@ -203,7 +251,10 @@ public:
         return *this;
     }
     /// nerve_chan_close(): RT not safe (munmap).
-    ~Channel() { nerve_chan_close(c_); }
+    ~Channel()
+    {
+        nerve_chan_close(c_);
+    }
 
     /// Create channel `name` (nerve_chan_create). With o.exist_ok an
     /// existing channel of equal geometry and metadata is reused; other
@@ -256,24 +307,32 @@ public:
 
 #if NERVE_CXX_EXCEPTIONS
     /// As open(), throwing nerve::Error on failure.
-    static Channel open_or_throw(std::string_view name,
-                                 Access a = Access::read)
+    static Channel open_or_throw(std::string_view name, Access a = Access::read)
     {
         auto r = open(name, a);
         if (!r) {
-            detail::raise(r.code(),
-                          ("nerve::Channel::open(" + std::string(name) + ")")
-                              .c_str());
+            detail::raise(
+                r.code(),
+                ("nerve::Channel::open(" + std::string(name) + ")").c_str());
         }
         return std::move(*r);
     }
 #endif
 
     /// The C handle (still owned by this object), or nullptr when empty.
-    nerve_chan *get() const noexcept { return c_; }
-    explicit operator bool() const noexcept { return c_ != nullptr; }
+    nerve_chan *get() const noexcept
+    {
+        return c_;
+    }
+    explicit operator bool() const noexcept
+    {
+        return c_ != nullptr;
+    }
     /// Give up ownership of the C handle.
-    nerve_chan *release() noexcept { return std::exchange(c_, nullptr); }
+    nerve_chan *release() noexcept
+    {
+        return std::exchange(c_, nullptr);
+    }
 
     /// The channel name. RT: safe.
     std::string_view name() const noexcept
@@ -339,7 +398,7 @@ public:
 
     /// Append a copy of bytes (nerve_chan_put). RT: safe.
     Result<PublishInfo> put(const void *data, size_t len,
-                             Duration lock_timeout = forever) noexcept
+                            Duration lock_timeout = forever) noexcept
     {
         PublishInfo pi;
         int rc = nerve_chan_put(c_, data, len, detail::timeout_ns(lock_timeout),
@@ -360,8 +419,8 @@ namespace detail {
 template <class T> ChannelMeta meta_of()
 {
     require_codec<T>();
-    return ChannelMeta{Codec<T>::type_name(),
-                        std::string(Codec<T>::encoding()), schema_of<T>()};
+    return ChannelMeta{Codec<T>::type_name(), std::string(Codec<T>::encoding()),
+                       schema_of<T>()};
 }
 
 // 0 when the channel's recorded type and encoding are T's, else

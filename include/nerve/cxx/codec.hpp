@@ -57,13 +57,33 @@ namespace nerve {
 template <class T> class Span {
 public:
     constexpr Span() noexcept = default;
-    constexpr Span(T *p, size_t n) noexcept : p_(p), n_(n) {}
-    constexpr T *data() const noexcept { return p_; }
-    constexpr size_t size() const noexcept { return n_; }
-    constexpr bool empty() const noexcept { return n_ == 0; }
-    constexpr T &operator[](size_t i) const noexcept { return p_[i]; }
-    constexpr T *begin() const noexcept { return p_; }
-    constexpr T *end() const noexcept { return p_ + n_; }
+    constexpr Span(T *p, size_t n) noexcept : p_(p), n_(n)
+    {
+    }
+    constexpr T *data() const noexcept
+    {
+        return p_;
+    }
+    constexpr size_t size() const noexcept
+    {
+        return n_;
+    }
+    constexpr bool empty() const noexcept
+    {
+        return n_ == 0;
+    }
+    constexpr T &operator[](size_t i) const noexcept
+    {
+        return p_[i];
+    }
+    constexpr T *begin() const noexcept
+    {
+        return p_;
+    }
+    constexpr T *end() const noexcept
+    {
+        return p_ + n_;
+    }
 
 private:
     T *p_ = nullptr;
@@ -125,10 +145,12 @@ template <class T> constexpr std::string_view fundamental_name() noexcept
     }
 }
 
-template <class T, class = void> struct has_member_name : std::false_type {};
+template <class T, class = void> struct has_member_name : std::false_type {
+};
 template <class T>
 struct has_member_name<T, std::void_t<decltype(T::nerve_type_name)>>
-    : std::true_type {};
+    : std::true_type {
+};
 
 } // namespace detail
 
@@ -165,7 +187,8 @@ namespace detail {
 /// Hook for families of types that bring their own codec (ros1.hpp: ROS 1
 /// messages) even when trivially copyable: specialized true_type for them,
 /// it keeps them off the raw codec below.
-template <class T, class = void> struct external_codec : std::false_type {};
+template <class T, class = void> struct external_codec : std::false_type {
+};
 } // namespace detail
 
 /// Trivially copyable types: the message is the object's bytes.
@@ -176,9 +199,18 @@ struct Codec<T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
     /// Raw codecs take the direct path: put/get copy into and out of the
     /// ring once, with no view and no retry.
     static constexpr bool raw = true;
-    static std::string type_name() { return std::string(nerve::TypeName<T>::value); }
-    static constexpr std::string_view encoding() noexcept { return "raw"; }
-    static constexpr size_t size(const T &) noexcept { return sizeof(T); }
+    static std::string type_name()
+    {
+        return std::string(nerve::TypeName<T>::value);
+    }
+    static constexpr std::string_view encoding() noexcept
+    {
+        return "raw";
+    }
+    static constexpr size_t size(const T &) noexcept
+    {
+        return sizeof(T);
+    }
     static void encode(const T &m, void *dst, size_t) noexcept
     {
         std::memcpy(dst, &m, sizeof(T));
@@ -197,9 +229,18 @@ struct Codec<T, std::enable_if_t<std::is_trivially_copyable_v<T> &&
 /// characters exposes a Span<char>.
 template <> struct Codec<std::string> {
     using view = Span<char>;
-    static std::string type_name() { return "string"; }
-    static constexpr std::string_view encoding() noexcept { return "raw"; }
-    static size_t size(const std::string &m) noexcept { return m.size(); }
+    static std::string type_name()
+    {
+        return "string";
+    }
+    static constexpr std::string_view encoding() noexcept
+    {
+        return "raw";
+    }
+    static size_t size(const std::string &m) noexcept
+    {
+        return m.size();
+    }
     static void encode(const std::string &m, void *dst, size_t len) noexcept
     {
         std::memcpy(dst, m.data(), len);
@@ -210,7 +251,10 @@ template <> struct Codec<std::string> {
         out.assign(static_cast<const char *>(src), len);
         return true;
     }
-    static constexpr size_t loan_size(size_t n) noexcept { return n; }
+    static constexpr size_t loan_size(size_t n) noexcept
+    {
+        return n;
+    }
     static view loan_init(void *dst, size_t, size_t n) noexcept
     {
         return view(static_cast<char *>(dst), n);
@@ -232,7 +276,10 @@ template <class E, class A> struct Codec<std::vector<E, A>> {
     {
         return "vector<" + std::string(nerve::TypeName<E>::value) + ">";
     }
-    static constexpr std::string_view encoding() noexcept { return "raw"; }
+    static constexpr std::string_view encoding() noexcept
+    {
+        return "raw";
+    }
     static size_t size(const std::vector<E, A> &m) noexcept
     {
         return m.size() * sizeof(E);
@@ -270,23 +317,30 @@ template <class E, class A> struct Codec<std::vector<E, A>> {
 
 namespace detail {
 
-template <class T, class = void> struct is_raw : std::false_type {};
+template <class T, class = void> struct is_raw : std::false_type {
+};
 template <class T>
-struct is_raw<T, std::enable_if_t<Codec<T>::raw>> : std::true_type {};
+struct is_raw<T, std::enable_if_t<Codec<T>::raw>> : std::true_type {
+};
 
-template <class T, class = void> struct has_codec : std::false_type {};
+template <class T, class = void> struct has_codec : std::false_type {
+};
 template <class T>
-struct has_codec<T, std::void_t<decltype(sizeof(Codec<T>))>>
-    : std::true_type {};
+struct has_codec<T, std::void_t<decltype(sizeof(Codec<T>))>> : std::true_type {
+};
 
-template <class T, class = void> struct has_schema : std::false_type {};
+template <class T, class = void> struct has_schema : std::false_type {
+};
 template <class T>
 struct has_schema<T, std::void_t<decltype(Codec<T>::schema())>>
-    : std::true_type {};
+    : std::true_type {
+};
 
-template <class T, class = void> struct has_view : std::false_type {};
+template <class T, class = void> struct has_view : std::false_type {
+};
 template <class T>
-struct has_view<T, std::void_t<typename Codec<T>::view>> : std::true_type {};
+struct has_view<T, std::void_t<typename Codec<T>::view>> : std::true_type {
+};
 
 template <class T> std::string schema_of()
 {
@@ -303,9 +357,9 @@ inline constexpr bool nothrow_decode = noexcept(Codec<T>::decode(
 
 template <class T>
 inline constexpr bool nothrow_encode =
-    noexcept(Codec<T>::size(std::declval<const T &>())) &&
-    noexcept(Codec<T>::encode(std::declval<const T &>(),
-                              static_cast<void *>(nullptr), size_t{0}));
+    noexcept(Codec<T>::size(std::declval<const T &>())) &&noexcept(
+        Codec<T>::encode(std::declval<const T &>(),
+                         static_cast<void *>(nullptr), size_t{0}));
 
 template <class T> constexpr void require_codec() noexcept
 {

@@ -99,19 +99,28 @@ class [[nodiscard]] CopyResult {
 public:
     CopyResult() noexcept = default;
     CopyResult(int code, const MsgInfo &info, unsigned discarded,
-                int copier_error) noexcept
+               int copier_error) noexcept
         : code_(code > 0 ? 0 : code), discarded_(discarded),
           copier_error_(copier_error), info_(info)
     {
     }
 
-    explicit operator bool() const noexcept { return code_ == 0; }
-    bool ok() const noexcept { return code_ == 0; }
+    explicit operator bool() const noexcept
+    {
+        return code_ == 0;
+    }
+    bool ok() const noexcept
+    {
+        return code_ == 0;
+    }
     /// 0, or NERVE_EAGAIN (nothing new), NERVE_ETIMEDOUT, NERVE_ECANCELED,
     /// NERVE_EMSGSIZE (the destination is smaller than info().len; nothing
     /// consumed), NERVE_ELAPPED (overwritten during every attempt),
     /// gpu::copy_failed (see copier_error()), or another C error.
-    int code() const noexcept { return code_; }
+    int code() const noexcept
+    {
+        return code_;
+    }
     const char *name() const noexcept
     {
         return code_ == copy_failed ? "ECOPY" : nerve_err_name(code_);
@@ -121,23 +130,50 @@ public:
         return code_ == copy_failed ? "the device copy failed"
                                     : nerve_strerror(code_);
     }
-    bool nothing_new() const noexcept { return code_ == NERVE_EAGAIN; }
-    bool timed_out() const noexcept { return code_ == NERVE_ETIMEDOUT; }
+    bool nothing_new() const noexcept
+    {
+        return code_ == NERVE_EAGAIN;
+    }
+    bool timed_out() const noexcept
+    {
+        return code_ == NERVE_ETIMEDOUT;
+    }
     /// Every attempt was overwritten during its copy (NERVE_ELAPPED).
-    bool lapped() const noexcept { return code_ == NERVE_ELAPPED; }
+    bool lapped() const noexcept
+    {
+        return code_ == NERVE_ELAPPED;
+    }
     /// Copies thrown away because a writer overwrote the message during
     /// them (the destination held torn bytes each time).
-    unsigned discarded() const noexcept { return discarded_; }
+    unsigned discarded() const noexcept
+    {
+        return discarded_;
+    }
     /// The copier's own positive error (a cudaError_t for the CUDA
     /// copier) when code() is gpu::copy_failed, else 0.
-    int copier_error() const noexcept { return copier_error_; }
+    int copier_error() const noexcept
+    {
+        return copier_error_;
+    }
     /// The message: seq, missed, time_ns and len (the bytes copied). On
     /// NERVE_EMSGSIZE len is the size needed. For put_from(), seq and
     /// time_ns of the committed message.
-    const MsgInfo &info() const noexcept { return info_; }
-    uint64_t seq() const noexcept { return info_.seq; }
-    uint64_t missed() const noexcept { return info_.missed; }
-    size_t size() const noexcept { return static_cast<size_t>(info_.len); }
+    const MsgInfo &info() const noexcept
+    {
+        return info_;
+    }
+    uint64_t seq() const noexcept
+    {
+        return info_.seq;
+    }
+    uint64_t missed() const noexcept
+    {
+        return info_.missed;
+    }
+    size_t size() const noexcept
+    {
+        return static_cast<size_t>(info_.len);
+    }
 
 private:
     int code_ = NERVE_EAGAIN;
@@ -177,7 +213,7 @@ int run_copier(Copier &copy, void *dst, const void *src, size_t len,
 /// allocation here).  Signal: not safe.
 template <class Copier>
 CopyResult copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
-                         const CopyOptions &o = {})
+                        const CopyOptions &o = {})
 {
     static_assert(detail::is_copier<Copier>,
                   "a copier is callable as int(void *dst, const void *src, "
@@ -234,7 +270,7 @@ CopyResult copy_view_to(nerve_chan *c, void *dst, size_t cap, Copier &&copy,
 /// As above on a Channel.
 template <class Copier>
 CopyResult copy_view_to(Channel &ch, void *dst, size_t cap, Copier &&copy,
-                         const CopyOptions &o = {})
+                        const CopyOptions &o = {})
 {
     return copy_view_to(ch.get(), dst, cap, std::forward<Copier>(copy), o);
 }
@@ -245,10 +281,10 @@ CopyResult copy_view_to(Channel &ch, void *dst, size_t cap, Copier &&copy,
 template <class Handle, class Copier,
           class = decltype(std::declval<Handle &>().native_handle())>
 CopyResult copy_view_to(Handle &h, void *dst, size_t cap, Copier &&copy,
-                         const CopyOptions &o = {})
+                        const CopyOptions &o = {})
 {
-    return copy_view_to(h.native_handle(), dst, cap,
-                        std::forward<Copier>(copy), o);
+    return copy_view_to(h.native_handle(), dst, cap, std::forward<Copier>(copy),
+                        o);
 }
 
 /// Publish `len` bytes from src (device or host memory, as the copier
@@ -261,8 +297,8 @@ CopyResult copy_view_to(Handle &h, void *dst, size_t cap, Copier &&copy,
 /// lock (other writers of the channel wait).  RT: as the copier.
 /// Signal: not safe.
 template <class Copier>
-CopyResult put_from(nerve_chan *c, const void *src, size_t len,
-                     Copier &&copy, Duration lock_timeout = forever)
+CopyResult put_from(nerve_chan *c, const void *src, size_t len, Copier &&copy,
+                    Duration lock_timeout = forever)
 {
     static_assert(detail::is_copier<Copier>,
                   "a copier is callable as int(void *dst, const void *src, "
@@ -297,7 +333,7 @@ CopyResult put_from(nerve_chan *c, const void *src, size_t len,
 /// As above on a Channel.
 template <class Copier>
 CopyResult put_from(Channel &ch, const void *src, size_t len, Copier &&copy,
-                     Duration lock_timeout = forever)
+                    Duration lock_timeout = forever)
 {
     return put_from(ch.get(), src, len, std::forward<Copier>(copy),
                     lock_timeout);
@@ -310,7 +346,7 @@ CopyResult put_from(Channel &ch, const void *src, size_t len, Copier &&copy,
 template <class Handle, class Copier,
           class = decltype(std::declval<Handle &>().native_handle())>
 CopyResult put_from(Handle &h, const void *src, size_t len, Copier &&copy,
-                     Duration lock_timeout = forever)
+                    Duration lock_timeout = forever)
 {
     return put_from(h.native_handle(), src, len, std::forward<Copier>(copy),
                     lock_timeout);
@@ -319,18 +355,20 @@ CopyResult put_from(Handle &h, const void *src, size_t len, Copier &&copy,
 /// How a ring mapping gets registered with a device, decided from the
 /// handle's access and the device's attributes (plan_registration()).
 enum class RegMode : uint8_t {
-    writable,  ///< cudaHostRegisterDefault on a writable mapping
-    read_only, ///< cudaHostRegisterReadOnly on a read-only mapping
+    writable,         ///< cudaHostRegisterDefault on a writable mapping
+    read_only,        ///< cudaHostRegisterReadOnly on a read-only mapping
     host_page_tables, ///< read-only mapping, registered without the flag:
                       ///< the device reads through the host's page tables
-    none,      ///< not registered: copies from the ring are pageable copies
+    none, ///< not registered: copies from the ring are pageable copies
 };
 
 /// What a device offers, as the CUDA attributes of the same names.
 struct DeviceCaps {
-    bool host_register_supported = true;           // cudaDevAttrHostRegisterSupported
-    bool host_register_read_only_supported = false; // ...HostRegisterReadOnlySupported
-    bool pageable_uses_host_page_tables = false;    // ...PageableMemoryAccessUsesHostPageTables
+    bool host_register_supported = true; // cudaDevAttrHostRegisterSupported
+    bool host_register_read_only_supported =
+        false; // ...HostRegisterReadOnlySupported
+    bool pageable_uses_host_page_tables =
+        false; // ...PageableMemoryAccessUsesHostPageTables
 };
 
 /// The registration a handle gets: a writable mapping is registered as
@@ -339,8 +377,7 @@ struct DeviceCaps {
 /// page tables; otherwise it is not registered and copies from it go
 /// through the driver's pageable path (it stages them in its own pinned
 /// buffers: several times slower for large frames, see docs/gpu.md).
-constexpr RegMode plan_registration(bool writable,
-                                     const DeviceCaps &d) noexcept
+constexpr RegMode plan_registration(bool writable, const DeviceCaps &d) noexcept
 {
     if (!d.host_register_supported) {
         return RegMode::none;
@@ -362,14 +399,10 @@ constexpr RegMode plan_registration(bool writable,
 constexpr const char *to_string(RegMode m) noexcept
 {
     switch (m) {
-    case RegMode::writable:
-        return "writable";
-    case RegMode::read_only:
-        return "read-only";
-    case RegMode::host_page_tables:
-        return "host-page-tables";
-    case RegMode::none:
-        break;
+    case RegMode::writable: return "writable";
+    case RegMode::read_only: return "read-only";
+    case RegMode::host_page_tables: return "host-page-tables";
+    case RegMode::none: break;
     }
     return "none";
 }
@@ -413,9 +446,9 @@ inline DeviceCaps query_caps(int device) noexcept
         v != 0;
     v = 0;
     d.pageable_uses_host_page_tables =
-        cudaDeviceGetAttribute(&v,
-                               cudaDevAttrPageableMemoryAccessUsesHostPageTables,
-                               device) == cudaSuccess &&
+        cudaDeviceGetAttribute(
+            &v, cudaDevAttrPageableMemoryAccessUsesHostPageTables, device) ==
+            cudaSuccess &&
         v != 0;
     (void)cudaGetLastError(); // a failed query is not the caller's error
     return d;
@@ -449,7 +482,10 @@ public:
         return *this;
     }
     /// cudaHostUnregister(). RT: not safe.
-    ~RingRegistration() { reset(); }
+    ~RingRegistration()
+    {
+        reset();
+    }
 
     /// Register the ring of `c`, opened with access `a`, with the current
     /// device (cudaGetDevice), as plan_registration() decides. (The C API
@@ -486,7 +522,7 @@ public:
         }
         e = cudaHostRegister(base, r.len_,
                              m == RegMode::read_only ? cudaHostRegisterReadOnly
-                                                      : cudaHostRegisterDefault);
+                                                     : cudaHostRegisterDefault);
         if (e != cudaSuccess) {
             (void)cudaGetLastError(); // not sticky; keep it out of later calls
             r.error_ = e;
@@ -502,13 +538,28 @@ public:
     }
 
     /// How the ring is registered (RegMode::none: not at all).
-    RegMode mode() const noexcept { return mode_; }
-    bool registered() const noexcept { return base_ != nullptr; }
+    RegMode mode() const noexcept
+    {
+        return mode_;
+    }
+    bool registered() const noexcept
+    {
+        return base_ != nullptr;
+    }
     /// Why it is not registered (cudaSuccess when it is).
-    cudaError_t error() const noexcept { return error_; }
+    cudaError_t error() const noexcept
+    {
+        return error_;
+    }
     /// The registered range.
-    void *base() const noexcept { return base_; }
-    size_t size() const noexcept { return len_; }
+    void *base() const noexcept
+    {
+        return base_;
+    }
+    size_t size() const noexcept
+    {
+        return len_;
+    }
 
     /// Unregister now (also done by the destructor).
     void reset() noexcept
@@ -531,25 +582,23 @@ private:
 /// of the channel lands on the GPU, checked after the copy completed.
 /// With the ring registered this is one DMA transfer.
 inline CopyResult copy_view_to_device(nerve_chan *c, void *dev, size_t cap,
-                                       cudaStream_t stream,
-                                       const CopyOptions &o = {})
+                                      cudaStream_t stream,
+                                      const CopyOptions &o = {})
 {
     return copy_view_to(c, dev, cap,
-                        CudaCopier{stream, cudaMemcpyHostToDevice,
-                                    cudaSuccess},
+                        CudaCopier{stream, cudaMemcpyHostToDevice, cudaSuccess},
                         o);
 }
 inline CopyResult copy_view_to_device(Channel &ch, void *dev, size_t cap,
-                                       cudaStream_t stream,
-                                       const CopyOptions &o = {})
+                                      cudaStream_t stream,
+                                      const CopyOptions &o = {})
 {
     return copy_view_to_device(ch.get(), dev, cap, stream, o);
 }
 template <class Handle,
           class = decltype(std::declval<Handle &>().native_handle())>
 CopyResult copy_view_to_device(Handle &h, void *dev, size_t cap,
-                                cudaStream_t stream,
-                                const CopyOptions &o = {})
+                               cudaStream_t stream, const CopyOptions &o = {})
 {
     return copy_view_to_device(h.native_handle(), dev, cap, stream, o);
 }
@@ -557,24 +606,23 @@ CopyResult copy_view_to_device(Handle &h, void *dev, size_t cap,
 /// put_from() device memory dev[0..len) on `stream`: reserve, one DMA
 /// into the reservation (with the ring registered), commit.
 inline CopyResult put_from_device(nerve_chan *c, const void *dev, size_t len,
-                                   cudaStream_t stream,
-                                   Duration lock_timeout = forever)
+                                  cudaStream_t stream,
+                                  Duration lock_timeout = forever)
 {
     return put_from(c, dev, len,
                     CudaCopier{stream, cudaMemcpyDeviceToHost, cudaSuccess},
                     lock_timeout);
 }
 inline CopyResult put_from_device(Channel &ch, const void *dev, size_t len,
-                                   cudaStream_t stream,
-                                   Duration lock_timeout = forever)
+                                  cudaStream_t stream,
+                                  Duration lock_timeout = forever)
 {
     return put_from_device(ch.get(), dev, len, stream, lock_timeout);
 }
 template <class Handle,
           class = decltype(std::declval<Handle &>().native_handle())>
 CopyResult put_from_device(Handle &h, const void *dev, size_t len,
-                            cudaStream_t stream,
-                            Duration lock_timeout = forever)
+                           cudaStream_t stream, Duration lock_timeout = forever)
 {
     return put_from_device(h.native_handle(), dev, len, stream, lock_timeout);
 }

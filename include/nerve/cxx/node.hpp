@@ -84,9 +84,9 @@ struct SubscribeOptions {
 /// Counters of one subscriber, read from the spinning thread.
 struct SubscriberStats {
     uint64_t received = 0; ///< callbacks made
-    uint64_t missed = 0;   ///< messages overwritten (or undecodable) before read
-    uint64_t errors = 0;   ///< failed reads (ELAPPED, EDECODE, ...)
-    int last_error = 0;    ///< code of the last failed read
+    uint64_t missed = 0; ///< messages overwritten (or undecodable) before read
+    uint64_t errors = 0; ///< failed reads (ELAPPED, EDECODE, ...)
+    int last_error = 0;  ///< code of the last failed read
 };
 
 template <class T> class Subscriber;
@@ -101,12 +101,12 @@ struct sub_entry {
     int (*load)(void *state, int64_t limit_ns, int64_t *time_ns) = nullptr;
     void (*deliver)(void *state) = nullptr;
     void (*restore)(void *state) = nullptr; // un-read the loaded message
-    Node **node = nullptr;     // the state's back pointer, cleared by ~Node
+    Node **node = nullptr;  // the state's back pointer, cleared by ~Node
     uint64_t max_reads = 0; // reads per spin: slot count (every) or 1 (newest)
-    uint64_t budget = 0;  // reads left this spin
-    int64_t spin_ns = 0;  // SubscribeOptions::wait.spin
-    int64_t time_ns = 0;  // commit time of the loaded message
-    bool pending = false; // a message is loaded and not yet delivered
+    uint64_t budget = 0;    // reads left this spin
+    int64_t spin_ns = 0;    // SubscribeOptions::wait.spin
+    int64_t time_ns = 0;    // commit time of the loaded message
+    bool pending = false;   // a message is loaded and not yet delivered
 };
 
 } // namespace detail
@@ -233,7 +233,10 @@ public:
         return stop_.load(std::memory_order_acquire);
     }
     /// Number of subscribers.
-    size_t size() const noexcept { return n_; }
+    size_t size() const noexcept
+    {
+        return n_;
+    }
 
 private:
     template <class T> friend class Subscriber;
@@ -339,7 +342,8 @@ private:
             size_t best = n_;
             for (size_t i = 0; i < n_; i++) {
                 if (entries_[i].pending &&
-                    (best == n_ || entries_[i].time_ns < entries_[best].time_ns)) {
+                    (best == n_ ||
+                     entries_[i].time_ns < entries_[best].time_ns)) {
                     best = i;
                 }
             }
@@ -396,8 +400,7 @@ template <class T> struct sub_state {
     SubscriberStats stats;
 
     sub_state(Reader<T> &&r,
-              std::function<void(const T &, const MsgInfo &)> &&f,
-              Delivery m)
+              std::function<void(const T &, const MsgInfo &)> &&f, Delivery m)
         : reader(std::move(r)), cb(std::move(f)), mode(m)
     {
     }
@@ -454,7 +457,10 @@ template <class T> struct sub_state {
         s->reader.seek(s->info.seq - 1);
     }
 
-    static void destroy(void *p) noexcept { delete static_cast<sub_state *>(p); }
+    static void destroy(void *p) noexcept
+    {
+        delete static_cast<sub_state *>(p);
+    }
 
     static void deliver(void *p)
     {
@@ -480,7 +486,10 @@ public:
         }
         return *this;
     }
-    ~Subscriber() { unsubscribe(); }
+    ~Subscriber()
+    {
+        unsubscribe();
+    }
 
     /// Leave the node and close the channel. Thread: the spinning thread
     /// (also from a callback).
@@ -509,7 +518,10 @@ public:
         static const SubscriberStats none{};
         return s_ ? s_->stats : none;
     }
-    Delivery mode() const noexcept { return s_ ? s_->mode : Delivery::every; }
+    Delivery mode() const noexcept
+    {
+        return s_ ? s_->mode : Delivery::every;
+    }
     std::string_view name() const noexcept
     {
         return s_ ? s_->reader.name() : std::string_view{};
@@ -517,8 +529,14 @@ public:
     /// The subscriber's reader, e.g. for get_by_timestamp() on the same
     /// channel from a callback. Do not move its cursor outside callbacks.
     /// Only for a non-empty Subscriber.
-    Reader<T> &reader() noexcept { return s_->reader; }
-    explicit operator bool() const noexcept { return bool(s_); }
+    Reader<T> &reader() noexcept
+    {
+        return s_->reader;
+    }
+    explicit operator bool() const noexcept
+    {
+        return bool(s_);
+    }
 
 private:
     friend class Node;

@@ -85,11 +85,20 @@ public:
         return *this;
     }
     /// Aborts an unpublished reservation (nothing is published).
-    ~Loan() { discard(); }
+    ~Loan()
+    {
+        discard();
+    }
 
     /// True while the loan holds a reservation.
-    bool ok() const noexcept { return c_ != nullptr; }
-    explicit operator bool() const noexcept { return ok(); }
+    bool ok() const noexcept
+    {
+        return c_ != nullptr;
+    }
+    explicit operator bool() const noexcept
+    {
+        return ok();
+    }
 
     /// The message: T& for raw types, the codec's view otherwise (e.g. a
     /// Span<float> for std::vector<float>). Precondition: ok().
@@ -110,8 +119,14 @@ public:
         }
     }
     /// The reserved bytes and their number.
-    void *data() const noexcept { return data_; }
-    size_t size() const noexcept { return len_; }
+    void *data() const noexcept
+    {
+        return data_;
+    }
+    size_t size() const noexcept
+    {
+        return len_;
+    }
 
     /// Commit the message and release the writer lock. The loan is empty
     /// afterwards. RT: safe (futex wake only when a reader waits).
@@ -166,21 +181,32 @@ template <class T> class [[nodiscard]] UninitLoan {
 public:
     UninitLoan(const UninitLoan &) = delete;
     UninitLoan &operator=(const UninitLoan &) = delete;
-    UninitLoan(UninitLoan &&o) noexcept : l_(std::move(o.l_)) {}
+    UninitLoan(UninitLoan &&o) noexcept : l_(std::move(o.l_))
+    {
+    }
     UninitLoan &operator=(UninitLoan &&o) noexcept
     {
         l_ = std::move(o.l_);
         return *this;
     }
 
-    bool ok() const noexcept { return l_.ok(); }
-    explicit operator bool() const noexcept { return ok(); }
+    bool ok() const noexcept
+    {
+        return l_.ok();
+    }
+    explicit operator bool() const noexcept
+    {
+        return ok();
+    }
 
     /// The uninitialized storage (sizeof(T) bytes, 64-byte aligned).
-    void *ptr() const noexcept { return l_.data(); }
+    void *ptr() const noexcept
+    {
+        return l_.data();
+    }
 
     /// Copy v into the ring; the result is ready to publish.
-    Loan<T> write(const T &v) && noexcept
+    Loan<T> write(const T &v) &&noexcept
     {
         if (l_.ok()) {
             std::memcpy(l_.data(), &v, sizeof(T));
@@ -188,11 +214,16 @@ public:
         return std::move(l_);
     }
     /// Declare ptr() filled with a valid T.
-    Loan<T> assume_init() && noexcept { return std::move(l_); }
+    Loan<T> assume_init() &&noexcept
+    {
+        return std::move(l_);
+    }
 
 private:
     friend class Publisher<T>;
-    explicit UninitLoan(Loan<T> &&l) noexcept : l_(std::move(l)) {}
+    explicit UninitLoan(Loan<T> &&l) noexcept : l_(std::move(l))
+    {
+    }
     Loan<T> l_;
 };
 
@@ -264,8 +295,9 @@ public:
     {
         return publish(m, lock_timeout_);
     }
-    Result<PublishInfo> publish(const T &m, Duration lock_timeout) noexcept(
-        detail::nothrow_encode<T>)
+    Result<PublishInfo>
+    publish(const T &m,
+            Duration lock_timeout) noexcept(detail::nothrow_encode<T>)
     {
         PublishInfo pi;
         const int64_t to = detail::timeout_ns(lock_timeout);
@@ -348,9 +380,8 @@ public:
                 return fail(NERVE_EMSGSIZE);
             }
             void *p = nullptr;
-            int rc = nerve_chan_reserve(ch_.get(), n,
-                                        detail::timeout_ns(lock_timeout_), &p,
-                                        0);
+            int rc = nerve_chan_reserve(
+                ch_.get(), n, detail::timeout_ns(lock_timeout_), &p, 0);
             if (rc < 0) {
                 return fail(rc);
             }
@@ -360,16 +391,33 @@ public:
     }
 
     /// How long publish() and loan() wait for the writer lock.
-    void set_lock_timeout(Duration d) noexcept { lock_timeout_ = d; }
+    void set_lock_timeout(Duration d) noexcept
+    {
+        lock_timeout_ = d;
+    }
 
     /// The channel handle and name.
-    Channel &channel() noexcept { return ch_; }
-    std::string_view name() const noexcept { return ch_.name(); }
-    nerve_chan *native_handle() const noexcept { return ch_.get(); }
-    explicit operator bool() const noexcept { return bool(ch_); }
+    Channel &channel() noexcept
+    {
+        return ch_;
+    }
+    std::string_view name() const noexcept
+    {
+        return ch_.name();
+    }
+    nerve_chan *native_handle() const noexcept
+    {
+        return ch_.get();
+    }
+    explicit operator bool() const noexcept
+    {
+        return bool(ch_);
+    }
 
 private:
-    explicit Publisher(Channel &&ch) noexcept : ch_(std::move(ch)) {}
+    explicit Publisher(Channel &&ch) noexcept : ch_(std::move(ch))
+    {
+    }
 
     Result<Loan<T>> reserve_raw() noexcept
     {

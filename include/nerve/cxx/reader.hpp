@@ -90,7 +90,8 @@ inline void cpu_relax() noexcept
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
-#elif defined(__aarch64__) || (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)
+#elif defined(__aarch64__) ||                                                  \
+    (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)
     __asm__ __volatile__("yield");
 #endif
 }
@@ -138,8 +139,8 @@ struct wait_rhythm {
     void note(const nerve_get_info &i) noexcept
     {
         if (last_seq != 0 && i.seq > last_seq && i.time_ns > last_ns) {
-            const int64_t d = (i.time_ns - last_ns) /
-                              static_cast<int64_t>(i.seq - last_seq);
+            const int64_t d =
+                (i.time_ns - last_ns) / static_cast<int64_t>(i.seq - last_seq);
             period_ns = period_ns > 0 ? (3 * period_ns + d) / 4 : d;
         }
         last_seq = i.seq;
@@ -230,8 +231,8 @@ int read_one(nerve_chan *c, T &out, int64_t arg, int64_t timeout,
                 return rc;
             }
             info = to_info(v.info);
-            const bool decoded = Codec<T>::decode(
-                v.data, static_cast<size_t>(v.info.len), out);
+            const bool decoded =
+                Codec<T>::decode(v.data, static_cast<size_t>(v.info.len), out);
             if (nerve_chan_view_check(c, &v) == 0) {
                 return decoded ? 0 : NERVE_EDECODE;
             }
@@ -327,19 +328,19 @@ public:
     /// The newest message, if this reader has not returned it yet (or with
     /// Repeat::yes, in any case). Moves the cursor to it; missed() counts
     /// the messages skipped. RT: safe (raw T).
-    ReadResult get_newest(T &out, Repeat r = Repeat::no) noexcept(
-        detail::nothrow_decode<T>)
+    ReadResult
+    get_newest(T &out,
+               Repeat r = Repeat::no) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, 0, 0,
-                   NERVE_GET_NEWEST |
-                       (r == Repeat::yes ? NERVE_F_REPEAT : 0u));
+                   NERVE_GET_NEWEST | (r == Repeat::yes ? NERVE_F_REPEAT : 0u));
     }
 
     /// As get_newest(), waiting up to `timeout` for a message newer than
     /// the cursor. Blocking: futex wait (after a busy poll, with a
     /// WaitPolicy that spins).
-    ReadResult wait_newest(T &out, Duration timeout) noexcept(
-        detail::nothrow_decode<T>)
+    ReadResult wait_newest(T &out,
+                           Duration timeout) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, 0, detail::timeout_ns(timeout),
                    NERVE_GET_NEWEST | NERVE_F_WAIT);
@@ -351,8 +352,8 @@ public:
     {
         return one(out, 0, 0, NERVE_GET_NEXT);
     }
-    ReadResult wait_next(T &out, Duration timeout) noexcept(
-        detail::nothrow_decode<T>)
+    ReadResult wait_next(T &out,
+                         Duration timeout) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, 0, detail::timeout_ns(timeout),
                    NERVE_GET_NEXT | NERVE_F_WAIT);
@@ -380,13 +381,15 @@ public:
     /// (CLOCK_MONOTONIC): for aligning two sensors. nothing_new when every
     /// message still present is newer. Does not move the cursor; never
     /// waits. RT: safe (raw T; a binary search over the index ring).
-    ReadResult get_by_timestamp(T &out, int64_t time_ns) noexcept(
-        detail::nothrow_decode<T>)
+    ReadResult
+    get_by_timestamp(T &out,
+                     int64_t time_ns) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, time_ns, 0, NERVE_GET_AT);
     }
-    ReadResult get_by_timestamp(T &out, Clock::time_point t) noexcept(
-        detail::nothrow_decode<T>)
+    ReadResult
+    get_by_timestamp(T &out,
+                     Clock::time_point t) noexcept(detail::nothrow_decode<T>)
     {
         return get_by_timestamp(out, t.time_since_epoch().count());
     }
@@ -394,26 +397,43 @@ public:
     /// The message with sequence number `seq`. nothing_new when it is not
     /// yet published; error NERVE_EOVERWRITTEN when it is gone. Does not
     /// move the cursor.
-    ReadResult get_seq(T &out, uint64_t seq) noexcept(
-        detail::nothrow_decode<T>)
+    ReadResult get_seq(T &out, uint64_t seq) noexcept(detail::nothrow_decode<T>)
     {
         return one(out, static_cast<int64_t>(seq), 0, NERVE_GET_SEQ);
     }
 
     /// The cursor: the last sequence number get_next/get_newest returned.
-    uint64_t cursor() const noexcept { return ch_.cursor(); }
+    uint64_t cursor() const noexcept
+    {
+        return ch_.cursor();
+    }
     /// Set the cursor so the next get_next() returns seq + 1.
-    void seek(uint64_t seq) noexcept { ch_.seek(seq); }
+    void seek(uint64_t seq) noexcept
+    {
+        ch_.seek(seq);
+    }
     /// Wake every wait on this reader with "cancelled", now and until
     /// cancel_clear(). Thread: any.  Signal: safe.
-    void cancel() noexcept { ch_.cancel(); }
-    void cancel_clear() noexcept { ch_.cancel_clear(); }
+    void cancel() noexcept
+    {
+        ch_.cancel();
+    }
+    void cancel_clear() noexcept
+    {
+        ch_.cancel_clear();
+    }
 
     /// How wait_newest(), wait_next() and wait_unread() wait (see
     /// WaitPolicy; default: block at once). Setting it forgets nothing
     /// learnt for a lead. Thread: the reading thread.  RT: safe.
-    void set_wait_policy(const WaitPolicy &p) noexcept { wait_ = p; }
-    const WaitPolicy &get_wait_policy() const noexcept { return wait_; }
+    void set_wait_policy(const WaitPolicy &p) noexcept
+    {
+        wait_ = p;
+    }
+    const WaitPolicy &get_wait_policy() const noexcept
+    {
+        return wait_;
+    }
 
     /// For zero-copy reads (ros1::read_view): run read(timeout_ns, flags),
     /// one C read (nerve_chan_view or get on native_handle()) that fills
@@ -428,12 +448,27 @@ public:
                                    std::forward<Read>(read));
     }
 
-    Channel &channel() noexcept { return ch_; }
-    std::string_view name() const noexcept { return ch_.name(); }
-    nerve_chan *native_handle() const noexcept { return ch_.get(); }
-    explicit operator bool() const noexcept { return bool(ch_); }
+    Channel &channel() noexcept
+    {
+        return ch_;
+    }
+    std::string_view name() const noexcept
+    {
+        return ch_.name();
+    }
+    nerve_chan *native_handle() const noexcept
+    {
+        return ch_.get();
+    }
+    explicit operator bool() const noexcept
+    {
+        return bool(ch_);
+    }
     /// Most messages one read_unread() returns (the ring's slot count).
-    uint64_t batch_max() const noexcept { return slots_; }
+    uint64_t batch_max() const noexcept
+    {
+        return slots_;
+    }
 
 private:
     explicit Reader(Channel &&ch) noexcept : ch_(std::move(ch))
@@ -444,7 +479,7 @@ private:
 
     // One message; the C call fills the result's info in place.
     ReadResult one(T &out, int64_t arg, int64_t timeout,
-                    uint32_t flags) noexcept(detail::nothrow_decode<T>)
+                   uint32_t flags) noexcept(detail::nothrow_decode<T>)
     {
         ReadResult r;
         int rc = read_waiting(out, arg, timeout, flags, r.info_);
@@ -460,8 +495,7 @@ private:
         return r;
     }
 
-    ReadResult drain(std::vector<T> &out, uint32_t first_flags,
-                      int64_t timeout)
+    ReadResult drain(std::vector<T> &out, uint32_t first_flags, int64_t timeout)
     {
         size_t n = 0, bad = 0;
         uint64_t missed = 0;
@@ -493,7 +527,8 @@ private:
             return ReadResult(0, last, n);
         }
         info.missed = missed;
-        if (bad > 0 && (stop_rc == NERVE_EAGAIN || stop_rc == NERVE_ETIMEDOUT)) {
+        if (bad > 0 &&
+            (stop_rc == NERVE_EAGAIN || stop_rc == NERVE_ETIMEDOUT)) {
             stop_rc = NERVE_EDECODE;
         }
         return ReadResult(stop_rc, info, 0);
@@ -504,8 +539,7 @@ private:
                      MsgInfo &info) noexcept(detail::nothrow_decode<T>)
     {
         return detail::policy_read(
-            wait_, rhythm_, flags, timeout, info,
-            [&](int64_t to, uint32_t fl) {
+            wait_, rhythm_, flags, timeout, info, [&](int64_t to, uint32_t fl) {
                 return detail::read_one(ch_.get(), out, arg, to, fl, info);
             });
     }

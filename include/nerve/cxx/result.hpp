@@ -36,7 +36,10 @@ namespace nerve {
 inline const std::error_category &error_category() noexcept
 {
     struct category final : std::error_category {
-        const char *name() const noexcept override { return "nerve"; }
+        const char *name() const noexcept override
+        {
+            return "nerve";
+        }
         std::string message(int ev) const override
         {
             return nerve_strerror(-ev);
@@ -59,7 +62,10 @@ struct Failure {
 };
 
 /// A failure with the given negative NERVE_E* code.
-constexpr Failure fail(int code) noexcept { return Failure{code}; }
+constexpr Failure fail(int code) noexcept
+{
+    return Failure{code};
+}
 
 #if NERVE_CXX_EXCEPTIONS
 /// The exception thrown by the `_or_throw` setup calls and by
@@ -72,7 +78,10 @@ public:
     {
     }
     /// The negative NERVE_E* code.
-    int code() const noexcept { return code_; }
+    int code() const noexcept
+    {
+        return code_;
+    }
 
 private:
     int code_;
@@ -105,8 +114,7 @@ public:
     using value_type = T;
 
     /// A successful result holding v.
-    Result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>)
-        : v_(v)
+    Result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>) : v_(v)
     {
     }
     Result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>)
@@ -114,17 +122,34 @@ public:
     {
     }
     /// A failed result.
-    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
+    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL)
+    {
+    }
 
     /// True when the result holds a value.
-    bool ok() const noexcept { return code_ == 0; }
-    explicit operator bool() const noexcept { return ok(); }
+    bool ok() const noexcept
+    {
+        return code_ == 0;
+    }
+    explicit operator bool() const noexcept
+    {
+        return ok();
+    }
 
     /// 0 on success, else the negative NERVE_E* code.
-    int code() const noexcept { return code_; }
+    int code() const noexcept
+    {
+        return code_;
+    }
     /// The code's name ("EAGAIN") and message; "OK" / "success" on success.
-    const char *name() const noexcept { return nerve_err_name(code_); }
-    const char *message() const noexcept { return nerve_strerror(code_); }
+    const char *name() const noexcept
+    {
+        return nerve_err_name(code_);
+    }
+    const char *message() const noexcept
+    {
+        return nerve_strerror(code_);
+    }
     /// The code as a std::error_code.
     std::error_code error_code() const noexcept
     {
@@ -132,11 +157,26 @@ public:
     }
 
     /// The value. Precondition: ok() (unchecked; use value() to check).
-    T &operator*() & noexcept { return *v_; }
-    const T &operator*() const & noexcept { return *v_; }
-    T &&operator*() && noexcept { return std::move(*v_); }
-    T *operator->() noexcept { return &*v_; }
-    const T *operator->() const noexcept { return &*v_; }
+    T &operator*() &noexcept
+    {
+        return *v_;
+    }
+    const T &operator*() const &noexcept
+    {
+        return *v_;
+    }
+    T &&operator*() &&noexcept
+    {
+        return std::move(*v_);
+    }
+    T *operator->() noexcept
+    {
+        return &*v_;
+    }
+    const T *operator->() const noexcept
+    {
+        return &*v_;
+    }
 
     /// The value, or nerve::Error raised (abort without exceptions).
     T &value() &
@@ -177,18 +217,35 @@ private:
 template <> class [[nodiscard]] Result<void> {
 public:
     Result() noexcept = default;
-    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL) {}
+    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL)
+    {
+    }
     /// From a C status: 0 (or a count) is success, negative a failure.
     static Result from_status(int rc) noexcept
     {
         return rc < 0 ? Result(fail(rc)) : Result();
     }
 
-    bool ok() const noexcept { return code_ == 0; }
-    explicit operator bool() const noexcept { return ok(); }
-    int code() const noexcept { return code_; }
-    const char *name() const noexcept { return nerve_err_name(code_); }
-    const char *message() const noexcept { return nerve_strerror(code_); }
+    bool ok() const noexcept
+    {
+        return code_ == 0;
+    }
+    explicit operator bool() const noexcept
+    {
+        return ok();
+    }
+    int code() const noexcept
+    {
+        return code_;
+    }
+    const char *name() const noexcept
+    {
+        return nerve_err_name(code_);
+    }
+    const char *message() const noexcept
+    {
+        return nerve_strerror(code_);
+    }
     std::error_code error_code() const noexcept
     {
         return make_error_code(code_);

@@ -137,11 +137,11 @@ template <class T, class F>
 ReadResult read_view(Reader<T> &r, uint32_t flags, Duration timeout, F &&fn)
 {
     struct nerve_view v;
-    int rc = r.read_with_policy(
-        flags, detail::timeout_ns(timeout), v.info,
-        [&](int64_t to, uint32_t fl) {
-            return nerve_chan_view(r.native_handle(), 0, to, &v, fl);
-        });
+    int rc = r.read_with_policy(flags, detail::timeout_ns(timeout), v.info,
+                                [&](int64_t to, uint32_t fl) {
+                                    return nerve_chan_view(r.native_handle(), 0,
+                                                           to, &v, fl);
+                                });
     if (rc < 0) {
         return ReadResult(rc, MsgInfo{}, 0);
     }
@@ -159,7 +159,8 @@ namespace detail {
 // Hook of codec.hpp: ROS messages take the codec below, never the raw one.
 template <class T>
 struct external_codec<T, std::enable_if_t<ros1::is_message_v<T>>>
-    : std::true_type {};
+    : std::true_type {
+};
 
 } // namespace detail
 
@@ -175,7 +176,10 @@ template <class T> struct Codec<T, std::enable_if_t<ros1::is_message_v<T>>> {
     {
         return ros::message_traits::DataType<T>::value();
     }
-    static constexpr std::string_view encoding() noexcept { return "ros1msg"; }
+    static constexpr std::string_view encoding() noexcept
+    {
+        return "ros1msg";
+    }
     static std::string schema()
     {
         return ros::message_traits::Definition<T>::value();

@@ -25,10 +25,12 @@
 namespace nerve::rt {
 
 /// Rate-monotonic priority of a period (Tobar et al. eq. 1); map may be null.
-inline Result<int> prio_from_period(std::chrono::nanoseconds period,
-                                    const nerve_rt_prio_map *map = nullptr) noexcept
+inline Result<int>
+prio_from_period(std::chrono::nanoseconds period,
+                 const nerve_rt_prio_map *map = nullptr) noexcept
 {
-    int p = nerve_rt_prio_from_period(static_cast<int64_t>(period.count()), map);
+    int p =
+        nerve_rt_prio_from_period(static_cast<int64_t>(period.count()), map);
     if (p < 0) {
         return fail(p);
     }
@@ -109,7 +111,10 @@ public:
     }
     Task(const Task &) = delete;
     Task &operator=(const Task &) = delete;
-    ~Task() { nerve_task_close(t_); }
+    ~Task()
+    {
+        nerve_task_close(t_);
+    }
 
     /// Start on a new thread; see nerve_task_start().
     Result<void> start() noexcept
@@ -122,7 +127,10 @@ public:
         return Result<void>::from_status(nerve_task_run(t_));
     }
     /// Ask the loop to stop (any thread, signal-safe).
-    void stop() noexcept { nerve_task_stop(t_); }
+    void stop() noexcept
+    {
+        nerve_task_stop(t_);
+    }
     /// Wait for a started loop to end; its status.
     Result<void> join() noexcept
     {
@@ -152,7 +160,10 @@ public:
         return out;
     }
     /// The C handle, for calls this layer does not wrap.
-    nerve_task *get() const noexcept { return t_; }
+    nerve_task *get() const noexcept
+    {
+        return t_;
+    }
 
 private:
     Task(nerve_task *t, std::unique_ptr<F> body) noexcept

@@ -40,10 +40,8 @@ static struct timespec to_ts(int64_t ns)
 static int map_errno(int e)
 {
     switch (e) {
-    case ETIMEDOUT:
-        return NERVE_ETIMEDOUT;
-    case EINTR:
-        return NERVE_EINTR;
+    case ETIMEDOUT: return NERVE_ETIMEDOUT;
+    case EINTR: return NERVE_EINTR;
     case EAGAIN:
         /* A word already differed from its expected value: a wake-up. */
         return 0;

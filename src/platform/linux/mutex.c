@@ -148,7 +148,8 @@ static struct rl_head *robust_head(struct nerve__shm_lock *l, void ***entry)
     }
     long off = -h->futex_offset; /* entry - word */
     if (off < (long)(8 + sizeof(void *)) ||
-        off + (long)sizeof(void *) > (long)offsetof(struct nerve__shm_lock, pidns) ||
+        off + (long)sizeof(void *) >
+            (long)offsetof(struct nerve__shm_lock, pidns) ||
         off % (long)sizeof(void *) != 0)
         return NULL;
     *entry = (void **)((char *)&l->word + off);
@@ -162,9 +163,9 @@ static struct rl_head *robust_head(struct nerve__shm_lock *l, void ***entry)
 static void rl_enqueue(struct rl_head *h, void **entry)
 {
     void **next = PTR(h->next);
-    next[-1] = entry;    /* next->prev (glibc keeps a slot before the head) */
-    entry[0] = h->next;  /* entry->next */
-    entry[-1] = h;       /* entry->prev */
+    next[-1] = entry;   /* next->prev (glibc keeps a slot before the head) */
+    entry[0] = h->next; /* entry->next */
+    entry[-1] = h;      /* entry->prev */
     __asm__ __volatile__("" ::: "memory");
     h->next = (void *)((uintptr_t)entry | PI_BIT);
 }
@@ -301,8 +302,7 @@ int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
              * and the kernel will never release the lock. Take it over. */
             v = nerve__load32_rlx(&l->word);
             if ((v & FUTEX_TID_MASK) == owner && owner != 0 &&
-                nerve__cas32_acq(&l->word, &v,
-                                 tid | (v & FUTEX_WAITERS)))
+                nerve__cas32_acq(&l->word, &v, tid | (v & FUTEX_WAITERS)))
                 return taken(l, h, entry, 1);
             continue;
         }
@@ -385,13 +385,16 @@ int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
         return NERVE__LOCK_FREE;
     }
     if (owner == 0) {
-        snprintf(msg, len, "free; its owner died holding it (the next "
-                           "writer recovers it)");
+        snprintf(msg, len,
+                 "free; its owner died holding it (the next "
+                 "writer recovers it)");
         return NERVE__LOCK_DEAD;
     }
     if (!same_ns) {
-        snprintf(msg, len, "held by thread %u of another PID namespace "
-                           "(cannot tell whether it is alive)", owner);
+        snprintf(msg, len,
+                 "held by thread %u of another PID namespace "
+                 "(cannot tell whether it is alive)",
+                 owner);
         return NERVE__LOCK_HELD;
     }
     if (tid_alive(owner)) {
@@ -399,9 +402,11 @@ int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
                  v & FUTEX_WAITERS ? ", writers waiting" : "");
         return NERVE__LOCK_HELD;
     }
-    snprintf(msg, len, "held by thread %u, which does not exist: owner "
-                       "dead (the next writer recovers; nerve check "
-                       "--repair resets it)", owner);
+    snprintf(msg, len,
+             "held by thread %u, which does not exist: owner "
+             "dead (the next writer recovers; nerve check "
+             "--repair resets it)",
+             owner);
     return NERVE__LOCK_DEAD;
 }
 

@@ -105,9 +105,9 @@ int nerve__shm_open(const char *path, int writable, struct stat *st)
     /* The name may have been replaced since: O_NONBLOCK and O_NOFOLLOW make
      * whatever is there now unable to block or redirect the open, and fstat
      * judges the file actually opened. */
-    int fd = nerve__file->open(path, (writable ? O_RDWR : O_RDONLY) |
-                                         O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC |
-                                         O_NOCTTY,
+    int fd = nerve__file->open(path,
+                               (writable ? O_RDWR : O_RDONLY) | O_NONBLOCK |
+                                   O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                                0);
     if (fd < 0)
         return nerve__err_from_errno(errno);
@@ -146,7 +146,8 @@ void nerve__shm_tmp_sweep(const char *dir)
         if (end == p || *end != '-' || pid <= 0 || pid > INT_MAX)
             continue;
         struct stat st;
-        if (nerve__file->fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        if (nerve__file->fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) !=
+                0 ||
             !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
             now - st.st_mtime < TMP_STALE_S)
             continue;
@@ -189,11 +190,11 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
                 rnd = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^
                       (uint64_t)ts.tv_sec ^ ((uint64_t)attempt << 56);
             }
-            snprintf(t->path, sizeof t->path, "%s" TMP_PREFIX "%d-%016llx",
-                     dir, (int)pid, (unsigned long long)rnd);
-            t->fd = nerve__file->open(t->path, O_RDWR | O_CREAT | O_EXCL |
-                                                   O_NOFOLLOW | O_CLOEXEC,
-                                      0600);
+            snprintf(t->path, sizeof t->path, "%s" TMP_PREFIX "%d-%016llx", dir,
+                     (int)pid, (unsigned long long)rnd);
+            t->fd = nerve__file->open(
+                t->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
             if (t->fd < 0 && errno != EEXIST) {
                 int r = nerve__err_from_errno(errno);
                 t->path[0] = 0;
@@ -228,7 +229,7 @@ int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path)
             char proc[64];
             snprintf(proc, sizeof proc, "/proc/self/fd/%d", t->fd);
             r = nerve__file->linkat(AT_FDCWD, proc, AT_FDCWD, path,
-                                   AT_SYMLINK_FOLLOW);
+                                    AT_SYMLINK_FOLLOW);
         }
     }
     return r == 0 ? 0 : nerve__err_from_errno(errno);
@@ -283,8 +284,8 @@ int nerve__shm_chmod(const char *path, uint32_t mode)
     }
     if (fd < 0)
         return fd;
-    int r = nerve__file->fchmod(fd, mode) == 0 ? 0
-                                               : nerve__err_from_errno(errno);
+    int r =
+        nerve__file->fchmod(fd, mode) == 0 ? 0 : nerve__err_from_errno(errno);
     nerve__file->close(fd);
     return r;
 }

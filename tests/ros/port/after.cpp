@@ -26,7 +26,8 @@ static void on_imu(const sensor_msgs::Imu &m)
 int main(int argc, char **argv)
 {
     const bool self_test = argc > 1 && std::strcmp(argv[1], "--self-test") == 0;
-    const std::string name = self_test ? "nt-" + std::to_string(getpid()) + "-ros-port" : "imu";
+    const std::string name =
+        self_test ? "nt-" + std::to_string(getpid()) + "-ros-port" : "imu";
     const uint32_t count = self_test ? 5 : 100;
 
     nerve::Node node;
