@@ -15,7 +15,6 @@ import pytest
 import nerve
 from nerve import _nerve
 
-
 # ---- lifecycle ---------------------------------------------------------------
 
 

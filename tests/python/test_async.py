@@ -9,6 +9,7 @@ import pytest
 
 import nerve
 from nerve import _nerve
+
 from polling import poll
 
 

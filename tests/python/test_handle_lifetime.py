@@ -12,6 +12,7 @@ import pytest
 
 import nerve
 from nerve import _channel, _errors, _nerve, rt
+
 from polling import POLL_LIMIT, poll
 
 

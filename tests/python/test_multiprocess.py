@@ -52,7 +52,7 @@ def _reader(name: str, total: int, use_view: bool, start, out) -> None:
                 try:
                     with r.view(wait=True, timeout=30) as m:
                         data = bytes(m.data)
-                        seq, m_missed = m.seq, m.missed
+                        m_missed = m.missed
                 except nerve.StaleView:
                     # overwritten while read: discarded, counted, and the
                     # messages skipped before it still count as missed
@@ -63,7 +63,7 @@ def _reader(name: str, total: int, use_view: bool, start, out) -> None:
             else:
                 m = r.get(wait=True, timeout=30)
                 wid, i = _check(m.data)
-                seq, m_missed = m.seq, m.missed
+                m_missed = m.missed
             if i <= last.get(wid, -1):
                 raise AssertionError(f"writer {wid}: {i} after {last[wid]}")
             last[wid] = i

@@ -24,6 +24,7 @@ import pytest
 
 import nerve
 from nerve import rt
+
 from polling import poll
 
 MS = 1_000_000  # ns
@@ -489,7 +490,7 @@ def test_loops_run_on_the_driving_thread() -> None:
 
     def drive() -> object:
         with rt.periodic(0.01, policy=rt.FIFO) as loop:
-            for tick in loop:
+            for _tick in loop:
                 return loop.stats(), rt.sched_get()
         return None
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -10,8 +9,6 @@ import textwrap
 import time
 
 import pytest
-
-import nerve
 
 WAITS = {
     "get": "r.get(wait=True)",

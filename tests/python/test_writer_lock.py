@@ -10,6 +10,7 @@ from typing import Dict
 import pytest
 
 import nerve
+
 from polling import POLL_LIMIT
 
 

@@ -12,7 +12,10 @@ it in place (:meth:`Channel.view`), and are told how many they missed.
 ...         img = msg.array(np.uint8, (1080, 1920, 3))   # no copy
 """
 
-from . import _nerve
+from . import (
+    _nerve,
+    rt,  # real-time helpers and periodic loops
+)
 from ._channel import (
     Channel,
     ChannelInfo,
@@ -29,7 +32,6 @@ from ._channel import (
 )
 from ._errors import *  # noqa: F401,F403  (the exception classes)
 from ._errors import __all__ as _error_names
-from . import rt  # real-time helpers and periodic loops
 
 __version__: str = _nerve.VERSION_STRING
 

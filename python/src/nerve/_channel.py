@@ -10,7 +10,6 @@ import threading
 from typing import (
     TYPE_CHECKING,
     Any,
-    Iterable,
     Iterator,
     List,
     NamedTuple,

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional, Type
 
 from . import _nerve
 
+
 class Error(Exception):
     """Base class of every nerve error."""
 

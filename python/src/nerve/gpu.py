@@ -37,7 +37,7 @@ from . import _errors
 from ._channel import Channel
 
 if TYPE_CHECKING:  # numpy and cupy are optional at run time
-    import numpy as np
+    pass
 
 __all__ = [
     "Copied",
@@ -331,7 +331,8 @@ def register(ch: Channel, device: Optional[int] = None, *, runtime: Any = None) 
         attr(_ATTR_PAGEABLE_USES_HOST_PAGE_TABLES),
     )
     if mode is None:
-        return Registration(None, "the device cannot register this mapping (read-only pinning unsupported)", base, size, rt)
+        why = "the device cannot register this mapping (read-only pinning unsupported)"
+        return Registration(None, why, base, size, rt)
     flags = _REGISTER_READ_ONLY if mode == "read-only" else _REGISTER_DEFAULT
     try:
         rt.hostRegister(base, size, flags)
