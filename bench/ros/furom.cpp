@@ -212,6 +212,7 @@ template <class T> nerve::ChannelOptions geometry()
     o.data_size =
         ring_bytes(ros::serialization::serializationLength(proto<T>()));
     o.slots = 1024;
+    o.exist_ok = true; // the subscriber may have created it first
     return o;
 }
 
