@@ -932,6 +932,11 @@ static void table_row(FILE *f, const struct meas *m, const struct summary *s)
         fprintf(f, "error: %s\n", m->error);
         return;
     }
+    if (c->receivers == 0) {
+        fprintf(f, "%9" PRIu64 " sent in %.2f s, no reader\n", m->sent,
+                m->send_s);
+        return;
+    }
     fprintf(f, "%9" PRIu64 " %8" PRIu64 " %9.2f %9.2f %9.2f %9.2f %9.2f%s\n",
             s->n, s->missed, s->p50 / 1e3, s->p90 / 1e3, s->p99 / 1e3,
             s->p999 / 1e3, s->max / 1e3, s->exact ? "" : " ~");
@@ -999,7 +1004,7 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
                 ",\"send_s\":%.6f,\"send_rate_per_s\":%.0f"
                 ",\"recv_rate_per_s\":%.0f",
                 m->send_s, (double)m->sent / secs,
-                (double)s->n / c->receivers / secs);
+                c->receivers ? (double)s->n / c->receivers / secs : 0.0);
     }
     fprintf(f, ",\"memcpy_p50_ns\":%.0f,\"host\":", memcpy_ns);
     host_json(f, h);
@@ -1107,6 +1112,16 @@ static int run_group(const struct opts *o, const struct group *g,
         c->cpus_text = o->cpus_text;
         c->prefix = o->prefix;
         c->workload = o->workload;
+        if (g->receivers == 0) {
+            /* The writer alone: the most a writer can put with no reader
+             * at all, the ceiling of every receiver row. Only nerve runs
+             * it; every other transport blocks its sender when full. */
+            if (c->transport != BT_NERVE) {
+                snprintf(m->skipped, sizeof m->skipped, "%s",
+                         "no reader: only nerve never waits for readers");
+            }
+            continue;
+        }
         if (g->rate > 0) {
             double per = ceil(g->rate * g->duration * 1.1) + 1024;
             m->cap = (uint64_t)per * g->senders;
@@ -1493,13 +1508,15 @@ int bench_main(int argc, char **argv)
     } else if (o.workload && strcmp(o.workload, "throughput") == 0) {
         /* Back-to-back 64 B to one polling receiver from 1, 2 and 4
          * senders: the aggregate rate (recv_rate_per_s) against the
-         * pipe's. */
-        static const unsigned ws[] = {1, 2, 4};
+         * pipe's; then nerve's 1, 2 and 4 senders with no receiver: the
+         * ceiling no reader can raise, and the writer lock's own cost. */
+        static const unsigned ws[][2] = {{1, 1}, {2, 1}, {4, 1},
+                                         {1, 0}, {2, 0}, {4, 0}};
         o.wait = 0;
-        for (unsigned i = 0; i < 3; i++) {
-            groups[ng++] =
-                (struct group){ws[i], 1, o.have_size ? o.sizes[0] : 64, 0,
-                               o.have_duration ? o.duration : 2};
+        for (unsigned i = 0; i < 6; i++) {
+            groups[ng++] = (struct group){ws[i][0], ws[i][1],
+                                          o.have_size ? o.sizes[0] : 64, 0,
+                                          o.have_duration ? o.duration : 2};
         }
     } else if (o.workload) {
         static const struct {

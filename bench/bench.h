@@ -55,7 +55,9 @@
     "                    --transport is given; throughput: 64 B "              \
     "back-to-back\n"                                                           \
     "                    to one polling receiver from 1, 2 and 4 senders,\n"   \
-    "                    over nerve and pipe unless --transport is given\n"    \
+    "                    over nerve and pipe unless --transport is given,\n"   \
+    "                    then 1, 2 and 4 nerve senders with no receiver\n"     \
+    "                    (the writers' own ceiling)\n"                         \
     "  --json FILE       write one JSON line per measurement ('-': stdout,\n"  \
     "                    then the table goes to stderr); fields in\n"          \
     "                    docs/cli.md\n"                                        \

@@ -283,17 +283,24 @@ def main():
           [(1, 64), (1, 100), (2, 64), (2, 100)], "senders x sizes")
     for r in rows:
         check_row(r, "nerve", r["senders"])
-    # The throughput workload: 1, 2, 4 senders back-to-back, nerve and pipe.
+    # The throughput workload: 1, 2, 4 senders back-to-back, nerve and pipe,
+    # then nerve's writers with no reader (pipe skips those rows).
     rows = bench("--workload", "throughput", "--duration", "0.2",
                  "--rounds", "1")
-    check([(r["transport"], r["senders"]) for r in rows] ==
-          [("nerve", 1), ("pipe", 1), ("nerve", 2), ("pipe", 2),
-           ("nerve", 4), ("pipe", 4)], "throughput rows")
-    for r in rows:
+    check([(r["transport"], r["senders"], r["receivers"]) for r in rows] ==
+          [(t, s, rc) for rc in (1, 0) for s in (1, 2, 4)
+           for t in ("nerve", "pipe")], "throughput rows")
+    for r in rows[:6]:
         check_row(r, r["transport"], r["senders"])
         check(r["mode"] == "poll" and r["rate"] == 0 and r["size"] == 64,
               "throughput configuration")
         check(r["recv_rate_per_s"] > 0, "throughput rate")
+    for alone, skipped in zip(rows[6::2], rows[7::2]):
+        check("error" not in alone and alone["sent"] > 0 and
+              alone["n"] == 0 and alone["send_rate_per_s"] > 0 and
+              alone["recv_rate_per_s"] == 0, "writers alone: %r" % alone)
+        check("no reader" in skipped.get("skipped", ""),
+              "pipe skips: %r" % skipped)
     pingpong_tests()
     # Usage errors exit 2.
     for bad in (["--transport", "carrier-pigeon"], ["--size", "8"],
