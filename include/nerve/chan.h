@@ -304,10 +304,13 @@ NERVE_NODISCARD NERVE_API int nerve_chan_meta(const nerve_chan *c,
  * PI futexes), NERVE_EINVAL. A lock word naming a thread that does not
  * exist is taken over as from a dead owner (info->recovered).
  * Thread: one caller per handle; many handles and processes may put at
- * once.  Blocking: only on the writer lock.  RT: safe (no allocation; one
- * memcpy; futex only when the lock is contended, and one wake of at most 8
- * sleepers, after unlocking, while a reader's wake lease runs or with
- * NERVE_C_WAKE_ALWAYS).  Signal: not safe. */
+ * once.  Blocking: only on the writer lock (a contended lock: a caller
+ * that is not real-time spins up to 20 us for it before it sleeps; a
+ * SCHED_FIFO/RR/DEADLINE caller sleeps at once, lending its priority to
+ * the holder).  RT: safe (no allocation; one memcpy; futex only when the
+ * lock is contended, and one wake of at most 8 sleepers, after unlocking,
+ * while a reader's wake lease runs or with NERVE_C_WAKE_ALWAYS).
+ * Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_put(nerve_chan *c, const void *buf,
                                              size_t len, int64_t timeout_ns,
                                              struct nerve_put_info *info,

@@ -11,10 +11,15 @@
  *   - a second put by the reservation holder on another handle: EDEADLK;
  *   - timeouts that have already passed (negative relative, past absolute)
  *     in get, view, put, reserve and nerve_chan_wait_any: NERVE_ETIMEDOUT after
- *     one try. The watchdog (alarm) fails the test if any call blocks. */
+ *     one try. The watchdog (alarm) fails the test if any call blocks;
+ *   - contention: a locker spins only a bounded time, then queues in the
+ *     kernel (the word shows FUTEX_WAITERS) and gets the lock handed over;
+ *     two writers putting back to back get distinct, gapless sequence
+ *     numbers and leave the lock free. */
 #include "nerve_test.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -112,6 +117,32 @@ static void start_reserver(struct res_arg *a, pthread_t *t, nerve_chan *w,
     a->rc = 1;
     NT_EQ(pthread_create(t, NULL, reserver, a), 0);
     wait_phase(a, 1);
+}
+
+/* Put `n` messages back to back; record each sequence number. */
+struct putter_arg {
+    nerve_chan *w;
+    unsigned n;
+    uint64_t *seqs;
+    int rc;
+};
+
+static void *putter(void *arg)
+{
+    struct putter_arg *a = arg;
+    struct nerve_put_info pi;
+    a->rc = 0;
+    for (unsigned i = 0; i < a->n && a->rc == 0; i++) {
+        a->rc = nerve_chan_put(a->w, "contended", 9, NERVE_FOREVER, &pi, 0);
+        a->seqs[i] = pi.seq;
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 int main(void)
@@ -225,6 +256,47 @@ int main(void)
           NERVE_ETIMEDOUT);
     /* NERVE_FOREVER is not a time any subtraction gives. */
     NT_EQ(NERVE_FOREVER, INT64_MIN);
+
+    /* 5. Contention. A put that waits longer than the spin bound queues
+     * in the kernel, so the word gains FUTEX_WAITERS (an unbounded spin
+     * would never set it), and gets the lock when the holder commits. */
+    start_reserver(&a, &t, w, 0);
+    uint64_t one_seq;
+    struct putter_arg q = {w2, 1, &one_seq, 1};
+    pthread_t qt;
+    NT_EQ(pthread_create(&qt, NULL, putter, &q), 0);
+    int64_t give_up = nerve_clock_now_ns() + 10000000000ll;
+    while (!(*word & FUTEX_WAITERS) && nerve_clock_now_ns() < give_up)
+        usleep(1000);
+    NT_ASSERT(*word & FUTEX_WAITERS);
+    set_phase(&a, 2);
+    wait_phase(&a, 3);
+    NT_EQ(pthread_join(t, NULL), 0);
+    NT_EQ(pthread_join(qt, NULL), 0);
+    NT_EQ(a.rc, 0);
+    NT_EQ(q.rc, 0);
+    NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEWEST));
+    NT_EQ(gi.seq, one_seq);
+    NT_ASSERT(memcmp(buf, "contended", 9) == 0);
+    NT_EQ(*word, 0);
+    /* Two writers back to back: every put succeeds under the lock, the
+     * sequence numbers are one gapless run, and the lock ends free. */
+    enum { N = 20000 };
+    static uint64_t seqs[2 * N];
+    uint64_t first = one_seq + 1;
+    struct putter_arg pa[2] = {{w, N, seqs, 1}, {w2, N, seqs + N, 1}};
+    pthread_t pt[2];
+    for (int i = 0; i < 2; i++)
+        NT_EQ(pthread_create(&pt[i], NULL, putter, &pa[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        NT_EQ(pthread_join(pt[i], NULL), 0);
+        NT_EQ(pa[i].rc, 0);
+    }
+    qsort(seqs, 2 * N, sizeof seqs[0], cmp_u64);
+    for (unsigned i = 0; i < 2 * N; i++)
+        NT_EQ(seqs[i], first + i);
+    NT_EQ(*word, 0);
+    expect_check("writer lock: free");
 
     munmap(base, 4096);
     NT_OK(nerve_chan_close(w));

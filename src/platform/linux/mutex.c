@@ -20,7 +20,9 @@
  *   writers from another one at open: see nerve__pidns_id()).
  *
  * LOCK: user-space CAS 0 -> TID; a word with OWNER_DIED and no TID is taken
- * by CAS too (recovered); anything else goes to the kernel, FUTEX_LOCK_PI2
+ * by CAS too (recovered); a locker that is not real-time first spins a
+ * bounded time for the word to come free (see spin_for_free()); anything
+ * else goes to the kernel, FUTEX_LOCK_PI2
  * (CLOCK_MONOTONIC deadline; FUTEX_LOCK_PI with a CLOCK_REALTIME deadline on
  * kernels before 5.14), or FUTEX_TRYLOCK_PI when the deadline has passed.
  * Kernel answers: 0 taken (OWNER_DIED in the word: recovered); ETIMEDOUT /
@@ -207,6 +209,50 @@ static int taken(struct nerve__shm_lock *l, struct rl_head *h, void **entry,
     return recovered;
 }
 
+/* SPIN BEFORE THE KERNEL. A put holds the lock for well under a
+ * microsecond, but a locker queued in the kernel makes every later unlock
+ * a handover: FUTEX_UNLOCK_PI gives the lock to the queued thread, which
+ * must first be woken, and the kernel leaves FUTEX_WAITERS in the word so
+ * that the new owner's unlock goes through the kernel too. Two writers
+ * putting back to back then fall into a convoy, one sleep and wake-up per
+ * message: 0.46 M puts/s for two writers on two CPUs where one alone does
+ * 12.4 M (bench/results/lock-spin-devvm-2026-11-23.md). Spinning until the
+ * word reads 0 instead takes the lock by CAS as soon as the owner lets go,
+ * which breaks the convoy; the spin ignores FUTEX_WAITERS for that reason
+ * (after a handover the bit is set with nobody queued).
+ *
+ * Bounded by NERVE__LOCK_SPIN_NS and the caller's deadline; it ends at
+ * once on a dead owner (the general path recovers) or on the caller's own
+ * TID (EDEADLK). Real-time callers (SCHED_FIFO, SCHED_RR, SCHED_DEADLINE)
+ * never spin: the owner may be a lower-priority thread preempted on their
+ * own CPU, which only the kernel's priority inheritance lets run, and a
+ * spin would add its whole bound to their worst case. sched_getscheduler
+ * costs one system call, paid only when the lock is contended. */
+#define NERVE__LOCK_SPIN_NS 20000
+
+static void spin_for_free(struct nerve__shm_lock *l, uint32_t tid,
+                          int64_t deadline)
+{
+    int policy = sched_getscheduler(0);
+    if (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE)
+        return;
+    int64_t end = mono_now() + NERVE__LOCK_SPIN_NS;
+    if (deadline >= 0 && deadline < end)
+        end = deadline;
+    for (unsigned i = 1;; i++) {
+        uint32_t v = nerve__load32_rlx(&l->word);
+        if (v == 0 || (v & FUTEX_OWNER_DIED) || (v & FUTEX_TID_MASK) == tid)
+            return;
+        if (i % 16 == 0 && mono_now() >= end)
+            return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield" ::: "memory");
+#endif
+    }
+}
+
 int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
                       int abstime)
 {
@@ -242,6 +288,8 @@ int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
         int64_t now = mono_now();
         deadline = timeout_ns > INT64_MAX - now ? -1 : now + timeout_ns;
     }
+    if (deadline != 0)
+        spin_for_free(l, tid, deadline);
     int pi2 = 1;
     int r;
     for (int spins = 0;; spins++) {
