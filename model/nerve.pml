@@ -1,8 +1,8 @@
 /* nerve channel protocol: a SPIN model of src/chan.c.
  *
  * Steps carry the names of the DESIGN block of src/chan.c (W1-W8 for a
- * writer, R1-R4 for a reader, V1-V4 for a wait), its SYNC tags and its
- * crash point names; model/README.md maps each one to the code.
+ * writer, D1-D3 for the descriptor, R1-R4 for a reader, V1-V3 and V5 for
+ * a wait), its SYNC tags and its crash point names; model/README.md maps each one to the code.
  *
  * What is modelled:
  *   - the index ring of NS slots {seq, off, len} and the data ring of DS
