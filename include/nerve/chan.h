@@ -305,7 +305,7 @@ NERVE_NODISCARD NERVE_API int nerve_chan_meta(const nerve_chan *c,
  * exist is taken over as from a dead owner (info->recovered).
  * Thread: one caller per handle; many handles and processes may put at
  * once.  Blocking: only on the writer lock (a contended lock: a caller
- * that is not real-time spins up to 20 us for it before it sleeps; a
+ * that is not real-time spins, then yields, up to 20 us before it sleeps; a
  * SCHED_FIFO/RR/DEADLINE caller sleeps at once, lending its priority to
  * the holder).  RT: safe (no allocation; one memcpy; futex only when the
  * lock is contended, and one wake of at most 8 sleepers, after unlocking,
