@@ -488,21 +488,29 @@ static void *rt_thread(void *p)
     return NULL;
 }
 
-int nerve_task_start(nerve_task *t)
+/* Whether t may be started or run: not yet started, nor pulled with
+ * nerve_task_next(), and with a cycle function. */
+static int rt_startable(const nerve_task *t)
 {
     if (!t)
         return NERVE_EBADF;
     if (t->started || t->pull != RT_PULL_NONE)
         return NERVE_EBUSY;
-    if (!t->fn)
-        return NERVE_EINVAL;
+    return t->fn ? 0 : NERVE_EINVAL;
+}
+
+int nerve_task_start(nerve_task *t)
+{
+    int rc = rt_startable(t);
+    if (rc != 0)
+        return rc;
     if (pthread_create(&t->thread, NULL, rt_thread, t) != 0)
         return NERVE_ENOMEM;
     t->started = 1;
     pthread_mutex_lock(&t->mu);
     while (!t->setup_done)
         pthread_cond_wait(&t->cv, &t->mu);
-    int rc = t->setup_rc;
+    rc = t->setup_rc;
     pthread_mutex_unlock(&t->mu);
     if (rc != 0) {
         pthread_join(t->thread, NULL);
@@ -513,16 +521,11 @@ int nerve_task_start(nerve_task *t)
 
 int nerve_task_run(nerve_task *t)
 {
-    if (!t)
-        return NERVE_EBADF;
-    if (t->started || t->pull != RT_PULL_NONE)
-        return NERVE_EBUSY;
-    if (!t->fn)
-        return NERVE_EINVAL;
-    int rc = rt_task_setup(t);
+    int rc = rt_startable(t);
     if (rc != 0)
         return rc;
-    return rt_loop(t);
+    rc = rt_task_setup(t);
+    return rc != 0 ? rc : rt_loop(t);
 }
 
 int nerve_task_next(nerve_task *t, int64_t timeout_ns, uint32_t flags,

@@ -103,30 +103,11 @@ namespace detail {
 #endif
 }
 
-} // namespace detail
-
-/// Either a T or a negative NERVE_E* code; never both. Returned by setup
-/// calls (open, create) and writes (publish, loan). Test it with `if (r)` or
-/// r.ok(); read the value with *r, r->, or r.value() (which raises
-/// nerve::Error on a failure, so use it only where an exception is wanted).
-template <class T> class [[nodiscard]] Result {
+// The code half of every Result: 0 on success, else a negative NERVE_E*
+// code, and the ways to read it.
+class ResultCode {
 public:
-    using value_type = T;
-
-    /// A successful result holding v.
-    Result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>) : v_(v)
-    {
-    }
-    Result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>)
-        : v_(std::move(v))
-    {
-    }
-    /// A failed result.
-    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL)
-    {
-    }
-
-    /// True when the result holds a value.
+    /// True when the result holds a value (or, for Result<void>, succeeded).
     bool ok() const noexcept
     {
         return code_ == 0;
@@ -154,6 +135,47 @@ public:
     std::error_code error_code() const noexcept
     {
         return make_error_code(code_);
+    }
+
+protected:
+    ResultCode() noexcept = default;
+    explicit ResultCode(Failure f) noexcept
+        : code_(f.code < 0 ? f.code : NERVE_EINVAL)
+    {
+    }
+    // Raise nerve::Error on a failure (abort without exceptions).
+    void check() const
+    {
+        if (!ok()) {
+            raise(code_, "nerve::Result::value()");
+        }
+    }
+
+private:
+    int code_ = 0;
+};
+
+} // namespace detail
+
+/// Either a T or a negative NERVE_E* code; never both. Returned by setup
+/// calls (open, create) and writes (publish, loan). Test it with `if (r)` or
+/// r.ok(); read the value with *r, r->, or r.value() (which raises
+/// nerve::Error on a failure, so use it only where an exception is wanted).
+template <class T> class [[nodiscard]] Result : public detail::ResultCode {
+public:
+    using value_type = T;
+
+    /// A successful result holding v.
+    Result(const T &v) noexcept(std::is_nothrow_copy_constructible_v<T>) : v_(v)
+    {
+    }
+    Result(T &&v) noexcept(std::is_nothrow_move_constructible_v<T>)
+        : v_(std::move(v))
+    {
+    }
+    /// A failed result.
+    Result(Failure f) noexcept : detail::ResultCode(f)
+    {
     }
 
     /// The value. Precondition: ok() (unchecked; use value() to check).
@@ -202,22 +224,14 @@ public:
     }
 
 private:
-    void check() const
-    {
-        if (!ok()) {
-            detail::raise(code_, "nerve::Result::value()");
-        }
-    }
-
     std::optional<T> v_;
-    int code_ = 0;
 };
 
 /// A result that carries only success or a code.
-template <> class [[nodiscard]] Result<void> {
+template <> class [[nodiscard]] Result<void> : public detail::ResultCode {
 public:
     Result() noexcept = default;
-    Result(Failure f) noexcept : code_(f.code < 0 ? f.code : NERVE_EINVAL)
+    Result(Failure f) noexcept : detail::ResultCode(f)
     {
     }
     /// From a C status: 0 (or a count) is success, negative a failure.
@@ -225,41 +239,11 @@ public:
     {
         return rc < 0 ? Result(fail(rc)) : Result();
     }
-
-    bool ok() const noexcept
-    {
-        return code_ == 0;
-    }
-    explicit operator bool() const noexcept
-    {
-        return ok();
-    }
-    int code() const noexcept
-    {
-        return code_;
-    }
-    const char *name() const noexcept
-    {
-        return nerve_err_name(code_);
-    }
-    const char *message() const noexcept
-    {
-        return nerve_strerror(code_);
-    }
-    std::error_code error_code() const noexcept
-    {
-        return make_error_code(code_);
-    }
     /// Raise nerve::Error on a failure (abort without exceptions).
     void value() const
     {
-        if (!ok()) {
-            detail::raise(code_, "nerve::Result::value()");
-        }
+        check();
     }
-
-private:
-    int code_ = 0;
 };
 
 } // namespace nerve
