@@ -35,6 +35,7 @@
 #include <nanobind/stl/optional.h>
 
 #include <nerve/chan.h>
+#include <nerve/cxx/reader.hpp> // nerve::detail::spin_wait, wait_rhythm
 #include <nerve/errors.h>
 
 #include <atomic>
@@ -99,6 +100,9 @@ struct Chan {
     Py_ssize_t exports = 0; // live buffer exports of Spans on this handle
     PyObject *reservation = nullptr; // borrowed: the open reservation's Span
     size_t hint;                     // size of the last message a get copied
+    // The period learnt from the messages this handle read, for the
+    // `lead` of get/view (as nerve::Reader keeps it for its WaitPolicy).
+    nerve::detail::wait_rhythm rhythm;
 
     Chan(const std::string &n, bool write);
     ~Chan();

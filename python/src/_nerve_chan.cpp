@@ -142,6 +142,85 @@ int wait_sliced(std::vector<Chan *> chans, int64_t deadline, F &&call)
     }
 }
 
+// The spin and lead of a read (nerve::WaitPolicy of the C++ API, with the
+// same meaning): spin_ns of polling before the blocking wait; with a
+// lead and a period learnt from this handle's reads, a blocking wait
+// until lead_ns before the next message is due comes first.
+struct Poll {
+    int64_t spin_ns = 0;
+    int64_t lead_ns = 0;
+};
+
+int64_t seconds_to_ns(double s)
+{
+    return static_cast<int64_t>(s * 1e9);
+}
+
+Poll poll_of(bool wait, double spin, double lead)
+{
+    if (!(spin >= 0 && spin <= 60) || !(lead >= 0 && lead <= 60)) {
+        throw nb::value_error("spin and lead are seconds, from 0 to 60");
+    }
+    if ((spin > 0 || lead > 0) && !wait) {
+        throw nb::value_error("spin and lead apply only with wait=True");
+    }
+    if (lead > 0 && spin == 0) {
+        throw nb::value_error("lead needs a spin: it says when to start it");
+    }
+    return {seconds_to_ns(spin), seconds_to_ns(lead)};
+}
+
+// One waiting read under Poll p (deadline: absolute, -1 = never). once()
+// is the non-blocking C read (NERVE_EAGAIN: nothing yet); block(end) the
+// blocking one until the absolute time `end`. As policy_read in
+// cxx/reader.hpp, except that the blocking parts go through wait_sliced
+// (signals, the busy mark) and the spin runs without the GIL, in slices.
+// Thread: the caller's, with the GIL.  Blocking: busy for up to spin_ns.
+template <class Once, class Block>
+int wait_polled(Chan &ch, const Poll &p, int64_t deadline, Once &&once,
+                Block &&block)
+{
+    const nerve::detail::wait_rhythm &rh = ch.rhythm;
+    if (p.lead_ns > 0 && rh.period_ns > 0) {
+        const int64_t nap_end = rh.last_ns + rh.period_ns - p.lead_ns;
+        if (nap_end > nerve_clock_now_ns() &&
+            (deadline < 0 || nap_end < deadline)) {
+            int rc = wait_sliced({&ch}, nap_end, block);
+            if (rc != NERVE_ETIMEDOUT) {
+                return rc;
+            }
+        }
+    }
+    if (p.spin_ns > 0) {
+        // The spin, in slices like the blocking wait, so that Ctrl-C
+        // interrupts a long one too.
+        const int64_t spin_end = nerve_clock_now_ns() + p.spin_ns;
+        WaitGuard guard({&ch});
+        for (;;) {
+            const int64_t now = nerve_clock_now_ns();
+            int64_t left = spin_end - now;
+            if (deadline >= 0 && deadline - now < left) {
+                left = deadline - now;
+            }
+            if (left <= 0) {
+                break;
+            }
+            int64_t no_limit = NERVE_FOREVER;
+            int rc = without_gil([&] {
+                return nerve::detail::spin_wait(
+                    once, left < SLICE_NS ? left : SLICE_NS, &no_limit);
+            });
+            if (rc != NERVE_EAGAIN) {
+                return rc;
+            }
+            if (PyErr_CheckSignals() != 0) {
+                throw nb::python_error();
+            }
+        }
+    }
+    return wait_sliced({&ch}, deadline, block);
+}
+
 // ---- Span: a buffer exporter over ring memory ------------------------------
 
 struct SpanObject {
@@ -291,10 +370,12 @@ Which which_of(bool newest, std::optional<uint64_t> seq,
 
 nb::object chan_get(Chan &ch, bool newest, bool wait,
                     std::optional<double> timeout, std::optional<uint64_t> seq,
-                    std::optional<int64_t> at, bool repeat)
+                    std::optional<int64_t> at, bool repeat, double spin,
+                    double lead)
 {
     ch.use();
     Which w = which_of(newest, seq, at, repeat);
+    const Poll poll = poll_of(wait, spin, lead);
     bool can_wait = wait && (w.flags & NERVE_GET_MASK) != NERVE_GET_AT;
     check_timeout(timeout);
     int64_t deadline = can_wait ? deadline_from(timeout) : 0;
@@ -322,11 +403,17 @@ nb::object chan_get(Chan &ch, bool newest, bool wait,
         rc = nerve_chan_get(c, p, cap, w.arg, 0, &info, w.flags);
         if (rc == NERVE_EAGAIN && can_wait) {
             try {
-                rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
-                    return nerve_chan_get(c, p, cap, w.arg, end, &info,
-                                          w.flags | NERVE_F_WAIT |
-                                              NERVE_F_ABSTIME);
-                });
+                rc = wait_polled(
+                    ch, poll, deadline,
+                    [&] {
+                        return nerve_chan_get(c, p, cap, w.arg, 0, &info,
+                                              w.flags);
+                    },
+                    [&](int64_t end) {
+                        return nerve_chan_get(c, p, cap, w.arg, end, &info,
+                                              w.flags | NERVE_F_WAIT |
+                                                  NERVE_F_ABSTIME);
+                    });
             } catch (...) {
                 Py_DECREF(buf);
                 throw;
@@ -349,6 +436,7 @@ nb::object chan_get(Chan &ch, bool newest, bool wait,
         raise_nerve(rc, ch.name.c_str());
     }
     ch.hint = info.len > MIN_HINT ? size_t(info.len) : MIN_HINT;
+    ch.rhythm.note(info);
     if (info.len != cap && _PyBytes_Resize(&buf, Py_ssize_t(info.len)) < 0) {
         throw nb::python_error();
     }
@@ -358,20 +446,26 @@ nb::object chan_get(Chan &ch, bool newest, bool wait,
 // view(): (span, seq, time, missed, size) or None.
 nb::object chan_view(Chan &ch, bool newest, bool wait,
                      std::optional<double> timeout, std::optional<uint64_t> seq,
-                     std::optional<int64_t> at, bool repeat)
+                     std::optional<int64_t> at, bool repeat, double spin,
+                     double lead)
 {
     nerve_chan *c = ch.use();
     Which w = which_of(newest, seq, at, repeat);
+    const Poll poll = poll_of(wait, spin, lead);
     bool can_wait = wait && (w.flags & NERVE_GET_MASK) != NERVE_GET_AT;
     check_timeout(timeout);
     int64_t deadline = can_wait ? deadline_from(timeout) : 0;
     struct nerve_view v;
     int rc = nerve_chan_view(c, w.arg, 0, &v, w.flags);
     if (rc == NERVE_EAGAIN && can_wait) {
-        rc = wait_sliced({&ch}, deadline, [&](int64_t end) {
-            return nerve_chan_view(c, w.arg, end, &v,
-                                   w.flags | NERVE_F_WAIT | NERVE_F_ABSTIME);
-        });
+        rc = wait_polled(
+            ch, poll, deadline,
+            [&] { return nerve_chan_view(c, w.arg, 0, &v, w.flags); },
+            [&](int64_t end) {
+                return nerve_chan_view(c, w.arg, end, &v,
+                                       w.flags | NERVE_F_WAIT |
+                                           NERVE_F_ABSTIME);
+            });
     }
     if (rc == NERVE_EAGAIN) {
         return nb::none();
@@ -379,6 +473,7 @@ nb::object chan_view(Chan &ch, bool newest, bool wait,
     if (rc != 0) {
         raise_nerve(rc, ch.name.c_str());
     }
+    ch.rhythm.note(v.info);
     PyObject *sp =
         span_new(ch, const_cast<void *>(v.data), size_t(v.info.len), true);
     if (!ch.c || ch.closing) {
@@ -880,11 +975,13 @@ void bind_chan(nb::module_ &m)
              "recorded).")
         .def("get", &chan_get, nb::kw_only(), "newest"_a = false,
              "wait"_a = false, "timeout"_a = nb::none(), "seq"_a = nb::none(),
-             "at"_a = nb::none(), "repeat"_a = false,
+             "at"_a = nb::none(), "repeat"_a = false, "spin"_a = 0.0,
+             "lead"_a = 0.0,
              "Copy a message out of the channel; see nerve.Channel.get.")
         .def("_view", &chan_view, nb::kw_only(), "newest"_a = false,
              "wait"_a = false, "timeout"_a = nb::none(), "seq"_a = nb::none(),
-             "at"_a = nb::none(), "repeat"_a = false)
+             "at"_a = nb::none(), "repeat"_a = false, "spin"_a = 0.0,
+             "lead"_a = 0.0)
         .def("_reserve", &chan_reserve, "size"_a, nb::kw_only(),
              "timeout"_a = nb::none())
         .def("_commit", &chan_commit, "size"_a)

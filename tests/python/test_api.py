@@ -424,6 +424,101 @@ def test_busy_while_waiting(chan):
         assert isinstance(result[0], nerve.Cancelled)
 
 
+# ---- spin and lead (nerve::WaitPolicy) ----------------------------------------
+
+
+@pytest.mark.parametrize("kw, why", [
+    (dict(spin=1e-3), "only with wait=True"),
+    (dict(wait=True, lead=1e-3), "lead needs a spin"),
+    (dict(wait=True, spin=-1e-6), "from 0 to 60"),
+    (dict(wait=True, spin=61.0), "from 0 to 60"),
+    (dict(wait=True, spin=float("nan")), "from 0 to 60"),
+    (dict(wait=True, spin=1e-3, lead=float("inf")), "from 0 to 60"),
+])
+def test_spin_and_lead_refuse_bad_values(chan, kw, why):
+    with nerve.open(chan.name) as r:
+        with pytest.raises(ValueError, match=why):
+            r.get(**kw)
+        with pytest.raises(ValueError, match=why):
+            with r.view(**kw):
+                pass
+
+
+@pytest.mark.parametrize("how", ["get", "view"])
+def test_spin_and_lead_deliver_every_message_in_order(chan, how):
+    """A periodic writer read with a lead (the handle learns the period,
+    naps, then spins) and with a spin alone: nothing lost, nothing
+    repeated, whether the message comes during the nap, the spin or the
+    blocking wait after it."""
+    n = 60
+
+    def writer():
+        for i in range(n):
+            time.sleep(0.002 if i % 10 else 0.02)  # a period, and slips
+            chan.put(b"%d" % i)
+
+    for kw in (dict(spin=2e-4, lead=1e-4), dict(spin=5e-5)):
+        with nerve.open(chan.name) as r:
+            r.seek(chan.stat().head_seq)
+            t = threading.Thread(target=writer)
+            t.start()
+            got = []
+            for _ in range(n):
+                if how == "get":
+                    m = r.get(wait=True, timeout=30, **kw)
+                    got.append((int(m.data), m.missed))
+                else:
+                    with r.view(wait=True, timeout=30, **kw) as m:
+                        got.append((int(bytes(m.data)), m.missed))
+            t.join()
+            assert got == [(i, 0) for i in range(n)], kw
+
+
+def test_spin_keeps_timeout_and_cancel(chan):
+    """A spin longer than the timeout ends at the timeout; a lead nap
+    ends at cancel()."""
+    with nerve.open(chan.name) as r:
+        t0 = time.monotonic()
+        with pytest.raises(nerve.Timeout):
+            r.get(wait=True, timeout=0.02, spin=30.0)
+        assert time.monotonic() - t0 < 20  # not the 30 s spin
+        for i in range(3):  # a period of 10 ms to learn
+            chan.put(b"%d" % i)
+            time.sleep(0.01)
+        while r.get() is not None:
+            pass
+        timer = threading.Timer(0.05, r.cancel)
+        timer.start()
+        with pytest.raises(nerve.Cancelled):
+            r.get(wait=True, timeout=30, spin=1e-3, lead=1e-4)
+        timer.join()
+        r.cancel_clear()
+
+
+def test_spin_releases_the_gil(chan):
+    """Other Python threads run while a reader spins."""
+    ticks = []
+    with nerve.open(chan.name) as r:
+        def writer():
+            for i in range(1000):
+                ticks.append(i)
+            chan.put(b"done")
+
+        t = threading.Thread(target=writer)
+        t.start()
+        assert r.get(wait=True, timeout=30, spin=30.0).data == b"done"
+        t.join()
+    assert len(ticks) == 1000
+
+
+def test_follow_passes_spin_and_lead(chan):
+    with nerve.open(chan.name) as r:
+        for i in range(3):
+            chan.put(b"%d" % i)
+        got = [m.data for m in r.follow(timeout=0.01, spin=1e-4, lead=5e-5)]
+        assert got == [b"0", b"1", b"2"]
+
+
 # ---- follow and wait_any -------------------------------------------------------------
 
 

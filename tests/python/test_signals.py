@@ -16,6 +16,9 @@ WAITS = {
     "view": "r.view(wait=True).__enter__()",
     "follow": "next(iter(r.follow()))",
     "wait_any": "nerve.wait_any([r])",
+    # A spin of a minute (the most there is): interrupted within a slice.
+    "get_spin": "r.get(wait=True, spin=60.0)",
+    "view_spin": "r.view(wait=True, spin=60.0).__enter__()",
 }
 
 

@@ -347,6 +347,8 @@ class Channel(_nerve.Chan):
         seq: Optional[int] = None,
         at: Optional[int] = None,
         repeat: bool = False,
+        spin: float = 0.0,
+        lead: float = 0.0,
     ) -> View:
         """Zero-copy read: ``with ch.view() as msg:`` gives a
         :class:`Message` whose ``data`` is a read-only memoryview into the
@@ -354,7 +356,8 @@ class Channel(_nerve.Chan):
         is validated when the block ends; :class:`nerve.StaleView` is raised
         if a writer overwrote the message meanwhile. Arguments as
         :meth:`get`."""
-        return View(self, dict(newest=newest, wait=wait, timeout=timeout, seq=seq, at=at, repeat=repeat))
+        return View(self, dict(newest=newest, wait=wait, timeout=timeout, seq=seq, at=at, repeat=repeat,
+                               spin=spin, lead=lead))
 
     def reserve(
         self,
@@ -387,16 +390,18 @@ class Channel(_nerve.Chan):
             raise TypeError("reserve() needs a size or a dtype")
         return Reservation(self, size, dtype, shape, timeout, time)
 
-    def follow(self, newest: bool = False, timeout: Optional[float] = None) -> Iterator[Message]:
+    def follow(
+        self, newest: bool = False, timeout: Optional[float] = None, spin: float = 0.0, lead: float = 0.0
+    ) -> Iterator[Message]:
         """Iterate over messages as they arrive, waiting for each: every
         message in order (``newest=False``; ``msg.missed`` tells how many
         were overwritten before this reader got to them) or only the newest
         (``newest=True``, skipping what arrived meanwhile). The iteration
         ends when no message arrives within ``timeout`` seconds (None: never
-        ends); Ctrl-C interrupts it."""
+        ends); Ctrl-C interrupts it. ``spin`` and ``lead`` as :meth:`get`."""
         while True:
             try:
-                msg = self.get(newest=newest, wait=True, timeout=timeout)
+                msg = self.get(newest=newest, wait=True, timeout=timeout, spin=spin, lead=lead)
             except _errors.Timeout:
                 return
             if msg is not None:

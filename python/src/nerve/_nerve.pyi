@@ -35,6 +35,8 @@ class Chan:
         seq: Optional[int] = None,
         at: Optional[int] = None,
         repeat: bool = False,
+        spin: float = 0.0,
+        lead: float = 0.0,
     ) -> Optional[Message]:
         """Copy a message out: the next unseen one (default; the oldest still
         present if it was overwritten, with ``missed`` counting the loss),
@@ -44,7 +46,17 @@ class Chan:
         new and ``wait`` is false; with ``wait`` blocks (GIL released,
         Ctrl-C interrupts) and raises Timeout after ``timeout`` seconds.
         Raises Overwritten for a ``seq`` already gone, Cancelled after
-        cancel()."""
+        cancel().
+
+        ``spin`` and ``lead`` (seconds; only with ``wait``) are the C++
+        API's nerve::WaitPolicy: before it sleeps, the wait polls for up
+        to ``spin`` without the GIL and without a system call, so a
+        message that comes meanwhile is returned without a wake-up (tens
+        of microseconds on a VM) at the cost of that CPU time. With a
+        ``lead`` as well, and once this handle has read two messages of a
+        periodic channel, the wait sleeps until ``lead`` before the next
+        message is due (an early message still wakes it) and polls only
+        from then on. Use them on dedicated cores."""
     def _view(
         self,
         *,
@@ -54,6 +66,8 @@ class Chan:
         seq: Optional[int] = None,
         at: Optional[int] = None,
         repeat: bool = False,
+        spin: float = 0.0,
+        lead: float = 0.0,
     ) -> Optional[Tuple[Span, int, int, int, int]]: ...
     def _reserve(self, size: int, *, timeout: Optional[float] = None) -> Span: ...
     def _commit(self, size: int) -> int: ...
