@@ -8,7 +8,7 @@ the same payloads, the same Zenoh configuration and the same QoS
 both paths).
 
     sudo .venv/bin/python bench/bridge/bench_bridge.py [--out bench/results/bridge-HOST.md]
-         [--quick] [--rounds 3] [--phases lat64,lat1m,thr64,img] [--express] [--pin]
+         [--quick] [--rounds 3] [--phases lat64,lat1m,thr64,img] [--express] [--pin] [--poll USEC]
 
 Each round runs every phase over both paths, alternating which goes first,
 so both see the same load; ratios are taken within a round and reported as
@@ -99,6 +99,9 @@ def main() -> int:
     ap.add_argument("--pin", action="store_true",
                     help="pin the sending host's programs to CPU 0 and the receiving host's to CPU 1, "
                          "on both paths")
+    ap.add_argument("--poll", type=float, default=0, metavar="USEC",
+                    help="the exporting bridge runs with --poll USEC and every nerve reader of the latency "
+                         "phases (bridge path and hop) waits with the same lead and spin")
     ap.add_argument("--note", default="", help="a line about the conditions, put in the report")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -133,7 +136,9 @@ def main() -> int:
               "nerve.create('hop.big', slots=8, size=16 << 20).close()\n"
               "print(1)")
         bargs = ["--stats", "5", *(["--express"] if args.express else [])]
-        b1 = h1.spawn(*pinned(c_send, [BRIDGE, "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*", *bargs]),
+        pol = [str(args.poll)] if args.poll else []
+        b1 = h1.spawn(*pinned(c_send, [BRIDGE, "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*", *bargs,
+                                       *(["--poll", *pol] if pol else [])]),
                       log=tmp / "b1.log")
         b2 = h2.spawn(*pinned(c_recv, [BRIDGE, "--connect", f"tcp/{h1.addr}:7447", "--import", "bench.*",
                                        *bargs]), log=tmp / "b2.log")
@@ -142,6 +147,7 @@ def main() -> int:
             res: Dict[str, Dict] = {}
             for tag in phases:
                 ch, size, ns, rate, mode = PHASES[tag]
+                rp = pol if mode != "poll" else []  # the reader's lead and spin
                 n = ns[q] if tag != "img" or not args.quick else 300
                 order = ["bare", "bridge"] if r % 2 == 0 else ["bridge", "bare"]
                 if tag in HOP:
@@ -153,12 +159,12 @@ def main() -> int:
                                        pinned(c_send, [PY, PEERS, "zpub", ep_z, str(n), str(size), str(rate), *ex]),
                                        tmp / f"z-{tag}.log")
                     elif path == "hop":
-                        out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", HOP[tag], str(n), "3", mode]), h2,
+                        out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", HOP[tag], str(n), "3", mode, *rp]), h2,
                                        pinned(c_send, [PY, PEERS, "nwrite", HOP[tag], str(n), str(size), str(rate),
                                                        "0.5"]), tmp / f"h-{tag}.log")
                     else:
                         c0 = (cpu_s(b1.pid), cpu_s(b2.pid), time.monotonic())
-                        out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", ch, str(n), "3", mode]), h1,
+                        out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", ch, str(n), "3", mode, *rp]), h1,
                                        pinned(c_send, [PY, PEERS, "nwrite", ch, str(n), str(size), str(rate), "0.5"]),
                                        tmp / f"n-{tag}.log")
                         c1 = (cpu_s(b1.pid), cpu_s(b2.pid), time.monotonic())
@@ -231,6 +237,9 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
          "use the same Zenoh configuration (bridge_zenoh.make_config: peer, multicast scouting off, "
          "Zenoh shared memory off) and the same publisher QoS (congestion control DROP, priority DATA, "
          f"express {'on' if args.express else 'off'}). "
+         + (f"Polling: the exporting bridge runs with --poll {args.poll:g} and every nerve reader of the latency "
+            f"phases waits with a lead of {args.poll:g} µs and a spin of {2 * args.poll:g} µs (nerve.Channel.get's "
+            "spin and lead); the bare Zenoh subscriber has no such knob. " if args.poll else "") +
          f"CPU placement: {placement}, both paths. "
          f"{R} rounds; each runs every phase over both paths, alternating which goes first; ratios are "
          "taken within a round, and given as median (min–max) over the rounds.", "",

@@ -123,10 +123,12 @@ def nerve_writer(name: str, n: int, size: int, rate: float, wait_s: float) -> di
     return {}
 
 
-def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait") -> dict:
+def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait", poll_us: float = 0) -> dict:
     """mode: "wait" (blocking get(): one copy, the cheapest read of small
     messages), "view" (blocking zero-copy view: large messages), "poll"
-    (get() every 0.2 ms: throughput)."""
+    (get() every 0.2 ms: throughput). poll_us > 0: the blocking reads wait
+    with a lead of poll_us and a spin of twice that (as nerve bridge
+    --poll)."""
     poll = mode == "poll"
     end = time.monotonic() + 30
     while True:
@@ -147,13 +149,14 @@ def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait") -> dict:
     big = mode == "view"
     get, now_ns, unpack = r.get, nerve.now_ns, struct.unpack_from
     idle_ns = int(idle_s * 1e9)
+    pol = dict(spin=2e-6 * poll_us, lead=1e-6 * poll_us) if poll_us > 0 else {}
     give_up = now_ns() + 60_000_000_000  # nothing at all for 60 s
     while len(lat) < n:
         # Small messages: get() (one copy, the cheapest read), waiting only
         # when nothing is there; images: a zero-copy view.
         try:
             if big:
-                with r.view(wait=True, timeout=idle_s if lat else 60) as v:
+                with r.view(wait=True, timeout=idle_s if lat else 60, **pol) as v:
                     now = now_ns()
                     m = (v.seq, v.time_ns, None, v.missed)
                     i = unpack("<q", v.data)[0]
@@ -170,7 +173,7 @@ def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait") -> dict:
                             break
                         time.sleep(0.0002)
                         continue
-                    m = get(wait=True, timeout=idle_s if lat else 60)
+                    m = get(wait=True, timeout=idle_s if lat else 60, **pol)
                 now = now_ns()
                 i = unpack("<q", m[2])[0]
         except nerve.Timeout:
@@ -203,6 +206,7 @@ if __name__ == "__main__":
     elif what == "nwrite":
         nerve_writer(args[0], int(args[1]), int(args[2]), float(args[3]), float(args[4]))
     elif what == "nread":
-        nerve_reader(args[0], int(args[1]), float(args[2]), args[3] if len(args) > 3 else "wait")
+        nerve_reader(args[0], int(args[1]), float(args[2]), args[3] if len(args) > 3 else "wait",
+                     float(args[4]) if len(args) > 4 else 0)
     else:
         raise SystemExit(f"unknown {what}")

@@ -439,6 +439,9 @@ def test_bad_input(net: Net, bridges) -> None:
         ([br, "--config", "/nonexistent.json5"], 2, "bad --config"),
         ([br, "--domain", "-1"], 2, "--domain must be >= 0"),
         ([br, "--id", "a/b"], 2, "bad --id"),
+        ([br, "--poll", "-5"], 2, "--poll must be from 0 to 100000 microseconds"),
+        ([br, "--poll", "nan"], 2, "--poll must be from 0 to 100000 microseconds"),
+        ([br, "--poll", "50", "--ros2"], 2, "--poll applies to nerve's own exports"),
         ([br, "ls", "--connect", "tcp/192.0.2.99:7447", "--timeout", "1"], 1, "cannot reach"),
     ]
     for argv, code, msg in cases:

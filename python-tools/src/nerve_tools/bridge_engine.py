@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import os
 import queue
@@ -68,6 +69,8 @@ PUT_TIMEOUT_S = 0.05
 READ_SLICE_S = 0.25
 # Messages from this size on are read through a zero-copy view.
 LARGE = 256 << 10
+# Samples whose ages the counters summarise (per channel and direction).
+AGES_KEPT = 1024
 # The file of channel NAME (docs/design/0001-shm-layout.md): its inode tells
 # whether the channel was recreated, without opening (mapping) it.
 CHAN_FILE = "/dev/shm/nerve."
@@ -78,6 +81,26 @@ BATCH_MAX = 256
 BATCH_BYTES = 64 << 10
 
 
+class Ages:
+    """The ages of the latest AGES_KEPT samples (ns, CLOCK_MONOTONIC now
+    minus a message's commit time), summarised in the counters: where a
+    channel's latency goes, hop by hop, without a benchmark. Added to by
+    one thread; read by another (list() of a deque holds the GIL)."""
+
+    def __init__(self) -> None:
+        self._ns: "collections.deque[int]" = collections.deque(maxlen=AGES_KEPT)
+
+    def add(self, ns: int) -> None:
+        self._ns.append(ns)
+
+    def summary(self) -> Dict[str, float]:
+        v = sorted(self._ns)
+        if not v:
+            return {"n": 0}
+        return {"n": len(v), "p50": v[len(v) // 2] / 1e3, "p99": v[min(len(v) - 1, len(v) * 99 // 100)] / 1e3,
+                "max": v[-1] / 1e3}
+
+
 @dataclass
 class ExportCounters:
     forwarded: int = 0      # messages published
@@ -86,9 +109,14 @@ class ExportCounters:
     dropped_congestion: int = 0  # overwritten in the local ring before the bridge read them
     dropped_error: int = 0  # overwritten while read (stale view), or Zenoh refused them
     looped: int = 0         # messages the bridge itself imported: not sent back
+    # Per sample, the age of its oldest message when Zenoh's put()
+    # returned: the exporter's wake-up, read, copy and put.
+    send_age: Ages = field(default_factory=Ages)
 
-    def as_dict(self) -> Dict[str, int]:
-        return dict(self.__dict__)
+    def as_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {k: v for k, v in self.__dict__.items() if k != "send_age"}
+        d["send_age_us"] = self.send_age.summary()
+        return d
 
 
 @dataclass
@@ -100,9 +128,16 @@ class ImportCounters:
     dropped_error: int = 0  # bad header, local put failed
     duplicates: int = 0     # origin sequence number already seen
     clamped: int = 0        # origin time moved to keep the ring ordered
+    # Per sample, the age of its oldest message once it is in the local
+    # channel: origin commit to local commit, the whole way but the local
+    # reader's wake-up (between hosts, plus the error of the clocks'
+    # offset).
+    put_age: Ages = field(default_factory=Ages)
 
-    def as_dict(self) -> Dict[str, int]:
-        return dict(self.__dict__)
+    def as_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {k: v for k, v in self.__dict__.items() if k != "put_age"}
+        d["put_age_us"] = self.put_age.summary()
+        return d
 
 
 class LocalChannel:
@@ -192,6 +227,11 @@ class Exporter:
         self.queryable = s.declare_queryable(meta_key(d, bridge.ident, name), self._on_query)
         self.token = s.liveliness().declare_token(live_key(d, bridge.ident, name))
         self._rate: List[Tuple[int, int]] = []
+        p = bridge.opts.poll_us * 1e-6
+        # How the exporter waits: with --poll, a lead of p and a spin of 2p.
+        self._wait_kw: Dict[str, Any] = dict(wait=True, timeout=READ_SLICE_S)
+        if p > 0:
+            self._wait_kw.update(spin=2 * p, lead=p)
         self._large = False
         self._buf = bytearray()
         self._bufmv = memoryview(self._buf)
@@ -229,11 +269,11 @@ class Exporter:
         ch = self.ch
         try:
             if not self._large:
-                m = ch.get(wait=True, timeout=READ_SLICE_S) if wait else ch.get()
+                m = ch.get(**self._wait_kw) if wait else ch.get()
                 if m is not None and m[4] >= LARGE:
                     self._large = True
                 return m
-            with ch.view(wait=wait, timeout=READ_SLICE_S if wait else None) as v:
+            with ch.view(**self._wait_kw) if wait else ch.view() as v:
                 if v is None:
                     return None
                 n = v.size
@@ -281,6 +321,7 @@ class Exporter:
         datas: List[bytes] = []
         table = array("q")  # (seq, t_real, length) per message of the batch
         size = 0
+        t0 = 0  # commit time of the batch's oldest message
         seq = self.head_seq
         while m is not None:
             seq, t, data, missed, n = m
@@ -290,23 +331,26 @@ class Exporter:
                 c.looped += 1
             elif n >= BATCH_ITEM:
                 if datas:
-                    self._send(datas, table, size)
+                    self._send(datas, table, size, t0)
                     datas, table, size = [], array("q"), 0
-                self._send([data], array("q", (seq, t + off, n)), n)
+                self._send([data], array("q", (seq, t + off, n)), n, t)
             else:
+                if not datas:
+                    t0 = t
                 datas.append(data)
                 table.extend((seq, t + off, n))
                 size += n
                 if size >= BATCH_BYTES or len(datas) >= BATCH_MAX:
-                    self._send(datas, table, size)
+                    self._send(datas, table, size, t0)
                     datas, table, size = [], array("q"), 0
             m = self._read(False)
         if datas:
-            self._send(datas, table, size)
+            self._send(datas, table, size, t0)
         self.head_seq = seq
 
-    def _send(self, datas: List[bytes], table: "array[int]", size: int) -> None:
-        """One Zenoh sample: a message alone, or several as a batch."""
+    def _send(self, datas: List[bytes], table: "array[int]", size: int, t0: int) -> None:
+        """One Zenoh sample: a message alone, or several as a batch (t0:
+        the commit time of the oldest)."""
         c = self.counters
         k = len(datas)
         try:
@@ -318,6 +362,7 @@ class Exporter:
             c.dropped_error += k
             self.error = short_error(e)
             return
+        c.send_age.add(nerve.now_ns() - t0)
         c.forwarded += k
         c.samples += 1
         c.bytes += size
@@ -390,6 +435,7 @@ class ImportStream:
             own = local.own if local.exported else None
             put_at = w.put_at if w is not None else None
             got_seq = 0
+            t_first = 0  # origin commit time of the first message put
             for i in range(0, len(table), 3):
                 seq, n = table[i], table[i + 2]
                 start, pos = pos, pos + n
@@ -417,10 +463,14 @@ class ImportStream:
                     own.add(got_seq)
                 if got_t != t_mono:
                     clamped += 1
+                if not fwd:
+                    t_first = t_mono
                 fwd += 1
                 nbytes += n
             if fwd and own is not None:
                 local.prune(last_put=got_seq)
+        if fwd:
+            c.put_age.add(nerve.now_ns() - t_first)
         self.last_seq = last
         c.forwarded += fwd
         c.bytes += nbytes
@@ -450,6 +500,9 @@ class BridgeOptions:
     priority: str = "data"
     express: bool = False
     query_timeout_s: float = 2.0
+    # Exporters read with a WaitPolicy (nerve.Channel.get's spin and
+    # lead): poll from poll_us before a message is due to poll_us after.
+    poll_us: float = 0.0
 
 
 class Bridge:
