@@ -268,6 +268,9 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
                          f"{med([pct(x['lat_ns'], 99) for x in xs]):.0f} | "
                          f"{med([max(x['lat_ns']) / 1e3 for x in xs]):.0f} | {ratio} | "
                          f"{', '.join(f'{v:.0f}' for v in p50)} |")
+            puts = [x["sender"].get("put_us_p50", float("nan")) for x in per["bare"]]
+            L.append(f"| {size} | bare Zenoh: the publisher's put() alone | – | {med(puts):.0f} | – | – | – | "
+                     f"{', '.join(f'{v:.0f}' for v in puts)} |")
             floor = [(z + 2 * pct(h["lat_ns"], 50)) for z, h in zip(zp, per["hop"])]
             L.append(f"| {size} | floor: bare + 2 × hop | – | {med(floor):.0f} | – | – | "
                      f"{spread([f / z for f, z in zip(floor, zp)])} | {', '.join(f'{v:.0f}' for v in floor)} |")
@@ -307,6 +310,21 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
                 L.append(f"| {i + 1} | {label} | {x['sender']['sent']} | {got} | {x['sender']['sent'] - got} | "
                          f"{pct(v, 50) / 1e3:.2f} | {pct(v, 99) / 1e3:.2f} | "
                          f"{max(v) / 1e6 if v else float('nan'):.2f} |")
+        L.append("")
+    ex = stats.get("export", {}).get("export", {})
+    im = stats.get("import", {}).get("import", {})
+    legs = [(n, v.get("send_age_us", {}), im.get(f"{stats['export'].get('id')}/{n}", {}).get("put_age_us", {}))
+            for n, v in sorted(ex.items())]
+    legs = [x for x in legs if x[1].get("n")]
+    if legs:
+        L += ["## Legs of the bridge path (the bridges' own counters, latest 1024 samples of the last run)", "",
+              "send_age: the writer's commit to the return of the exporter's Zenoh put(); put_age: the writer's "
+              "commit to the importer's commit into the local channel (everything but the local reader's "
+              "wake-up). Microseconds.", "",
+              "| channel | send_age p50 | p99 | put_age p50 | p99 |", "|---|---|---|---|---|"]
+        for n, sa, pa in legs:
+            L.append(f"| {n} | {sa['p50']:.0f} | {sa['p99']:.0f} | {pa.get('p50', float('nan')):.0f} | "
+                     f"{pa.get('p99', float('nan')):.0f} |")
         L.append("")
     L += ["## CPU use of the bridge processes (% of one CPU over each bridge run; median over the rounds)", "",
           "| phase | exporting bridge | importing bridge | wall s |", "|---|---|---|---|"]
