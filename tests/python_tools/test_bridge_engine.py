@@ -63,6 +63,19 @@ def exporter(bridge: be.Bridge, name: str) -> Tuple[be.Exporter, Recorder]:
     return ex, rec
 
 
+def messages_of(rec: Recorder) -> List[bytes]:
+    """The messages of the recorded samples, in order, split by their
+    tables."""
+    got = []
+    for data, att in rec.samples:
+        _epoch, table = unpack_table(att, len(data))
+        pos = 0
+        for i in range(0, len(table), 3):
+            got.append(data[pos:pos + table[i + 2]])
+            pos += table[i + 2]
+    return got
+
+
 def test_burst_drained_into_ordered_batches_and_imported_back(bridge: be.Bridge, name) -> None:
     src, dst = name("src"), name("dst")
     nerve.create(src, slots=4096, size=8 << 20).close()
@@ -207,14 +220,7 @@ def test_large_messages_through_views_keep_their_bytes(bridge: be.Bridge, name) 
         w.close()
     finally:
         ex.close()
-    got = []
-    for data, att in rec.samples:
-        _epoch, table = unpack_table(att, len(data))
-        pos = 0
-        for i in range(0, len(table), 3):
-            got.append(data[pos:pos + table[i + 2]])
-            pos += table[i + 2]
-    assert got == sent
+    assert messages_of(rec) == sent
 
 
 @pytest.mark.parametrize("size", [64, be.LARGE + 100])
@@ -238,14 +244,7 @@ def test_polling_exporter_forwards_every_message(name, size: int) -> None:
                 assert wait_until(lambda: ex.counters.forwarded == n), ex.counters
         finally:
             ex.close()
-        got = []
-        for data, att in rec.samples:
-            _epoch, table = unpack_table(att, len(data))
-            pos = 0
-            for i in range(0, len(table), 3):
-                got.append(data[pos:pos + table[i + 2]])
-                pos += table[i + 2]
-        assert got == [bytes([i + 1]) * size for i in range(n)]
+        assert messages_of(rec) == [bytes([i + 1]) * size for i in range(n)]
         assert ex.counters.dropped_error == 0 and ex.counters.dropped_congestion == 0
     finally:
         b.close()
