@@ -17,4 +17,15 @@ void nerve__crashpoint_arm(const char *name, long skip);
 #define NERVE_CRASHPOINT(name) ((void)0)
 #endif
 
+/* Every NERVE_CRASHPOINT of src/chan.c, in the order a put passes them:
+ * the initialiser of the list the crash tests (tests/mp/test_mp_crash.c,
+ * tests/stress/torture.c) kill a writer at. A point added to chan.c goes
+ * here too, or no test kills a writer there. */
+#define NERVE_CRASHPOINT_NAMES                                                 \
+    "put.locked", "put.after-tail", "put.mid-payload", "put.after-payload",    \
+        "put.after-slot", "put.after-desc-clear", "put.after-desc-fields",     \
+        "put.after-desc-seq", "put.after-wpos", "put.after-commit",            \
+        "put.after-unlock", "put.after-wake", "reserve.locked",                \
+        "commit.before-commit"
+
 #endif

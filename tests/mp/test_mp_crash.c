@@ -15,24 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crashpoint.h" /* the list of points; arm() is internal */
+
 void nerve__crashpoint_arm(const char *name, long skip);
 
-static const char *points[] = {
-    "put.locked",
-    "put.after-tail",
-    "put.mid-payload",
-    "put.after-payload",
-    "put.after-slot",
-    "put.after-desc-clear",
-    "put.after-desc-fields",
-    "put.after-desc-seq",
-    "put.after-wpos",
-    "put.after-commit",
-    "put.after-unlock",
-    "put.after-wake",
-    "reserve.locked",
-    "commit.before-commit",
-};
+static const char *const points[] = {NERVE_CRASHPOINT_NAMES};
 /* Killed at these, the writer no longer held the lock (it wakes after
  * unlocking): the next put has nothing to recover. */
 static int after_unlock(const char *p)

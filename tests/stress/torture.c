@@ -51,23 +51,10 @@
 void nerve__crashpoint_arm(const char *name, long skip);
 #include "platform.h"
 
+#include "crashpoint.h"
+
 /* Every NERVE_CRASHPOINT of src/chan.c. */
-static const char *const points[] = {
-    "put.locked",
-    "put.after-tail",
-    "put.mid-payload",
-    "put.after-payload",
-    "put.after-slot",
-    "put.after-desc-clear",
-    "put.after-desc-fields",
-    "put.after-desc-seq",
-    "put.after-wpos",
-    "put.after-commit",
-    "put.after-unlock",
-    "put.after-wake",
-    "reserve.locked",
-    "commit.before-commit",
-};
+static const char *const points[] = {NERVE_CRASHPOINT_NAMES};
 #define NPOINTS (sizeof points / sizeof points[0])
 
 #define SLOTS 16
