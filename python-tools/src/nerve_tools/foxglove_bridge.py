@@ -11,13 +11,28 @@ Clients may speak the published ``foxglove.websocket.v1`` subprotocol or the
 SDK's ``foxglove.sdk.v1``: the port accepts both and relays each connection
 to the SDK's server, which listens on a loopback port of its own.
 
-Client publishing is advertised: a Foxglove panel (Publish, Teleop) that
-advertises a topic writes into the channel of that name, created from the
-client's encoding and schema when it does not exist. The encoding rules are
-``nerve pub``'s: a message in the channel's own encoding is written as it
-is; a ``json`` message to a typed channel (cdr, ros1msg, protobuf) is
-encoded by the channel's schema; raw channels get the bytes as given.
-Messages that do not fit are dropped with a log line.
+Who may connect, and what a client may do (docs/tools.md, "nerve
+foxglove"):
+
+- The server listens on 127.0.0.1 unless ``--host`` says otherwise; a
+  listen address beyond loopback needs ``--token`` (or
+  ``$NERVE_FOXGLOVE_TOKEN``), which every client must then present (in the
+  URL, ``ws://HOST:PORT/?token=T``, or as ``Authorization: Bearer T``).
+  ``--tls-cert``/``--tls-key`` serve ``wss://`` instead.
+- A browser says which page opened the WebSocket in its ``Origin`` header;
+  only Foxglove's own app origins and local files (``file://``, ``null``)
+  are accepted, plus those given with ``--allow-origin`` (``*``: any), so
+  a web page in the operator's browser cannot reach the robot. Clients
+  that send no Origin (not browsers) are accepted.
+- Client publishing is off unless ``--publish GLOB``: then a Foxglove panel
+  (Publish, Teleop) that advertises a topic matching GLOB writes into the
+  existing channel of that name; a channel that does not exist is created
+  (from the client's encoding and schema) only with ``--create``. The
+  encoding rules are ``nerve pub``'s: a message in the channel's own
+  encoding is written as it is; a ``json`` message to a typed channel
+  (cdr, ros1msg, protobuf) is encoded by the channel's schema; raw
+  channels get the bytes as given. Messages that do not fit, and topics
+  not allowed, are dropped with a log line.
 
 Every message of a channel that a client subscribed to is forwarded, in
 order (next-unseen reads; a ring overrun is counted and shown at exit);
@@ -30,7 +45,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fnmatch
+import hmac
+import ipaddress
 import json
+import os
+import ssl
 import sys
 import threading
 import time
@@ -48,6 +68,44 @@ SUBPROTOCOLS = ("foxglove.websocket.v1", "foxglove.sdk.v1")
 
 PROG = "nerve foxglove"
 RESCAN_S = 1.0
+#: The environment variable that may hold the token (kept out of `ps`).
+ENV_TOKEN = "NERVE_FOXGLOVE_TOKEN"
+#: Origins a browser may open the WebSocket from by default: Foxglove's web
+#: app and local files (the desktop app and saved layouts: a browser sends
+#: "null" for a file:// page).
+DEFAULT_ORIGINS = ("https://app.foxglove.dev", "https://studio.foxglove.dev", "file://", "null")
+
+
+@dataclass
+class Access:
+    """Who may connect and what a client may write (see the module doc)."""
+
+    publish: Sequence[str] = ()
+    create: bool = False
+    origins: Sequence[str] = DEFAULT_ORIGINS
+    token: Optional[str] = None
+
+    def origin_ok(self, origin: Optional[str]) -> bool:
+        if origin is None:
+            return True  # not a browser: nothing to check (the token is)
+        return "*" in self.origins or origin in self.origins
+
+    def token_ok(self, presented: Optional[str]) -> bool:
+        if self.token is None:
+            return True
+        return presented is not None and hmac.compare_digest(presented.encode(), self.token.encode())
+
+    def may_publish(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, g) for g in self.publish)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -92,10 +150,20 @@ class _Listener:
     def _open(self, c: Any) -> _Pub:
         name = c.topic.lstrip("/")
         enc = c.encoding or ""
+        access = self.bridge.access
+        if not access.may_publish(name):
+            self.bridge.refused += 1
+            self._log(f"client publishing on {c.topic!r} refused: not allowed by --publish")
+            return _Pub(name, None, None, enc, "")
         try:
             try:
                 ch = nerve.open(name, write=True)
             except nerve.ChannelNotFound:
+                if not access.create:
+                    self.bridge.refused += 1
+                    self._log(f"client publishing on {c.topic!r} refused: no such channel "
+                              "(--create makes it)")
+                    return _Pub(name, None, None, enc, "")
                 schema = c.schema if isinstance(c.schema, (bytes, bytearray)) else (c.schema or "").encode()
                 nerve.create(name, type=c.schema_name or None, encoding=from_mcap(enc),
                              schema=bytes(schema) or None, exist_ok=True).close()
@@ -154,8 +222,12 @@ class _Relay:
     """The public port: accepts both subprotocols and relays each
     connection, frame by frame, to the SDK's server on a loopback port."""
 
-    def __init__(self, host: str, port: int, upstream_port: int) -> None:
+    def __init__(self, host: str, port: int, upstream_port: int, access: Access,
+                 tls: Optional[ssl.SSLContext] = None, log: Any = None) -> None:
         self.upstream = f"ws://127.0.0.1:{upstream_port}"
+        self.access = access
+        self.tls = tls
+        self.log = log or (lambda msg: None)
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: Optional[BaseException] = None
@@ -184,8 +256,28 @@ class _Relay:
         from websockets.asyncio.server import serve
 
         self.server = await serve(self._handle, host, port, subprotocols=list(SUBPROTOCOLS),
-                                  max_size=None, compression=None, ping_interval=None)
+                                  max_size=None, compression=None, ping_interval=None,
+                                  process_request=self._check, ssl=self.tls)
         self.port = self.server.sockets[0].getsockname()[1]
+
+    def _check(self, conn: Any, request: Any) -> Any:
+        """Refuse, before the WebSocket handshake, a browser page of another
+        origin and a client without the token."""
+        from http import HTTPStatus
+        from urllib.parse import parse_qs, urlsplit
+
+        origin = request.headers.get("Origin")
+        if not self.access.origin_ok(origin):
+            self.log(f"refused a connection from Origin {origin!r} (see --allow-origin)")
+            return conn.respond(HTTPStatus.FORBIDDEN, f"Origin {origin} is not allowed\n")
+        token = (parse_qs(urlsplit(request.path).query).get("token") or [None])[0]
+        auth = request.headers.get("Authorization") or ""
+        if token is None and auth.startswith("Bearer "):
+            token = auth[len("Bearer "):]
+        if not self.access.token_ok(token):
+            self.log("refused a connection without the right token")
+            return conn.respond(HTTPStatus.UNAUTHORIZED, "a token is needed: ws://HOST:PORT/?token=...\n")
+        return None
 
     async def _handle(self, client: Any) -> None:
         from websockets.asyncio.client import connect
@@ -223,21 +315,27 @@ class Bridge:
     Foxglove WebSocket server on ``host``:``port`` (0: a free port)."""
 
     def __init__(self, patterns: Sequence[str] = (), host: str = "127.0.0.1", port: int = 8765,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, access: Optional[Access] = None,
+                 tls: Optional[ssl.SSLContext] = None) -> None:
         import foxglove
         from foxglove.websocket import Capability
 
         self._foxglove = foxglove
         self.patterns = list(patterns)
         self.quiet = quiet
+        self.access = access or Access()
+        self.refused = 0  # client channels refused (not allowed, or not there)
         self.context = foxglove.Context()
         self.listener = _Listener(self)
+        # Client publishing is offered only when some channel may be written.
+        caps = [Capability.ClientPublish] if self.access.publish else []
         self.server = foxglove.start_server(
             name="nerve", host="127.0.0.1", port=0, context=self.context,
-            capabilities=[Capability.ClientPublish], server_listener=self.listener,
+            capabilities=caps, server_listener=self.listener,
             supported_encodings=["json", "cdr", "ros1", "protobuf", "flatbuffer", "cbor"])
         try:
-            self.relay = _Relay(host, port, int(self.server.port))
+            self.relay = _Relay(host, port, int(self.server.port), self.access, tls,
+                                log=self.listener._log)
         except OSError:
             self.server.stop()
             raise
@@ -352,23 +450,61 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG, description="Serve channels live to the Foxglove app (Foxglove WebSocket protocol).")
     p.add_argument("patterns", nargs="*", metavar="PATTERN", help="only channels matching these globs (default: all)")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; 0.0.0.0 for other hosts)")
+                   help="address to listen on (default 127.0.0.1; another one needs --token)")
     p.add_argument("-p", "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--publish", action="append", default=[], metavar="GLOB",
+                   help="let clients write the existing channels matching GLOB (none unless given)")
+    p.add_argument("--create", action="store_true",
+                   help="let clients create the channels matching --publish that do not exist")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="also accept browser pages of this Origin (e.g. http://localhost:8080; "
+                        "'*': any); Foxglove's app and local files are accepted")
+    p.add_argument("--token", default=None,
+                   help=f"clients must present this token (ws://HOST:PORT/?token=T or "
+                        f"'Authorization: Bearer T'); default ${ENV_TOKEN}")
+    p.add_argument("--tls-cert", metavar="PEM", help="serve wss:// with this certificate (chain)")
+    p.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
     p.add_argument("-q", "--quiet", action="store_true")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    token = args.token if args.token is not None else (os.environ.get(ENV_TOKEN) or None)
+    if token is not None and not token:
+        p.error("--token must not be empty")
+    if not is_loopback(args.host) and token is None:
+        p.error(f"listening on {args.host} (beyond loopback) needs --token or ${ENV_TOKEN}")
+    if args.create and not args.publish:
+        p.error("--create applies to the channels of --publish")
+    if bool(args.tls_cert) != bool(args.tls_key):
+        p.error("--tls-cert and --tls-key go together")
+    tls = None
+    if args.tls_cert:
+        try:
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.load_cert_chain(args.tls_cert, args.tls_key)
+        except (OSError, ssl.SSLError) as e:
+            print(f"{PROG}: cannot use --tls-cert/--tls-key: {e}", file=sys.stderr)
+            return 2
+    access = Access(publish=args.publish, create=args.create,
+                    origins=(*DEFAULT_ORIGINS, *args.allow_origin), token=token)
     sigterm_as_interrupt()
     try:
-        bridge = Bridge(args.patterns, host=args.host, port=args.port, quiet=args.quiet)
+        bridge = Bridge(args.patterns, host=args.host, port=args.port, quiet=args.quiet,
+                        access=access, tls=tls)
     except (RuntimeError, OSError) as e:
-        print(f"{PROG}: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
+        why = str(e)
+        if "address already in use" in why.lower():
+            why = "the port is taken (another nerve foxglove?); choose another with --port"
+        print(f"{PROG}: cannot serve on {args.host}:{args.port}: {why}", file=sys.stderr)
         return 1
     # The ready line (tests read the port from it).
-    print(f"{PROG}: serving {len(bridge.links)} channels on ws://{args.host}:{bridge.port}; "
-          "Ctrl-C to stop", file=sys.stderr, flush=True)
+    scheme = "wss" if tls else "ws"
+    what = f"clients may write {', '.join(args.publish)}" if args.publish else "read-only"
+    print(f"{PROG}: serving {len(bridge.links)} channels on {scheme}://{args.host}:{bridge.port}; "
+          f"{what}; Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
         while True:
             bridge.wait(0.1)
@@ -381,7 +517,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         missed = sum(link.missed for link in links)
         bridge.close()
     if not args.quiet:
-        print(f"{PROG}: forwarded {fwd} messages, {missed} missed", file=sys.stderr)
+        print(f"{PROG}: forwarded {fwd} messages, {missed} missed; {bridge.refused} client "
+              "channels refused", file=sys.stderr)
     return 0
 
 
