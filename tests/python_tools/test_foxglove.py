@@ -277,22 +277,28 @@ def test_foxglove_unprivileged_client_and_foreign_origin_cannot_write(name) -> N
 @pytest.mark.skipif(_why_nobody is not None, reason=f"foxglove access tests: {_why_nobody}")
 def test_foxglove_publish_opt_in_create_and_token(name) -> None:
     """--publish GLOB lets clients write the existing channels it matches,
-    nothing else; --create is needed to make a missing one; with --token a
-    client without it is refused (401) and one with it is served."""
-    cmd, other, fresh = name("cmd"), name("other"), name("fresh")
-    for n in (cmd, other):
-        nerve.create(n, slots=8, size=4096, type="demo.Cmd", encoding="json").close()
-    proc, line = start("foxglove", cmd, other, "--port", "0", "--publish", cmd, "--publish", fresh,
-                       "--token", "s3cret", ready="serving")
+    nothing else; a local client only those its own user may write (the
+    permission bits hold through the server); --create is needed to make a
+    missing one; with --token a client without it is refused (401) and one
+    with it is served."""
+    cmd, ro, other, fresh = name("cmd"), name("ro"), name("other"), name("fresh")
+    nerve.create(cmd, slots=8, size=4096, type="demo.Cmd", encoding="json", mode=0o666).close()
+    for n in (ro, other):  # root's, others may only read
+        nerve.create(n, slots=8, size=4096, type="demo.Cmd", encoding="json", mode=0o644).close()
+    proc, line = start("foxglove", cmd, ro, other, "--port", "0", "--publish", cmd, "--publish", ro,
+                       "--publish", fresh, "--token", "s3cret", ready="serving")
     port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
     try:
         assert as_nobody(port, "", "", cmd) == {"refused": 401}
         assert as_nobody(port, "", "wrong", cmd) == {"refused": 401}
-        got = as_nobody(port, "", "s3cret", cmd, other, fresh)
+        got = as_nobody(port, "", "s3cret", cmd, ro, other, fresh)
         assert "clientPublish" in got["capabilities"]
+        assert f"publishing on '{ro}' refused: the connecting user nobody may not write it (mode 644)" \
+            in got["status"], got
     finally:
         err = stop(proc)
     assert json.loads(newest(cmd)) == {"velocity": 9.9}
+    assert newest(ro) is None  # allowed by --publish, but nobody may not write it
     assert newest(other) is None  # not allowed by --publish
     assert newest(fresh) == "missing"  # allowed, but not without --create
     assert "not allowed by --publish" in err and "(--create makes it)" in err

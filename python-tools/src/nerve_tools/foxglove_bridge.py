@@ -33,6 +33,11 @@ foxglove"):
   (cdr, ros1msg, protobuf) is encoded by the channel's schema; raw
   channels get the bytes as given. Messages that do not fit, and topics
   not allowed, are dropped with a log line.
+- A client on this host (a loopback connection) publishes only into the
+  channels its own user may write by their permission bits (its uid is
+  that of its socket in /proc/net/tcp), so the server never lends its
+  rights to another local user. Clients from other hosts are known only by
+  the token and write the --publish channels with the server's rights.
 
 Every message of a channel that a client subscribed to is forwarded, in
 order (next-unseen reads; a ring overrun is counted and shown at exit);
@@ -97,6 +102,74 @@ class Access:
 
     def may_publish(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, g) for g in self.publish)
+
+
+def _proc_addr(addr: Any) -> str:
+    """(ip, port, ...) as /proc/net/tcp{,6} writes it: the address as
+    native-endian 32-bit words in hex, a colon, the port in hex."""
+    import socket
+    import struct
+
+    ip, port = str(addr[0]), int(addr[1])
+    if ":" in ip:
+        raw = socket.inet_pton(socket.AF_INET6, ip)
+    else:
+        raw = socket.inet_aton(ip)
+    words = struct.unpack(f"={len(raw) // 4}I", raw)
+    return "".join(f"{w:08X}" for w in words) + f":{port:04X}"
+
+
+def loopback_peer_uid(server: Any, client: Any) -> Optional[int]:
+    """The user of the process at the other end of a loopback TCP
+    connection: the uid of the client's socket in /proc/net/tcp (or tcp6),
+    found by its address (the client's) and remote address (ours). None
+    when it cannot be found."""
+    want = (_proc_addr(client), _proc_addr(server))
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for line in f:
+                    cols = line.split()
+                    if len(cols) > 7 and (cols[1], cols[2]) == want:
+                        return int(cols[7])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def user_may_write(uid: int, name: str) -> Optional[str]:
+    """Why user ``uid`` may not write channel ``name`` by its permission
+    bits (owner, group -- the user's groups -- or others), or None. A
+    channel that does not exist may be made by anyone (/dev/shm is for
+    all); --create decides."""
+    import pwd
+    import stat as st_
+
+    try:
+        st = os.stat(f"/dev/shm/nerve.{name}")
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot stat the channel: {e}"
+    if uid == 0:
+        return None
+    if st.st_uid == uid:
+        ok = bool(st.st_mode & st_.S_IWUSR)
+    else:
+        try:
+            pw = pwd.getpwuid(uid)
+            groups = set(os.getgrouplist(pw.pw_name, pw.pw_gid))
+        except KeyError:
+            groups = set()
+        ok = bool(st.st_mode & (st_.S_IWGRP if st.st_gid in groups else st_.S_IWOTH))
+    if ok:
+        return None
+    try:
+        who = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        who = f"uid {uid}"
+    return f"the connecting user {who} may not write it (mode {st.st_mode & 0o777:o})"
 
 
 def is_loopback(host: str) -> bool:
@@ -223,11 +296,12 @@ class _Relay:
     connection, frame by frame, to the SDK's server on a loopback port."""
 
     def __init__(self, host: str, port: int, upstream_port: int, access: Access,
-                 tls: Optional[ssl.SSLContext] = None, log: Any = None) -> None:
+                 tls: Optional[ssl.SSLContext] = None, log: Any = None, refused: Any = None) -> None:
         self.upstream = f"ws://127.0.0.1:{upstream_port}"
         self.access = access
         self.tls = tls
         self.log = log or (lambda msg: None)
+        self.refused = refused or (lambda: None)
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: Optional[BaseException] = None
@@ -283,19 +357,71 @@ class _Relay:
         from websockets.asyncio.client import connect
         from websockets.exceptions import ConnectionClosed
 
+        # A client on this host is a user of this host: it may publish only
+        # into channels that user could write itself (the channels'
+        # permission bits hold through the server). Others (beyond
+        # loopback, admitted by the token) publish with the server's rights
+        # on the --publish channels.
+        uid: Optional[int] = None
+        local = is_loopback(str(client.remote_address[0]))
+        if local:
+            uid = loopback_peer_uid(client.local_address, client.remote_address)
+        denied: set = set()
+
+        async def filtered(m: Any) -> Optional[Any]:
+            """The client's frame as it goes to the server: advertisements of
+            channels this client may not write are taken out (and the client
+            told), their messages dropped."""
+            if isinstance(m, (bytes, bytearray)):
+                if len(m) >= 5 and m[0] == 1 and int.from_bytes(m[1:5], "little") in denied:
+                    return None
+                return m
+            try:
+                obj = json.loads(m)
+            except ValueError:
+                return m
+            if not isinstance(obj, dict) or obj.get("op") != "advertise" or not isinstance(obj.get("channels"), list):
+                return m
+            keep = []
+            for c in obj["channels"]:
+                topic = str(c.get("topic", "")) if isinstance(c, dict) else ""
+                why = None
+                if not self.access.may_publish(topic.lstrip("/")):
+                    why = "not allowed by --publish"
+                elif local:
+                    why = ("cannot tell which user connected" if uid is None
+                           else user_may_write(uid, topic.lstrip("/")))
+                if why is None:
+                    keep.append(c)
+                    continue
+                if isinstance(c, dict):
+                    denied.add(c.get("id"))
+                self.refused()
+                self.log(f"client publishing on {topic!r} refused: {why}")
+                await client.send(json.dumps({"op": "status", "level": 2,
+                                              "message": f"publishing on {topic!r} refused: {why}"}))
+            if not keep:
+                return None
+            obj["channels"] = keep
+            return json.dumps(obj)
+
         try:
             async with connect(self.upstream, subprotocols=["foxglove.sdk.v1"], max_size=None,
                                compression=None, ping_interval=None) as up:
-                async def pipe(a: Any, b: Any) -> None:
+                async def pipe(a: Any, b: Any, check: bool) -> None:
                     try:
                         async for m in a:
+                            if check:
+                                m = await filtered(m)
+                                if m is None:
+                                    continue
                             await b.send(m)
                     except ConnectionClosed:
                         pass
                     finally:
                         await b.close()
 
-                await asyncio.gather(pipe(client, up), pipe(up, client))
+                await asyncio.gather(pipe(client, up, bool(self.access.publish)), pipe(up, client, False))
         except (OSError, ConnectionClosed):
             await client.close()
 
@@ -335,7 +461,7 @@ class Bridge:
             supported_encodings=["json", "cdr", "ros1", "protobuf", "flatbuffer", "cbor"])
         try:
             self.relay = _Relay(host, port, int(self.server.port), self.access, tls,
-                                log=self.listener._log)
+                                log=self.listener._log, refused=self._count_refused)
         except OSError:
             self.server.stop()
             raise
@@ -346,6 +472,10 @@ class Bridge:
         self._offset = realtime_offset_ns()
         self._last_scan = 0.0
         self.scan()
+
+    def _count_refused(self) -> None:
+        with self.listener.lock:
+            self.refused += 1
 
     @property
     def port(self) -> int:
