@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -667,6 +668,7 @@ os._exit(0)
 """
 
 
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed (Debian: openssl)")
 def test_locked_down_robot(net: Net, bridges, tmp_path: Path) -> None:
     """The recommended setup of docs/bridge.md (mutual TLS, Zenoh access
     control by certificate CN, origin-qualified imports): base and robot1
