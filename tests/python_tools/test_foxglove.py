@@ -186,12 +186,13 @@ def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
 # Origin and token, advertises the given topics for publishing and
 # publishes one JSON message on each, then prints what it saw as JSON.
 CLIENT = r"""
-import asyncio, json, struct, sys, websockets
+import asyncio, json, os, struct, sys, websockets
 port, origin, token, topics = sys.argv[1], sys.argv[2] or None, sys.argv[3] or None, sys.argv[4:]
+subprotocol = os.environ.get("FOX_SUBPROTOCOL", "foxglove.websocket.v1")
 async def main():
     url = f"ws://127.0.0.1:{port}/" + (f"?token={token}" if token else "")
     try:
-        ws = await websockets.connect(url, subprotocols=["foxglove.websocket.v1"], origin=origin)
+        ws = await websockets.connect(url, subprotocols=[subprotocol], origin=origin)
     except websockets.exceptions.InvalidStatus as e:
         return {"refused": e.response.status_code}
     async with ws:
@@ -207,7 +208,7 @@ async def main():
             await ws.send(json.dumps({"op": "advertise", "channels": chans}))
             for _ in range(20):
                 for c in chans:
-                    await ws.send(struct.pack("<BI", 1, c["id"]) + b'{"velocity": 9.9}')
+                    await ws.send(struct.pack("<BI", 1, c["id"]) + b'{"velocity": 9.9, "via": %s}' % port.encode())
                 await asyncio.sleep(0.05)
             # Read what the server said (also so that the close handshake
             # is not stuck behind unread messages).
@@ -226,11 +227,19 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 _why_nobody = None if os.geteuid() == 0 and shutil.which("setpriv") else "needs root and setpriv"
 
 
-def as_nobody(port: int, origin: str = "", token: str = "", *topics: str) -> dict:
+def as_nobody(port: int, origin: str = "", token: str = "", *topics: str, subprotocol: str = "") -> dict:
+    env = dict(os.environ, FOX_SUBPROTOCOL=subprotocol) if subprotocol else None
     r = subprocess.run([*NOBODY, sys.executable, "-c", CLIENT, str(port), origin, token, *topics],
-                       capture_output=True, text=True, timeout=60, cwd="/")
+                       capture_output=True, text=True, timeout=60, cwd="/", env=env)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+def listening_ports(pid: int) -> list:
+    """The TCP ports process ``pid`` listens on (ss, iproute2)."""
+    r = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, timeout=30)
+    return sorted({int(ln.split()[3].rsplit(":", 1)[1]) for ln in r.stdout.splitlines()
+                   if f"pid={pid}," in ln})
 
 
 def newest(name: str):
@@ -295,14 +304,21 @@ def test_foxglove_publish_opt_in_create_and_token(name) -> None:
         assert "clientPublish" in got["capabilities"]
         assert f"publishing on '{ro}' refused: the connecting user nobody may not write it (mode 644)" \
             in got["status"], got
+        # The SDK's own server, on a loopback port of its own, found and
+        # used directly (past the checks of the public port): nothing is
+        # written.
+        sdk = [p for p in listening_ports(proc.pid) if p != port]
+        assert len(sdk) == 1, sdk
+        as_nobody(sdk[0], "", "", cmd, subprotocol="foxglove.sdk.v1")
     finally:
         err = stop(proc)
-    assert json.loads(newest(cmd)) == {"velocity": 9.9}
+    assert json.loads(newest(cmd)) == {"velocity": 9.9, "via": port}
     assert newest(ro) is None  # allowed by --publish, but nobody may not write it
     assert newest(other) is None  # not allowed by --publish
     assert newest(fresh) == "missing"  # allowed, but not without --create
     assert "not allowed by --publish" in err and "(--create makes it)" in err
     assert "refused a connection without the right token" in err
+    assert f"client publishing on '{cmd}' refused: the client did not come through the server's port" in err
     # With --create the allowed missing channel is made.
     proc, line = start("foxglove", "--port", "0", "--publish", fresh, "--create", ready="serving")
     port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
@@ -314,7 +330,7 @@ def test_foxglove_publish_opt_in_create_and_token(name) -> None:
             time.sleep(0.05)
     finally:
         stop(proc)
-    assert json.loads(newest(fresh)) == {"velocity": 9.9}
+    assert json.loads(newest(fresh)) == {"velocity": 9.9, "via": port}
 
 
 def test_foxglove_refuses_remote_listen_without_token_and_a_taken_port(name) -> None:

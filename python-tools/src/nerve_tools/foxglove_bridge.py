@@ -55,6 +55,7 @@ import hmac
 import ipaddress
 import json
 import os
+import secrets
 import ssl
 import sys
 import threading
@@ -73,6 +74,11 @@ SUBPROTOCOLS = ("foxglove.websocket.v1", "foxglove.sdk.v1")
 
 PROG = "nerve foxglove"
 RESCAN_S = 1.0
+#: The topic by which the relay's connections make themselves known to the
+#: SDK's server (followed by a secret of this process), and the client
+#: channel id it uses (taken out of clients' own advertisements).
+RELAY_TOPIC = "/__nerve_relay__/"
+RELAY_CHANNEL_ID = 0xFFFFFFFF
 #: The environment variable that may hold the token (kept out of `ps`).
 ENV_TOKEN = "NERVE_FOXGLOVE_TOKEN"
 #: Origins a browser may open the WebSocket from by default: Foxglove's web
@@ -211,6 +217,12 @@ class _Listener:
         self.bridge = bridge
         self.lock = threading.Lock()
         self.pubs: Dict[Tuple[int, int], _Pub] = {}
+        # The SDK's server listens on a loopback port of its own, which any
+        # local process could find and use directly, past the relay's
+        # checks. The relay opens each of its connections by advertising
+        # RELAY_TOPIC/<secret>; only clients that did may publish.
+        self.secret = secrets.token_hex(16)
+        self.relayed: set = set()
 
     def _log(self, msg: str) -> None:
         if not self.bridge.quiet:
@@ -218,6 +230,15 @@ class _Listener:
 
     def on_client_advertise(self, client: Any, channel: Any) -> None:
         with self.lock:
+            if channel.topic.startswith(RELAY_TOPIC):
+                if hmac.compare_digest(channel.topic.encode(), f"{RELAY_TOPIC}{self.secret}".encode()):
+                    self.relayed.add(client.id)
+                return
+            if client.id not in self.relayed:
+                self.bridge.refused += 1
+                self._log(f"client publishing on {channel.topic!r} refused: the client did not come "
+                          "through the server's port")
+                return
             self.pubs[(client.id, channel.id)] = self._open(channel)
 
     def _open(self, c: Any) -> _Pub:
@@ -296,8 +317,10 @@ class _Relay:
     connection, frame by frame, to the SDK's server on a loopback port."""
 
     def __init__(self, host: str, port: int, upstream_port: int, access: Access,
-                 tls: Optional[ssl.SSLContext] = None, log: Any = None, refused: Any = None) -> None:
+                 tls: Optional[ssl.SSLContext] = None, log: Any = None, refused: Any = None,
+                 secret: str = "") -> None:
         self.upstream = f"ws://127.0.0.1:{upstream_port}"
+        self.secret = secret
         self.access = access
         self.tls = tls
         self.log = log or (lambda msg: None)
@@ -386,7 +409,9 @@ class _Relay:
             for c in obj["channels"]:
                 topic = str(c.get("topic", "")) if isinstance(c, dict) else ""
                 why = None
-                if not self.access.may_publish(topic.lstrip("/")):
+                if isinstance(c, dict) and c.get("id") == RELAY_CHANNEL_ID:
+                    why = f"client channel id {RELAY_CHANNEL_ID} is reserved"
+                elif not self.access.may_publish(topic.lstrip("/")):
                     why = "not allowed by --publish"
                 elif local:
                     why = ("cannot tell which user connected" if uid is None
@@ -408,6 +433,13 @@ class _Relay:
         try:
             async with connect(self.upstream, subprotocols=["foxglove.sdk.v1"], max_size=None,
                                compression=None, ping_interval=None) as up:
+                if self.access.publish:
+                    # Known to the listener as a checked connection (the SDK
+                    # handles one connection's messages in order).
+                    hello = {"id": RELAY_CHANNEL_ID, "topic": f"{RELAY_TOPIC}{self.secret}",
+                             "encoding": "json", "schemaName": ""}
+                    await up.send(json.dumps({"op": "advertise", "channels": [hello]}))
+                    await up.send(json.dumps({"op": "unadvertise", "channelIds": [RELAY_CHANNEL_ID]}))
                 async def pipe(a: Any, b: Any, check: bool) -> None:
                     try:
                         async for m in a:
@@ -461,7 +493,8 @@ class Bridge:
             supported_encodings=["json", "cdr", "ros1", "protobuf", "flatbuffer", "cbor"])
         try:
             self.relay = _Relay(host, port, int(self.server.port), self.access, tls,
-                                log=self.listener._log, refused=self._count_refused)
+                                log=self.listener._log, refused=self._count_refused,
+                                secret=self.listener.secret)
         except OSError:
             self.server.stop()
             raise
