@@ -186,15 +186,22 @@ def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
 # Origin and token, advertises the given topics for publishing and
 # publishes one JSON message on each, then prints what it saw as JSON.
 CLIENT = r"""
-import asyncio, json, os, struct, sys, websockets
+import asyncio, json, os, ssl, struct, sys, websockets
 port, origin, token, topics = sys.argv[1], sys.argv[2] or None, sys.argv[3] or None, sys.argv[4:]
 subprotocol = os.environ.get("FOX_SUBPROTOCOL", "foxglove.websocket.v1")
 async def main():
-    url = f"ws://127.0.0.1:{port}/" + (f"?token={token}" if token else "")
+    tls = None
+    if os.environ.get("FOX_TLS_NOVERIFY"):  # a local program that trusts any certificate
+        tls = ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+    url = f"{'wss' if tls else 'ws'}://127.0.0.1:{port}/" + (f"?token={token}" if token else "")
     try:
-        ws = await websockets.connect(url, subprotocols=[subprotocol], origin=origin)
+        ws = await websockets.connect(url, subprotocols=[subprotocol], origin=origin, ssl=tls,
+                                      open_timeout=10)
     except websockets.exceptions.InvalidStatus as e:
         return {"refused": e.response.status_code}
+    except Exception as e:  # no WebSocket at all (a TLS port spoken to in clear)
+        return {"error": type(e).__name__}
     async with ws:
         info = None
         while info is None:
@@ -206,7 +213,7 @@ async def main():
         status = []
         if chans:
             await ws.send(json.dumps({"op": "advertise", "channels": chans}))
-            for _ in range(20):
+            for _ in range(5):  # the server takes one connection's messages in order
                 for c in chans:
                     await ws.send(struct.pack("<BI", 1, c["id"]) + b'{"velocity": 9.9, "via": %s}' % port.encode())
                 await asyncio.sleep(0.05)
@@ -227,8 +234,13 @@ NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 _why_nobody = None if os.geteuid() == 0 and shutil.which("setpriv") else "needs root and setpriv"
 
 
-def as_nobody(port: int, origin: str = "", token: str = "", *topics: str, subprotocol: str = "") -> dict:
-    env = dict(os.environ, FOX_SUBPROTOCOL=subprotocol) if subprotocol else None
+def as_nobody(port: int, origin: str = "", token: str = "", *topics: str, subprotocol: str = "",
+              tls_noverify: bool = False) -> dict:
+    env = dict(os.environ)
+    if subprotocol:
+        env["FOX_SUBPROTOCOL"] = subprotocol
+    if tls_noverify:
+        env["FOX_TLS_NOVERIFY"] = "1"
     r = subprocess.run([*NOBODY, sys.executable, "-c", CLIENT, str(port), origin, token, *topics],
                        capture_output=True, text=True, timeout=60, cwd="/", env=env)
     assert r.returncode == 0, r.stderr
@@ -277,6 +289,11 @@ def test_foxglove_unprivileged_client_and_foreign_origin_cannot_write(name) -> N
         assert "Server does not support clientPublish capability" in got["status"], got
         # Foxglove's own app is an accepted origin.
         assert "capabilities" in as_nobody(port, "https://app.foxglove.dev", "")
+        # A page that finds the SDK's own loopback port gets no WebSocket
+        # there: it speaks TLS with a certificate no browser trusts.
+        sdk = [p for p in listening_ports(proc.pid) if p != port]
+        assert len(sdk) == 1, sdk
+        assert "error" in as_nobody(sdk[0], "https://evil.example", "", subprotocol="foxglove.sdk.v1")
     finally:
         err = stop(proc)
     assert newest(cmd) is None and newest(fresh) == "missing"
@@ -305,11 +322,13 @@ def test_foxglove_publish_opt_in_create_and_token(name) -> None:
         assert f"publishing on '{ro}' refused: the connecting user nobody may not write it (mode 644)" \
             in got["status"], got
         # The SDK's own server, on a loopback port of its own, found and
-        # used directly (past the checks of the public port): nothing is
-        # written.
+        # used directly (past the checks of the public port) by a local
+        # program: it speaks TLS, and a client that accepts any
+        # certificate connects but writes nothing.
         sdk = [p for p in listening_ports(proc.pid) if p != port]
         assert len(sdk) == 1, sdk
-        as_nobody(sdk[0], "", "", cmd, subprotocol="foxglove.sdk.v1")
+        assert "capabilities" in as_nobody(sdk[0], "", "", cmd, subprotocol="foxglove.sdk.v1",
+                                           tls_noverify=True)
     finally:
         err = stop(proc)
     assert json.loads(newest(cmd)) == {"velocity": 9.9, "via": port}

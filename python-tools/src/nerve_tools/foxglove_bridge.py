@@ -9,7 +9,10 @@ protobuf, ...). In Foxglove: *Open connection* -> *Foxglove WebSocket* ->
 
 Clients may speak the published ``foxglove.websocket.v1`` subprotocol or the
 SDK's ``foxglove.sdk.v1``: the port accepts both and relays each connection
-to the SDK's server, which listens on a loopback port of its own.
+to the SDK's server, which listens on a loopback port of its own. That port
+speaks TLS with a certificate made for the run that only the relay trusts
+(no browser page can open a WebSocket there), and only connections that
+introduce themselves with the process's secret (the relay's) may publish.
 
 Who may connect, and what a client may do (docs/tools.md, "nerve
 foxglove"):
@@ -108,6 +111,27 @@ class Access:
 
     def may_publish(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, g) for g in self.publish)
+
+
+def loopback_cert() -> Tuple[bytes, bytes]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM), made for
+    this run with openssl in a private temporary directory."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
+                                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                "-keyout", f"{d}/key.pem", "-out", f"{d}/cert.pem"],
+                               capture_output=True, text=True, timeout=60)
+        except OSError as e:
+            raise RuntimeError(f"openssl is needed (Debian: openssl): {e}") from None
+        if r.returncode != 0:
+            raise RuntimeError(f"openssl could not make the loopback certificate: {r.stderr.strip()}")
+        with open(f"{d}/cert.pem", "rb") as c, open(f"{d}/key.pem", "rb") as k:
+            return c.read(), k.read()
 
 
 def _proc_addr(addr: Any) -> str:
@@ -318,8 +342,10 @@ class _Relay:
 
     def __init__(self, host: str, port: int, upstream_port: int, access: Access,
                  tls: Optional[ssl.SSLContext] = None, log: Any = None, refused: Any = None,
-                 secret: str = "") -> None:
-        self.upstream = f"ws://127.0.0.1:{upstream_port}"
+                 secret: str = "", upstream_cert: bytes = b"") -> None:
+        self.upstream = f"wss://127.0.0.1:{upstream_port}"
+        # Trusts exactly the SDK server's certificate of this run.
+        self.upstream_tls = ssl.create_default_context(cadata=upstream_cert.decode())
         self.secret = secret
         self.access = access
         self.tls = tls
@@ -431,7 +457,7 @@ class _Relay:
             return json.dumps(obj)
 
         try:
-            async with connect(self.upstream, subprotocols=["foxglove.sdk.v1"], max_size=None,
+            async with connect(self.upstream, subprotocols=["foxglove.sdk.v1"], max_size=None, ssl=self.upstream_tls,
                                compression=None, ping_interval=None) as up:
                 if self.access.publish:
                     # Known to the listener as a checked connection (the SDK
@@ -487,14 +513,19 @@ class Bridge:
         self.listener = _Listener(self)
         # Client publishing is offered only when some channel may be written.
         caps = [Capability.ClientPublish] if self.access.publish else []
+        # The SDK's own port speaks TLS with a certificate made for this run
+        # and known only to the relay: a web page that finds the port cannot
+        # open a WebSocket to it (the browser refuses the certificate).
+        up_cert, up_key = loopback_cert()
         self.server = foxglove.start_server(
             name="nerve", host="127.0.0.1", port=0, context=self.context,
             capabilities=caps, server_listener=self.listener,
-            supported_encodings=["json", "cdr", "ros1", "protobuf", "flatbuffer", "cbor"])
+            supported_encodings=["json", "cdr", "ros1", "protobuf", "flatbuffer", "cbor"],
+            tls_cert=up_cert, tls_key=up_key)
         try:
             self.relay = _Relay(host, port, int(self.server.port), self.access, tls,
                                 log=self.listener._log, refused=self._count_refused,
-                                secret=self.listener.secret)
+                                secret=self.listener.secret, upstream_cert=up_cert)
         except OSError:
             self.server.stop()
             raise
