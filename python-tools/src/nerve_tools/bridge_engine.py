@@ -826,7 +826,7 @@ class Bridge:
             if chan_ino(desc.name) is None:
                 # Made from the peer's word: within the bounds or not at
                 # all (_limits.py), checked before anything is allocated.
-                meta = len(desc.type or "") + len(desc.encoding or "") + len(desc.schema or b"")
+                meta = len((desc.type or "").encode()) + len((desc.encoding or "").encode()) + len(desc.schema or b"")
                 why = self.budget.admit(desc.name, desc.slots, desc.data_size, meta, count=count)
                 if why:
                     return f"{REFUSED}{why}"
