@@ -120,6 +120,30 @@ static int utf8_valid(const unsigned char *s, size_t n)
     return 1;
 }
 
+/* Whether s[0..n) is printable text: well-formed UTF-8 with no control
+ * character (U+0000-U+001F, DEL U+007F, U+0080-U+009F). Types and
+ * encodings are names that every tool prints; a control character in one
+ * is an escape sequence waiting for the operator's terminal (issue 28,
+ * item 3), so they are refused at create. A file planted with one still
+ * opens (its bytes are the creator's business); the tools escape what
+ * they print. */
+static int meta_text_ok(const char *s)
+{
+    size_t n = strlen(s);
+    const unsigned char *p = (const unsigned char *)s;
+    if (!utf8_valid(p, n))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f)
+            return 0;
+        /* U+0080-U+009F in UTF-8 is 0xc2 0x80-0x9f (in valid UTF-8 a
+         * 0xc2 lead byte is always followed by a continuation byte). */
+        if (p[i] == 0xc2 && p[i + 1] <= 0x9f)
+            return 0;
+    }
+    return 1;
+}
+
 static int opts_read(const struct nerve_chan_opts *in,
                      struct nerve_chan_opts *o)
 {
@@ -145,13 +169,10 @@ static int opts_read(const struct nerve_chan_opts *in,
         o->mode = DEFAULT_MODE;
     if (o->mode & ~0777u)
         return NERVE_EINVAL;
-    if (o->type &&
-        (strlen(o->type) > NERVE_TYPE_MAX ||
-         !utf8_valid((const unsigned char *)o->type, strlen(o->type))))
+    if (o->type && (strlen(o->type) > NERVE_TYPE_MAX || !meta_text_ok(o->type)))
         return NERVE_EINVAL;
-    if (o->encoding &&
-        (strlen(o->encoding) > NERVE_ENCODING_MAX ||
-         !utf8_valid((const unsigned char *)o->encoding, strlen(o->encoding))))
+    if (o->encoding && (strlen(o->encoding) > NERVE_ENCODING_MAX ||
+                        !meta_text_ok(o->encoding)))
         return NERVE_EINVAL;
     if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
         return NERVE_EINVAL;

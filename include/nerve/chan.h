@@ -139,9 +139,10 @@ struct nerve_chan_opts {
     uint32_t mode;        /* permission bits; default 0644 */
     uint32_t reserved0;   /* must be 0 */
     const char *type;     /* type name, e.g. "sensor_msgs/msg/Imu"; NULL;
-                               valid UTF-8 */
+                               printable UTF-8: no C0, DEL or C1
+                               control character */
     const char *encoding; /* "raw", "cdr", "ros1msg", "json", ...; NULL;
-                               valid UTF-8 */
+                               printable UTF-8, as type */
     const char *schema;   /* schema: any bytes but NUL (need not be
                                NUL-terminated) */
     uint64_t schema_len;  /* bytes of schema */
@@ -205,7 +206,9 @@ struct nerve_stats {
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
  * the handle, valid until nerve_chan_close(); empty when not set. type and
  * encoding are always valid UTF-8 (a file holding anything else does not
- * open); the schema is bytes. */
+ * open), but a file made without this library may hold control characters
+ * in them: escape them before printing them to a terminal. The schema is
+ * bytes. */
 struct nerve_meta {
     const char *type;
     const char *encoding;
@@ -219,8 +222,8 @@ struct nerve_meta {
 /* Create channel `name` with `opts` (NULL: all defaults). The file appears
  * fully initialised or not at all, and a creator killed at any point
  * leaves no temporary file. Returns 0, or NERVE_EINVAL (bad name, options
- * or metadata: a type or encoding that is not valid UTF-8, a NUL in the
- * schema), NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a
+ * or metadata: a type or encoding that is not valid UTF-8 or holds a
+ * control character (C0, DEL or C1), a NUL in the schema), NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a
  * channel, and NERVE_C_EXIST_OK not given, or by any other file),
  * NERVE_EMISMATCH (exists with other slots, size or metadata),
  * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
