@@ -208,3 +208,54 @@ def test_error_lines_escape_names() -> None:
     p = run("echo", bad)
     assert p.returncode == 2
     assert_clean(p.stdout + p.stderr, "echo")
+
+
+WHO_PROC = r"""
+import ctypes, mmap, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+# The process's name (comm), as top and ps show it: 15 bytes at most.
+ctypes.CDLL(None).prctl(15, b"\x1b]2;PWN\x07\x1b[31m", 0, 0, 0)
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_who_escapes_command_names_and_channels(name, planted, procs) -> None:
+    # A file under a channel's name that holds an escape sequence, mapped by a
+    # process whose command line and comm hold them too.
+    odd = SHM / f"nerve.{PREFIX}odd\x1b]2;X\x07"
+    odd.write_bytes(b"\0" * 4096)
+    try:
+        # argv[0] first: who shows the start of a long command line.
+        p = subprocess.Popen(["\x1b]2;ARGV\x07\x1b[31m", "-c", WHO_PROC, str(odd)],
+                             executable=sys.executable, stdout=subprocess.PIPE)
+        procs.append(p)
+        q = subprocess.Popen(["\u009b", "-c", WHO_PROC, str(SHM / f"nerve.{planted}")],
+                             executable=sys.executable, stdout=subprocess.PIPE)
+        procs.append(q)
+        for x in (p, q):
+            assert x.stdout is not None and x.stdout.readline() == b"ready\n"
+        r = run("who", f"{PREFIX}*")
+        assert r.returncode == 0, r.stderr
+        assert_clean(r.stdout + r.stderr, "who")
+        assert escape("\x1b]2;ARGV\x07").encode() in r.stdout, r.stdout
+        assert escape(f"{PREFIX}odd\x1b]2;X\x07").encode() in r.stdout
+        assert_tty_clean(run_tty("who", f"{PREFIX}*"), "who on a terminal")
+    finally:
+        odd.unlink(missing_ok=True)
+
+
+def test_who_render_escapes_every_field() -> None:
+    # A process without a command line (a kernel thread's form) is shown by
+    # its comm, "[comm]", which prctl(PR_SET_NAME) sets to anything; the
+    # user, namespace and container come from /proc too.
+    from nerve_tools import who
+
+    e = "\x1b]2;X\x07"
+    res = who.Scan(
+        uses=[who.Use(f"c{e}", 42, "read", f"[{e}]", f"u{e}", f"pid:[{e}]", False, f"k{e}")],
+        holders=[who.LockHolder(f"c{e}", 43, 43, f"cmd{e}", False)])
+    text = who.render(res)
+    assert_clean(text.encode(), "who.render")
+    assert text.count(escape(e)) == 7, text  # 5 fields of the use, 2 of the holder
