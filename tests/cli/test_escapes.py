@@ -242,6 +242,11 @@ def test_who_escapes_command_names_and_channels(name, planted, procs) -> None:
         assert escape("\x1b]2;ARGV\x07").encode() in r.stdout, r.stdout
         assert escape(f"{PREFIX}odd\x1b]2;X\x07").encode() in r.stdout
         assert_tty_clean(run_tty("who", f"{PREFIX}*"), "who on a terminal")
+        # graph writes DOT, to a terminal too when no -o is given.
+        g = run("graph", f"{PREFIX}*")
+        assert g.returncode == 0, g.stderr
+        assert_clean(g.stdout + g.stderr, "graph")
+        assert escape(f"c:{PREFIX}odd\x1b]2;X\x07", quote=True).encode() in g.stdout
     finally:
         odd.unlink(missing_ok=True)
 
