@@ -221,15 +221,19 @@ struct nerve_meta {
 
 /* Create channel `name` with `opts` (NULL: all defaults). The file appears
  * fully initialised or not at all, and a creator killed at any point
- * leaves no temporary file. Returns 0, or NERVE_EINVAL (bad name, options
- * or metadata: a type or encoding that is not valid UTF-8 or holds a
- * control character (C0, DEL or C1), a NUL in the schema), NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a
- * channel, and NERVE_C_EXIST_OK not given, or by any other file),
+ * leaves no temporary file (killed between linking the bell and the
+ * channel, an orphaned bell, which nerve_chan_check() reports and the next
+ * create or unlink of the name removes). Returns 0, or NERVE_EINVAL (bad
+ * name, options or metadata: a type or encoding that is not valid UTF-8 or
+ * holds a control character (C0, DEL or C1), a NUL in the schema),
+ * NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a channel, and
+ * NERVE_C_EXIST_OK not given, or by any other file),
  * NERVE_EMISMATCH (exists with other slots, size or metadata),
  * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
  * NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE.
- * Thread: any.  Blocking: file system calls.  RT: not safe (allocates,
- * system calls).  Signal: not safe. */
+ * Thread: any.  Blocking: file system calls (and up to 200 ms while a bell
+ * without a channel is at the name).  RT: not safe (allocates, system
+ * calls).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int
 nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
 
@@ -237,11 +241,14 @@ nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
  * open keep working until closed. Only a regular file is removed: a FIFO,
  * socket, directory or symlink under the name is NERVE_ENOTCHAN and stays.
  * A bell this user may not remove (another user's, in the sticky /dev/shm)
- * stays too, and is never used by a channel of this user. Returns 0, or
+ * stays too, and is never used by a channel of this user. With no channel
+ * under the name, a bell of this user's left alone (an orphan of a create
+ * or unlink killed between its two steps) is removed once it has stayed
+ * alone for 200 ms, and the answer is still NERVE_ENOENT. Returns 0, or
  * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
  * NERVE_ENOTCHAN.
- * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
- * safe. */
+ * Thread: any.  Blocking: file system calls (and up to 200 ms while a
+ * bell without a channel is there).  RT: not safe.  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
 
 /* Change the permission bits of channel `name` to `mode` (<= 0777), and
@@ -472,7 +479,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat_name(const char *name,
  * NULL). Returns 0 when consistent, with "ok; writer lock: STATE" in msg,
  * followed by "; bell not used (why): waiting readers poll" when the bell
  * is missing or is not the channel creator's; a lock whose owner is dead
- * is consistent (the next writer recovers it).
+ * is consistent (the next writer recovers it). NERVE_ENOENT with "no
+ * channel, but an orphaned bell PATH is left" when only the bell is there.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,
