@@ -1,5 +1,6 @@
 #!/bin/sh
-# Model-check the channel protocol (model/nerve.pml) with SPIN.
+# Model-check the channel protocol (model/nerve.pml) and the channel's two
+# names under create and unlink (model/names.pml) with SPIN.
 #
 #   model/check.sh            every check below; exit 0 only if all pass
 #   model/check.sh -q         the same, one line per check
@@ -20,7 +21,6 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-model="$here/nerve.pml"
 quiet=0
 [ "${1:-}" = "-q" ] && quiet=1
 jobs=${JOBS:-2}
@@ -32,7 +32,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/nerve-model.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
 # name | kind | expected (broken: text in pan's report) | spin -D flags
+# (flags that start with a .pml file name run that model, else nerve.pml)
 checks='
+names      |verify |                          |names.pml -DNC=3 -DCREATES=2 -DNU=2 -DUNLINKS=2
+names-stall|verify |                          |names.pml -DGIVEUP=1 -DNC=2 -DCREATES=2 -DNU=2 -DUNLINKS=2
+chan-first |broken |(bname==0)                |names.pml -DBROKEN_CHANNEL_FIRST -DGIVEUP=1 -DNC=1 -DNU=1 -DUNLINKS=1
+w-lone     |witness|                          |names.pml -DWITNESS=1
+w-orphan-c |witness|                          |names.pml -DWITNESS=2 -DGIVEUP=1
+w-orphan-u |witness|                          |names.pml -DWITNESS=3 -DGIVEUP=1
 crash-2w   |verify |                          |-DDESC=0
 desc-2w    |verify |                          |-DRMODES=1
 modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
@@ -69,12 +76,16 @@ run_one() {
     name=$1 kind=$2 expect=$3 flags=$4
     d="$work/$name"
     mkdir -p "$d"
-    cp "$model" "$d/nerve.pml"
+    file=nerve.pml
+    case $flags in
+    *.pml*) file=${flags%%.pml*}.pml; file=${file## }; flags=${flags#*.pml} ;;
+    esac
+    cp "$here/$file" "$d/$file"
     (
         cd "$d"
         start=$(date +%s)
         # shellcheck disable=SC2086
-        spin -a $flags nerve.pml >spin.out 2>&1 || { cat spin.out; echo "spin -a failed"; exit 1; }
+        spin -a $flags "$file" >spin.out 2>&1 || { cat spin.out; echo "spin -a failed"; exit 1; }
         "$cc" -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c || exit 1
         ./pan -m200000 -w24 >pan.out 2>&1 || true
         end=$(date +%s)
@@ -87,7 +98,7 @@ run_one() {
             else
                 cat pan.out
                 echo "FAIL verify  $name: errors=$errs (or search incomplete)"
-                [ -f nerve.pml.trail ] && spin -t -p -g -l nerve.pml 2>&1 | tail -n 60
+                [ -f "$file.trail" ] && spin -t -p -g -l $flags "$file" 2>&1 | tail -n 60
                 exit 1
             fi ;;
         broken)
@@ -144,8 +155,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 29 ]; then
-    echo "model: only $total of 29 checks ran"
+if [ "$total" -lt 35 ]; then
+    echo "model: only $total of 35 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

@@ -139,9 +139,10 @@ struct nerve_chan_opts {
     uint32_t mode;        /* permission bits; default 0644 */
     uint32_t reserved0;   /* must be 0 */
     const char *type;     /* type name, e.g. "sensor_msgs/msg/Imu"; NULL;
-                               valid UTF-8 */
+                               printable UTF-8: no C0, DEL or C1
+                               control character */
     const char *encoding; /* "raw", "cdr", "ros1msg", "json", ...; NULL;
-                               valid UTF-8 */
+                               printable UTF-8, as type */
     const char *schema;   /* schema: any bytes but NUL (need not be
                                NUL-terminated) */
     uint64_t schema_len;  /* bytes of schema */
@@ -205,7 +206,9 @@ struct nerve_stats {
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
  * the handle, valid until nerve_chan_close(); empty when not set. type and
  * encoding are always valid UTF-8 (a file holding anything else does not
- * open); the schema is bytes. */
+ * open), but a file made without this library may hold control characters
+ * in them: escape them before printing them to a terminal. The schema is
+ * bytes. */
 struct nerve_meta {
     const char *type;
     const char *encoding;
@@ -218,15 +221,19 @@ struct nerve_meta {
 
 /* Create channel `name` with `opts` (NULL: all defaults). The file appears
  * fully initialised or not at all, and a creator killed at any point
- * leaves no temporary file. Returns 0, or NERVE_EINVAL (bad name, options
- * or metadata: a type or encoding that is not valid UTF-8, a NUL in the
- * schema), NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a
- * channel, and NERVE_C_EXIST_OK not given, or by any other file),
+ * leaves no temporary file (killed between linking the bell and the
+ * channel, an orphaned bell, which nerve_chan_check() reports and the next
+ * create or unlink of the name removes). Returns 0, or NERVE_EINVAL (bad
+ * name, options or metadata: a type or encoding that is not valid UTF-8 or
+ * holds a control character (C0, DEL or C1), a NUL in the schema),
+ * NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a channel, and
+ * NERVE_C_EXIST_OK not given, or by any other file),
  * NERVE_EMISMATCH (exists with other slots, size or metadata),
  * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
  * NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE.
- * Thread: any.  Blocking: file system calls.  RT: not safe (allocates,
- * system calls).  Signal: not safe. */
+ * Thread: any.  Blocking: file system calls (and up to 200 ms while a bell
+ * without a channel is at the name).  RT: not safe (allocates, system
+ * calls).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int
 nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
 
@@ -234,11 +241,14 @@ nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
  * open keep working until closed. Only a regular file is removed: a FIFO,
  * socket, directory or symlink under the name is NERVE_ENOTCHAN and stays.
  * A bell this user may not remove (another user's, in the sticky /dev/shm)
- * stays too, and is never used by a channel of this user. Returns 0, or
+ * stays too, and is never used by a channel of this user. With no channel
+ * under the name, a bell of this user's left alone (an orphan of a create
+ * or unlink killed between its two steps) is removed once it has stayed
+ * alone for 200 ms, and the answer is still NERVE_ENOENT. Returns 0, or
  * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
  * NERVE_ENOTCHAN.
- * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
- * safe. */
+ * Thread: any.  Blocking: file system calls (and up to 200 ms while a
+ * bell without a channel is there).  RT: not safe.  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
 
 /* Change the permission bits of channel `name` to `mode` (<= 0777), and
@@ -469,7 +479,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat_name(const char *name,
  * NULL). Returns 0 when consistent, with "ok; writer lock: STATE" in msg,
  * followed by "; bell not used (why): waiting readers poll" when the bell
  * is missing or is not the channel creator's; a lock whose owner is dead
- * is consistent (the next writer recovers it).
+ * is consistent (the next writer recovers it). NERVE_ENOENT with "no
+ * channel, but an orphaned bell PATH is left" when only the bell is there.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,

@@ -430,6 +430,16 @@ def test_check():
           "check finds a truncated file: %r" % err)
     os.unlink("/dev/shm/nerve." + bad)
     expect(["check", name("missing")], 1, err_has="ENOENT")
+    # A bell left without its channel (a create or rm killed between its
+    # two steps; made here by removing the channel file alone): check
+    # reports it, rm removes it and says so (issue 28, item 6).
+    orphan = name("orphan")
+    expect(["create", orphan, "--slots", "8", "--size", "4K"], 0)
+    os.unlink("/dev/shm/nerve." + orphan)
+    expect(["check", orphan], 1, err_has="orphaned bell /dev/shm/nerve-bell." + orphan)
+    expect(["rm", orphan], 0, err_has="removed its orphaned bell")
+    check(not os.path.exists("/dev/shm/nerve-bell." + orphan), "rm left the orphaned bell")
+    expect(["rm", orphan], 1, err_has="ENOENT")
     expect(["check", "bad/name"], 2, err_has="EINVAL")
     expect(["check"], 2)
     expect(["rm", c], 0)

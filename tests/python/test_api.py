@@ -187,6 +187,16 @@ def test_metadata_too_long(name):
         nerve.create(name("t"), type="x" * 300)
 
 
+@pytest.mark.parametrize("bad", ["evil/\x1b]2;PWNED\x07\x1b[31m", "a\nb", "del\x7f", "csi\x9b31m", "\x85"])
+@pytest.mark.parametrize("field", ["type", "encoding"])
+def test_metadata_control_characters_refused(name, field, bad):
+    # The library refuses them too (nerve_chan_create); the binding says why.
+    with pytest.raises(nerve.InvalidArgument, match="control character"):
+        nerve.create(name("ctl"), **{field: bad})
+    with nerve.create(name("ok"), **{field: "caf\u00e9 \u00a0~"}) as w:
+        assert getattr(w.metadata, field) == "caf\u00e9 \u00a0~"
+
+
 def test_check(chan):
     chan.put(b"hello")
     chan.check()

@@ -121,18 +121,37 @@ static int run(int argc, char **argv)
     int rc = nerve_chan_create(name, &o);
     free(schema);
     if (rc == NERVE_EINVAL) {
-        /* Say which field: type and encoding must be UTF-8 text. */
-        const char *bad =
-            o.type && !utf8_valid(o.type, strlen(o.type)) ? "--type"
-            : o.encoding && !utf8_valid(o.encoding, strlen(o.encoding))
-                ? "--encoding"
-                : NULL;
-        if (bad != NULL) {
-            fprintf(stderr,
-                    "nerve create: %s: EINVAL: %s is not valid "
-                    "UTF-8\n",
-                    name, bad);
-            return CLI_FAIL;
+        /* Say which field and which rule: type and encoding must be
+         * printable UTF-8 text (the library's rule, chan_open.c). */
+        const char *field[2] = {"--type", "--encoding"};
+        const char *val[2] = {o.type, o.encoding};
+        for (int k = 0; k < 2; k++) {
+            if (val[k] == NULL) {
+                continue;
+            }
+            size_t n = strlen(val[k]);
+            if (!utf8_valid(val[k], n)) {
+                fprintf(stderr,
+                        "nerve create: %s: EINVAL: %s is not valid "
+                        "UTF-8\n",
+                        name, field[k]);
+                return CLI_FAIL;
+            }
+            const unsigned char *u = (const unsigned char *)val[k];
+            int ctl = 0;
+            for (size_t i = 0; i < n && !ctl; i++) {
+                ctl = u[i] < 0x20 || u[i] == 0x7f ||
+                      (u[i] == 0xc2 && u[i + 1] <= 0x9f);
+            }
+            if (ctl) {
+                char esc[4 * NERVE_TYPE_MAX + 8];
+                fprintf(stderr,
+                        "nerve create: %s: EINVAL: %s '%s' holds a control "
+                        "character (types and encodings are printable "
+                        "UTF-8: no C0, DEL or C1 control characters)\n",
+                        name, field[k], cli_text_buf(esc, sizeof esc, val[k]));
+                return CLI_FAIL;
+            }
         }
     }
     if (rc != 0) {

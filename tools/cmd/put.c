@@ -62,8 +62,10 @@ static int lock_holder(const char *name, char *out, size_t len)
             }
             cmd[n] = '\0';
         }
+        /* The command line is anyone's text: escaped for the terminal. */
+        char esc[4 * sizeof cmd];
         snprintf(out, len, "thread %u (pid %ld: %s)", tid, pid,
-                 cmd[0] ? cmd : "?");
+                 cmd[0] ? cli_text_buf(esc, sizeof esc, cmd) : "?");
     } else {
         snprintf(out, len,
                  "thread %u (not visible here: another PID "

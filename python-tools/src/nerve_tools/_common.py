@@ -12,6 +12,8 @@ from typing import Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple
 
 import nerve
 
+from ._text import escape
+
 # nerve's metadata encoding -> (MCAP message encoding, MCAP schema encoding).
 # The MCAP names are the well-known ones of the MCAP format registry
 # (https://mcap.dev/spec/registry), which Foxglove decodes. An encoding not
@@ -135,7 +137,8 @@ def realtime_offset_ns() -> int:
 
 
 def die(prog: str, msg: str, code: int = 1) -> NoReturn:
-    print(f"{prog}: {msg}", file=sys.stderr)
+    # The message may quote a name or a peer's words: escaped (_text).
+    print(f"{prog}: {escape(msg, keep_lines=True)}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -505,6 +505,12 @@ def create(
         except (UnicodeEncodeError, AttributeError):
             raise _errors._make(_errors.InvalidArgument.code,
                                 f"{field} must be a str of valid UTF-8 text", name) from None
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text):
+            # The library's other rule (nerve_chan_create): printable text,
+            # so that no name printed by a tool is an escape sequence.
+            raise _errors._make(_errors.InvalidArgument.code,
+                                f"{field} holds a control character (C0, DEL or C1): types and "
+                                "encodings are printable text", name)
     if (slots is not None and slots <= 0) or (size is not None and size <= 0):
         # The C library reads 0 as "the default"; here, as for the nerve
         # command, a size must be given as what it is (or left out).

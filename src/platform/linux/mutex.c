@@ -65,6 +65,7 @@
 #include "../../atomics.h"
 #include "../../platform.h"
 #include "../../shm.h"
+#include "../../timeconv.h"
 #include "nerve/chan.h"
 #include "nerve/errors.h"
 
@@ -349,10 +350,13 @@ int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
                 struct timespec rt;
                 clock_gettime(CLOCK_REALTIME, &rt);
                 int64_t left = deadline - mono_now();
-                int64_t rnow = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+                int64_t rnow = 0;
+                (void)nerve__ns_from_timespec(&rt, &rnow);
                 if (left < 0)
                     left = 0;
-                int64_t rdl = rnow + left;
+                /* Saturated: a deadline near INT64_MAX on the monotonic
+                 * clock is still far in the future on the real-time one. */
+                int64_t rdl = nerve__ns_add_sat(rnow, left);
                 ts.tv_sec = (time_t)(rdl / 1000000000);
                 ts.tv_nsec = (long)(rdl % 1000000000);
                 k = futex(&l->word, FUTEX_LOCK_PI, 0, &ts);
