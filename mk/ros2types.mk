@@ -25,6 +25,8 @@ $(ROS2GEN_STAMP): python-tools/pyproject.toml mk/ros2types.mk | deps
 	touch $@
 
 build: $(ROS2GEN_STAMP)
+# The fuzz build has the ROS 2 decoder's target too (mk/verify.mk).
+test-fuzz: $(ROS2GEN_STAMP)
 
 # (The tools' and the Jazzy venv's stamps are spelled out: mk/tools.mk and
 # mk/ros2venv.mk are read after this file.)

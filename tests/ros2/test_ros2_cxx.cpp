@@ -30,7 +30,7 @@ struct Imu {
 namespace {
 
 namespace sm = nerve::ros2::sensor_msgs::msg;
-namespace tm = nerve::ros2::nerve_test_msgs::msg;
+namespace ntm = nerve::ros2::nerve_test_msgs::msg;
 using Bytes = std::vector<uint8_t>;
 
 sm::Imu make_imu(int i)
@@ -48,9 +48,9 @@ sm::Imu make_imu(int i)
     return m;
 }
 
-tm::AllKinds make_all()
+ntm::AllKinds make_all()
 {
-    tm::AllKinds m;
+    ntm::AllKinds m;
     m.b = true;
     m.by = 0xab;
     m.c = 'x';
@@ -167,32 +167,32 @@ TEST_F(Ros2Types, NodeSubscribes)
 
 TEST_F(Ros2Types, AllKindsRoundTrip)
 {
-    const tm::AllKinds m = make_all();
+    const ntm::AllKinds m = make_all();
     const Bytes b = nerve::ros2::encode(m);
     ASSERT_EQ(b.size(), nerve::ros2::encoded_size(m));
-    tm::AllKinds back;
+    ntm::AllKinds back;
     ASSERT_EQ(nerve::ros2::decode(b.data(), b.size(), back), 0);
     EXPECT_EQ(back, m);
     // Bytes after the message (DDS padding, rclpy's slack) are ignored.
     Bytes padded = b;
     padded.insert(padded.end(), {0, 0, 0, 7, 7, 7, 7, 7});
-    back = tm::AllKinds{};
+    back = ntm::AllKinds{};
     EXPECT_EQ(nerve::ros2::decode(padded.data(), padded.size(), back), 0);
     EXPECT_EQ(back, m);
 }
 
 TEST_F(Ros2Types, ConstantsAndDefaults)
 {
-    EXPECT_EQ(tm::AllKinds::U8_CONST, 200);
-    EXPECT_EQ(tm::AllKinds::I8_CONST, -5);
-    EXPECT_EQ(tm::AllKinds::U64_CONST, UINT64_MAX);
-    EXPECT_EQ(tm::AllKinds::F64_CONST, 1.5);
-    EXPECT_TRUE(tm::AllKinds::B_CONST);
-    EXPECT_STREQ(tm::AllKinds::S_CONST, "hello");
+    EXPECT_EQ(ntm::AllKinds::U8_CONST, 200);
+    EXPECT_EQ(ntm::AllKinds::I8_CONST, -5);
+    EXPECT_EQ(ntm::AllKinds::U64_CONST, UINT64_MAX);
+    EXPECT_EQ(ntm::AllKinds::F64_CONST, 1.5);
+    EXPECT_TRUE(ntm::AllKinds::B_CONST);
+    EXPECT_STREQ(ntm::AllKinds::S_CONST, "hello");
     EXPECT_EQ(sm::PointField::FLOAT32, 7);
-    tm::AllKinds a;
+    ntm::AllKinds a;
     EXPECT_EQ(a.with_default, 5);
-    tm::WStrings w;
+    ntm::WStrings w;
     EXPECT_EQ(w.f, 2.5f);
     EXPECT_EQ(w.s, "hi");
     EXPECT_EQ(w.arr, (std::array<int16_t, 3>{1, -2, 3}));
@@ -202,7 +202,7 @@ TEST_F(Ros2Types, ConstantsAndDefaults)
 // a uint32 count of UTF-16 units, each unit as a uint32. Computed by hand.
 TEST_F(Ros2Types, WStringsBytesByHand)
 {
-    tm::WStrings m;
+    ntm::WStrings m;
     m.lead = 7;
     m.ws = u"h\u00e9";
     m.ws_arr = {u"a", u""};
@@ -223,7 +223,7 @@ TEST_F(Ros2Types, WStringsBytesByHand)
         9};                                             // tail
     // clang-format on
     EXPECT_EQ(nerve::ros2::encode(m), want);
-    tm::WStrings back;
+    ntm::WStrings back;
     ASSERT_EQ(nerve::ros2::decode(want.data(), want.size(), back), 0);
     EXPECT_EQ(back, m);
     // A unit above 0xffff is not UTF-16.
@@ -234,15 +234,15 @@ TEST_F(Ros2Types, WStringsBytesByHand)
 
 TEST_F(Ros2Types, EmptyMessageIsOneByte)
 {
-    EXPECT_EQ(nerve::ros2::encode(tm::Empty{}), Bytes({0, 1, 0, 0, 0}));
+    EXPECT_EQ(nerve::ros2::encode(ntm::Empty{}), Bytes({0, 1, 0, 0, 0}));
 }
 
 TEST_F(Ros2Types, BoundsRefuseToEncode)
 {
     const std::string n = name("bounds");
-    auto pub = nerve::Publisher<tm::AllKinds>::create(n);
+    auto pub = nerve::Publisher<ntm::AllKinds>::create(n);
     ASSERT_TRUE(pub);
-    tm::AllKinds m = make_all();
+    ntm::AllKinds m = make_all();
     EXPECT_NE(nerve::ros2::encoded_size(m), SIZE_MAX);
     m.sb = "123456"; // string<=5
     EXPECT_EQ(nerve::ros2::encoded_size(m), SIZE_MAX);
@@ -266,7 +266,7 @@ TEST_F(Ros2Types, BoundsRefuseToEncode)
 TEST_F(Ros2Types, BadBytesAreDecodeErrors)
 {
     const Bytes good = nerve::ros2::encode(make_all());
-    tm::AllKinds out;
+    ntm::AllKinds out;
     // Every truncation.
     for (size_t n = 0; n < good.size(); n++) {
         Bytes cut(good.begin(), good.begin() + static_cast<long>(n));
@@ -368,8 +368,8 @@ TEST_F(Ros2Types, PointCloudViewsPublishAndReadWithoutCopies)
     EXPECT_TRUE(seen > ring && seen + seen_len <= ring + raw.info.len);
     // A nested byte array has a view too (Blob holds an Image).
     static_assert(
-        std::is_same_v<decltype(tm::BlobView{}.image), sm::ImageView>);
-    static_assert(nerve::ros2::is_view<tm::BlobView>::value);
+        std::is_same_v<decltype(ntm::BlobView{}.image), sm::ImageView>);
+    static_assert(nerve::ros2::is_view<ntm::BlobView>::value);
 }
 
 TEST_F(Ros2Types, ReadViewReportsDecodeErrors)

@@ -28,20 +28,19 @@ import json
 import os
 import random
 import subprocess
-from dataclasses import MISSING
+from dataclasses import MISSING, is_dataclass
 from dataclasses import fields as dc_fields
-from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pytest
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.base import Nodetype
 
 import nerve
 import nerve.testing
 from nerve_tools import ros2, ros2gen
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-from rosbags.typesys.base import Nodetype
 
 HERE = Path(__file__).resolve().parent
 TEST_MSGS = HERE / "nerve_test_msgs" / "msg"

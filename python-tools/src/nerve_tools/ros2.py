@@ -40,10 +40,11 @@ import functools
 import struct
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
-import nerve
 import numpy as np
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
+
+import nerve
 
 from . import ros2gen
 

@@ -226,7 +226,7 @@ def parse_msg(text: str, name: str, origin: str = "") -> Message:
         typ, _, rest = line.partition(" ")
         rest = rest.strip()
         mc = re.match(r"^([A-Za-z][A-Za-z0-9_]*)\s*=(.*)$", rest)
-        if mc and typ in PRIMITIVES or mc and typ in STRINGS:
+        if mc and (typ in PRIMITIVES or typ in STRINGS):
             cval = mc.group(2) if typ in STRINGS else _strip_comment(mc.group(2))
             constants.append(Constant(mc.group(1), typ, _constant_value(typ, cval, where)))
             continue
@@ -358,7 +358,7 @@ class Registry:
             walk(n)
         return list(out.values())
 
-    def has_view(self, name: str, _seen: Optional[set] = None) -> bool:
+    def has_view(self, name: str) -> bool:
         """Whether a message has a view twin: an unbounded uint8[]/byte[]
         field, directly or in a nested message."""
         m = self.get(name)
