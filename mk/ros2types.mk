@@ -35,3 +35,11 @@ test-ros2: $(VENV)/.nerve-tools-installed .venv-jazzy/.nerve-ros2 build
 	NERVE_ROS2_PEER=$(abspath $(BUILD))/tests/ros2/ros2_peer \
 	    NERVE_ROS2_JAZZY_PY=$(CURDIR)/.venv-jazzy/bin/python \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/ros2/pytest.ini tests/ros2
+
+# nerve's CDR codec against Fast-CDR (libfastcdr-dev; bench/ros2): encode +
+# decode of Imu, LaserScan and PointCloud2 (64 KiB to 4 MiB), one run side
+# by side; writes bench/results/ros2-cdr-<host>.{md,jsonl}.
+DEPS_PKGS += libfastcdr-dev
+.PHONY: bench-ros2
+bench-ros2: build
+	bench/ros2/run.sh $(BUILD) bench/results/ros2-cdr-$$(hostname)

@@ -155,11 +155,11 @@ struct is_std_array<std::array<E, N>> : std::true_type {
 };
 
 // Writes the body (after the encapsulation header) at base + pos, or, with
-// base == nullptr, only counts (the sizer: the same walk, so size() and
+// Write false, only counts (the sizer: the same walk, so size() and
 // encode() cannot disagree). Pad is the padding byte (0; the tests use
 // 0xff to find padding positions). A bounded field over its bound sets
 // `over` (the sizer's answer becomes SIZE_MAX). Thread: caller's.  RT: safe.
-template <uint8_t Pad = 0> class Encoder {
+template <uint8_t Pad = 0, bool Write = true> class Encoder {
 public:
     explicit Encoder(uint8_t *base) noexcept : base_(base)
     {
@@ -243,15 +243,19 @@ private:
     void align(size_t a) noexcept
     {
         const size_t p = align_up(pos_, a);
-        if (base_ && p != pos_) {
-            std::memset(base_ + pos_, Pad, p - pos_);
+        if constexpr (Write) {
+            if (p != pos_) {
+                std::memset(base_ + pos_, Pad, p - pos_);
+            }
         }
         pos_ = p;
     }
     void bytes(const void *p, size_t n) noexcept
     {
-        if (base_ && n != 0) {
-            std::memcpy(base_ + pos_, p, n);
+        if constexpr (Write) {
+            if (n != 0) {
+                std::memcpy(base_ + pos_, p, n);
+            }
         }
         pos_ += n;
     }
@@ -512,7 +516,7 @@ private:
 template <class T> size_t encoded_size(const T &m) noexcept
 {
     static_assert(is_message_v<T>, "not a generated ROS 2 message type");
-    detail::Encoder<> s(nullptr);
+    detail::Encoder<0, false> s(nullptr);
     MessageTraits<T>::visit(s, m);
     return s.over() ? SIZE_MAX : 4 + s.pos();
 }
