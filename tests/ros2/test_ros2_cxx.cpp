@@ -10,6 +10,7 @@
 #include <nerve/ros2/nerve_test_msgs/msg/empty.hpp>
 #include <nerve/ros2/nerve_test_msgs/msg/w_strings.hpp>
 #include <nerve/ros2/geometry_msgs/msg/vector3.hpp>
+#include <nerve/ros2/sensor_msgs/msg/image.hpp>
 #include <nerve/ros2/sensor_msgs/msg/imu.hpp>
 #include <nerve/ros2/sensor_msgs/msg/point_cloud2.hpp>
 
@@ -370,6 +371,48 @@ TEST_F(Ros2Types, PointCloudViewsPublishAndReadWithoutCopies)
     static_assert(
         std::is_same_v<decltype(ntm::BlobView{}.image), sm::ImageView>);
     static_assert(nerve::ros2::is_view<ntm::BlobView>::value);
+}
+
+TEST_F(Ros2Types, ImageLoanIsFilledInPlace)
+{
+    const std::string n = name("image");
+    nerve::ChannelOptions o;
+    o.slots = 4;
+    o.data_size = 1 << 20;
+    auto pub = nerve::Publisher<sm::ImageView>::create(n, o);
+    ASSERT_TRUE(pub) << pub.code();
+    auto rd = nerve::Reader<sm::Image>::open(n);
+    ASSERT_TRUE(rd);
+    sm::ImageView v;
+    v.header.frame_id = "cam";
+    v.height = 4;
+    v.width = 5;
+    v.encoding = "rgb8";
+    v.step = 15;
+    v.data = nerve::Span<const uint8_t>(nullptr, 60); // filled in the ring
+    // Without data the message cannot be published by copy.
+    EXPECT_EQ(nerve::ros2::encoded_size(v), SIZE_MAX);
+    EXPECT_EQ(pub->publish(v).code(), NERVE_EMSGSIZE);
+    auto made = pub->loan(v);
+    ASSERT_TRUE(made) << made.code();
+    nerve::Loan<sm::ImageView> &loan = *made;
+    ASSERT_EQ(loan->narrays, 1u);
+    nerve::Span<uint8_t> px = loan->array(0);
+    ASSERT_EQ(px.size(), 60u);
+    const auto *ring = static_cast<const uint8_t *>(loan.data());
+    EXPECT_TRUE(px.data() > ring && px.data() + 60 <= ring + loan.size());
+    for (size_t i = 0; i < px.size(); i++) {
+        px[i] = static_cast<uint8_t>(3 * i);
+    }
+    ASSERT_TRUE(loan.publish());
+    sm::Image got;
+    ASSERT_TRUE(rd->get_next(got).has_data());
+    ASSERT_EQ(got.data.size(), 60u);
+    for (size_t i = 0; i < 60; i++) {
+        ASSERT_EQ(got.data[i], static_cast<uint8_t>(3 * i));
+    }
+    EXPECT_EQ(got.encoding, "rgb8");
+    EXPECT_EQ(got.step, 15u);
 }
 
 TEST_F(Ros2Types, ReadViewReportsDecodeErrors)

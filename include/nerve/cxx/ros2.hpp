@@ -53,6 +53,10 @@
 //     message into a PointCloud2View whose spans point into the ring (no
 //     copy, O(1) in the array's size), calls fn on it, then validates that
 //     no writer overwrote the bytes meanwhile.
+//   - Publisher<ImageView>::loan(m) with m.data = Span(nullptr, n)
+//     encodes m into the ring leaving n bytes for the caller to fill in
+//     place (a camera's DMA, a GPU copy): loan->array(0) is where; then
+//     loan.publish(). No copy at all on the writing side.
 // A Reader of a view type does not exist (its spans would outlive the
 // read): Reader<PointCloud2> copies, read_view() does not.
 //
@@ -154,6 +158,9 @@ template <class E, size_t N>
 struct is_std_array<std::array<E, N>> : std::true_type {
 };
 
+/// Most byte arrays left for the caller to fill in one loan.
+inline constexpr size_t max_holes = 4;
+
 // Writes the body (after the encapsulation header) at base + pos, or, with
 // Write false, only counts (the sizer: the same walk, so size() and
 // encode() cannot disagree). Pad is the padding byte (0; the tests use
@@ -171,6 +178,16 @@ public:
     bool over() const noexcept
     {
         return over_;
+    }
+    /// Spans without data (holes, for a loan to fill): their number, and
+    /// where the first max_holes of them were written.
+    size_t holes() const noexcept
+    {
+        return nholes_;
+    }
+    const Span<uint8_t> &hole(size_t i) const noexcept
+    {
+        return holes_[i];
     }
 
     template <class T> bool operator()(const T &v) noexcept
@@ -216,7 +233,18 @@ public:
     {
         align(4);
         put_u32(static_cast<uint32_t>(v.size()));
-        bytes(v.data(), v.size());
+        if (v.data() == nullptr && v.size() != 0) {
+            // A hole: room for a loan's owner to fill, left unwritten.
+            if constexpr (Write) {
+                if (nholes_ < max_holes) {
+                    holes_[nholes_] = Span<uint8_t>(base_ + pos_, v.size());
+                }
+            }
+            nholes_++;
+            pos_ += v.size();
+        } else {
+            bytes(v.data(), v.size());
+        }
         return true;
     }
     /// A bounded string, wstring or sequence: at most n elements.
@@ -304,6 +332,8 @@ private:
     uint8_t *base_;
     size_t pos_ = 0;
     bool over_ = false;
+    size_t nholes_ = 0;
+    Span<uint8_t> holes_[max_holes];
 };
 
 // Reads the body at base[0, len) (after the encapsulation header); every
@@ -511,14 +541,16 @@ private:
 } // namespace detail
 
 /// Bytes of m's encoding, encapsulation header included; SIZE_MAX when a
-/// bounded field is over its bound (m cannot be encoded).
+/// bounded field is over its bound or a span has a size but no data (m
+/// cannot be encoded; a loan can take the latter).
 /// Thread: any.  RT: safe (no allocation).  Signal: safe.
 template <class T> size_t encoded_size(const T &m) noexcept
 {
     static_assert(is_message_v<T>, "not a generated ROS 2 message type");
     detail::Encoder<0, false> s(nullptr);
     MessageTraits<T>::visit(s, m);
-    return s.over() ? SIZE_MAX : 4 + s.pos();
+    // A span without data is only for loans (loan_size below).
+    return s.over() || s.holes() != 0 ? SIZE_MAX : 4 + s.pos();
 }
 
 /// Encode m into dst[0, len), len == encoded_size(m) (the caller sized it;
@@ -533,6 +565,52 @@ void encode(const T &m, void *dst, size_t len) noexcept
     std::memcpy(p, encapsulation, 4);
     detail::Encoder<Pad> w(p + 4);
     MessageTraits<T>::visit(w, m);
+}
+
+/// What a loan of a view type exposes (Publisher<ImageView>::loan(m)):
+/// the message's bytes in the ring, and the byte arrays that m left for
+/// the caller to fill (spans with a size but no data), in field order.
+struct Loaned {
+    uint8_t *data = nullptr;
+    size_t size = 0;
+    Span<uint8_t> arrays[detail::max_holes];
+    size_t narrays = 0;
+
+    /// The i-th byte array to fill (i < narrays).
+    Span<uint8_t> array(size_t i) const noexcept
+    {
+        return i < narrays ? arrays[i] : Span<uint8_t>();
+    }
+};
+
+/// Bytes of m's encoding when its spans without data are left as room
+/// to fill (at most detail::max_holes of them); SIZE_MAX otherwise.
+/// Thread: any.  RT: safe.  Signal: safe.
+template <class T> size_t loan_size(const T &m) noexcept
+{
+    detail::Encoder<0, false> s(nullptr);
+    MessageTraits<T>::visit(s, m);
+    return s.over() || s.holes() > detail::max_holes ? SIZE_MAX : 4 + s.pos();
+}
+
+/// Encode m into dst[0, len), len == loan_size(m), leaving the spans
+/// without data unwritten; returns where they are.
+/// Thread: any.  RT: safe.  Signal: safe.
+template <class T>
+Loaned encode_loan(const T &m, void *dst, size_t len) noexcept
+{
+    auto *p = static_cast<uint8_t *>(dst);
+    std::memcpy(p, encapsulation, 4);
+    detail::Encoder<> w(p + 4);
+    MessageTraits<T>::visit(w, m);
+    Loaned l;
+    l.data = p;
+    l.size = len;
+    l.narrays = w.holes();
+    for (size_t i = 0; i < l.narrays; i++) {
+        l.arrays[i] = w.hole(i);
+    }
+    return l;
 }
 
 /// m's encoding as a new vector (for tests and tools; allocates).
@@ -654,6 +732,19 @@ template <class T> struct Codec<T, std::enable_if_t<ros2::is_message_v<T>>> {
     static bool decode(const void *src, size_t len, T &out)
     {
         return ros2::decode(src, len, out) == 0;
+    }
+
+    /// pub.loan(m): m encoded into the ring, its spans without data left
+    /// as byte arrays for the caller to fill before publish() (view types:
+    /// an ImageView whose data is Span(nullptr, n)).
+    using view = ros2::Loaned;
+    static size_t loan_size(const T &m) noexcept
+    {
+        return ros2::loan_size(m);
+    }
+    static view loan_init(void *dst, size_t len, const T &m) noexcept
+    {
+        return ros2::encode_loan(m, dst, len);
     }
 };
 
