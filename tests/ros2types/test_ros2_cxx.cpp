@@ -2,7 +2,7 @@
 // typed C++ API: channel metadata, round trips through channels, the view
 // twins, bounds, hand-computed bytes for what rosbags cannot check
 // (wstrings), and bad input. Byte-for-byte checks against rosbags and
-// rclpy are in test_ros2_types.py (through ros2_peer).
+// rclpy are in test_ros2_types.py (through ros2types_peer).
 #include "../cxx/cxx_test.hpp"
 
 #include <nerve/ros2/nerve_test_msgs/msg/all_kinds.hpp>

@@ -1,5 +1,5 @@
-// ros2_peer: the C++ side of the ROS 2 message type tests
-// (tests/ros2/test_ros2_types.py). It reads lines "TYPE HEX" on stdin, one
+// ros2types_peer: the C++ side of the ROS 2 message type tests
+// (tests/ros2types/test_ros2_types.py). It reads lines "TYPE HEX" on stdin, one
 // CDR message each, and answers one line per message:
 //
 //   OK <hex> <mask> <view>   the message decoded; <hex> is nerve's encoding
@@ -14,7 +14,7 @@
 // A line "SCHEMA TYPE" is answered "OK <hex>" with the hex of the type's
 // definition (what a channel of it records as its schema).
 // Python compares these bytes with rosbags' and rclpy's.
-#include <nerve/ros2/nerve_ros2_msgs.hpp>
+#include <nerve/ros2/nerve_ros2_types.hpp>
 #include <nerve/ros2/nerve_test_msgs.hpp>
 
 #include <cstdio>
@@ -111,7 +111,7 @@ int main()
         if (type == "SCHEMA" && sp != std::string::npos) {
             Schema sc;
             const std::string t = line.substr(sp + 1);
-            if (!nerve::ros2::nerve_ros2_msgs::with_type(t, sc) &&
+            if (!nerve::ros2::nerve_ros2_types::with_type(t, sc) &&
                 !nerve::ros2::nerve_test_msgs::with_type(t, sc)) {
                 sc.out = "UNKNOWN";
             }
@@ -124,7 +124,7 @@ int main()
             continue;
         }
         Answer a{in, {}};
-        if (!nerve::ros2::nerve_ros2_msgs::with_type(type, a) &&
+        if (!nerve::ros2::nerve_ros2_types::with_type(type, a) &&
             !nerve::ros2::nerve_test_msgs::with_type(type, a)) {
             a.out = "UNKNOWN";
         }

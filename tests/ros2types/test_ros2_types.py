@@ -1,16 +1,16 @@
 """ROS 2 message types, byte for byte, between nerve's C++ codec (through
-tests/ros2/ros2_peer), nerve_tools.ros2 (Python), rosbags and rclpy (the
+tests/ros2types/ros2types_peer), nerve_tools.ros2_types (Python), rosbags and rclpy (the
 ROS 2 Jazzy wheels of .venv-jazzy, run as a separate process: that venv has
 no nerve and no rosbags, so bytes and fields travel as JSON lines).
 
-NERVE_ROS2_PEER names ros2_peer and NERVE_ROS2_JAZZY_PY the Jazzy venv's
-Python (make test-ros2 sets both). A missing one is a skip that says why.
+NERVE_ROS2TYPES_PEER names ros2types_peer and NERVE_ROS2_JAZZY_PY the Jazzy venv's
+Python (make test-ros2-types sets both). A missing one is a skip that says why.
 
 What is checked, for every message of the shipped packages that rosbags'
 Jazzy store has (three random messages each, one with every sequence
-empty), and for the test package tests/ros2/nerve_test_msgs:
+empty), and for the test package tests/ros2types/nerve_test_msgs:
 
-- nerve_tools.ros2's bytes == what C++ decodes and re-encodes == rosbags';
+- nerve_tools.ros2_types' bytes == what C++ decodes and re-encodes == rosbags';
 - rclpy's serialize_message of the same fields == nerve's bytes except at
   padding (nerve writes zeros there, rclpy leaves what was in its buffer)
   and after the message (rclpy returns its size estimate, which exceeds
@@ -40,7 +40,8 @@ from rosbags.typesys.base import Nodetype
 
 import nerve
 import nerve.testing
-from nerve_tools import ros2, ros2gen
+from nerve_tools import ros2_types as ros2
+from nerve_tools import ros2gen
 
 HERE = Path(__file__).resolve().parent
 TEST_MSGS = HERE / "nerve_test_msgs" / "msg"
@@ -63,7 +64,7 @@ _NP = {"bool": np.bool_, "byte": np.uint8, "char": np.uint8, "int8": np.int8, "u
 # ---- helpers ----------------------------------------------------------------
 
 class Peer:
-    """ros2_peer as a line-oriented subprocess."""
+    """ros2types_peer as a line-oriented subprocess."""
 
     def __init__(self, path: str) -> None:
         self.p = subprocess.Popen([path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -77,16 +78,17 @@ class Peer:
 
 
 def peer_answers(lines: List[str]) -> List[str]:
-    path = os.environ.get("NERVE_ROS2_PEER")
+    path = os.environ.get("NERVE_ROS2TYPES_PEER")
     if not path or not os.access(path, os.X_OK):
-        pytest.skip("NERVE_ROS2_PEER does not name the built tests/ros2/ros2_peer (make test-ros2)")
+        pytest.skip("NERVE_ROS2TYPES_PEER does not name the built tests/ros2types/ros2types_peer "
+                    "(make test-ros2-types)")
     return Peer(path).ask(lines)
 
 
 def rclpy_answers(reqs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     py = os.environ.get("NERVE_ROS2_JAZZY_PY")
     if not py or not os.access(py, os.X_OK):
-        pytest.skip("NERVE_ROS2_JAZZY_PY does not name the Jazzy venv's python (make test-ros2)")
+        pytest.skip("NERVE_ROS2_JAZZY_PY does not name the Jazzy venv's python (make test-ros2-types)")
     p = subprocess.run([py, str(HERE / "rclpy_side.py")], input="".join(
         json.dumps(r) + "\n" for r in reqs), capture_output=True, text=True, timeout=240)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -232,7 +234,7 @@ def test_cxx_records_the_same_schema():
 
 
 def _roundtrip(ts, reg, items: List[Tuple[str, Any]]) -> None:
-    """nerve_tools.ros2's bytes == C++'s re-encoding of them == rosbags'
+    """nerve_tools.ros2_types' bytes == C++'s re-encoding of them == rosbags'
     (where rosbags writes ROS 2's bytes); both nerve sides decode them to
     the message's fields."""
     codec = ros2._Codec(reg, ts)
