@@ -15,6 +15,9 @@ option(NERVE_BUILD_BENCH "Build the benchmarks" ${_nerve_top})
 option(NERVE_BUILD_EXAMPLES "Build the examples" ${_nerve_top})
 option(NERVE_BUILD_ACH "Build libach, Ach's C API on nerve (src/ach)" ON)
 option(NERVE_INSTALL_ACH_TOOL "Also install nerve-ach as 'ach'" OFF)
+option(NERVE_ROS2_MSGS "Generate and install the ROS 2 message types (needs a Python with rosbags)" ON)
+set(NERVE_ROS2_DISTRO jazzy CACHE STRING "ROS 2 distribution of the shipped message definitions")
+set_property(CACHE NERVE_ROS2_DISTRO PROPERTY STRINGS jazzy humble)
 
 # How it is compiled.
 option(NERVE_WERROR "Treat warnings as errors" ON)

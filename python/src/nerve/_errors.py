@@ -101,7 +101,8 @@ _TABLE = [
     ("AbiMismatch", "EABI", (),
      "EABI: the channel was made by an incompatible platform or ABI."),
     ("DecodeFailed", "EDECODE", (),
-     "EDECODE: a message does not decode as the expected type (C++ codecs)."),
+     "EDECODE: a message does not decode as the expected type (C++ codecs, "
+     "nerve_tools.ros2_types)."),
 ]
 
 #: Every error class by its (negative) code, from the C library's own table.
