@@ -1,5 +1,6 @@
 #!/bin/sh
-# Model-check the channel protocol (model/nerve.pml) with SPIN.
+# Model-check the channel protocol (model/nerve.pml) and the writers'
+# namespace claim (model/claim.pml, checks named claim-*) with SPIN.
 #
 #   model/check.sh            every check below; exit 0 only if all pass
 #   model/check.sh -q         the same, one line per check
@@ -62,6 +63,17 @@ w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
 w-desc     |witness|                          |-DWITNESS=12
 w-desc-fall|witness|                          |-DWITNESS=13
 w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+claim-3ns  |verify |                          |-DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-2in1 |verify |                          |-DNSCFG=1 -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-reuse|verify |                          |-DNSCFG=2 -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-no-excl|broken|assertion violated       |-DBROKEN_NO_EXCL
+claim-reset-foreign|broken|nsof[(wown-1)]==my |-DBROKEN_RESET_FOREIGN_ONLY -DNSCFG=2 -DGHOST=1
+claim-no-reset|broken|nsof[(wown-1)]==my      |-DBROKEN_NO_RESET -DGHOST=1
+claim-no-hold|broken|assertion violated       |-DBROKEN_NO_HOLD
+claim-no-gate|broken|(adm[0]&&hold[0])       |-DBROKEN_NO_GATE -DNSCFG=1 -DKILLS=0 -DLOOPS=1
+claim-w-takeover|witness|                     |-DWITNESS=1
+claim-w-refused|witness|                      |-DWITNESS=2
+claim-w-cross|witness|                        |-DWITNESS=3 -DGHOST=1
 '
 
 # run_one NAME KIND EXPECT FLAGS: writes $work/NAME.log and NAME.status
@@ -69,7 +81,11 @@ run_one() {
     name=$1 kind=$2 expect=$3 flags=$4
     d="$work/$name"
     mkdir -p "$d"
-    cp "$model" "$d/nerve.pml"
+    # claim-*: the writers' namespace claim (claim.pml); the rest: the ring.
+    case $name in
+    claim-*) cp "$here/claim.pml" "$d/nerve.pml" ;;
+    *) cp "$model" "$d/nerve.pml" ;;
+    esac
     (
         cd "$d"
         start=$(date +%s)
@@ -144,8 +160,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 29 ]; then
-    echo "model: only $total of 29 checks ran"
+if [ "$total" -lt 40 ]; then
+    echo "model: only $total of 40 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"
