@@ -1,6 +1,7 @@
 #!/bin/sh
-# Model-check the channel protocol (model/nerve.pml) and the channel's two
-# names under create and unlink (model/names.pml) with SPIN.
+# Model-check the channel protocol (model/nerve.pml), the channel's two
+# names under create and unlink (model/names.pml) and the writers'
+# namespace claim (model/claim.pml) with SPIN.
 #
 #   model/check.sh            every check below; exit 0 only if all pass
 #   model/check.sh -q         the same, one line per check
@@ -69,6 +70,17 @@ w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
 w-desc     |witness|                          |-DWITNESS=12
 w-desc-fall|witness|                          |-DWITNESS=13
 w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+claim-3ns  |verify |                          |claim.pml -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-2in1 |verify |                          |claim.pml -DNSCFG=1 -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-reuse|verify |                          |claim.pml -DNSCFG=2 -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-no-excl|broken|assertion violated       |claim.pml -DBROKEN_NO_EXCL
+claim-reset-foreign|broken|nsof[(wown-1)]==my |claim.pml -DBROKEN_RESET_FOREIGN_ONLY -DNSCFG=2 -DGHOST=1
+claim-no-reset|broken|nsof[(wown-1)]==my      |claim.pml -DBROKEN_NO_RESET -DGHOST=1
+claim-no-hold|broken|assertion violated       |claim.pml -DBROKEN_NO_HOLD
+claim-no-gate|broken|(adm[0]&&hold[0])       |claim.pml -DBROKEN_NO_GATE -DNSCFG=1 -DKILLS=0 -DLOOPS=1
+claim-w-takeover|witness|                     |claim.pml -DWITNESS=1
+claim-w-refused|witness|                      |claim.pml -DWITNESS=2
+claim-w-cross|witness|                        |claim.pml -DWITNESS=3 -DGHOST=1
 '
 
 # run_one NAME KIND EXPECT FLAGS: writes $work/NAME.log and NAME.status
@@ -155,8 +167,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 35 ]; then
-    echo "model: only $total of 35 checks ran"
+if [ "$total" -lt 46 ]; then
+    echo "model: only $total of 46 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

@@ -98,9 +98,10 @@
  *   thread may commit, abort or close the handle (others get NERVE_EPERM /
  *   NERVE_EBUSY and the reservation stays usable); a thread that holds the
  *   lock and puts on another handle gets NERVE_EDEADLK. The TID in the word
- *   is resolved in the caller's PID namespace, so all writers of a channel
- *   share one (lock.pidns, claimed by the first writer; others get
- *   NERVE_EXDEV at open).
+ *   is resolved in the caller's PID namespace, so the writers that have a
+ *   channel open at once share one (lock.pidns; a writer of another gets
+ *   NERVE_EXDEV at open, and takes the channel over once none is open:
+ *   WRITERS' NAMESPACE in src/platform/linux/mutex.c, model/claim.pml).
  *
  * CRASH RECOVERY
  *   Every writer step leaves a state that the next writer can continue

@@ -290,8 +290,8 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
     } else if (r == 0) {
         char st[160];
         (void)nerve__mutex_state(&c->hdr->lock.l,
-                                 nerve__load_rlx(&c->hdr->lock.l.pidns), st,
-                                 sizeof st);
+                                 nerve__load_rlx(&c->hdr->lock.l.pidns), c->fd,
+                                 st, sizeof st);
         check_bell(c, st, msg, len);
     }
     (void)nerve_chan_close(c);

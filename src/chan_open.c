@@ -773,19 +773,15 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
 
 /* Writers must share one PID namespace: the lock word holds a TID, which
  * the kernel resolves in the caller's namespace (a writer elsewhere would
- * boost, wait for or take over the wrong thread). The first writer to
- * open records its namespace; writers from any other are refused. Readers
- * take no lock and work from anywhere. Without /proc (id 0) there is
- * nothing to compare and the open proceeds. */
+ * boost, wait for or take over the wrong thread). The claim admits writers
+ * of the namespace recorded in the header, and hands the channel to a new
+ * namespace once no writer handle of the recorded one is open (mutex.c,
+ * WRITERS' NAMESPACE); a writer from another namespace meanwhile gets
+ * NERVE_EXDEV. Readers take no lock and work from anywhere. */
 static int writer_ns_claim(nerve_chan *c)
 {
-    uint64_t mine = nerve__pidns_id();
-    if (mine == 0)
-        return 0;
-    uint64_t cur = nerve__load_rlx(&c->hdr->lock.l.pidns);
-    if (cur == 0 && nerve__cas_rlx(&c->hdr->lock.l.pidns, &cur, mine))
-        return 0;
-    return cur == mine ? 0 : NERVE_EXDEV;
+    int r = nerve__mutex_claim(&c->hdr->lock.l, c->fd, nerve__pidns_id());
+    return r < 0 ? r : 0;
 }
 
 /* nerve_chan_open(), with the reason for a failure written into msg. */
@@ -934,8 +930,9 @@ int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
     if (r)
         return nerve__say(msg, len, r, "%s", nerve_strerror(r));
     char st[160];
-    (void)nerve__mutex_state(
-        &c->hdr->lock.l, nerve__load_rlx(&c->hdr->lock.l.pidns), st, sizeof st);
+    (void)nerve__mutex_state(&c->hdr->lock.l,
+                             nerve__load_rlx(&c->hdr->lock.l.pidns), c->fd, st,
+                             sizeof st);
     r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
     if (r == 1)
         nerve__say(msg, len, 1,

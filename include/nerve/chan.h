@@ -270,14 +270,15 @@ NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name, uint32_t mode);
  * NERVE_ETRUNC (file shorter than its header says), NERVE_ECORRUPT
  * (inconsistent header, a sparse file, or a type or encoding that is not
  * valid UTF-8), NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE, NERVE_EXDEV
- * (NERVE_O_WRITE from another PID namespace than the one the channel's
- * first writer opened from: the writer lock's priority inheritance names
- * threads by TID, so all writers of a channel must share a PID namespace;
- * readers may be anywhere. Run writers with --pid=host or in one pod, or
- * remove and recreate the channel); another system error as -errno (see
- * errors.h).
- * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
- * safe. */
+ * (NERVE_O_WRITE while a writer handle from another PID namespace is
+ * open: the writer lock's priority inheritance names threads by TID, so
+ * the writers that have a channel open at once share a PID namespace;
+ * readers may be anywhere. Once no writer of that namespace has it open,
+ * the next writer open from any namespace takes the channel over, see
+ * docs/containers.md); another system error as -errno (see errors.h).
+ * Thread: any.  Blocking: file system calls; a writer open may wait up to
+ * a second behind another writer's open of the channel.  RT: not safe.
+ * Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_open(const char *name, uint32_t flags,
                                               nerve_chan **out);
 

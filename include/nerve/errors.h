@@ -51,7 +51,7 @@ extern "C" {
     XX(EDEADLK, -EDEADLK,                                                      \
        "this thread already holds the channel's writer lock")                  \
     XX(EXDEV, -EXDEV,                                                          \
-       "channel's writers run in another PID namespace (share one)")           \
+       "a writer of another PID namespace has the channel open")               \
     XX(ECORRUPT, -1000, "channel file is corrupt")                             \
     XX(EVERSION, -1001, "channel file has an unsupported layout version")      \
     XX(ENOTCHAN, -1002, "file is not a nerve channel")                         \

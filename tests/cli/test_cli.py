@@ -10,11 +10,13 @@ the shm_clean fixture sees leftovers; every channel made here is removed.
 Standard library only."""
 
 import base64
+import fcntl
 import json
 import os
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -445,6 +447,57 @@ def test_check():
     expect(["rm", c], 0)
 
 
+def test_pid_namespaces():
+    """Writers in containers that share /dev/shm but not their PID
+    namespace (issue 27, item 1), with the real `unshare --pid --fork`: a
+    container's writer that exited, and its restart in a fresh namespace,
+    both write; the host takes over after them; while a descriptor holds
+    the channel's claim byte (what every open writer handle does) a writer
+    from another namespace is refused with EXDEV and exit 1."""
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run(
+            [unshare, "--pid", "--fork", "true"],
+            capture_output=True, timeout=30).returncode != 0:
+        print("test_pid_namespaces: skipped: `unshare --pid --fork` is not "
+              "permitted here (needs root / CAP_SYS_ADMIN)")
+        return
+    if not hasattr(fcntl, "F_OFD_SETLK"):
+        print("test_pid_namespaces: skipped: no F_OFD_SETLK in this Python")
+        return
+    c = name("pidns")
+    expect(["create", c, "--slots", "8", "--size", "4K"], 0)
+
+    def in_new_ns(*args):
+        p = subprocess.run([unshare, "--pid", "--fork", NERVE]
+                           + [str(a) for a in args],
+                           capture_output=True, timeout=30)
+        return p.returncode, p.stderr.decode(errors="replace")
+
+    for msg in ("first container", "restarted container"):
+        rc, err = in_new_ns("put", c, msg)
+        check(rc == 0, "put from a new PID namespace: exit %d (%s)"
+              % (rc, err.strip()))
+    expect(["put", c, "host"], 0)
+    out, _ = expect(["get", c, "--seq", "2"], 0)
+    check(out.startswith(b"restarted container"), "seq 2: %r" % out)
+    # struct flock: l_type, l_whence, l_start, l_len, l_pid (Linux, LP64).
+    lock = struct.pack("hh4xqqi4x", fcntl.F_RDLCK, os.SEEK_SET, 200, 1, 0)
+    fd = os.open("/dev/shm/nerve." + c, os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, lock)
+        rc, err = in_new_ns("put", c, "refused")
+        check(rc == 1 and "EXDEV" in err,
+              "put from another namespace while the claim byte is held: "
+              "exit %d, %r" % (rc, err))
+        expect(["put", c, "same namespace"], 0)
+    finally:
+        os.close(fd)
+    rc, err = in_new_ns("put", c, "after")
+    check(rc == 0, "put from a new namespace once the byte is free: exit %d "
+          "(%s)" % (rc, err.strip()))
+    expect(["rm", c], 0)
+
+
 def test_strange_files():
     """Anything a user can place in /dev/shm: every verb answers ENOTCHAN
     for a FIFO or a directory at a channel's name (never hangs, never
@@ -524,7 +577,8 @@ def main():
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
-             test_strange_files, test_review_regressions]
+             test_pid_namespaces, test_strange_files,
+             test_review_regressions]
     try:
         for t in tests:
             n = len(FAILURES)

@@ -82,8 +82,9 @@ _TABLE = [
      "EDEADLK: this thread already holds the channel's writer lock (it has "
      "a reservation open on another handle of the channel)."),
     ("OtherPidNamespace", "EXDEV", (OSError,),
-     "EXDEV: the channel's writers run in another PID namespace; writers of "
-     "one channel must share one (readers may be anywhere)."),
+     "EXDEV: a writer of another PID namespace has the channel open; writers "
+     "that have one channel open at once must share one (readers may be "
+     "anywhere)."),
     ("CorruptChannel", "ECORRUPT", (),
      "ECORRUPT: the channel file is inconsistent."),
     ("VersionMismatch", "EVERSION", (),
