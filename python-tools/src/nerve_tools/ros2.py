@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from ._common import channel_name
 
@@ -70,12 +70,45 @@ def split_spec(spec: str) -> Tuple[str, str]:
     return left, right
 
 
+def _char_as_uint8(node: Any) -> Any:
+    """A rosbags field definition with ``char`` made ``uint8``."""
+    if isinstance(node, tuple):
+        if node and node[0] == "char":
+            return ("uint8", *node[1:])
+        return tuple(_char_as_uint8(x) for x in node)
+    if isinstance(node, list):
+        return [_char_as_uint8(x) for x in node]
+    return node
+
+
+# rmw_dds_common's messages as ROS 2 Jazzy and Kilted have them (rosbags'
+# store has an older Gid); ros_discovery_info carries ParticipantEntitiesInfo.
+RMW_DDS_COMMON = {
+    "rmw_dds_common/msg/Gid": "char[16] data\n",
+    "rmw_dds_common/msg/NodeEntitiesInfo": "string<=256 node_namespace\nstring<=256 node_name\n"
+                                           "Gid[] reader_gid_seq\nGid[] writer_gid_seq\n",
+    "rmw_dds_common/msg/ParticipantEntitiesInfo": "Gid gid\nNodeEntitiesInfo[] node_entities_info_seq\n",
+}
+
+
 def catalog() -> bytes:
     """Every message type of rosbags' ROS 2 Jazzy type store, as records
-    ``T <type> <RIHS01 hash or -> <length>\\n<definition>\\n``."""
-    from rosbags.typesys import Stores, get_typestore
+    ``T <type> <RIHS01 hash or -> <length>\\n<definition>\\n``.
+
+    The hashes are rosbags' ``hash_rihs01`` computed on a copy of the store
+    in which ``char`` fields are ``uint8``: the .msg ``char`` is an alias of
+    uint8 in rosidl, and the type descriptions ROS 2 hashes say uint8
+    (rosbags 0.11 hashes it as char; checked against Jazzy's own hashes in
+    tests/ros2)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     store = get_typestore(Stores.ROS2_JAZZY)
+    fixed = {}
+    for name, text in RMW_DDS_COMMON.items():
+        fixed.update(get_types_from_msg(text, name))
+    store.register(fixed)
+    hashing = get_typestore(Stores.EMPTY)
+    hashing.register({n: _char_as_uint8(d) for n, d in store.fielddefs.items()})
     out: List[bytes] = []
     for name in sorted(store.fielddefs):
         if "/msg/" not in name:
@@ -85,7 +118,7 @@ def catalog() -> bytes:
         except Exception:  # noqa: BLE001 - a type rosbags cannot render: no schema
             continue
         try:
-            h = store.hash_rihs01(name)
+            h = hashing.hash_rihs01(name)
         except Exception:  # noqa: BLE001 - no hash for this one: published without
             h = "-"
         out.append(b"T %s %s %d\n%s\n" % (name.encode(), h.encode(), len(text), text))
