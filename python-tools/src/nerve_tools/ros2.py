@@ -36,7 +36,7 @@ import shutil
 import sys
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ._common import channel_name
+from ._common import channel_name, is_pattern
 
 PROG = "nerve ros2"
 NATIVE = "nerve-ros2-dds"
@@ -230,7 +230,8 @@ def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int)
     for g in args.to_ros:
         argv += ["--export", g]
     for t in args.from_ros:
-        argv += ["--import", channel_name(t)]
+        # A glob stays a glob of channel names ("/robot/*" -> "robot.*").
+        argv += ["--import", t.strip("/").replace("/", ".") if is_pattern(t) else channel_name(t)]
     return bridge.run(argv)
 
 
