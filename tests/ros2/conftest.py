@@ -227,9 +227,25 @@ class Ros2Env:
     def rclpy_run(self, distro: str, *args: str, timeout: float = 60.0) -> dict:
         return self.rclpy(distro, *args).json(timeout)
 
+    def peer(self, which: str, *args: str) -> Proc:
+        """cyclone_peer or fastdds_peer (tests/ros2, built by CMake into
+        $NERVE_ROS2_BIN); Fast DDS 2.9 takes the Jazzy-style profile."""
+        exe = peer_path(f"{which}_peer")
+        env = self.env if which == "cyclone" else self.fastdds_env("jazzy")
+        return self.spawn([exe, *args], env)
+
     def close(self) -> None:
         for p in reversed(self.procs):
             p.stop(5)
+
+
+def peer_path(name: str) -> str:
+    d = os.environ.get("NERVE_ROS2_BIN") or str(ROOT / "build" / "tests" / "ros2")
+    p = Path(d) / name
+    if not p.exists():
+        pytest.skip(f"{name} not built in {d} (needs cyclonedds-dev / libfastrtps-dev; "
+                    f"see tests/ros2/CMakeLists.txt)")
+    return str(p)
 
 
 def need_distro(distro: str) -> None:
