@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Dict
 
 import pytest
-from conftest import Ros2Env, need_distro, topic
 from test_ros2_rclpy import KINDS, N, equal_but_padding, make_channels, put_serialized, read_all
+
+from conftest import Ros2Env, need_distro, topic
 
 DDS_TYPES = {"String": "std_msgs::msg::dds_::String_", "Imu": "sensor_msgs::msg::dds_::Imu_",
              "PointCloud2": "sensor_msgs::msg::dds_::PointCloud2_"}
