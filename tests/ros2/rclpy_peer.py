@@ -175,10 +175,10 @@ def cmd_pub(a) -> int:
         topic, kind, q = parse_spec(spec)
         pubs.append((node.create_publisher(TYPES[kind], topic, qos_of(q)), kind))
     end = time.monotonic() + a.timeout
-    while a.count and time.monotonic() < end and not all(p.get_subscription_count() > 0
+    while a.count and time.monotonic() < end and not all(p.get_subscription_count() >= a.subs
                                                          for p, _ in pubs):
         rclpy.spin_once(node, timeout_sec=0.05)
-    matched = all(p.get_subscription_count() > 0 for p, _ in pubs)
+    matched = all(p.get_subscription_count() >= a.subs for p, _ in pubs)
     for i in range(a.start, a.start + a.count):
         for p, kind in pubs:
             p.publish(make(kind, i))
@@ -222,6 +222,7 @@ def main() -> int:
         s.add_argument("--want", type=int, default=1)
         s.add_argument("--count", type=int, default=5)
         s.add_argument("--start", type=int, default=0)
+        s.add_argument("--subs", type=int, default=1, help="pub: subscriptions to wait for")
         s.add_argument("--period", type=float, default=0.05)
         s.add_argument("--graph-topics", nargs="*", default=[])
         s.add_argument("--bridge-node", default="nerve_ros2")
