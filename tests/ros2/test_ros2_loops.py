@@ -5,9 +5,11 @@ may make the bridge allocate."""
 
 from __future__ import annotations
 
-import nerve
-from conftest import Ros2Env, need_distro, topic
 from test_ros2_rclpy import N, make_channels, put_serialized, read_all
+
+import nerve
+
+from conftest import Ros2Env, need_distro, topic
 
 
 def test_both_ways_no_echo(r2: Ros2Env, name) -> None:
