@@ -730,7 +730,10 @@ static int export_start(const char *name, const char *topic, int64_t created)
     }
     (void)dds_get_guid(e->wr, &e->gid);
     for (size_t i = 0; i < opt.nfrom; i++) {
-        if (strcmp(opt.from[i].chan, name) == 0) {
+        /* Only what would go back to the topic it came from is skipped;
+         * re-published under another topic, an import is new there. */
+        if (strcmp(opt.from[i].chan, name) == 0 &&
+            strcmp(opt.from[i].topic, topic) == 0) {
             e->own = own_get(name);
         }
     }
