@@ -1,0 +1,147 @@
+"""The ROS 2 latency table (issue 24): one-way latency of an Imu (324 B)
+and a 1 MiB PointCloud2-sized message, side by side in one run:
+
+- nerve: a nerve writer and a blocking nerve reader (zero-copy view);
+- Cyclone DDS over UDP: a DDS writer and reader (ROS 2 names and QoS);
+- bridged: a nerve writer -> `nerve ros2` -> the same DDS reader;
+- rclpy: two rclpy nodes of ROS 2 Jazzy on rmw_fastrtps_cpp (Fast DDS
+  2.14 over UDP; shared memory off, as for the tests).
+
+All DDS traffic on 127.0.0.1 (the configurations of tests/ros2/conftest.py).
+
+    .venv/bin/python bench/ros2/run.py [--build build] [--out FILE]
+
+Prints a Markdown table and writes it to --out with the host described
+and this command. Needs `make build tools-install ros2-venvs`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "ros2"))
+
+from conftest import CYCLONE_XML, FASTDDS_XML, FILTERS  # noqa: E402
+
+CASES = [("Imu", 324, 500, 100), ("PointCloud2 1 MiB", 1 << 20, 100, 20)]
+
+
+def run(cmd, env, timeout=120):
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def result(p, timeout=120) -> dict:
+    out, _ = p.communicate(timeout=timeout)
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"{p.args}: no result:\n{out}")
+
+
+def wait_ready(p) -> None:
+    line = p.stdout.readline()
+    if "READY" not in line:
+        raise RuntimeError(f"{p.args}: {line}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" /
+                                         f"ros2-latency-{platform.node()}.md"))
+    a = ap.parse_args()
+    lat = Path(a.build) / "bench" / "ros2" / "ros2_lat"
+    tmp = Path(tempfile.mkdtemp(prefix="nerve-ros2-bench-"))
+    (tmp / "cyclone.xml").write_text(CYCLONE_XML)
+    (tmp / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FILTERS["jazzy"]))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 50),
+               CYCLONEDDS_URI=f"file://{tmp / 'cyclone.xml'}",
+               FASTRTPS_DEFAULT_PROFILES_FILE=str(tmp / "fastdds.xml"),
+               RMW_IMPLEMENTATION="rmw_fastrtps_cpp", ROS_LOG_DIR=str(tmp / "log"),
+               PATH=f"{Path(a.build) / 'tools'}:{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}")
+    import nerve
+
+    rows = []
+    for label, size, n, hz in CASES:
+        chan = f"nerve-bench-ros2-{os.getpid()}"
+        kind = "Imu" if size < 1000 else "PointCloud2"
+        dtype = f"sensor_msgs::msg::dds_::{kind}_"
+        nerve.create(chan, slots=64, size=max(1 << 20, 16 * size) * 2,
+                     type=f"sensor_msgs/msg/{kind}", encoding="cdr").close()
+        try:
+            row = {"case": label, "n": n, "hz": hz}
+            # nerve alone
+            s = run([str(lat), "nervesub", chan, str(n)], env)
+            wait_ready(s)
+            p = run([str(lat), "nervepub", chan, str(size), str(n), str(hz)], env)
+            row["nerve"] = result(s)
+            p.wait(30)
+            # Cyclone DDS over UDP
+            s = run([str(lat), "sub", "/nerve_bench_direct", dtype, str(n)], env)
+            wait_ready(s)
+            p = run([str(lat), "ddspub", "/nerve_bench_direct", dtype, str(size), str(n), str(hz)], env)
+            row["cyclone"] = result(s)
+            p.wait(30)
+            # nerve writer -> nerve ros2 -> DDS reader
+            br = run([shutil.which("nerve-ros2", path=env["PATH"]), f"--to-ros={chan}:/nerve_bench_bridged"],
+                     env)
+            time.sleep(1.5)
+            s = run([str(lat), "sub", "/nerve_bench_bridged", dtype, str(n)], env)
+            wait_ready(s)
+            p = run([str(lat), "nervepub", chan, str(size), str(n), str(hz)], env)
+            row["bridged"] = result(s)
+            p.wait(30)
+            br.terminate()
+            br.wait(15)
+            # rclpy on rmw_fastrtps_cpp
+            py = str(ROOT / ".venv-jazzy" / "bin" / "python")
+            script = str(ROOT / "bench" / "ros2" / "rclpy_lat.py")
+            s = run([py, script, "sub", kind, str(n)], env)
+            wait_ready(s)
+            p = run([py, script, "pub", kind, str(n), str(hz)], env)
+            row["rclpy"] = result(s)
+            p.wait(60)
+        finally:
+            nerve.unlink(chan)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    cols = [("nerve", "nerve (blocking, zero-copy)"), ("cyclone", "Cyclone DDS UDP"),
+            ("bridged", "nerve -> nerve ros2 -> Cyclone"), ("rclpy", "rclpy / rmw_fastrtps (Fast DDS UDP)")]
+    lines = ["| message | path | n | p50 µs | p99 µs | max µs | CPU s (reader) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for key, name in cols:
+            v = r[key]
+            lines.append(f"| {r['case']} | {name} | {v['n']}/{v['want']} | {v.get('p50_us', 0):.1f} | "
+                         f"{v.get('p99_us', 0):.1f} | {v.get('max_us', 0):.1f} | {v['cpu_s']:.2f} |")
+        d, b = r["cyclone"].get("p50_us"), r["bridged"].get("p50_us")
+        if d and b:
+            lines.append(f"| {r['case']} | bridged / direct DDS p50 | | {b / d:.2f} | | | |")
+    table = "\n".join(lines)
+    print(table)
+    host = (f"{platform.node()}: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
+            f"Linux {platform.release()}")
+    Path(a.out).write_text(
+        "# ROS 2 latency: nerve, Cyclone DDS, nerve ros2, rclpy\n\n"
+        f"Host: {host}; not pinned, not quiet (other work ran on it).\n"
+        f"Command: `.venv/bin/python bench/ros2/run.py` (rates: Imu {CASES[0][3]} Hz, "
+        f"cloud {CASES[1][3]} Hz; one-way = reception - origin time, same host).\n\n"
+        f"{table}\n")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
