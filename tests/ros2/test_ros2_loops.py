@@ -83,3 +83,27 @@ def test_later_channel_and_bounds(r2: Ros2Env, name) -> None:
         raise AssertionError(f"{big} was created")
     except nerve.ChannelNotFound:
         pass
+
+
+def test_bad_arguments(tmp_path) -> None:
+    """Bad arguments: exit status 2 and a line naming the problem, before
+    any DDS traffic."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("nerve-ros2") or str(Path(sys.executable).parent / "nerve-ros2")
+    cases = [
+        ([], "at least one --to-ros or --from-ros"),
+        (["--from-ros", "/bad topic"], "not a valid ROS 2 topic name"),
+        (["--from-ros", "/ok:bad/name"], "bad channel name"),
+        (["--to-ros", "x", "--domain", "300"], "from 0 to 232"),
+        (["--to-ros", "x", "--node", "no-dash"], "a node name is"),
+        (["--to-ros", "x", "--dds-config", str(tmp_path / "missing.xml")], "no such file"),
+        (["--to-ros", "x", "--max-channel-size", "lots"], "bad size"),
+        (["--to-ros", "x", "--rmw", "zenoh", "--latch"], "apply to --rmw dds"),
+    ]
+    for args, msg in cases:
+        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and msg in p.stderr, (args, p.returncode, p.stderr)
