@@ -1225,15 +1225,20 @@ static uint64_t parse_size(const char *s)
     return v;
 }
 
-static void usage(void)
+static void usage_to(FILE *f)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: nerve-ros2-dds [--domain N] [--node NAME] [--namespace NS]"
             " [--qos default|sensor_data] [--latch] [--to GLOB=TOPIC]..."
             " [--from TOPIC=CHANNEL]... [--catalog-fd FD]"
             " [--max-channel-size N] [--max-import-total N] [--slots N]"
             " [--size N]\n"
             "(the data path of `nerve ros2`; run that instead)\n");
+}
+
+static void usage(void)
+{
+    usage_to(stderr);
     exit(2);
 }
 
@@ -1241,6 +1246,10 @@ static void parse_args(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage_to(stdout);
+            exit(0);
+        }
         if (strcmp(a, "--latch") == 0) {
             opt.latch = 1;
             continue;
