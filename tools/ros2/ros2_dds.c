@@ -306,7 +306,8 @@ struct importer {
     nerve_chan *w; /* opened on the first sample */
     uint64_t data_size;
     struct own *own;
-    int disabled; /* a fatal problem for this topic was reported */
+    atomic_int disabled; /* a fatal problem for this topic was reported
+                          (set by the listener or the main thread) */
     struct {
         dds_instance_handle_t h;
         int ignore;
