@@ -2,10 +2,14 @@
 and a 1 MiB PointCloud2-sized message, side by side in one run:
 
 - nerve: a nerve writer and a blocking nerve reader (zero-copy view);
-- Cyclone DDS over UDP: a DDS writer and reader (ROS 2 names and QoS);
-- bridged: a nerve writer -> `nerve ros2` -> the same DDS reader;
+- Cyclone DDS over UDP, Fast DDS 2.9 over UDP: a DDS writer and reader
+  of one library (ROS 2 names and QoS);
+- bridged: a nerve writer -> `nerve ros2` -> the same DDS readers;
 - rclpy: two rclpy nodes of ROS 2 Jazzy on rmw_fastrtps_cpp (Fast DDS
   2.14 over UDP; shared memory off, as for the tests).
+
+Fast DDS gets 4 MiB socket buffers (its advice for large data); Cyclone
+DDS asks for 1 MiB receive buffers by default.
 
 All DDS traffic on 127.0.0.1 (the configurations of tests/ros2/conftest.py).
 
@@ -62,9 +66,15 @@ def main() -> int:
                                          f"ros2-latency-{platform.node()}.md"))
     a = ap.parse_args()
     lat = Path(a.build) / "bench" / "ros2" / "ros2_lat"
+    flat = Path(a.build) / "bench" / "ros2" / "fastdds_lat"
     tmp = Path(tempfile.mkdtemp(prefix="nerve-ros2-bench-"))
     (tmp / "cyclone.xml").write_text(CYCLONE_XML)
-    (tmp / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FILTERS["jazzy"]))
+    # Fast DDS's advice for large data: socket buffers larger than a burst
+    # (its default is the OS's, 208 KiB here: a Cyclone writer's 1 MiB
+    # samples then reached a Fast DDS reader 21 times out of 100 in 60 s).
+    big = ("<receiveBufferSize>4194304</receiveBufferSize>"
+           "<sendBufferSize>4194304</sendBufferSize>")
+    (tmp / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FILTERS["jazzy"] + big))
     env = dict(os.environ, ROS_DOMAIN_ID=str(150 + os.getpid() % 50),
                CYCLONEDDS_URI=f"file://{tmp / 'cyclone.xml'}",
                FASTRTPS_DEFAULT_PROFILES_FILE=str(tmp / "fastdds.xml"),
@@ -93,15 +103,23 @@ def main() -> int:
             p = run([str(lat), "ddspub", "/nerve_bench_direct", dtype, str(size), str(n), str(hz)], env)
             row["cyclone"] = result(s)
             p.wait(30)
-            # nerve writer -> nerve ros2 -> DDS reader
+            # Fast DDS over UDP
+            s = run([str(flat), "sub", "/nerve_bench_fdirect", dtype, str(n)], env)
+            wait_ready(s)
+            p = run([str(flat), "pub", "/nerve_bench_fdirect", dtype, str(size), str(n), str(hz)], env)
+            row["fastdds"] = result(s)
+            p.wait(30)
+            # nerve writer -> nerve ros2 -> the Cyclone reader, then the Fast
+            # DDS reader
             br = run([shutil.which("nerve-ros2", path=env["PATH"]), f"--to-ros={chan}:/nerve_bench_bridged"],
                      env)
             time.sleep(1.5)
-            s = run([str(lat), "sub", "/nerve_bench_bridged", dtype, str(n)], env)
-            wait_ready(s)
-            p = run([str(lat), "nervepub", chan, str(size), str(n), str(hz)], env)
-            row["bridged"] = result(s)
-            p.wait(30)
+            for key, prog in (("bridged", lat), ("fbridged", flat)):
+                s = run([str(prog), "sub", "/nerve_bench_bridged", dtype, str(n)], env)
+                wait_ready(s)
+                p = run([str(lat), "nervepub", chan, str(size), str(n), str(hz)], env)
+                row[key] = result(s)
+                p.wait(30)
             br.terminate()
             br.wait(15)
             # rclpy on rmw_fastrtps_cpp
@@ -118,7 +136,9 @@ def main() -> int:
         print(json.dumps(row), flush=True)
 
     cols = [("nerve", "nerve (blocking, zero-copy)"), ("cyclone", "Cyclone DDS UDP"),
-            ("bridged", "nerve -> nerve ros2 -> Cyclone"), ("rclpy", "rclpy / rmw_fastrtps (Fast DDS UDP)")]
+            ("fastdds", "Fast DDS 2.9 UDP"), ("bridged", "nerve -> nerve ros2 -> Cyclone reader"),
+            ("fbridged", "nerve -> nerve ros2 -> Fast DDS reader"),
+            ("rclpy", "rclpy / rmw_fastrtps (Fast DDS 2.14 UDP)")]
     lines = ["| message | path | n | p50 µs | p99 µs | max µs | CPU s (reader) |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -126,9 +146,10 @@ def main() -> int:
             v = r[key]
             lines.append(f"| {r['case']} | {name} | {v['n']}/{v['want']} | {v.get('p50_us', 0):.1f} | "
                          f"{v.get('p99_us', 0):.1f} | {v.get('max_us', 0):.1f} | {v['cpu_s']:.2f} |")
-        d, b = r["cyclone"].get("p50_us"), r["bridged"].get("p50_us")
-        if d and b:
-            lines.append(f"| {r['case']} | bridged / direct DDS p50 | | {b / d:.2f} | | | |")
+        for direct, bridged, name in (("cyclone", "bridged", "Cyclone"), ("fastdds", "fbridged", "Fast DDS")):
+            d, b = r[direct].get("p50_us"), r[bridged].get("p50_us")
+            if d and b:
+                lines.append(f"| {r['case']} | bridged / direct p50, {name} reader | | {b / d:.2f} | | | |")
     table = "\n".join(lines)
     print(table)
     host = (f"{platform.node()}: {os.cpu_count()} CPUs ({platform.processor() or platform.machine()}), "
@@ -136,6 +157,7 @@ def main() -> int:
     Path(a.out).write_text(
         "# ROS 2 latency: nerve, Cyclone DDS, nerve ros2, rclpy\n\n"
         f"Host: {host}; not pinned, not quiet (other work ran on it).\n"
+        "DDS on 127.0.0.1 over UDP; Fast DDS with 4 MiB socket buffers.\n"
         f"Command: `.venv/bin/python bench/ros2/run.py` (rates: Imu {CASES[0][3]} Hz, "
         f"cloud {CASES[1][3]} Hz; one-way = reception - origin time, same host).\n\n"
         f"{table}\n")

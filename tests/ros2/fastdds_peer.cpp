@@ -29,62 +29,16 @@
 #include <fastdds/dds/subscriber/Subscriber.hpp>
 #include <fastdds/dds/topic/TopicDataType.hpp>
 
+#include "fastdds_raw.hpp"
+
 using namespace eprosima::fastdds::dds;
 using eprosima::fastrtps::rtps::InstanceHandle_t;
 using eprosima::fastrtps::rtps::SerializedPayload_t;
 
 namespace {
 
-using Bytes = std::vector<unsigned char>;
-
-/// A type whose samples are CDR bytes, encapsulation header included.
-class RawCdr : public TopicDataType {
-public:
-    explicit RawCdr(const std::string &name)
-    {
-        setName(name.c_str());
-        m_typeSize = 64; // grown per sample (dynamic memory policies)
-        m_isGetKeyDefined = false;
-    }
-    bool serialize(void *data, SerializedPayload_t *payload) override
-    {
-        const Bytes &b = *static_cast<Bytes *>(data);
-        if (b.size() < 4) {
-            return false;
-        }
-        if (payload->max_size < b.size()) {
-            payload->reserve(static_cast<uint32_t>(b.size()));
-        }
-        std::memcpy(payload->data, b.data(), b.size());
-        payload->length = static_cast<uint32_t>(b.size());
-        payload->encapsulation = b[1] == 1 ? CDR_LE : CDR_BE;
-        return true;
-    }
-    bool deserialize(SerializedPayload_t *payload, void *data) override
-    {
-        static_cast<Bytes *>(data)->assign(payload->data,
-                                           payload->data + payload->length);
-        return true;
-    }
-    std::function<uint32_t()> getSerializedSizeProvider(void *data) override
-    {
-        return [data] {
-            return static_cast<uint32_t>(static_cast<Bytes *>(data)->size());
-        };
-    }
-    void *createData() override
-    {
-        return new Bytes();
-    }
-    void deleteData(void *data) override
-    {
-        delete static_cast<Bytes *>(data);
-    }
-    bool getKey(void *, InstanceHandle_t *, bool) override
-    {
-        return false;
-    }
-};
+using nerve_test::Bytes;
+using nerve_test::RawCdr;
 
 Bytes read_file(const std::string &path)
 {
