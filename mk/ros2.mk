@@ -7,7 +7,7 @@
 #
 #   make test-ros2   the bridge tests (pytest tests/ros2, about a minute)
 
-DEPS_PKGS += cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev fastddsgen
+DEPS_PKGS += cyclonedds-dev cyclonedds-tools libfastrtps-dev libfastcdr-dev
 TEST_TARGETS += test-ros2
 
 # Set the same way by mk/python.mk and mk/ros2venv.mk, which are read

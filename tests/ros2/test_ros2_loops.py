@@ -107,3 +107,22 @@ def test_bad_arguments(tmp_path) -> None:
     for args, msg in cases:
         p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and msg in p.stderr, (args, p.returncode, p.stderr)
+
+
+def test_sensor_data_profile(r2: Ros2Env, name) -> None:
+    """--qos sensor_data: the bridge subscribes best effort (rclpy's graph
+    says so) and still gets a reliable publisher's messages; its own
+    publications stay reliable."""
+    need_distro("jazzy")
+    c = name("sd")
+    (out,) = make_channels(name, ["String"]).values()
+    br = r2.bridge("--qos=sensor_data", f"--from-ros={topic(c)}:{c}", f"--to-ros={out}")
+    br.wait_line(f"to-ros {out} -> ")
+    res = r2.rclpy_run("jazzy", "pub", f"{topic(c)}:String", "--count", "3",
+                       "--graph-topics", topic(c), topic(out))
+    assert res["matched"]
+    ep = res["graph"]["endpoints"]
+    assert [s["reliability"] for s in ep[topic(c)]["subscriptions"]] == ["BEST_EFFORT"]
+    assert [p["reliability"] for p in ep[topic(out)]["publishers"]] == ["RELIABLE"]
+    assert 1 <= len(read_all(c)) <= 3  # best effort: none twice, losses possible
+    assert br.stop() == 0
