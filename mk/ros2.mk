@@ -24,7 +24,7 @@ test-ros2: $(VENV)/.nerve-tools-installed build $(ROS2_JAZZY_VENV)/.nerve-ros2 \
 	    NERVE_ROS2_BIN=$(abspath $(BUILD))/tests/ros2 \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/ros2/pytest.ini tests/ros2
 
-# The ROS 2 latency table (about 70 s): nerve, Cyclone DDS over UDP, nerve
+# The ROS 2 latency table (about 5 minutes): nerve, Cyclone DDS and Fast DDS over UDP, nerve
 # -> nerve ros2 -> Cyclone, rclpy on rmw_fastrtps (bench/ros2/run.py).
 ROS2_BENCH_OUT ?= bench/results/ros2-latency-$(shell hostname).md
 .PHONY: bench-ros2

@@ -5,7 +5,8 @@
  *   ros2_lat nervepub CHANNEL SIZE N HZ       nerve_chan_put into a channel
  *                                             (that `nerve ros2` exports)
  *   ros2_lat sub TOPIC DDSTYPE N              Cyclone DDS reader
- *   ros2_lat nervesub CHANNEL N               nerve reader, blocking
+ *   ros2_lat nervesub CHANNEL N [poll]        nerve reader, blocking (or
+ *                                             busy polling)
  *
  * Latency = reception time - origin time: for DDS the sample's source
  * timestamp (the writer's dds_write time, or the channel's commit time that
@@ -162,7 +163,10 @@ int main(int argc, char **argv)
         report(lat, n, want, cpu_s() - cpu0);
         return 0;
     }
-    if (strcmp(mode, "nervesub") == 0 && argc == 4) {
+    if (strcmp(mode, "nervesub") == 0 && (argc == 4 || argc == 5)) {
+        /* "poll" as 5th argument: spin on the channel instead of sleeping
+         * in the futex wait (one CPU busy). */
+        int poll = argc == 5 && strcmp(argv[4], "poll") == 0;
         int want = atoi(argv[3]), n = 0;
         int64_t *lat = calloc((size_t)want, sizeof *lat);
         nerve_chan *c;
@@ -179,8 +183,9 @@ int main(int argc, char **argv)
         int64_t end = nerve_clock_now_ns() + 60000000000LL;
         while (n < want && nerve_clock_now_ns() < end) {
             struct nerve_view v;
-            int rc = nerve_chan_view(c, 0, 500000000LL, &v,
-                                     NERVE_GET_NEXT | NERVE_F_WAIT);
+            int rc = poll ? nerve_chan_view(c, 0, 0, &v, NERVE_GET_NEXT)
+                          : nerve_chan_view(c, 0, 500000000LL, &v,
+                                            NERVE_GET_NEXT | NERVE_F_WAIT);
             if (rc == 0) {
                 lat[n++] = nerve_clock_now_ns() - v.info.time_ns;
             }

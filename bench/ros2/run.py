@@ -1,15 +1,18 @@
-"""The ROS 2 latency table (issue 24): one-way latency of an Imu (324 B)
-and a 1 MiB PointCloud2-sized message, side by side in one run:
+"""The ROS 2 latency table (issue 24): one-way latency of Imu (324 B),
+LaserScan (8 KiB), PointCloud2 (1 MiB) and 1080p RGB Image (6.2 MB) sized
+messages, side by side in one run:
 
-- nerve: a nerve writer and a blocking nerve reader (zero-copy view);
+- nerve: a nerve writer and a nerve reader (zero-copy view), blocking and
+  busy polling;
 - Cyclone DDS over UDP, Fast DDS 2.9 over UDP: a DDS writer and reader
   of one library (ROS 2 names and QoS);
 - bridged: a nerve writer -> `nerve ros2` -> the same DDS readers;
 - rclpy: two rclpy nodes of ROS 2 Jazzy on rmw_fastrtps_cpp (Fast DDS
-  2.14 over UDP; shared memory off, as for the tests).
+  2.14 over UDP; shared memory off, as for the tests), Imu and cloud only.
 
-Fast DDS gets 4 MiB socket buffers (its advice for large data); Cyclone
-DDS asks for 1 MiB receive buffers by default.
+Both libraries get their advice for large data: Fast DDS 4 MiB socket
+buffers, Cyclone DDS 4 MiB socket buffers and an 8 MiB writer history
+cache high watermark.
 
 All DDS traffic on 127.0.0.1 (the configurations of tests/ros2/conftest.py).
 
@@ -37,7 +40,11 @@ sys.path.insert(0, str(ROOT / "tests" / "ros2"))
 
 from conftest import CYCLONE_XML, FASTDDS_XML, FILTERS  # noqa: E402
 
-CASES = [("Imu", 324, 500, 100), ("PointCloud2 1 MiB", 1 << 20, 100, 20)]
+# (label, message bytes, messages, rate Hz, ROS 2 type)
+CASES = [("Imu", 324, 500, 100, "sensor_msgs/msg/Imu"),
+         ("LaserScan 8 KiB", 8192, 500, 100, "sensor_msgs/msg/LaserScan"),
+         ("PointCloud2 1 MiB", 1 << 20, 100, 20, "sensor_msgs/msg/PointCloud2"),
+         ("Image 1080p RGB", 1920 * 1080 * 3 + 64, 40, 5, "sensor_msgs/msg/Image")]
 
 
 def run(cmd, env, timeout=120):
@@ -68,7 +75,12 @@ def main() -> int:
     lat = Path(a.build) / "bench" / "ros2" / "ros2_lat"
     flat = Path(a.build) / "bench" / "ros2" / "fastdds_lat"
     tmp = Path(tempfile.mkdtemp(prefix="nerve-ros2-bench-"))
-    (tmp / "cyclone.xml").write_text(CYCLONE_XML)
+    # Cyclone DDS's advice for large samples: socket buffers and a writer
+    # history cache (high watermark) larger than a sample.
+    (tmp / "cyclone.xml").write_text(CYCLONE_XML.replace(
+        "</Discovery>", "</Discovery><Internal><SocketReceiveBufferSize min=\"4MB\"/>"
+        "<SocketSendBufferSize min=\"4MB\"/><Watermarks><WhcHigh>8MB</WhcHigh></Watermarks>"
+        "</Internal>"))
     # Fast DDS's advice for large data: socket buffers larger than a burst
     # (its default is the OS's, 208 KiB here: a Cyclone writer's 1 MiB
     # samples then reached a Fast DDS reader 21 times out of 100 in 60 s).
@@ -83,12 +95,12 @@ def main() -> int:
     import nerve
 
     rows = []
-    for label, size, n, hz in CASES:
+    for label, size, n, hz, rtype in CASES:
         chan = f"nerve-bench-ros2-{os.getpid()}"
-        kind = "Imu" if size < 1000 else "PointCloud2"
+        kind = rtype.rsplit("/", 1)[1]
         dtype = f"sensor_msgs::msg::dds_::{kind}_"
-        nerve.create(chan, slots=64, size=max(1 << 20, 16 * size) * 2,
-                     type=f"sensor_msgs/msg/{kind}", encoding="cdr").close()
+        nerve.create(chan, slots=64, size=max(2 << 20, 8 * size),
+                     type=rtype, encoding="cdr").close()
         try:
             row = {"case": label, "n": n, "hz": hz}
             # nerve alone
@@ -96,6 +108,11 @@ def main() -> int:
             wait_ready(s)
             p = run([str(lat), "nervepub", chan, str(size), str(n), str(hz)], env)
             row["nerve"] = result(s)
+            p.wait(30)
+            s = run([str(lat), "nervesub", chan, str(n), "poll"], env)
+            wait_ready(s)
+            p = run([str(lat), "nervepub", chan, str(size), str(n), str(hz)], env)
+            row["poll"] = result(s)
             p.wait(30)
             # Cyclone DDS over UDP
             s = run([str(lat), "sub", "/nerve_bench_direct", dtype, str(n)], env)
@@ -122,7 +139,12 @@ def main() -> int:
                 p.wait(30)
             br.terminate()
             br.wait(15)
-            # rclpy on rmw_fastrtps_cpp
+            # rclpy on rmw_fastrtps_cpp (Imu and the cloud: rclpy_lat.py
+            # builds those two)
+            if kind not in ("Imu", "PointCloud2"):
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                continue
             py = str(ROOT / ".venv-jazzy" / "bin" / "python")
             script = str(ROOT / "bench" / "ros2" / "rclpy_lat.py")
             s = run([py, script, "sub", kind, str(n)], env)
@@ -135,7 +157,8 @@ def main() -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    cols = [("nerve", "nerve (blocking, zero-copy)"), ("cyclone", "Cyclone DDS UDP"),
+    cols = [("nerve", "nerve (blocking, zero-copy)"), ("poll", "nerve (busy poll, zero-copy)"),
+            ("cyclone", "Cyclone DDS UDP"),
             ("fastdds", "Fast DDS 2.9 UDP"), ("bridged", "nerve -> nerve ros2 -> Cyclone reader"),
             ("fbridged", "nerve -> nerve ros2 -> Fast DDS reader"),
             ("rclpy", "rclpy / rmw_fastrtps (Fast DDS 2.14 UDP)")]
@@ -143,6 +166,8 @@ def main() -> int:
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         for key, name in cols:
+            if key not in r:
+                continue
             v = r[key]
             lines.append(f"| {r['case']} | {name} | {v['n']}/{v['want']} | {v.get('p50_us', 0):.1f} | "
                          f"{v.get('p99_us', 0):.1f} | {v.get('max_us', 0):.1f} | {v['cpu_s']:.2f} |")
@@ -157,9 +182,11 @@ def main() -> int:
     Path(a.out).write_text(
         "# ROS 2 latency: nerve, Cyclone DDS, nerve ros2, rclpy\n\n"
         f"Host: {host}; not pinned, not quiet (other work ran on it).\n"
-        "DDS on 127.0.0.1 over UDP; Fast DDS with 4 MiB socket buffers.\n"
-        f"Command: `.venv/bin/python bench/ros2/run.py` (rates: Imu {CASES[0][3]} Hz, "
-        f"cloud {CASES[1][3]} Hz; one-way = reception - origin time, same host).\n\n"
+        "DDS on 127.0.0.1 over UDP; 4 MiB socket buffers for both libraries, Cyclone's "
+        "WhcHigh 8 MiB.\n"
+        "Command: `.venv/bin/python bench/ros2/run.py` (messages and rates: "
+        + ", ".join(f"{c[0]} {c[2]} at {c[3]} Hz" for c in CASES)
+        + "; one-way = reception - origin time, same host).\n\n"
         f"{table}\n")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
