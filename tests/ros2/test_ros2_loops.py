@@ -126,3 +126,31 @@ def test_sensor_data_profile(r2: Ros2Env, name) -> None:
     assert [p["reliability"] for p in ep[topic(out)]["publishers"]] == ["RELIABLE"]
     assert 1 <= len(read_all(c)) <= 3  # best effort: none twice, losses possible
     assert br.stop() == 0
+
+
+def test_custom_type_hash(r2: Ros2Env, name) -> None:
+    """A channel of a message type rosbags does not know, with its
+    definition as schema: published with the RIHS01 hash computed from that
+    schema (rclpy's graph shows it), though rclpy cannot decode the type."""
+    need_distro("jazzy")
+    from nerve_tools import ros2
+
+    c = name("custom")
+    schema = ("std_msgs/Header header\nfloat64 value\nstring unit\n" + "=" * 80
+              + "\nMSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n"
+              + "=" * 80 + "\nMSG: builtin_interfaces/Time\nint32 sec\nuint32 nanosec\n")
+    nerve.create(c, slots=8, size=1 << 16, type="nerve_test/msg/Reading", encoding="cdr",
+                 schema=schema).close()
+    data = ros2.catalog(ros2.schema_types("nerve_test/msg/Reading", schema))
+    pos = data.index(b"T nerve_test/msg/Reading ")
+    want = data[pos:data.index(b"\n", pos)].split()[2].decode()
+    assert want.startswith("RIHS01_")
+    br = r2.bridge(f"--to-ros={c}")
+    line = br.wait_line(f"to-ros {c} -> ")
+    assert "no type hash" not in line, line
+    res = r2.rclpy_run("jazzy", "pub", "/nerve_probe_unused:String", "--count", "0",
+                       "--graph-topics", topic(c))
+    (pub,) = res["graph"]["endpoints"][topic(c)]["publishers"]
+    assert pub["type"] == "nerve_test/msg/Reading"
+    assert pub["hash"] is not None and want in pub["hash"], pub
+    assert br.stop() == 0

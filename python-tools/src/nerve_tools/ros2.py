@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import sys
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._common import channel_name, is_pattern
 
@@ -91,8 +91,64 @@ RMW_DDS_COMMON = {
 }
 
 
-def catalog() -> bytes:
-    """Every message type of rosbags' ROS 2 Jazzy type store, as records
+SCHEMA_SEP = "\n" + "=" * 80 + "\n"
+
+
+def schema_types(type_name: str, schema: str) -> Dict[str, Any]:
+    """rosbags' definitions of the types in a channel's ``ros2msg`` schema
+    (the .msg text, then per dependency a line of 80 '=' and ``MSG:
+    pkg/Name`` and its text). ValueError when it is not in that form."""
+    from rosbags.typesys import get_types_from_msg
+
+    parts = schema.split(SCHEMA_SEP)
+    types = dict(get_types_from_msg(parts[0], type_name))
+    for part in parts[1:]:
+        head, _, text = part.partition("\n")
+        if not head.startswith("MSG: "):
+            raise ValueError(f"a dependency without 'MSG: pkg/Name': {head[:60]!r}")
+        name = head[5:].strip()
+        if "/msg/" not in name:
+            pkg, _, short = name.partition("/")
+            name = f"{pkg}/msg/{short}"
+        types.update(get_types_from_msg(text, name))
+    return types
+
+
+def channel_types(specs: Sequence[str], known: Sequence[str]) -> Dict[str, Any]:
+    """Definitions of the message types of channels that --to-ros would
+    publish now and that rosbags does not know, from their schemas, so that
+    custom messages get a type hash too. A schema that does not parse is
+    reported and skipped (the channel is published without a hash)."""
+    import fnmatch
+
+    import nerve
+
+    out: Dict[str, Any] = {}
+    globs = [split_spec(s)[0] for s in specs]
+    for info in nerve.list_channels():
+        if info.error is not None or not any(
+                fnmatch.fnmatchcase(info.name, g) if is_pattern(g) else info.name == g for g in globs):
+            continue
+        try:
+            ch = nerve.open(info.name)
+            meta = ch.metadata
+            ch.close()
+        except nerve.Error:
+            continue
+        if meta.encoding != "cdr" or not meta.type or "/msg/" not in meta.type \
+                or meta.type in known or meta.type in out or not meta.schema:
+            continue
+        try:
+            out.update(schema_types(meta.type, bytes(meta.schema).decode()))
+        except Exception as e:  # noqa: BLE001 - rosbags raises its own parse errors
+            print(f"{PROG}: warning: {info.name}: schema of {meta.type} not understood ({e}); "
+                  f"published without a type hash", file=sys.stderr)
+    return out
+
+
+def catalog(extra: Optional[Dict[str, Any]] = None) -> bytes:
+    """Every message type of rosbags' ROS 2 Jazzy type store, and those of
+    `extra` (from channel_types), as records
     ``T <type> <RIHS01 hash or -> <length>\\n<definition>\\n``.
 
     The hashes are rosbags' ``hash_rihs01`` computed on a copy of the store
@@ -107,6 +163,8 @@ def catalog() -> bytes:
     for name, text in RMW_DDS_COMMON.items():
         fixed.update(get_types_from_msg(text, name))
     store.register(fixed)
+    if extra:
+        store.register({n: d for n, d in extra.items() if n not in store.fielddefs})
     hashing = get_typestore(Stores.EMPTY)
     hashing.register({n: _char_as_uint8(d) for n, d in store.fielddefs.items()})
     out: List[bytes] = []
@@ -270,7 +328,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             p.error(f"--dds-config {args.dds_config!r}: no such file")
         os.environ["CYCLONEDDS_URI"] = "file://" + path
     try:
-        data = catalog()
+        from rosbags.typesys import Stores, get_typestore
+
+        data = catalog(channel_types(args.to_ros, list(get_typestore(Stores.ROS2_JAZZY).fielddefs)))
     except ImportError as e:
         print(f"{PROG}: rosbags is needed for the message definitions: {e}", file=sys.stderr)
         return 1
