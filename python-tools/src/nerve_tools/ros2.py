@@ -7,8 +7,9 @@
 DDS (the default, what rmw_fastrtps_cpp and rmw_cyclonedds_cpp speak). This
 module only does the set-up: it checks the arguments, turns the topic and
 channel names into their final form, and hands a catalog of the ROS 2
-message types rosbags knows -- each one's definition (MCAP ``ros2msg``
-form) and RIHS01 type hash (REP 2011) -- to ``nerve-ros2-dds``, the native
+message types rosbags knows, and of those in the schemas of the channels
+to publish -- each one's definition (MCAP ``ros2msg`` form) and RIHS01
+type hash (REP 2011) -- to ``nerve-ros2-dds``, the native
 program (tools/ros2/ros2_dds.c, on Cyclone DDS) that it then becomes
 (exec). That program does the rest: discovery, channel scans, the data
 path both ways, the ROS graph. Why split so: the data path must not
