@@ -25,7 +25,7 @@ gov=$(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null || e
     echo "kernel $(uname -r), governor $gov, isolated CPUs: $(grep . /sys/devices/system/cpu/isolated 2>/dev/null || echo none)."
     echo "Compiler: $(c++ --version | head -n1); build type $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt")."
     echo "Fast-CDR: Debian libfastcdr-dev $(dpkg-query -W -f '${Version}' libfastcdr-dev 2>/dev/null || echo '?')."
-    echo "Command: \`bench/ros2/run.sh $BUILD $OUT\` (make bench-ros2)."
+    echo "Command: \`bench/ros2/run.sh $BUILD $OUT\` (make bench-ros2-cdr)."
     echo
     echo "Both write the same bytes for every case (checked before timing)."
     echo "p50 over batches of per-op times; p99 and max are in $(basename "$OUT").jsonl."

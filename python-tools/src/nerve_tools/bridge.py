@@ -83,7 +83,8 @@ def parser() -> argparse.ArgumentParser:
                         "wakes them: one wake-up less per message for about 2 x USEC of CPU "
                         "(for a spare core; 0: off)")
     limits.add_arguments(p)
-    r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md)")
+    r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md); 'nerve ros2 --rmw zenoh' runs "
+                             "this too, and 'nerve ros2' speaks DDS (docs/ros2.md)")
     r.add_argument("--ros2", action="store_true",
                    help="speak rmw_zenoh instead: --export/--import globs name channels = ROS 2 topics")
     r.add_argument("--ros2-domain", type=int, default=0, metavar="N", help="ROS_DOMAIN_ID (0)")
