@@ -232,7 +232,8 @@ class XmlRpcServer:
     connections at once (more are closed at once), each read and
     answered within IO_TIMEOUT. ``methods`` maps a name to (the types of
     the parameters, the handler); a call with other parameters is
-    answered with a ROS error triple (-1) and the handler is not run."""
+    answered with a ROS error triple (-1) and the handler is not run;
+    a handler takes any further parameters (``*rest``)."""
 
     def __init__(self, methods: Dict[str, Tuple[Tuple[type, ...], Handler]],
                  max_conns: int = 64) -> None:
@@ -288,7 +289,7 @@ class XmlRpcServer:
         if len(params) < len(types) or not all(isinstance(p, t) for p, t in zip(params, types)):
             value: Any = [-1, f"{method}: bad parameters", 0]
         else:
-            value = fn(*params[:len(types)])
+            value = fn(*params)
         return xmlrpc.client.dumps((value,), methodresponse=True, allow_none=False)
 
 
