@@ -107,11 +107,18 @@ def peers(ros: Roscore) -> Iterator[Peers]:
 
 
 def slave_uri(b: Proc) -> str:
-    return re.search(r"slave API (http://\S+/),", b.wait_line(r"slave API http://")).group(1)
+    """The bridge's slave API, as the master knows it."""
+    caller = re.search(r"bridging as (/\S+) ", b.wait_line(r"bridging as /")).group(1)
+    code, msg, uri = proxy(b.args[b.args.index("--master") + 1]).lookupNode("/test", caller)
+    assert code == 1, msg
+    return uri
 
 
-def tcpros_port(b: Proc) -> int:
-    return int(re.search(r"TCPROS port (\d+)", b.wait_line(r"TCPROS port \d+")).group(1))
+def tcpros_port(b: Proc, t: str) -> int:
+    """The bridge's TCPROS port, as it answers requestTopic for ``t``."""
+    code, msg, proto = proxy(slave_uri(b)).requestTopic("/test", t, [["TCPROS"]])
+    assert code == 1, msg
+    return proto[2]
 
 
 def to_ros_works(b: Proc, peers: Peers, out_ch: str, timeout: float = 10.0) -> None:
@@ -280,7 +287,7 @@ def test_tcpros_handshakes_bounded(ros: Roscore, pair, peers: Peers) -> None:
     """Idle connections to the TCPROS and XML-RPC ports hold up no other
     subscriber; a header length of 0xFFFFFFFF is refused at once."""
     b, out_ch, in_topic, in_ch, g = pair()
-    port = tcpros_port(b)
+    port = tcpros_port(b, topic(out_ch))
     host, xport = "127.0.0.1", int(slave_uri(b).rsplit(":", 1)[1].rstrip("/"))
     idle = [socket.create_connection((host, port), timeout=5) for _ in range(8)]
     idle += [socket.create_connection((host, xport), timeout=5) for _ in range(8)]
@@ -460,19 +467,24 @@ def test_both_ways_glob_before_channels(ros: Roscore, name, bridge, peers: Peers
     ok = f"{base}.ok"
     b = bridge("--to-ros", f"{base}.*", "--from-ros", f"{topic(ok)}:{ok}")
     g = Guard(b)
-    from_ros_works(b, peers, topic(ok), ok)
-    b.wait_line(rf"to-ros {re.escape(ok)} -> {re.escape(topic(ok))} ", 10)
-    other = f"{base}.other"
+    more = [f"{base}.c{i}" for i in range(12)]
     try:
-        string_channel(other).close()
-        b.wait_line(rf"to-ros {re.escape(other)} -> ", 10)
-        to_ros_works(b, peers, other)
-        to_ros_works(b, peers, ok)
-        for _ in range(20):
+        from_ros_works(b, peers, topic(ok), ok)
+        b.wait_line(rf"to-ros {re.escape(ok)} -> {re.escape(topic(ok))} ", 10)
+        # More channels matching the glob, while the master is watched:
+        # each is advertised (the master asked for its topic's type).
+        for n in more:
+            string_channel(n).close()
             g.check()
-            time.sleep(0.1)
+            time.sleep(0.2)
+        for n in more:
+            b.wait_line(rf"to-ros {re.escape(n)} -> ", 10)
+        to_ros_works(b, peers, more[-1])
+        to_ros_works(b, peers, ok)
+        g.check()
+        assert "Traceback" not in b.output, b.output
     finally:
-        for n in (ok, other):
+        for n in [ok] + more:
             try:
                 nerve.unlink(n)
             except nerve.Error:

@@ -298,7 +298,10 @@ class Publication:
             if self._scheduled:
                 return
             self._scheduled = True
-        self.node.loop.call_soon_threadsafe(self._flush)
+        try:
+            self.node.loop.call_soon_threadsafe(self._flush)
+        except RuntimeError:  # the loop has ended (shutting down)
+            pass
 
     def _flush(self) -> None:
         with self._lock:
@@ -889,7 +892,7 @@ class ToRos(threading.Thread):
             self.ch.seek(head - 1)
         else:
             self.ch.seek(head)
-        say(f"to-ros {self.channel} -> {self.topic} [{rtype} {md5}]"
+        say(f"to-ros {esc(self.channel)} -> {self.topic} [{rtype} {md5}]"
             f"{' latched' if b.latch else ''}")
         return True
 
@@ -1048,7 +1051,7 @@ class Bridge:
             if name not in infos or infos[name].created != t.created:
                 del self.to_ros[name]
                 await self.close_to_ros(t)
-                say(f"to-ros {name}: channel gone; {t.topic} unadvertised")
+                say(f"to-ros {esc(name)}: channel gone; {esc(t.topic)} unadvertised")
         for name, info in infos.items():
             if name in self.to_ros or self.rejected.get(name) == info.created_ns:
                 continue
@@ -1136,7 +1139,7 @@ class Bridge:
                 task.cancel()
             await self.shutdown()
         for t in self.to_ros.values():
-            say(f"to-ros {t.channel}: {t.sent} messages published")
+            say(f"to-ros {esc(t.channel)}: {t.sent} messages published")
         for f in self.from_ros:
             say(f"from-ros {f.topic}: {f.received} messages put"
                 + (f", {f.too_large} too large" if f.too_large else ""))

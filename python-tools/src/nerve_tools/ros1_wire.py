@@ -269,6 +269,9 @@ class XmlRpcServer:
                 except (WireError, xmlrpc.client.Fault) as e:
                     out = xmlrpc.client.dumps(xmlrpc.client.Fault(-32700, str(e)),
                                               methodresponse=True)
+                except (TypeError, ValueError, OverflowError) as e:  # an answer not marshallable
+                    out = xmlrpc.client.dumps(xmlrpc.client.Fault(-32603, f"internal error: {e}"),
+                                              methodresponse=True)
                 data = out.encode()
                 writer.write(b"HTTP/1.0 200 OK\r\nServer: nerve-ros1\r\n"
                              b"Content-Type: text/xml\r\nContent-Length: %d\r\n\r\n" % len(data)
