@@ -183,7 +183,8 @@ def both_ways(b: Proc, peers: Peers, out_ch: str, in_topic: str, in_ch: str, g: 
 
 def test_listens_on_loopback_by_default(ros: Roscore, name) -> None:
     """Without --listen, ROS_IP or ROS_HOSTNAME the node listens on
-    127.0.0.1 only, and advertises that address; --listen is honoured."""
+    127.0.0.1 only, and advertises that address; --listen and ROS_IP are
+    honoured (other loopback addresses stand for other interfaces)."""
     import shutil
     import sys
     from pathlib import Path
@@ -191,8 +192,10 @@ def test_listens_on_loopback_by_default(ros: Roscore, name) -> None:
     exe = shutil.which("nerve-ros1") or str(Path(sys.executable).parent / "nerve-ros1")
     env = {k: v for k, v in ros.env.items() if k not in ("ROS_IP", "ROS_HOSTNAME")}
     ch = name("lo")
-    for extra, want in (([], "127.0.0.1"), (["--listen", "127.0.0.1"], "127.0.0.1")):
-        p = Proc([exe, "--master", ros.uri, "--from-ros", f"{topic(ch)}:{ch}", *extra], env)
+    for extra, ros_ip, want in (([], "", "127.0.0.1"), (["--listen", "127.0.0.2"], "", "127.0.0.2"),
+                                ([], "127.0.0.3", "127.0.0.3")):
+        p = Proc([exe, "--master", ros.uri, "--from-ros", f"{topic(ch)}:{ch}", *extra],
+                 dict(env, ROS_IP=ros_ip) if ros_ip else env)
         try:
             p.wait_line(r"bridging as /nerve_ros1", 30)
             from ros1_fake import listening

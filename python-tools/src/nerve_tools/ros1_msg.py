@@ -99,22 +99,51 @@ def split_definition(full_text: str) -> Tuple[str, Dict[str, str]]:
     return "\n".join(main), deps
 
 
+#: Deepest nesting of message types md5sum() follows (ROS's own types
+#: nest a few levels).
+MAX_NESTING = 64
+
+
 def md5sum(type_name: str, full_text: str) -> str:
     """The md5sum ROS 1 gives type ``type_name`` with full definition
-    ``full_text``, computed as ROS does (genmsg.compute_md5: comments and
-    whitespace dropped, constants first, nested types replaced by their
-    own md5sums). Raises ValueError on a definition genmsg rejects or one
-    that misses a nested type."""
+    ``full_text``. The definitions are parsed by genmsg; the md5 text is
+    built as the ROS wiki and genmsg define it (constants first as
+    ``type name=value``, then fields as ``type name``, a nested type
+    replaced by its own md5sum, package names dropped, comments and
+    whitespace gone), with each nested type's md5sum computed once:
+    genmsg's compute_md5 recomputes a type at every use, which a hostile
+    definition (each type holding two of the one below, 40 levels) turns
+    into 2^40 steps. Raises ValueError on a definition genmsg rejects, one
+    that misses a nested type, or nests deeper than MAX_NESTING."""
     enable()
-    from genmsg import MsgContext, compute_md5
+    import hashlib
+
+    from genmsg import MsgContext
     from genmsg.msg_loader import load_msg_from_string
+    from genmsg.msgs import bare_msg_type, is_builtin
 
     main, deps = split_definition(full_text)
     ctx = MsgContext.create_default()
+    memo: Dict[str, str] = {}
+
+    def of(spec: Any, depth: int) -> str:
+        if spec.full_name in memo:
+            return memo[spec.full_name]
+        if depth > MAX_NESTING:
+            raise ValueError(f"types nested deeper than {MAX_NESTING}")
+        lines = [f"{c.type} {c.name}={c.val_text}\n" for c in spec.constants]
+        for t, n in zip(spec.types, spec.names):
+            base = bare_msg_type(t)
+            if is_builtin(base):
+                lines.append(f"{t} {n}\n")
+            else:
+                lines.append(f"{of(ctx.get_registered(base), depth + 1)} {n}\n")
+        memo[spec.full_name] = hashlib.md5("".join(lines).strip().encode()).hexdigest()
+        return memo[spec.full_name]
+
     try:
         for name, text in deps.items():
             load_msg_from_string(ctx, text, name)
-        spec = load_msg_from_string(ctx, main, type_name)
-        return compute_md5(ctx, spec)
+        return of(load_msg_from_string(ctx, main, type_name), 0)
     except Exception as e:  # genmsg raises several unrelated classes
         raise ValueError(f"cannot compute the md5sum of {type_name}: {e}") from e
