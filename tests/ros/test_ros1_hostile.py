@@ -65,6 +65,11 @@ class Guard:
             f"bridge RSS {rss >> 20} MiB (was {self.rss0 >> 20} MiB)")
         assert threads <= MAX_THREADS, f"bridge has {threads} threads (was {self.threads0})"
 
+    def report(self, what: str) -> None:
+        """One line of numbers (shown with pytest -s or -rP)."""
+        print(f"{what}: bridge RSS {self.rss0 >> 20} MiB before, peak {self.peak_rss >> 20} MiB; "
+              f"threads {self.threads0} before, peak {self.peak_threads}")
+
 
 class Peers:
     """Fake peers made by a test, closed at its end."""
@@ -109,9 +114,14 @@ def peers(ros: Roscore) -> Iterator[Peers]:
 def slave_uri(b: Proc) -> str:
     """The bridge's slave API, as the master knows it."""
     caller = re.search(r"bridging as (/\S+) ", b.wait_line(r"bridging as /")).group(1)
-    code, msg, uri = proxy(b.args[b.args.index("--master") + 1]).lookupNode("/test", caller)
-    assert code == 1, msg
-    return uri
+    master = proxy(b.args[b.args.index("--master") + 1])
+    deadline = time.monotonic() + 10
+    while True:  # registered before "bridging as", unless the master was slow
+        code, msg, uri = master.lookupNode("/test", caller)
+        if code == 1:
+            return uri
+        assert time.monotonic() < deadline, msg
+        time.sleep(0.1)
 
 
 def tcpros_port(b: Proc, t: str) -> int:
@@ -176,6 +186,7 @@ def both_ways(b: Proc, peers: Peers, out_ch: str, in_topic: str, in_ch: str, g: 
     to_ros_works(b, peers, out_ch)
     from_ros_works(b, peers, in_topic, in_ch)
     g.check()
+    g.report(os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0])
 
 
 # ---- part 2: one peer must not exhaust the bridge's host ---------------------
@@ -259,6 +270,7 @@ def test_message_larger_than_channel(ros: Roscore, name, pair, peers: Peers) -> 
     b.wait_line(rf"channel {re.escape(in2)} refused: .*--max-import-total", 10)
     assert not os.path.exists(f"/dev/shm/nerve.{in2}")
     g.check()
+    g.report("message larger than channel")
     assert b.stop() == 0
     assert re.search(r"refused_size [1-9]", b.output), b.output
 
@@ -446,6 +458,7 @@ def test_bad_first_publishers(ros: Roscore, name, bridge, peers: Peers) -> None:
         meta = nerve.open(ch).metadata
         assert (meta.type, meta.schema) == (STRING_TYPE, STRING_DEF.encode()), k
     g.check()
+    g.report("bad first publishers")
     assert b.stop() == 0
 
 
@@ -577,6 +590,7 @@ def test_churn(ros: Roscore, name, bridge, peers: Peers) -> None:
         to_ros_works(b, peers, last)
         from_ros_works(b, peers, topic(ins[0]), ins[0])
         g.check()
+        g.report(f"churn ({step} steps, {received} received, {put} put)")
         assert "Traceback" not in b.output, b.output
     finally:
         for p in live_pubs.values():

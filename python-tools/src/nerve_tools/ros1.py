@@ -881,17 +881,17 @@ class ToRos(threading.Thread):
         if other is not None and other != rtype and other != "*":
             return b.error(self.channel,
                            f"topic {self.topic} has type {esc(other)} in ROS, the channel {rtype}")
+        # Only what is committed from now on, except that a latched topic
+        # starts with the newest message already there.
+        try:
+            head = self.ch.stat().head_seq
+            self.ch.seek(head - 1 if b.latch and head else head)
+        except nerve.Error as e:
+            return b.error(self.channel, f"cannot read: {e}")
         pub = Publication(b.node, self.topic, rtype, md5, text, b.latch, b.queue)
         b.node.pubs[self.topic] = pub
         self.pub = pub
         b.register("registerPublisher", self.topic, rtype)
-        # Only what is committed from now on, except that a latched topic
-        # starts with the newest message already there.
-        head = self.ch.stat().head_seq
-        if b.latch and head:
-            self.ch.seek(head - 1)
-        else:
-            self.ch.seek(head)
         say(f"to-ros {esc(self.channel)} -> {self.topic} [{rtype} {md5}]"
             f"{' latched' if b.latch else ''}")
         return True
@@ -945,6 +945,7 @@ class Bridge:
         self.rejected: Dict[str, int] = {}  # channel -> creation time it failed at
         self.fatal: Optional[str] = None
         self.stopping = False
+        self.pending: Set["asyncio.Task[None]"] = set()  # registrations under way
 
     def error(self, what: str, msg: str) -> bool:
         if (what, msg) not in self.errors:
@@ -992,7 +993,9 @@ class Bridge:
             if method == "registerSubscriber" and f is not None and isinstance(r, list):
                 f.update(r)
 
-        self.loop.create_task(go())
+        task = self.loop.create_task(go())
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
 
     async def reregister(self) -> None:
         for topic, p in list(self.node.pubs.items()):
@@ -1125,6 +1128,13 @@ class Bridge:
             self.node.subs[topic] = f
             await f.adopt_existing()
             self.register("registerSubscriber", topic, "*")
+        if self.to_specs:
+            try:
+                await self.scan()
+            except nerve.Error as e:
+                say(f"channel scan failed: {e}")
+        if self.pending:  # ready means known to the master
+            await asyncio.wait(set(self.pending), timeout=3.0)
         tasks = [self.loop.create_task(self.tick()), self.loop.create_task(self.watch_master())]
         for task in tasks:
             task.add_done_callback(self._task_done)
