@@ -460,6 +460,13 @@ def test_bad_first_publishers(ros: Roscore, name, bridge, peers: Peers) -> None:
     g.check()
     g.report("bad first publishers")
     assert b.stop() == 0
+    # A channel left with a bad type (by an older bridge) is named as such.
+    stale = name("stale")
+    nerve.create(stale, type="a/b/c", encoding="ros1msg", schema=STRING_DEF).close()
+    b = bridge("--from-ros", f"{topic(stale)}:{stale}")
+    b.wait_line(rf"error: {re.escape(topic(stale))}: channel {re.escape(stale)} exists with "
+                r"type 'a/b/c' \(ros1msg\), not a ROS 1 channel", 10)
+    assert b.stop() == 0
 
 
 def test_shutdown_call_exits_nonzero(ros: Roscore, pair) -> None:

@@ -391,6 +391,11 @@ class FromRos:
             self.ch, self.type, self.md5 = ch, meta.type or "", md5
             self.encoding, self.created_ns = meta.encoding or "", created
             self.data_size = ch.stat().data_size
+        if self.encoding not in ("ros1msg", "ros1") or not _ROS_TYPE.match(self.type or ""):
+            self.bridge.error(self.topic, f"channel {self.channel} exists with type "
+                                          f"{esc(self.type)!r} ({esc(self.encoding)}), not a ROS 1 "
+                                          f"channel: no publisher fills it until it is removed "
+                                          f"(nerve rm {self.channel})")
 
     def check_gone(self) -> None:
         """Let go of a channel removed (or replaced) under the bridge, so
