@@ -163,18 +163,55 @@ def add_limit_args(p: argparse.ArgumentParser) -> None:
                         "(default 512M, env NERVE_MAX_IMPORT_TOTAL)")
 
 
-class Limits:
-    """What channels sized from peers' messages may take (data ring bytes),
-    and how many were refused."""
+def channel_file_bytes(slots: int, data_size: int, meta_bytes: int = 0) -> int:
+    """What a channel's file commits in /dev/shm (docs/design/0001): a
+    header page, the metadata, the index (32 bytes a slot) and the data
+    ring, each in whole pages."""
+    def pages(n: int) -> int:
+        return (n + 4095) // 4096 * 4096
+
+    return 4096 + pages(meta_bytes + 3) + pages(32 * slots) + pages(data_size)
+
+
+class ImportBudget:
+    """The two bounds and what the channels this bridge created (while
+    they exist) are charged against the total; ``refused`` counts the
+    refusals. (The same interface and rules as the tools' shared bounds
+    module of issue 27: the data ring and the index each at most
+    max_channel, the files together at most max_total.)"""
 
     def __init__(self, max_channel: int, max_total: int) -> None:
         self.max_channel, self.max_total = max_channel, max_total
-        self.used = 0
-        self.refused_size = 0
+        self.refused = 0
+        self._charged: Dict[str, int] = {}
 
-    def largest(self) -> int:
-        """The largest channel that may still be created."""
-        return max(0, min(self.max_channel, self.max_total - self.used))
+    @property
+    def charged(self) -> int:
+        return sum(self._charged.values())
+
+    def admit(self, name: str, slots: int, data_size: int, meta_bytes: int = 0,
+              count: bool = True) -> Optional[str]:
+        """Charge channel ``name`` before it is created: None, or why not
+        (counted unless ``count`` is false; nothing charged)."""
+        need = channel_file_bytes(slots, data_size, meta_bytes)
+        used = self.charged - self._charged.get(name, 0)
+        why = None
+        if data_size > self.max_channel:
+            why = f"its data ring of {data_size} bytes is over --max-channel-size ({self.max_channel})"
+        elif 32 * slots > self.max_channel:
+            why = f"its index of {slots} slots is over --max-channel-size ({self.max_channel})"
+        elif used + need > self.max_total:
+            why = (f"its {need} bytes with the {used} already imported are over "
+                   f"--max-import-total ({self.max_total})")
+        if why is None:
+            self._charged[name] = need
+        elif count:
+            self.refused += 1
+        return why
+
+    def release(self, name: str) -> None:
+        """Channel ``name`` is gone (or was not made): it no longer counts."""
+        self._charged.pop(name, None)
 
 
 class Own:
@@ -354,7 +391,7 @@ class FromRos:
         self.md5: Optional[str] = None
         self.encoding = ""
         self.too_large = 0
-        self.refused = 0
+        self.refused = 0  # refusals of the channel since it last existed
         self.data_size = 0
         self.received = 0
         self.uris: List[str] = []
@@ -410,6 +447,7 @@ class FromRos:
             if gone:
                 self.ch.close()
                 self.ch, self.type, self.md5 = None, None, None
+                self.bridge.budget.release(self.channel)
                 say(f"from-ros {self.topic}: channel {self.channel} gone; "
                     f"created again at the next message")
         if gone:
@@ -421,55 +459,46 @@ class FromRos:
         None (also when the channel was refused by the size bounds)."""
         b = self.bridge
         assert link.type is not None and link.definition is not None
-        if b.size:
-            slots, data = default_geometry(size)
-            data = b.size
-        else:
-            slots, data = default_geometry(size)
-            data = min(data, b.limits.max_channel)
-            if size > data or data > b.limits.largest():
-                self._refuse(size)
-                return None
+        slots, data = default_geometry(size)
         slots = b.slots or slots
+        # The first message sizes the channel, within --max-channel-size
+        # and --max-import-total, or the channel is not made at all.
+        data = b.size or max(min(data, b.budget.max_channel), size)
+        schema = link.definition.encode()
+        why = b.budget.admit(self.channel, slots, data, len(link.type) + len(schema) + 7,
+                             count=self.refused == 0)
+        if why:
+            self.refused += 1
+            if self.refused == 1:
+                b.error(self.topic, f"channel {self.channel} not created (refused_size): {why}; "
+                                    f"its messages are dropped until one fits")
+            return None
         try:
             ch = nerve.create(self.channel, slots=slots, size=data, type=link.type,
-                              encoding="ros1msg", schema=link.definition.encode(), exist_ok=True)
+                              encoding="ros1msg", schema=schema, exist_ok=True)
             meta = ch.metadata
             created = ch.stat().created_ns
         except nerve.Error as e:
+            b.budget.release(self.channel)
             b.error(self.topic, f"cannot create channel {self.channel}: {e}")
             return None
         if meta.type != link.type:
             ch.close()
+            b.budget.release(self.channel)
             return (f"channel {self.channel} carries {esc(meta.type)} ({esc(meta.encoding)}), "
                     f"the topic {esc(link.type)}")
-        if not b.size:
-            b.limits.used += data
+        self.refused = 0
         say(f"created {self.channel} [{link.type}] {slots} slots, {data} bytes")
         self.ch, self.type, self.md5, self.encoding = ch, link.type, link.md5, "ros1msg"
         self.created_ns = created
         self.data_size = ch.stat().data_size
         return None
 
-    def _refuse(self, size: int) -> None:
-        """Count and report (once per topic) a channel over the bounds."""
-        lim = self.bridge.limits
-        lim.refused_size += 1
-        self.refused += 1
-        if self.refused == 1:
-            self.bridge.error(self.topic, f"channel {self.channel} refused: a channel for "
-                                          f"{size}-byte messages would pass --max-channel-size "
-                                          f"{lim.max_channel} or --max-import-total "
-                                          f"{lim.max_total} ({lim.used} bytes used); "
-                                          f"messages dropped until one fits")
-
     def max_message(self) -> int:
         """Longest message that may be read now."""
         if self.ch is not None:
             return self.data_size
-        if self.bridge.size:
-            return self.bridge.size
-        return self.bridge.limits.largest()
+        return self.bridge.size or self.bridge.budget.max_channel
 
     def put(self, link: Link, data: bytes) -> Optional[str]:
         """Put one message; a reason to drop its publisher, or None."""
@@ -645,14 +674,11 @@ class FromRos:
                 (n,) = struct.unpack("<I", await reader.readexactly(4))
                 limit = self.max_message()
                 if n > limit:
-                    if n > max(limit, b.limits.max_channel):
+                    if n > max(limit, b.budget.max_channel):
                         self._reject(link, f"a {n}-byte message (over --max-channel-size "
-                                           f"{b.limits.max_channel})")
+                                           f"{b.budget.max_channel})")
                         return
-                    if self.ch is None and not b.size:
-                        self._refuse(n)
-                    else:
-                        self.note_too_large(n)
+                    self.note_too_large(n)
                     left = n
                     while left:
                         chunk = await reader.read(min(left, 1 << 16))
@@ -939,7 +965,7 @@ class Bridge:
         self.master_uri: str = args.master
         self.master_timeout: float = args.master_timeout
         self.listen: Optional[str] = args.listen
-        self.limits = Limits(args.max_channel_size, args.max_import_total)
+        self.budget = ImportBudget(args.max_channel_size, args.max_import_total)
         self.to_specs = [split_spec(s) for s in args.to_ros]
         self.from_specs = [split_spec(s) for s in args.from_ros]
         self.own = Own()
@@ -1158,9 +1184,8 @@ class Bridge:
         for f in self.from_ros:
             say(f"from-ros {f.topic}: {f.received} messages put"
                 + (f", {f.too_large} too large" if f.too_large else ""))
-        if self.limits.refused_size:
-            say(f"refused_size {self.limits.refused_size}: channels not created "
-                f"(--max-channel-size/--max-import-total)")
+        if self.budget.refused:
+            say(f"refused_size: {self.budget.refused} channels over the import bounds")
         if self.fatal:
             say(f"error: {self.fatal}")
             return 1
