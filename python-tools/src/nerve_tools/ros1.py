@@ -98,6 +98,7 @@ MAX_PUBS_PER_TOPIC = 32  # publishers connected per subscribed topic
 MAX_LINKS = 256  # publishers connected in all
 SLOW_SUB_S = 30.0  # a subscriber that takes nothing this long is dropped
 RETRY_S = (1.0, 30.0)  # first and longest wait before reconnecting a publisher
+LINE_S = 10.0  # a repeated report of a topic's publishers at most this often
 
 # ROS 1 graph resource names: a leading '/' and segments of [A-Za-z0-9_]
 # starting with a letter (ROS wiki, Names).
@@ -398,7 +399,9 @@ class FromRos:
         self.links: Dict[str, "asyncio.Task[None]"] = {}
         self.rejected: Dict[str, str] = {}  # uri -> why, until it leaves the list
         self.retry: Dict[str, Tuple[float, float]] = {}  # uri -> (when, next backoff)
-        self.waiting_said = 0
+        self.waiting_since = 0.0  # when the "publishers wait" line was printed
+        self.failed_at = 0.0  # when a failed connection was last reported
+        self.failed_hidden = 0  # failed connections not reported since
         say(f"from-ros {topic} -> {channel}")
 
     # -- the channel --
@@ -568,10 +571,13 @@ class FromRos:
             task = asyncio.get_running_loop().create_task(self._link(u))
             task.add_done_callback(lambda t, u=u: self._link_done(u, t))
             self.links[u] = task
-        if waiting and waiting != self.waiting_said:
+        # One line when publishers start to wait, then one a LINE_S at most.
+        if not waiting:
+            self.waiting_since = 0.0
+        elif now - self.waiting_since > LINE_S:
+            self.waiting_since = now
             say(f"from-ros {self.topic}: {waiting} publishers wait for a connection "
                 f"(at most {MAX_PUBS_PER_TOPIC} per topic, {MAX_LINKS} in all)")
-        self.waiting_said = waiting
 
     def _link_done(self, uri: str, task: "asyncio.Task[None]") -> None:
         self.bridge.node.links -= 1
@@ -587,9 +593,18 @@ class FromRos:
     def _backoff(self, uri: str, why: str, quiet: bool = False) -> None:
         _, wait = self.retry.get(uri, (0.0, RETRY_S[0]))
         self.retry[uri] = (time.monotonic() + wait, min(wait * 2, RETRY_S[1]))
-        if not quiet:
-            self.bridge.error(self.topic, f"publisher {esc(uri, 80)}: {why}; retrying while it "
-                                      f"is registered")
+        if quiet:
+            return
+        # A peer may list thousands of URIs that never answer: one line a
+        # LINE_S per topic at most, with the count of the others.
+        now = time.monotonic()
+        if now - self.failed_at < LINE_S:
+            self.failed_hidden += 1
+            return
+        more = f" ({self.failed_hidden} more since the last such line)" if self.failed_hidden else ""
+        self.failed_at, self.failed_hidden = now, 0
+        say(f"error: {esc(self.topic)}: publisher {esc(uri, 80)}: {why}; retrying while it is "
+            f"registered{more}")
 
     async def check_header(self, link: Link) -> Optional[str]:
         """What is wrong with a publisher's header, or None."""
