@@ -473,12 +473,16 @@ def test_bad_first_publishers(ros: Roscore, name, bridge, peers: Peers) -> None:
     assert b.stop() == 0
 
 
-def test_shutdown_call_exits_nonzero(ros: Roscore, pair) -> None:
+def test_shutdown_call_exits_nonzero(ros: Roscore, pair, peers: Peers) -> None:
     """The slave API's shutdown (anyone may call it) ends the bridge at
-    once with status 1, so that a supervisor restarts it."""
-    b, *_ = pair()
+    once with status 1, so that a supervisor restarts it; connections
+    open at that moment end cleanly."""
+    b, out_ch, in_topic, in_ch, g = pair()
+    to_ros_works(b, peers, out_ch)  # a subscriber stays connected
+    from_ros_works(b, peers, in_topic, in_ch)  # and a publisher
     assert proxy(slave_uri(b)).shutdown("/evil", "bye\x9b31m")[0] == 1
     assert b.wait(10) == 1, b.output
+    assert "Traceback" not in b.output, b.output
     assert re.search(r"shutdown requested through the slave API by /evil \(bye\\x9b31m\)",
                      b.output), b.output
 

@@ -826,6 +826,12 @@ class Node:
     # -- TCPROS subscribers --
 
     async def _serve_sub(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._subscriber(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()  # the bridge stops (asyncio would log a cancelled handler)
+
+    async def _subscriber(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.inbound >= MAX_INBOUND or self.handshakes >= MAX_HANDSHAKES:
             writer.close()
             return

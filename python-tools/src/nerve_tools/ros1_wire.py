@@ -253,6 +253,12 @@ class XmlRpcServer:
             self.server.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._request(reader, writer)
+        except asyncio.CancelledError:
+            writer.close()  # the server stops (asyncio would log a cancelled handler)
+
+    async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.active >= self.max_conns:
             self.refused += 1
             writer.close()
