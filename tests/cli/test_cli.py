@@ -505,6 +505,54 @@ def test_review_regressions():
     expect(["rm", c], 0)
 
 
+def hold(n, write):
+    """A process that maps channel n as a handle does (rw-s for a writer,
+    r--s for a reader) and holds it until killed; returns it once mapped."""
+    code = ("import mmap, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR if sys.argv[2] == 'w' else os.O_RDONLY)\n"
+            "prot = mmap.PROT_READ | (mmap.PROT_WRITE if sys.argv[2] == 'w' else 0)\n"
+            "m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, prot)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-c", code, "/dev/shm/nerve." + n,
+                          "w" if write else "r"], stdout=subprocess.PIPE)
+    p.stdout.readline()
+    return p
+
+
+def test_rm_in_use():
+    """rm names the processes that still have a channel open, and refuses
+    (exit 1) while a writer has it, unless --force."""
+    n = name("rmuse")
+    expect(["create", n], 0)
+    reader = hold(n, write=False)
+    writer = hold(n, write=True)
+    try:
+        _, err = expect(["rm", n], 1, err_has="still open in 2 processes")
+        check("pid %d" % writer.pid in err and "may write" in err,
+              "rm: the writer is not named: %r" % err)
+        check("pid %d" % reader.pid in err and "reads" in err,
+              "rm: the reader is not named: %r" % err)
+        check("--force" in err, "rm: --force is not offered: %r" % err)
+        check(os.path.exists("/dev/shm/nerve." + n),
+              "rm removed a channel that a writer has open")
+        writer.kill()
+        writer.wait()
+        # Readers only: removed, and they are named.
+        _, err = expect(["rm", n], 0, err_has="pid %d" % reader.pid)
+        check(not os.path.exists("/dev/shm/nerve." + n),
+              "rm with only a reader left did not remove the channel")
+        expect(["create", n], 0)
+        writer = hold(n, write=True)
+        expect(["rm", "--force", n], 0, err_has="pid %d" % writer.pid)
+        check(not os.path.exists("/dev/shm/nerve." + n),
+              "rm --force did not remove the channel")
+    finally:
+        for p in (reader, writer):
+            p.kill()
+            p.wait()
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -514,7 +562,7 @@ def main():
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
-             test_strange_files, test_review_regressions]
+             test_strange_files, test_review_regressions, test_rm_in_use]
     try:
         for t in tests:
             n = len(FAILURES)
