@@ -110,6 +110,11 @@ def human_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(n: int, one: str, many: Optional[str] = None) -> str:
+    """plural(1, "channel") -> "1 channel"; plural(2, "channel") -> "2 channels"."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def human_age(ns: Optional[int]) -> str:
     """Age in nanoseconds as "850 ms", "12.0 s", "3.5 min"; "-" for none."""
     if ns is None:

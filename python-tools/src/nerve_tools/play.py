@@ -35,6 +35,7 @@ from ._common import (
     channel_name,
     die,
     from_mcap,
+    plural,
     sigterm_as_interrupt,
 )
 
@@ -103,6 +104,7 @@ class Player:
         self.start_ns = None if start is None or t_first is None else t_first + int(start * 1e9)
         self.end_ns = None if end is None or t_first is None else t_first + int(end * 1e9)
         self.total = 0
+        self.played = 0  # messages put by play(), counted as they go
         for schema, chan, msg in self._messages():
             if not self._wanted(chan.topic) or not self._in_window(msg.log_time):
                 continue
@@ -185,7 +187,7 @@ class Player:
             raise ValueError("rate must be positive")
         t0_wall = time.monotonic_ns()
         t0_log: Optional[int] = None
-        n = 0
+        n = 0  # this pass; self.played counts every pass, interrupted ones too
         for _schema, chan, msg in self._messages():
             t = self.targets.get(chan.topic)
             if t is None or not self._in_window(msg.log_time):
@@ -202,6 +204,7 @@ class Player:
             assert t.ch is not None
             t.ch.put(msg.data)
             n += 1
+            self.played += 1
             if progress is not None:
                 progress(n)
         return n
@@ -252,7 +255,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         die(PROG, f"cannot read {' '.join(args.files)}: {type(e).__name__}: {e}")
     if args.list:
         for t in player.targets.values():
-            print(f"{t.topic}\t{t.name}\t{t.count} messages\t{t.type or '-'}\t{t.encoding or '-'}")
+            print(f"{t.topic}\t{t.name}\t{plural(t.count, 'message')}\t{t.type or '-'}\t{t.encoding or '-'}")
         return 0
     if not player.targets:
         die(PROG, "no message to play (check --channel, --start, --end)")
@@ -261,8 +264,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (nerve.Error, ValueError) as e:
         player.close()
         die(PROG, str(e))
-    total = 0
     loops = 0
+    interrupted = False
     t0 = time.monotonic()
     progress = None
     if console.is_terminal and not args.quiet:
@@ -273,14 +276,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         while True:
             task = progress.add_task("play", total=player.total) if progress else None
             cb = (lambda n, task=task: progress.update(task, completed=n)) if progress else None
-            total += player.play(rate=args.rate, fast=args.fast, progress=cb)
+            player.play(rate=args.rate, fast=args.fast, progress=cb)
             loops += 1
             if progress is not None:
                 progress.remove_task(task)
             if not args.loop:
                 break
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     except nerve.Error as e:
         die(PROG, str(e))
     finally:
@@ -289,8 +292,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         player.close()
     if not args.quiet:
         made = [t.name for t in player.targets.values() if t.created]
-        print(f"{PROG}: {total} messages into {len(player.targets)} channels in "
-              f"{time.monotonic() - t0:.2f} s ({loops} pass{'es' if loops != 1 else ''})"
+        # What was played, also when Ctrl-C ended a pass part-way.
+        n, k = player.played, len(player.targets)
+        print(f"{PROG}: {plural(n, 'message')} into {plural(k, 'channel')} in "
+              f"{time.monotonic() - t0:.2f} s ({plural(loops, 'pass', 'passes')}"
+              + (", interrupted" if interrupted else "") + ")"
               + (f"; created {', '.join(made)}" if made else ""), file=sys.stderr)
     return 0
 
