@@ -648,12 +648,17 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
         *missed = want - cur - 1;
         return 0;
     }
-    case NERVE_GET_NEWEST:
+    case NERVE_GET_NEWEST: {
         if (head == 0 || head < tail)
             return NERVE_EAGAIN;
         *seq = head;
-        *missed = head > cur ? head - cur - 1 : 0;
+        /* Skipped messages are missed only after the reader's start: the
+         * history present when the handle opened is not loss (chan.h,
+         * "missed"). */
+        uint64_t from = cur > c->origin ? cur : c->origin;
+        *missed = head > from ? head - from - 1 : 0;
         return 0;
+    }
     case NERVE_GET_SEQ:
         if (arg <= 0)
             return NERVE_EINVAL;
@@ -981,6 +986,7 @@ uint64_t nerve_chan_cursor(const nerve_chan *c)
 void nerve_chan_seek(nerve_chan *c, uint64_t seq)
 {
     c->cursor = seq;
+    c->origin = 0; /* the caller placed the reader: count from seq */
 }
 
 void nerve_chan_cancel(nerve_chan *c)

@@ -636,6 +636,25 @@ static int writer_ns_claim(nerve_chan *c)
     return cur == mine ? 0 : NERVE_EXDEV;
 }
 
+/* A new handle's reading position (chan.h, "missed"): the cursor just
+ * before the oldest message present, so NEXT starts there with missed 0,
+ * and the origin at the newest, so NEWEST does not count the history
+ * present at open as missed. Head and tail are read as locate() reads
+ * them (acquire; tail bounded by head - nslots + 1); a message committed
+ * meanwhile only moves the start later. */
+static void reader_start(nerve_chan *c)
+{
+    /* SYNC(pub-seq) acquire, as in locate(). */
+    uint64_t head = nerve__load_acq(&c->hdr->head);
+    uint64_t tail = nerve__load_acq(&c->hdr->tail);
+    if (head >= c->nslots && tail < head - c->nslots + 1)
+        tail = head - c->nslots + 1;
+    if (tail == 0)
+        tail = 1;
+    c->cursor = tail <= head ? tail - 1 : head;
+    c->origin = head;
+}
+
 /* nerve_chan_open(), with the reason for a failure written into msg. */
 int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
                      char *msg, size_t len)
@@ -726,6 +745,8 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         return r;
     }
     c->bell = nerve__bell_map(name, &st, 1, NULL, 0);
+    if (!c->map_len)
+        reader_start(c);
     *out = c;
     return 0;
 fail_fd:
