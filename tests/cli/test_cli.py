@@ -12,6 +12,7 @@ Standard library only."""
 import base64
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -553,6 +554,63 @@ def test_rm_in_use():
             p.wait()
 
 
+def test_first_commands():
+    """What a new user types first: external verbs have a line each in
+    help; a near-miss verb gets a suggestion; nerve ach works from the
+    build tree; put at a terminal says it reads standard input."""
+    out, _ = expect(["help"], 0, out_has="external verbs")
+    for verb, words in (("hz", "message rate"), ("top", "live monitor"),
+                        ("who", "which processes"), ("cyclic", "jitter")):
+        line = [l for l in out.decode().splitlines()
+                if l.startswith("  %s " % verb)]
+        check(line and words in line[0],
+              "help gives %s a line with its summary: %r" % (verb, line))
+    expect(["gett"], 2, err_has="did you mean 'get'?")
+    expect(["crate", "x"], 2, err_has="did you mean 'create'?")
+    ach = os.path.join(os.path.dirname(NERVE), "nerve-ach")
+    if os.access(ach, os.X_OK):
+        expect(["ach", "-V"], 0)
+    else:
+        print("test_first_commands: no nerve-ach built beside nerve: "
+              "'nerve ach' not tried")
+    import pty
+    n = name("tty")
+    expect(["create", n], 0)
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(NERVE, [NERVE, "put", n])
+    said = b""
+    status = None
+    try:
+        deadline = time.monotonic() + 20
+        while b"standard input" not in said and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    said += os.read(fd, 1024)
+                except OSError:
+                    break
+        os.write(fd, b"typed\n")
+        # End of input: Ctrl-D at the start of a line, again until put
+        # has taken it (the terminal may deliver the first with the line).
+        while status is None and time.monotonic() < deadline:
+            os.write(fd, b"\x04")
+            select.select([fd], [], [], 0.1)
+            done, st = os.waitpid(pid, os.WNOHANG)
+            status = st if done else None
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    check(b"reading the message for %s from standard input" % n.encode()
+          in said and b"Ctrl-D" in said,
+          "put at a terminal does not say it reads stdin: %r" % said)
+    check(os.WEXITSTATUS(status) == 0, "put from a terminal failed: %r" % said)
+    out, _ = expect(["get", n, "--format", "raw"], 0)
+    check(out == b"typed\n", "put from a terminal put %r" % out)
+    expect(["rm", n], 0)
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -562,7 +620,8 @@ def main():
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
-             test_strange_files, test_review_regressions, test_rm_in_use]
+             test_strange_files, test_review_regressions, test_rm_in_use,
+             test_first_commands]
     try:
         for t in tests:
             n = len(FAILURES)

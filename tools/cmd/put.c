@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char help[] =
     "usage: nerve put NAME [DATA] [--lines] [--timeout SEC]\n"
@@ -152,6 +153,13 @@ static int run(int argc, char **argv)
     char *data;
     size_t len;
     int owned = 0;
+    if (optind + 1 >= argc && isatty(STDIN_FILENO)) {
+        /* Otherwise a user who forgot DATA sees a command that hangs. */
+        fprintf(stderr,
+                "nerve put: reading the message%s for %s from standard "
+                "input; end it with Ctrl-D (or give DATA after NAME)\n",
+                lines ? "s, one per line," : "", name);
+    }
     if (optind + 1 < argc) {
         data = argv[optind + 1];
         len = strlen(data);
