@@ -611,6 +611,33 @@ def test_first_commands():
     expect(["rm", n], 0)
 
 
+def test_words_a_user_can_follow():
+    """User-visible text cites papers by title, not by the project's
+    internal names for them ("seed 003", "issue 16"): every verb's --help,
+    nerve cyclic's, the README and docs/ (design records excepted)."""
+    import re
+    bad = re.compile(r"\bseeds? 0\d\d\b|\bissue \d+\b", re.I)
+    texts = {}
+    for verb in ["create", "rm", "ls", "info", "put", "get", "cat", "chmod",
+                 "check", "bench", "help"]:
+        texts["nerve %s --help" % verb] = run(verb, "--help")[1].decode()
+    cyclic = os.path.join(os.path.dirname(NERVE), "nerve-cyclic")
+    if os.access(cyclic, os.X_OK):
+        texts["nerve cyclic --help"] = run("cyclic", "--help")[1].decode()
+    root = os.path.dirname(os.path.dirname(HERE))
+    docs = [os.path.join(root, "README.md")] + [
+        os.path.join(root, "docs", f)
+        for f in sorted(os.listdir(os.path.join(root, "docs")))
+        if f.endswith(".md")]
+    for path in docs:
+        with open(path, encoding="utf-8") as f:
+            texts[os.path.relpath(path, root)] = f.read()
+    for where, text in texts.items():
+        for m in bad.finditer(text):
+            check(False, "%s says %r: cite the paper or document by title"
+                  % (where, text[max(0, m.start() - 30):m.end() + 10]))
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -621,7 +648,7 @@ def main():
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
              test_strange_files, test_review_regressions, test_rm_in_use,
-             test_first_commands]
+             test_first_commands, test_words_a_user_can_follow]
     try:
         for t in tests:
             n = len(FAILURES)
