@@ -638,6 +638,39 @@ def test_words_a_user_can_follow():
                   % (where, text[max(0, m.start() - 30):m.end() + 10]))
 
 
+def test_reader_starts_first():
+    """get --wait and cat with a timeout wait for a missing channel to be
+    created (readers often start first) and read what comes; without a
+    timeout they say how to wait."""
+    for verb in (["get", "--wait", "--next"], ["cat", "--count", "2", "--format",
+                                     "text"]):
+        n = name("first-" + verb[0])
+        p = subprocess.Popen([NERVE, verb[0], n] + verb[1:] +
+                             ["--timeout", "30"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            line = p.stderr.readline().decode()
+            check("waiting up to 30 s for it to be created" in line,
+                  "%s on a missing channel: %r" % (verb[0], line))
+            expect(["create", n], 0)
+            expect(["put", n, "one"], 0)
+            expect(["put", n, "two"], 0)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        want = b"one" if verb[0] == "get" else b"one\ntwo"
+        check(p.returncode == 0 and out.strip() == want,
+              "%s started before the channel: exit %s, %r, %r"
+              % (verb[0], p.returncode, out, err))
+        expect(["rm", n], 0)
+    n = name("never")
+    expect(["cat", n], 1, err_has="give --timeout SEC to wait")
+    expect(["get", n, "--wait", "--timeout", "0.05"], 1,
+           err_has="no channel of that name was created within 0.05 s")
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -648,7 +681,8 @@ def main():
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
              test_strange_files, test_review_regressions, test_rm_in_use,
-             test_first_commands, test_words_a_user_can_follow]
+             test_first_commands, test_words_a_user_can_follow,
+             test_reader_starts_first]
     try:
         for t in tests:
             n = len(FAILURES)

@@ -18,7 +18,8 @@ static const char help[] =
     "                   relative to now with a unit: -1.5s, -200ms, -30us\n"
     "  --wait           wait for a message if there is none (--newest,\n"
     "                   --next, --seq)\n"
-    "  --timeout SEC    with --wait: give up after SEC seconds (exit 1)\n"
+    "  --timeout SEC    with --wait: give up after SEC seconds (exit 1);\n"
+    "                   a missing channel is waited for to be created\n"
     "  --format F       raw (bytes as they are), hex (dump), text (bytes and\n"
     "                   a newline; default), json (one object: seq, time,\n"
     "                   time_ns, size, missed, text or base64)\n";
