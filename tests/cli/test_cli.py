@@ -561,11 +561,14 @@ def test_first_commands():
     out, _ = expect(["help"], 0, out_has="external verbs")
     for verb, words in (("hz", "message rate"), ("top", "live monitor"),
                         ("who", "which processes"), ("cyclic", "jitter")):
-        line = [l for l in out.decode().splitlines()
-                if l.startswith("  %s " % verb)]
+        line = [ln for ln in out.decode().splitlines()
+                if ln.startswith("  %s " % verb)]
         check(line and words in line[0],
               "help gives %s a line with its summary: %r" % (verb, line))
     expect(["gett"], 2, err_has="did you mean 'get'?")
+    one = name("one-slot")
+    expect(["create", one, "--slots", "1"], 0, out_has="%s: 1 slot, " % one)
+    expect(["rm", one], 0)
     expect(["crate", "x"], 2, err_has="did you mean 'create'?")
     ach = os.path.join(os.path.dirname(NERVE), "nerve-ach")
     if os.access(ach, os.X_OK):

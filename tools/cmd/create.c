@@ -143,9 +143,9 @@ static int run(int argc, char **argv)
         char fs[40], ds[40];
         cli_mem_str(fs, sizeof fs, st.file_size);
         cli_mem_str(ds, sizeof ds, st.data_size);
-        printf("%s: %" PRIu64 " slots, %s data ring: %s of memory committed "
-               "(/dev/shm/nerve.%s)\n",
-               name, st.slots, ds, fs, name);
+        printf("%s: %" PRIu64 " slot%s, %s data ring: %s of memory "
+               "committed (/dev/shm/nerve.%s)\n",
+               name, st.slots, st.slots == 1 ? "" : "s", ds, fs, name);
     }
     return CLI_OK;
 }

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import nerve
 
 from . import codecs
-from ._common import RAW, from_mcap, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
+from ._common import RAW, from_mcap, plural, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
 
 #: The subprotocols a client may ask for: the published protocol's name and
 #: the SDK's (the SDK's server accepts only the latter).
@@ -367,7 +367,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1
     # The ready line (tests read the port from it).
-    print(f"{PROG}: serving {len(bridge.links)} channels on ws://{args.host}:{bridge.port}; "
+    print(f"{PROG}: serving {plural(len(bridge.links), 'channel')} on ws://{args.host}:{bridge.port}; "
           "Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
         while True:
@@ -381,7 +381,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         missed = sum(link.missed for link in links)
         bridge.close()
     if not args.quiet:
-        print(f"{PROG}: forwarded {fwd} messages, {missed} missed", file=sys.stderr)
+        print(f"{PROG}: forwarded {plural(fwd, 'message')}, {missed} missed", file=sys.stderr)
     return 0
 
 
