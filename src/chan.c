@@ -154,6 +154,7 @@
  *   clock.c; file operations behind platform.h.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -398,7 +399,12 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
     if (c->reserved)
         return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
     if ((uint64_t)len > c->data_size)
-        return NERVE_EMSGSIZE;
+        return nerve__detail(NERVE_EMSGSIZE,
+                             "a message of %zu bytes does not fit: the "
+                             "channel's data ring is %" PRIu64
+                             " bytes (the largest message; nerve create "
+                             "--size)",
+                             len, c->data_size);
     return 0;
 }
 
@@ -913,7 +919,11 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
                     info->len = m.len;
                     info->reserved[0] = info->reserved[1] = 0;
                 }
-                return NERVE_EMSGSIZE;
+                return nerve__detail(NERVE_EMSGSIZE,
+                                     "the buffer of %zu bytes is smaller "
+                                     "than the message of %" PRIu64
+                                     " bytes (info.len; nothing consumed)",
+                                     len, (uint64_t)m.len);
             }
             /* R4: one copy, then validate again. */
             nerve__racy_copy(buf, msg_ptr(c, &m), m.len); /* R4 */

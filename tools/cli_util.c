@@ -19,8 +19,10 @@
 
 int cli_err(const char *verb, const char *what, int rc)
 {
+    /* The library's detail of the failure (nerve_err_detail): the same
+     * text every binding shows. */
     fprintf(stderr, "nerve %s: %s: %s: %s\n", verb, what, nerve_err_name(rc),
-            nerve_strerror(rc));
+            nerve_err_detail(rc));
     return CLI_FAIL;
 }
 
@@ -396,11 +398,8 @@ int cli_check_name(const char *verb, const char *name)
 {
     int rc = nerve_chan_name_check(name);
     if (rc != 0) {
-        fprintf(stderr,
-                "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
-                "start with '.', at most %d bytes)\n",
-                verb, name, nerve_err_name(rc), nerve_strerror(rc),
-                NERVE_NAME_MAX);
+        fprintf(stderr, "nerve %s: '%s': %s: %s\n", verb, name,
+                nerve_err_name(rc), nerve_err_detail(rc));
         return CLI_USAGE;
     }
     return 0;

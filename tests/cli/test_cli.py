@@ -674,6 +674,37 @@ def test_reader_starts_first():
            err_has="no channel of that name was created within 0.05 s")
 
 
+def test_errors_one_voice():
+    """The five mistakes of every binding's error test (tests/unit
+    test_chan_basic.c, tests/cxx test_cxx_api.cpp, tests/python
+    test_api.py): 'nerve VERB: NAME: CODE: detail', the library's detail;
+    and a size the option grammar refuses names the grammar."""
+    n, gone = name("voice"), name("voice-gone")
+    expect(["create", n, "--slots", "8", "--size", "4096", "--type",
+            "demo/A"], 0)
+    expect(["put", n], 1, input=b"x" * 5000,
+           err_has="nerve put: %s: EMSGSIZE: a message of 5000 bytes does "
+                   "not fit: the channel's data ring is 4096 bytes (the "
+                   "largest message; nerve create --size)" % n)
+    expect(["get", "bad name"], 2,
+           err_has="nerve get: 'bad name': EINVAL: a space is not allowed "
+                   "in a channel name (names use A-Z a-z 0-9 _ . -")
+    expect(["get", gone], 1,
+           err_has="nerve get: %s: ENOENT: no such channel ('nerve ls' "
+                   "lists them" % gone)
+    expect(["create", n], 1,
+           err_has="nerve create: %s: EEXIST: a channel of this name exists"
+                   " (open it" % n)
+    expect(["create", n, "--slots", "8", "--size", "4096", "--type",
+            "demo/B", "--exist-ok"], 1,
+           err_has="nerve create: %s: EMISMATCH: the channel exists with "
+                   "type 'demo/A'" % n)
+    expect(["create", name("voice-t"), "--size", "1T"], 2,
+           err_has="bad --size '1T' (bytes of the data ring, the largest "
+                   "message: a number with an optional K, M or G suffix")
+    expect(["rm", n], 0)
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -685,7 +716,7 @@ def main():
              test_put_get, test_cat, test_chmod, test_check,
              test_strange_files, test_review_regressions, test_rm_in_use,
              test_first_commands, test_words_a_user_can_follow,
-             test_reader_starts_first]
+             test_reader_starts_first, test_errors_one_voice]
     try:
         for t in tests:
             n = len(FAILURES)

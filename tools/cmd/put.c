@@ -78,19 +78,8 @@ static int put_one(nerve_chan *ch, const char *name, const void *buf,
                    size_t len, int64_t timeout, int json)
 {
     struct nerve_put_info info;
+    /* EMSGSIZE: the library's detail names both sizes (cli_err). */
     int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
-    if (rc == NERVE_EMSGSIZE) {
-        struct nerve_stats st;
-        if (nerve_chan_stat(ch, &st) == 0) {
-            fprintf(stderr,
-                    "nerve put: %s: EMSGSIZE: a message of %zu bytes "
-                    "does not fit: the channel's data ring is %" PRIu64
-                    " bytes (the largest message; nerve create "
-                    "--size)\n",
-                    name, len, st.data_size);
-            return CLI_FAIL;
-        }
-    }
     if (rc == NERVE_ETIMEDOUT) {
         char who[256];
         if (lock_holder(name, who, sizeof who) == 0) {

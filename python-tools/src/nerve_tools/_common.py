@@ -139,6 +139,14 @@ def realtime_offset_ns() -> int:
     return wall - (before + after) // 2
 
 
+def chan_error(name: str, e: Exception) -> str:
+    """``NAME: CODE: detail`` for a failure on channel NAME, as the C verbs
+    print it (a nerve.Error names its channel itself), else ``NAME: e``."""
+    if isinstance(e, nerve.Error) and e.channel == name:
+        return str(e)
+    return f"{name}: {e}"
+
+
 def die(prog: str, msg: str, code: int = 1) -> NoReturn:
     print(f"{prog}: {msg}", file=sys.stderr)
     raise SystemExit(code)

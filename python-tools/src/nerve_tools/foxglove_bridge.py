@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import nerve
 
 from . import codecs
-from ._common import RAW, from_mcap, plural, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
+from ._common import RAW, chan_error, from_mcap, plural, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
 
 #: The subprotocols a client may ask for: the published protocol's name and
 #: the SDK's (the SDK's server accepts only the latter).
@@ -310,7 +310,7 @@ class Bridge:
                 n += self._forward(link)
             except nerve.Error as e:
                 # A channel that turned bad is withdrawn; the others go on.
-                print(f"{PROG}: {name}: {e}; withdrawn", file=sys.stderr)
+                print(f"{PROG}: {chan_error(name, e)}; withdrawn", file=sys.stderr)
                 self._refused[name] = link.created
                 self._withdraw(name)
         return n

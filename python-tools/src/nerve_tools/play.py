@@ -32,6 +32,7 @@ from ._common import (
     META_NAME,
     META_SLOTS,
     META_TYPE,
+    chan_error,
     channel_name,
     die,
     from_mcap,
@@ -147,7 +148,7 @@ class Player:
             try:
                 self._open_target(t)
             except nerve.Error as e:
-                print(f"{PROG}: {t.name}: {e}; not playing {topic!r}", file=sys.stderr)
+                print(f"{PROG}: {chan_error(t.name, e)}; not playing {topic!r}", file=sys.stderr)
                 self.total -= t.count
                 del self.targets[topic]
         if not self.targets:

@@ -42,6 +42,7 @@ from ._common import (
     META_NAME,
     META_SLOTS,
     META_TYPE,
+    chan_error,
     die,
     human_bytes,
     is_pattern,
@@ -157,13 +158,13 @@ class Recorder:
         except nerve.ChannelNotFound:
             return False
         except nerve.Error as e:
-            print(f"{PROG}: {name}: {e}", file=sys.stderr)
+            print(f"{PROG}: {chan_error(name, e)}", file=sys.stderr)
             return False
         try:
             st = ch.stat()
         except nerve.Error as e:
             ch.close()
-            print(f"{PROG}: {name}: {e}", file=sys.stderr)
+            print(f"{PROG}: {chan_error(name, e)}", file=sys.stderr)
             return False
         if initial and not self.from_start:
             ch.seek(st.head_seq)
