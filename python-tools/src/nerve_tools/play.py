@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -203,12 +204,22 @@ class Player:
                         break
                     time.sleep(left / 1e9)
             assert t.ch is not None
-            t.ch.put(msg.data)
-            n += 1
-            self.played += 1
+            # Ctrl-C (or SIGTERM) is held off while a message is put and
+            # counted, so an interrupted pass counts exactly what it put.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+            try:
+                t.ch.put(msg.data)
+                n += 1
+                self.played += 1
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
             if progress is not None:
                 progress(n)
         return n
+
+
+#: The signals that stop play (Ctrl-C, and SIGTERM by sigterm_as_interrupt).
+_STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
 def _rename(text: str) -> Tuple[str, str]:
