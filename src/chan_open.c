@@ -29,20 +29,47 @@
 #define MAX_SLOTS (1ull << 32)
 #define MAX_DATA (1ull << 40)
 
+#define NAME_RULE                                                              \
+    "names use A-Z a-z 0-9 _ . -, do not start with '.' and have at most "     \
+    "255 bytes"
+
 int nerve_chan_name_check(const char *name)
 {
-    if (!name || !name[0] || name[0] == '.')
-        return NERVE_EINVAL;
+    nerve__detail_clear();
+    if (!name || !name[0])
+        return nerve__detail(NERVE_EINVAL,
+                             "empty channel name (" NAME_RULE ")");
+    if (name[0] == '.')
+        return nerve__detail(NERVE_EINVAL,
+                             "a channel name may not start with '.' "
+                             "(" NAME_RULE ")");
     size_t n = 0;
     for (const char *p = name; *p; p++, n++) {
         char ch = *p;
         int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
                  ch == '.';
-        if (!ok)
-            return NERVE_EINVAL;
+        if (!ok) {
+            unsigned char u = (unsigned char)ch;
+            if (u == ' ')
+                return nerve__detail(NERVE_EINVAL,
+                                     "a space is not allowed in a channel "
+                                     "name (" NAME_RULE ")");
+            if (u > ' ' && u < 127)
+                return nerve__detail(NERVE_EINVAL,
+                                     "'%c' is not allowed in a channel name "
+                                     "(" NAME_RULE ")",
+                                     ch);
+            return nerve__detail(NERVE_EINVAL,
+                                 "byte 0x%02x is not allowed in a channel "
+                                 "name (" NAME_RULE ")",
+                                 u);
+        }
         if (n >= NERVE_NAME_MAX)
-            return NERVE_ENAMETOOLONG;
+            return nerve__detail(NERVE_ENAMETOOLONG,
+                                 "channel name longer than %d bytes "
+                                 "(" NAME_RULE ")",
+                                 NERVE_NAME_MAX);
     }
     return 0;
 }
@@ -300,7 +327,15 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
          !same_str(o->type, c->type) || !same_str(o->encoding, c->encoding) ||
          (o->schema && (o->schema_len != c->schema_len ||
                         memcmp(o->schema, c->schema, o->schema_len) != 0))))
-        r = NERVE_EMISMATCH;
+        r = nerve__detail(
+            NERVE_EMISMATCH,
+            "the channel exists with type '%s', %" PRIu64
+            " slots and a %" PRIu64
+            "-byte data ring; asked for type '%s', %" PRIu64
+            " slots and %" PRIu64
+            " bytes (use the same, or another name, or remove it: nerve rm)",
+            c->type ? c->type : "", c->nslots, c->data_size,
+            o->type ? o->type : "", g.nslots, g.data_size);
     (void)nerve_chan_close(c);
     return r;
 }
@@ -481,6 +516,10 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
     nerve__shm_tmp_discard(&bell);
     if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
         r = check_compatible(name, &o);
+    else if (r == NERVE_EEXIST)
+        nerve__detail(r, "a channel of this name exists (open it; or reuse it "
+                         "only if alike with NERVE_C_EXIST_OK, exist_ok; or "
+                         "remove it: nerve rm)");
     return r;
 }
 
@@ -784,6 +823,25 @@ static int writer_ns_claim(nerve_chan *c)
     return r < 0 ? r : 0;
 }
 
+/* A new handle's reading position (chan.h, "missed"): the cursor just
+ * before the oldest message present, so NEXT starts there with missed 0,
+ * and the origin at the newest, so NEWEST does not count the history
+ * present at open as missed. Head and tail are read as locate() reads
+ * them (acquire; tail bounded by head - nslots + 1); a message committed
+ * meanwhile only moves the start later. */
+static void reader_start(nerve_chan *c)
+{
+    /* SYNC(pub-seq) acquire, as in locate(). */
+    uint64_t head = nerve__load_acq(&c->hdr->head);
+    uint64_t tail = nerve__load_acq(&c->hdr->tail);
+    if (head >= c->nslots && tail < head - c->nslots + 1)
+        tail = head - c->nslots + 1;
+    if (tail == 0)
+        tail = 1;
+    c->cursor = tail <= head ? tail - 1 : head;
+    c->origin = head;
+}
+
 /* nerve_chan_open(), with the reason for a failure written into msg. */
 int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
                      char *msg, size_t len)
@@ -874,6 +932,8 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         return r;
     }
     c->bell = nerve__bell_map(name, &st, 1, NULL, 0);
+    if (!c->map_len)
+        reader_start(c);
     *out = c;
     return 0;
 fail_fd:
@@ -885,7 +945,36 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
 {
     if (flags & NERVE__O_HEADER)
         return NERVE_EINVAL; /* internal */
-    return nerve__chan_open(name, flags, out, NULL, 0);
+    int r = nerve_chan_name_check(name);
+    if (r)
+        return r;
+    size_t len;
+    char *msg = nerve__detail_buf(&len);
+    r = nerve__chan_open(name, flags, out, msg, len);
+    if (r == 0) {
+        nerve__detail_clear();
+        return 0;
+    }
+    nerve__detail_adopt(r);
+    if (r == NERVE_ENOENT)
+        return nerve__detail(r, "no such channel ('nerve ls' lists them; "
+                                "nerve_chan_create or 'nerve create' makes "
+                                "one)");
+    if (r == NERVE_EACCES) {
+        char path[PATH_MAX];
+        struct stat st;
+        nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+        if (stat(path, &st) == 0)
+            return nerve__detail(
+                r,
+                "no permission to open it for %s: mode %04o, owner uid %u "
+                "gid %u (readers need read permission, writers read and "
+                "write; 'nerve chmod' as its owner)",
+                (flags & NERVE_O_WRITE) ? "writing" : "reading",
+                (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+                (unsigned)st.st_gid);
+    }
+    return r;
 }
 
 int nerve_chan_close(nerve_chan *c)

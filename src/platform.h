@@ -151,6 +151,17 @@ extern const struct nerve__file_ops nerve__file_linux;
  * and -e for any other errno (never a silent NERVE_EINVAL). */
 int nerve__err_from_errno(int e);
 
+/* The detail behind nerve_err_detail() (src/errors.c), per thread:
+ * nerve__detail() records code's detail and returns code; _clear() forgets
+ * it (setup calls start with it); _buf() clears and hands out the buffer
+ * for a callee that writes a message (nerve__say), and _adopt(code) makes
+ * what it wrote, if anything, code's detail. */
+__attribute__((format(printf, 2, 3))) int nerve__detail(int code,
+                                                        const char *fmt, ...);
+void nerve__detail_clear(void);
+char *nerve__detail_buf(size_t *len);
+void nerve__detail_adopt(int code);
+
 /* Open the existing regular file `path` read-only or read-write without
  * blocking and without following a symlink, and fstat it into *st.
  * Returns the descriptor, NERVE_ENOTCHAN if anything but a regular file

@@ -137,6 +137,20 @@ int cli_find_external(const char *verb, char *out, size_t len);
  * the arguments SUB argv[1..argc); returns only on failure (CLI_FAIL). */
 int cli_exec_external(const char *tool, const char *sub, int argc, char **argv);
 
+/* ---- processes holding a channel (tools/cli_holders.c) ----------------- */
+
+/* One process (other than this one) that maps a channel. */
+struct cli_holder {
+    long pid;
+    int writer;        /* maps it writable: a handle that may put */
+    char command[120]; /* its command line, cut to fit */
+};
+/* The processes mapping channel NAME's current file, from /proc/PID/maps
+ * (at most max). Returns 0, or -1 if the file or /proc cannot be read.
+ * *uninspectable counts processes whose maps could not be read. */
+int cli_holders(const char *name, struct cli_holder *out, size_t max, size_t *n,
+                size_t *uninspectable);
+
 /* ---- JSON and text output ----------------------------------------------- */
 
 /* The one escaping of text for a human (a terminal, a log): every name,

@@ -22,7 +22,7 @@ int cli_err(const char *verb, const char *what, int rc)
     char esc[256];
     fprintf(stderr, "nerve %s: %s: %s: %s\n", verb,
             cli_text_buf(esc, sizeof esc, what), nerve_err_name(rc),
-            nerve_strerror(rc));
+            nerve_err_detail(rc));
     return CLI_FAIL;
 }
 
@@ -570,12 +570,9 @@ int cli_check_name(const char *verb, const char *name)
     int rc = nerve_chan_name_check(name);
     if (rc != 0) {
         char esc[4 * NERVE_NAME_MAX + 64];
-        name = cli_text_buf(esc, sizeof esc, name);
-        fprintf(stderr,
-                "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
-                "start with '.', at most %d bytes)\n",
-                verb, name, nerve_err_name(rc), nerve_strerror(rc),
-                NERVE_NAME_MAX);
+        fprintf(stderr, "nerve %s: '%s': %s: %s\n", verb,
+                cli_text_buf(esc, sizeof esc, name), nerve_err_name(rc),
+                nerve_err_detail(rc));
         return CLI_USAGE;
     }
     return 0;
@@ -789,6 +786,40 @@ static int get_grow(nerve_chan *ch, char **buf, size_t *cap, int64_t arg,
     }
 }
 
+/* A reader often starts before its writer: with NERVE_F_WAIT and a
+ * timeout, wait up to *timeout for channel NAME to be created (checking
+ * every 10 ms; Ctrl-C ends the wait), then open it. *timeout becomes what
+ * is left of it. Returns as nerve_chan_open(), or NERVE_ECANCELED. */
+static int open_when_created(const struct cli_read *r, nerve_chan **ch,
+                             int64_t *timeout)
+{
+    int64_t start = nerve_clock_now_ns();
+    fprintf(stderr,
+            "nerve %s: %s: no such channel yet; waiting up to %.3g s for it "
+            "to be created\n",
+            r->verb, r->name, (double)*timeout / 1e9);
+    cli_catch_signals(NULL);
+    int rc = NERVE_ENOENT;
+    while (rc == NERVE_ENOENT) {
+        int64_t left = *timeout - (nerve_clock_now_ns() - start);
+        if (g_interrupted) {
+            rc = NERVE_ECANCELED;
+            break;
+        }
+        if (left <= 0) {
+            rc = NERVE_ETIMEDOUT;
+            break;
+        }
+        struct timespec nap = {0, left < 10000000 ? (long)left : 10000000};
+        nanosleep(&nap, NULL);
+        rc = nerve_chan_open(r->name, NERVE_O_READ, ch);
+    }
+    cli_release_signals();
+    int64_t left = *timeout - (nerve_clock_now_ns() - start);
+    *timeout = left > 0 ? left : 0;
+    return rc;
+}
+
 int cli_read_run(const struct cli_read *r)
 {
     if (cli_check_name(r->verb, r->name) != 0) {
@@ -796,7 +827,33 @@ int cli_read_run(const struct cli_read *r)
     }
     nerve_chan *ch;
     struct nerve_stats st;
+    int64_t timeout = r->timeout;
+    enum cli_start start = r->start;
     int rc = nerve_chan_open(r->name, NERVE_O_READ, &ch);
+    if (rc == NERVE_ENOENT && (r->flags & NERVE_F_WAIT) &&
+        timeout != NERVE_FOREVER && timeout > 0) {
+        rc = open_when_created(r, &ch, &timeout);
+        if (rc == NERVE_ECANCELED && r->interrupt_ends) {
+            return CLI_OK;
+        }
+        if (rc == NERVE_ETIMEDOUT) {
+            fprintf(stderr,
+                    "nerve %s: %s: ETIMEDOUT: no channel of that name was "
+                    "created within %.3g s ('nerve ls' lists channels)\n",
+                    r->verb, r->name, (double)r->timeout / 1e9);
+            return CLI_FAIL;
+        }
+        /* Everything in a channel created while we waited is new. */
+        if (start == CLI_START_AFTER_NEWEST) {
+            start = CLI_START_OLDEST;
+        }
+    } else if (rc == NERVE_ENOENT && (r->flags & NERVE_F_WAIT)) {
+        fprintf(stderr,
+                "nerve %s: %s: ENOENT: no such channel (give --timeout SEC "
+                "to wait for it to be created; 'nerve ls' lists channels)\n",
+                r->verb, r->name);
+        return CLI_FAIL;
+    }
     if (rc == 0) {
         rc = nerve_chan_stat(ch, &st);
         if (rc != 0) {
@@ -814,7 +871,7 @@ int cli_read_run(const struct cli_read *r)
     }
     /* "missed" counts what this reader could have had and lost: the
      * history before the starting point is not loss. */
-    switch (r->start) {
+    switch (start) {
     case CLI_START_HERE: break;
     case CLI_START_OLDEST:
         if (st.tail_seq > 1) {
@@ -835,7 +892,8 @@ int cli_read_run(const struct cli_read *r)
     int status = CLI_OK;
     for (uint64_t n = 0; r->count == 0 || n < r->count; n++) {
         struct nerve_get_info info;
-        rc = get_grow(ch, &buf, &cap, r->arg, r->timeout, &info, r->flags);
+        rc = get_grow(ch, &buf, &cap, r->arg, n == 0 ? timeout : r->timeout,
+                      &info, r->flags);
         if (rc == 0) {
             print_message(r->fmt, buf, &info);
             continue;

@@ -166,7 +166,8 @@ struct nerve_put_info {
 /* What a get or view delivered. */
 struct nerve_get_info {
     uint64_t seq;         /* sequence number of the message */
-    uint64_t missed;      /* NEXT/NEWEST: messages skipped since the cursor */
+    uint64_t missed;      /* NEXT/NEWEST: messages lost or skipped since
+                             the cursor (see "missed" below) */
     int64_t time_ns;      /* commit time, CLOCK_MONOTONIC ns */
     uint64_t len;         /* message size; on NERVE_EMSGSIZE the size needed */
     uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
@@ -427,9 +428,22 @@ NERVE_NODISCARD NERVE_API int nerve_chan_view(nerve_chan *c, int64_t arg,
 NERVE_NODISCARD NERVE_API int
 nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view);
 
-/* The handle's cursor: the sequence number of the last message NEXT or
- * NEWEST returned (0 before the first). nerve_chan_seek() sets it, so the
- * next NEXT returns message seq + 1.
+/* "missed" (nerve_get_info.missed), the one meaning that the C++, Python
+ * and Rust bindings and the nerve command all report: the messages this
+ * reader could have had and did not get. For NEXT, those after its cursor
+ * that were overwritten before it read them; for NEWEST, also those it
+ * skipped to take the newest. The history a handle finds when it opens is
+ * not loss: a new handle's cursor is just before the oldest message
+ * present (the first NEXT returns it with missed 0), and its first NEWEST
+ * counts only messages committed after the open (3 messages, then open,
+ * then NEWEST: message 3, missed 0; 3 more, then NEWEST: message 6,
+ * missed 2).
+ *
+ * The handle's cursor: the sequence number of the last message NEXT or
+ * NEWEST returned; before the first, the one before the oldest message
+ * present at open (0 for an empty channel). nerve_chan_seek() sets it, so
+ * the next NEXT returns message seq + 1 and the next NEWEST counts the
+ * messages after seq that it skips as missed.
  * Thread: one caller per handle.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API uint64_t nerve_chan_cursor(const nerve_chan *c);
 NERVE_API void nerve_chan_seek(nerve_chan *c, uint64_t seq);

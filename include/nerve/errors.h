@@ -80,6 +80,21 @@ NERVE_API const char *nerve_strerror(int err);
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API const char *nerve_err_name(int err);
 
+/* The detail of code err, as the library produced it once for every
+ * binding and tool to show: what was wrong, what would have been accepted
+ * and what to do (e.g. for NERVE_EMSGSIZE from a put: "a message of 5000
+ * bytes does not fit: the channel's data ring is 4096 bytes (the largest
+ * message; nerve create --size)"). It is the text recorded by the last
+ * call of this thread that failed with err and had more to say (naming a
+ * channel name's rules, the file's mode and owner, both types of a
+ * mismatch, the sizes of a message that does not fit); for any other code,
+ * or when none was recorded, nerve_strerror(err). Valid until this thread's
+ * next nerve call. Calls that record one: nerve_chan_name_check (and every
+ * call taking a name), nerve_chan_open, nerve_chan_create, put, reserve and
+ * get (NERVE_EMSGSIZE).
+ * Thread: per thread.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API const char *nerve_err_detail(int err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -400,6 +400,11 @@ ACH_API enum ach_status ach_open(ach_channel_t *chan, const char *channel_name,
     char path[ACH_CHAN_NAME_MAX + 32];
     snprintf(path, sizeof path, "/dev/shm/nerve.%s", channel_name);
     chan->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Ach's reader starts before the first frame ever put (seq_num 0):
+     * frames skipped by its first get are ACH_MISSED_FRAME, as in Ach,
+     * even those put before it opened (nerve's own handles do not count
+     * the history present at open). */
+    nerve_chan_seek(ch, 0);
     chan->seq_num = nerve_chan_cursor(ch);
     chan->next_index = 0;
     chan->map = ACH_MAP_USER;

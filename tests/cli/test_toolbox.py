@@ -713,3 +713,18 @@ def test_echo_pub_custom_type_from_schema(name, tmp_path, encoding, typename) ->
         data = r.get(seq=1).data
     m = schemas.decode(data, typename, encoding, msg.read_bytes())
     assert (m.x, m.label, list(m.ids)) == (2.5, "hello", [1, 2, 3])
+
+
+def test_python_verbs_speak_as_the_c_verbs(name) -> None:
+    """A Python verb and a C verb report the same mistake in one format,
+    'nerve VERB: NAME: CODE: detail', with the library's detail."""
+    gone = name("gone")
+    for bad, code in ((gone, 1), ("bad name", 2)):
+        c = run("get", bad)
+        for verb in ("hz", "echo"):
+            p = run(verb, bad)
+            assert p.returncode == c.returncode == code, (verb, p.stderr, c.stderr)
+            said = p.stderr.decode().splitlines()[-1]
+            assert said.startswith(f"nerve {verb}: "), said
+            assert said[len(f"nerve {verb}: "):] == c.stderr.decode().splitlines()[0][len("nerve get: "):], \
+                (said, c.stderr)

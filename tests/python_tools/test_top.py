@@ -115,3 +115,62 @@ def test_once_prints_a_table(name) -> None:
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if a in ln)
     assert "demo/Once (json)" in line and " 3 " in line + " " and "8 x 4.0 KiB" in line
+
+
+def _top_in_a_pty(args, stop) -> tuple:
+    """Run nerve top in a pseudo-terminal until it has drawn its table,
+    then stop it with ``stop(pid, fd)``; returns (rendered, exit status or
+    None if it did not exit within 20 s, after which it is killed)."""
+    import os
+    import pty
+    import select
+    import signal
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the tool, on the terminal
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(tool("top"), [tool("top"), *args])
+    out, status = b"", None
+    try:
+        deadline = time.monotonic() + 30
+        while b"channel" not in out and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    break
+        stop(pid, fd)
+        deadline = time.monotonic() + 20
+        while status is None and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    os.read(fd, 65536)  # keep the terminal drained
+                except OSError:
+                    pass
+            done, st = os.waitpid(pid, os.WNOHANG)
+            status = st if done else None
+    finally:
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    return b"channel" in out, status
+
+
+def test_ctrl_c_stops_top_in_a_terminal(name) -> None:
+    """Ctrl-C ends nerve top as it ends every other verb: the key (the
+    terminal is in raw mode, so no SIGINT) and the signal; and docs/tools.md's
+    `nerve top 'cam*' --sort rate --reverse` is accepted."""
+    import os
+    import signal
+
+    ch = name("cam0")
+    nerve.create(ch, slots=8, size=4096).close()
+    for args, stop in (
+        ([f"{ch[:-4]}cam*", "--sort", "rate", "--reverse"], lambda pid, fd: os.write(fd, b"\x03")),
+        ([], lambda pid, fd: os.kill(pid, signal.SIGINT)),
+    ):
+        rendered, status = _top_in_a_pty(args, stop)
+        assert rendered, args
+        assert status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (args, status)

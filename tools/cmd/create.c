@@ -48,12 +48,20 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'n':
             if (cli_parse_u64(optarg, &o.slots) != 0 || o.slots == 0) {
-                return cli_usage("create", "bad --slots '%s'", optarg);
+                return cli_usage("create",
+                                 "bad --slots '%s' (a whole number of "
+                                 "messages kept, at least 1, e.g. 1024)",
+                                 optarg);
             }
             break;
         case 's':
             if (cli_parse_size(optarg, &o.data_size) != 0 || o.data_size == 0) {
-                return cli_usage("create", "bad --size '%s'", optarg);
+                return cli_usage("create",
+                                 "bad --size '%s' (bytes of the data ring, "
+                                 "the largest message: a number with an "
+                                 "optional K, M or G suffix, powers of "
+                                 "1024, e.g. 4096, 64K, 8M, 1G; at least 1)",
+                                 optarg);
             }
             break;
         case 'm':
@@ -162,9 +170,9 @@ static int run(int argc, char **argv)
         char fs[40], ds[40];
         cli_mem_str(fs, sizeof fs, st.file_size);
         cli_mem_str(ds, sizeof ds, st.data_size);
-        printf("%s: %" PRIu64 " slots, %s data ring: %s of memory committed "
-               "(/dev/shm/nerve.%s)\n",
-               name, st.slots, ds, fs, name);
+        printf("%s: %" PRIu64 " slot%s, %s data ring: %s of memory "
+               "committed (/dev/shm/nerve.%s)\n",
+               name, st.slots, st.slots == 1 ? "" : "s", ds, fs, name);
     }
     return CLI_OK;
 }

@@ -112,6 +112,11 @@ def human_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(n: int, one: str, many: Optional[str] = None) -> str:
+    """plural(1, "channel") -> "1 channel"; plural(2, "channel") -> "2 channels"."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def human_age(ns: Optional[int]) -> str:
     """Age in nanoseconds as "850 ms", "12.0 s", "3.5 min"; "-" for none."""
     if ns is None:
@@ -134,6 +139,14 @@ def realtime_offset_ns() -> int:
     wall = time.time_ns()
     after = nerve.now_ns()
     return wall - (before + after) // 2
+
+
+def chan_error(name: str, e: Exception) -> str:
+    """``NAME: CODE: detail`` for a failure on channel NAME, as the C verbs
+    print it (a nerve.Error names its channel itself), else ``NAME: e``."""
+    if isinstance(e, nerve.Error) and e.channel == name:
+        return str(e)
+    return f"{name}: {e}"
 
 
 def die(prog: str, msg: str, code: int = 1) -> NoReturn:

@@ -204,6 +204,11 @@ def ls(argv: Sequence[str]) -> int:
     prog = "nerve ls --remote"
     if args.domain < 0:
         p.error("--domain must be >= 0")
+    if not args.connect and not args.config and not args.scout:
+        # Multicast scouting is off, so nothing could answer: say so now
+        # rather than after the --timeout.
+        p.error("no peer to ask: give --connect ENDPOINT (e.g. tcp/192.0.2.1:7447), "
+                "--config ZENOH_JSON5 or --scout")
     try:
         session = open_session(SessionOptions(config=args.config, connect=args.connect, scout=args.scout))
     except BridgeError as e:

@@ -21,7 +21,7 @@ lose: 0 on a channel whose ring is large enough for its rate.
 
 Keys: ``/`` filter (glob or substring), ``escape`` clear filter, ``s`` next
 sort column, ``r`` reverse order, clicking a column header sorts by it,
-``q`` quit.
+``q`` or Ctrl-C quit.
 """
 
 from __future__ import annotations
@@ -234,6 +234,15 @@ COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
 ]
 
 
+# --sort takes a column's first word ("rate" for "rate Hz").
+SORT_NAMES = [title.split()[0] for title, _k, _t in COLUMNS]
+
+
+def _sort_name(text: str) -> str:
+    """A column title, whole or by its first word, as its --sort name."""
+    return text.split()[0] if text else text
+
+
 def cells(row: Row) -> List[str]:
     return [text(row) for _title, _key, text in COLUMNS]
 
@@ -284,6 +293,9 @@ def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bo
         """
         BINDINGS = [
             Binding("q", "quit", "quit"),
+            # The terminal is in raw mode, so Ctrl-C is a key, not SIGINT:
+            # it quits, as it ends every other verb.
+            Binding("ctrl+c", "quit", "quit", show=False, priority=True),
             Binding("s", "next_sort", "sort"),
             Binding("r", "reverse", "reverse"),
             Binding("slash", "filter", "filter"),
@@ -386,8 +398,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("patterns", nargs="*", metavar="PATTERN", help="only channels matching these globs")
     p.add_argument("-i", "--interval", type=float, default=0.5, help="refresh period in seconds (0.5)")
     p.add_argument("-w", "--window", type=float, default=2.0, help="rates over the last SEC seconds (2)")
-    p.add_argument("--sort", choices=[c[0] for c in COLUMNS], default="channel")
-    p.add_argument("--reverse", action="store_true")
+    p.add_argument("--sort", type=_sort_name, choices=SORT_NAMES, default="channel",
+                   help="the column to sort by (its first word: rate, not 'rate Hz')")
+    p.add_argument("--reverse", action="store_true", help="sort in descending order")
     p.add_argument("--read-budget", type=int, default=10000, metavar="N",
                    help="messages read per channel and refresh at most (10000)")
     p.add_argument("--once", action="store_true",
@@ -399,7 +412,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     if args.interval <= 0 or args.window <= 0:
         parser().error("--interval and --window must be positive")
-    sort = [c[0] for c in COLUMNS].index(args.sort)
+    sort = SORT_NAMES.index(args.sort)
     monitor = Monitor(args.patterns, window_s=args.window, read_budget=args.read_budget)
     try:
         if args.once:

@@ -528,13 +528,9 @@ def open(name: str, write: bool = False) -> Channel:
 
     The new handle's cursor is just before the oldest message present now:
     ``get()`` returns that message with ``missed`` 0, and ``missed`` counts
-    only messages this handle could have had and lost (overwritten after it
-    opened), never the history before it."""
-    ch = Channel(name, write)
-    tail = ch._stat().tail_seq
-    if tail > 1:
-        ch.seek(tail - 1)
-    return ch
+    only messages this handle could have had and did not get, never the
+    history before it opened (the C library's one meaning, nerve/chan.h)."""
+    return Channel(name, write)
 
 
 def unlink(name: str) -> None:
