@@ -26,3 +26,7 @@ set(NERVE_CUDA_ARCHITECTURES native CACHE STRING
 # Verification builds (docs/verification.md).
 option(NERVE_FUZZ "Build the libFuzzer target (needs clang)" OFF)
 option(NERVE_STRESS "Register the long crash torture run (label stress)" OFF)
+
+# Debian packaging (cmake/NervePackaging.cmake, make package): install the
+# copyright file of each package and gzip the man pages, as Debian wants.
+option(NERVE_DEB_LAYOUT "Install the extra files of the Debian packages" OFF)
