@@ -12,9 +12,9 @@ DIST ?= dist
 # checks the packages. Installed by the package targets only, not by `deps`.
 PACKAGE_PKGS := dpkg-dev file lintian
 
-TEST_TARGETS += test-package
+TEST_TARGETS += test-package test-wheels
 
-.PHONY: package package-deps test-package
+.PHONY: package package-deps wheels test-package test-wheels
 
 package-deps: deps
 	@scripts/deps.sh $(PACKAGE_PKGS)
@@ -33,3 +33,13 @@ package: package-deps
 
 test-package: package
 	scripts/test-package.sh $(PKG_BUILD)/packages
+
+# The wheels are built with the pinned backends of each pyproject.toml in
+# $(DIST)/.venv-build (scripts/build-wheels.sh); the test installs them into
+# a fresh venv and runs the tests there, with the `nerve` command of the
+# regular build for the interop tests and the external verbs.
+wheels: deps
+	scripts/build-wheels.sh $(DIST)
+
+test-wheels: wheels build
+	scripts/test-wheels.sh $(DIST) $(abspath $(BUILD))/tools/nerve
