@@ -27,6 +27,7 @@ set(NERVE_CUDA_ARCHITECTURES native CACHE STRING
 option(NERVE_FUZZ "Build the libFuzzer target (needs clang)" OFF)
 option(NERVE_STRESS "Register the long crash torture run (label stress)" OFF)
 
-# Debian packaging (cmake/NervePackaging.cmake, make package): install the
-# copyright file of each package and gzip the man pages, as Debian wants.
-option(NERVE_DEB_LAYOUT "Install the extra files of the Debian packages" OFF)
+# A build for the Debian packages (make package; cmake/NervePackaging.cmake):
+# configures CPack and adds the files Debian wants (copyright, changelog,
+# gzipped man pages). Use with CMAKE_INSTALL_PREFIX=/usr.
+option(NERVE_DEB_LAYOUT "Configure the Debian packages (cpack -G DEB)" OFF)

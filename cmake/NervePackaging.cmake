@@ -11,7 +11,8 @@
 #                                         pages, bash and zsh completion
 #   nerve-ach        component ach-tools  the nerve-ach command
 #
-# Configure with -DCMAKE_INSTALL_PREFIX=/usr so that GNUInstallDirs picks
+# Included when NERVE_DEB_LAYOUT is ON. Configure with
+# -DCMAKE_INSTALL_PREFIX=/usr so that GNUInstallDirs picks
 # Debian's multiarch LIBDIR, and -DCMAKE_SKIP_INSTALL_RPATH=ON: the
 # packaged programs find their libraries in the system directories.
 # Dependencies on other packages come from dpkg-shlibdeps (SHLIBDEPS); those
@@ -127,36 +128,34 @@ set(CPACK_DEBIAN_ACH-TOOLS_DESCRIPTION "Ach's C API on nerve channels - the nerv
 nerve-ach creates, lists and removes Ach channels on nerve, as Ach's own
 ach command does.")
 
-# What Debian adds to the install (NERVE_DEB_LAYOUT, set by make package):
-# each package's /usr/share/doc/PACKAGE/copyright and changelog.Debian.gz
-# (dated by SOURCE_DATE_EPOCH when set), gzipped man pages, and the lintian
-# override of libach-nerve0's name.
-if(NERVE_DEB_LAYOUT)
-    string(TIMESTAMP _nerve_deb_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
-    configure_file(${CMAKE_CURRENT_LIST_DIR}/debian/changelog.in
-        ${PROJECT_BINARY_DIR}/debian/changelog.Debian @ONLY)
-    execute_process(COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/debian/changelog.Debian
-        OUTPUT_FILE ${PROJECT_BINARY_DIR}/debian/changelog.Debian.gz
-        COMMAND_ERROR_IS_FATAL ANY)
-    foreach(_comp IN LISTS CPACK_COMPONENTS_ALL)
-        string(TOUPPER ${_comp} _c)
-        set(_doc ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_c}_PACKAGE_NAME})
-        install(FILES ${PROJECT_SOURCE_DIR}/LICENSE
-            DESTINATION ${_doc} RENAME copyright COMPONENT ${_comp})
-        install(FILES ${PROJECT_BINARY_DIR}/debian/changelog.Debian.gz
-            DESTINATION ${_doc} COMPONENT ${_comp})
-    endforeach()
-    if(TARGET ach)
-        install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/libach-nerve0.lintian-overrides
-            DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
-            RENAME libach-nerve0 COMPONENT ach)
-    endif()
-    # Runs after tools/ installed the pages (this file is included last).
-    install(CODE "
-        file(GLOB _pages \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_MANDIR}/man1/*.1\")
-        foreach(_p IN LISTS _pages)
-            execute_process(COMMAND gzip -9nf \${_p} COMMAND_ERROR_IS_FATAL ANY)
-        endforeach()" COMPONENT tools)
+# What Debian adds to the install: each package's
+# /usr/share/doc/PACKAGE/copyright and changelog.Debian.gz (dated by
+# SOURCE_DATE_EPOCH when set), gzipped man pages, and the lintian override
+# of libach-nerve0's name.
+string(TIMESTAMP _nerve_deb_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/debian/changelog.in
+    ${PROJECT_BINARY_DIR}/debian/changelog.Debian @ONLY)
+execute_process(COMMAND gzip -9nc ${PROJECT_BINARY_DIR}/debian/changelog.Debian
+    OUTPUT_FILE ${PROJECT_BINARY_DIR}/debian/changelog.Debian.gz
+    COMMAND_ERROR_IS_FATAL ANY)
+foreach(_comp IN LISTS CPACK_COMPONENTS_ALL)
+    string(TOUPPER ${_comp} _c)
+    set(_doc ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_c}_PACKAGE_NAME})
+    install(FILES ${PROJECT_SOURCE_DIR}/LICENSE
+        DESTINATION ${_doc} RENAME copyright COMPONENT ${_comp})
+    install(FILES ${PROJECT_BINARY_DIR}/debian/changelog.Debian.gz
+        DESTINATION ${_doc} COMPONENT ${_comp})
+endforeach()
+if(TARGET ach)
+    install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/libach-nerve0.lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+        RENAME libach-nerve0 COMPONENT ach)
 endif()
+# Runs after tools/ installed the pages (this file is included last).
+install(CODE "
+    file(GLOB _pages \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_MANDIR}/man1/*.1\")
+    foreach(_p IN LISTS _pages)
+        execute_process(COMMAND gzip -9nf \${_p} COMMAND_ERROR_IS_FATAL ANY)
+    endforeach()" COMPONENT tools)
 
 include(CPack)
