@@ -123,7 +123,8 @@ replaces.")
 
 set(CPACK_DEBIAN_ACH-TOOLS_PACKAGE_NAME nerve-ach)
 set(CPACK_DEBIAN_ACH-TOOLS_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_ACH-TOOLS_PACKAGE_DEPENDS "libach-nerve0 (= ${_v})")
+set(CPACK_DEBIAN_ACH-TOOLS_PACKAGE_DEPENDS
+    "libach-nerve0 (= ${_v}), libnerve${NERVE_ABI_VERSION} (= ${_v})")
 set(CPACK_DEBIAN_ACH-TOOLS_DESCRIPTION "Ach's C API on nerve channels - the nerve-ach command
 nerve-ach creates, lists and removes Ach channels on nerve, as Ach's own
 ach command does.")

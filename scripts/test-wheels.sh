@@ -32,6 +32,13 @@ fail() {
     echo "FAIL: $*"
     exit 1
 }
+# whl_cat WHEEL GLOB: the first member of WHEEL matching GLOB, to stdout.
+whl_cat() {
+    python3 -c 'import fnmatch, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+m = [n for n in z.namelist() if fnmatch.fnmatch(n, sys.argv[2])]
+sys.stdout.buffer.write(z.read(m[0]) if m else b"")' "$1" "$2"
+}
 
 nerve_whl=$(ls "$dist"/nerve-*.whl 2>/dev/null | head -n 1)
 tools_whl=$(ls "$dist"/nerve_tools-*.whl 2>/dev/null | head -n 1)
@@ -42,10 +49,10 @@ case $nerve_whl in
     *) fail "$(basename "$nerve_whl") is not tagged manylinux" ;;
 esac
 for whl in "$nerve_whl" "$tools_whl"; do
-    meta=$(unzip -p "$whl" '*.dist-info/METADATA')
+    meta=$(whl_cat "$whl" '*.dist-info/METADATA')
     printf '%s\n' "$meta" | grep -qx 'License-Expression: BSD-2-Clause' ||
         fail "$(basename "$whl") does not name BSD-2-Clause"
-    unzip -p "$whl" '*.dist-info/licenses/LICENSE' | cmp -s - "$src/LICENSE" ||
+    whl_cat "$whl" '*.dist-info/licenses/LICENSE' | cmp -s - "$src/LICENSE" ||
         fail "$(basename "$whl") does not carry the repository's LICENSE"
 done
 
@@ -65,7 +72,7 @@ case $where in
 esac
 
 echo "== console scripts of nerve-tools"
-scripts=$(unzip -p "$tools_whl" '*.dist-info/entry_points.txt' |
+scripts=$(whl_cat "$tools_whl" '*.dist-info/entry_points.txt' |
     sed -n '/^\[console_scripts\]/,/^\[/s/^\(nerve-[a-z0-9-]*\) *=.*/\1/p')
 [ -n "$scripts" ] || fail "nerve-tools has no console scripts"
 for s in $scripts; do
