@@ -61,4 +61,4 @@ test: $(TEST_TARGETS)
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
 
 clean:
-	rm -rf build build-* .venv .venv-jazzy .venv-kilted
+	rm -rf build build-* .venv .venv-jazzy .venv-kilted dist

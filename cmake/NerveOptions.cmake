@@ -29,3 +29,8 @@ set(NERVE_CUDA_ARCHITECTURES native CACHE STRING
 # Verification builds (docs/verification.md).
 option(NERVE_FUZZ "Build the libFuzzer target (needs clang)" OFF)
 option(NERVE_STRESS "Register the long crash torture run (label stress)" OFF)
+
+# A build for the Debian packages (make package; cmake/NervePackaging.cmake):
+# configures CPack and adds the files Debian wants (copyright, changelog,
+# gzipped man pages). Use with CMAKE_INSTALL_PREFIX=/usr.
+option(NERVE_DEB_LAYOUT "Configure the Debian packages (cpack -G DEB)" OFF)
