@@ -4,6 +4,8 @@
 # multi-host ones build hosts from network namespaces and need root, ip,
 # nsenter/unshare and tc (they skip with the reason otherwise).
 DEPS_PKGS += iproute2 util-linux
+# test_locked_down_robot makes its CA and certificates with openssl.
+DEPS_PKGS += openssl
 # mk/python.mk (read after this file) sets VENV the same way; the
 # prerequisites below are expanded when this file is read.
 VENV ?= .venv
@@ -16,7 +18,7 @@ test-bridge: $(VENV)/.nerve-tools-installed build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
 	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge_engine.py \
-	    tests/python_tools/test_bridge.py \
+	    tests/python_tools/test_bridge.py tests/python_tools/test_limits.py \
 	    tests/python_tools/test_ros2_zenoh.py
 
 # nerve bridge against bare eclipse-zenoh across a veth pair (needs root,

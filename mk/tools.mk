@@ -12,6 +12,8 @@ TOOLS_SOURCES := $(wildcard python-tools/pyproject.toml python-tools/README.md \
     python-tools/src/nerve_tools/*.py python-tools/src/nerve_tools/py.typed)
 
 TEST_TARGETS += test-tools
+# nerve foxglove makes a certificate for its loopback hop with openssl.
+DEPS_PKGS += openssl
 
 .PHONY: tools-install
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,6 +109,8 @@ class Bridge:
         self.p = host.spawn(*pre, tool("bridge"), *args, "--stats", "0.2", log=log)
         wait_for(lambda: "ready" in self.text() or self.p.poll() is not None, 20, "bridge ready")
         assert self.p.poll() is None, f"bridge exited: {self.text()}"
+        # Its name on the network, from the ready line ("ready: id X, ...").
+        self.ident = self.text().split("ready: id ", 1)[1].split(",", 1)[0]
         self._lines: List[Dict] = []
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
@@ -214,6 +217,9 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
                  "--config", str(conf))
     # Another domain on the same network sees none of it.
     b3 = bridges(h3, *connect(h1), "--domain", "7", "--import", "rt.*")
+    i1, i2 = b1.ident, b2.ident
+    # The default name: the host name and a tag of this host.
+    assert i1.startswith("h1-") and i2.startswith("h2-") and len(i1) == len("h1-") + 8, (i1, i2)
     wait_for(lambda: read(h2, "rt.small") and read(h2, "rt.big"), 20, "imported channels on h2")
     sizes = [0, 1, 64, 1000, 65536, (1 << 20) - 64]
     sent_small = [write(h1, "rt.small", 1, s, f"s{i}")[0] for i, s in enumerate(sizes)]
@@ -250,7 +256,7 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
     ex = s1["export"]["rt.small"]
     assert ex["forwarded"] == len(sent_small) and ex["dropped_error"] == 0 and ex["looped"] == 0
     assert ex["samples"] <= len(sizes) + 1, ex  # the burst went as one batch
-    im = s2["import"]["h1/rt.small"]
+    im = s2["import"][f"{i1}/rt.small"]
     assert im["forwarded"] == len(sent_small) and im["gaps"] == 0 and im["dropped_size"] == 0
     assert "rt.other" not in s1["export"] and "rt.other" not in str(s1["import"])
     assert read(h1, "rt.other") is None  # h1 imports nothing
@@ -263,11 +269,11 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
     r = h2.run(*argv, timeout=30, env=env)
     assert r.returncode == 0, r.stderr
     rows = {(x["host"], x["name"]): x for x in json.loads(r.stdout)}
-    assert rows[("h1", "rt.small")]["imported"] is True
-    assert rows[("h1", "rt.small")]["type"] == "demo/Thing"
-    assert rows[("h1", "rt.small")]["slots"] == 256
-    assert rows[("h2", "rt.other")]["imported"] is False
-    assert ("h1", "rt.big") in rows
+    assert rows[(i1, "rt.small")]["imported"] is True
+    assert rows[(i1, "rt.small")]["type"] == "demo/Thing"
+    assert rows[(i1, "rt.small")]["slots"] == 256
+    assert rows[(i2, "rt.other")]["imported"] is False
+    assert (i1, "rt.big") in rows
     r = h2.run(*argv, "--domain", "7", timeout=30, env=env)
     assert r.returncode == 0 and json.loads(r.stdout) == [], (r.stdout, r.stderr)
     assert read(h3, "rt.small") is None and b3.stats()["import"] == {}
@@ -275,7 +281,7 @@ def test_round_trip_metadata_times_ls_top(net: Net, bridges, tmp_path: Path) -> 
     r = h2.run(tool("top"), "--once", "--interval", "0.1", "rt.*", timeout=60)
     assert r.returncode == 0, r.stderr
     lines = {ln.split()[0]: ln for ln in r.stdout.splitlines() if ln.startswith("rt.")}
-    assert "(import h1)" in lines["rt.small"] and "(export)" in lines["rt.other"], r.stdout
+    assert f"(import {i1})" in lines["rt.small"] and "(export)" in lines["rt.other"], r.stdout
 
 
 def test_three_hosts_both_directions_no_loops(net: Net, bridges) -> None:
@@ -318,8 +324,9 @@ def test_three_hosts_both_directions_no_loops(net: Net, bridges) -> None:
 def test_slow_receiver_drops_counted_writer_unaffected(net: Net, bridges) -> None:
     h1, h2 = net.hosts[0], net.hosts[1]
     h1.py(CREATE, "slow", "1024", str(64 << 20))
-    bridges(h1, *listen(h1), "--export", "slow")
-    b2 = bridges(h2, *connect(h1), "--import", "slow")
+    b1 = bridges(h1, *listen(h1), "--export", "slow")
+    # A 64 MiB ring and its index: over the default --max-channel-size.
+    b2 = bridges(h2, *connect(h1), "--import", "slow", "--max-channel-size", "65M")
     wait_for(lambda: read(h2, "slow"), 20, "slow on h2")
     # A slow link: 20 Mbit/s out of h1, with a small queue.
     h1.run("tc", "qdisc", "add", "dev", h1.veth, "root", "tbf", "rate", "20mbit",
@@ -338,7 +345,7 @@ def test_slow_receiver_drops_counted_writer_unaffected(net: Net, bridges) -> Non
         r = read(h2, "slow")
         return r if r["msgs"] and r["msgs"][-1][4] == "last" else None
     got = wait_for(last_arrived, 30, "the last message on h2", step=0.5)
-    s = b2.stats()["import"]["h1/slow"]
+    s = b2.stats()["import"][f"{b1.ident}/slow"]
     first = int(got["msgs"][0][5].split(":")[1]) if got["msgs"][0][4] == "slow" else n
     total = read(h1, "slow")["head"]
     assert s["gaps"] > 0, s  # the link could not carry them all
@@ -352,7 +359,8 @@ def test_kill_restart_and_remote_returns(net: Net, bridges, tmp_path: Path) -> N
     # A short lease so that a vanished peer is noticed in about a second.
     conf.write_text('{ mode: "peer", transport: { link: { tx: { lease: 1000, keep_alive: 4 } } } }\n')
     h1.py(CREATE, "fault", "256", str(1 << 20))
-    bridges(h1, *listen(h1), "--config", str(conf), "--export", "fault")
+    b1 = bridges(h1, *listen(h1), "--config", str(conf), "--export", "fault")
+    i1 = b1.ident
     b2 = bridges(h2, *connect(h1), "--config", str(conf), "--import", "fault")
     wait_for(lambda: read(h2, "fault"), 20, "fault on h2")
     write(h1, "fault", 5, 50, "a")
@@ -361,7 +369,7 @@ def test_kill_restart_and_remote_returns(net: Net, bridges, tmp_path: Path) -> N
     b2.stop(signal.SIGKILL)
     write(h1, "fault", 5, 50, "b")
     b2 = bridges(h2, *connect(h1), "--config", str(conf), "--import", "fault")
-    wait_for(lambda: "importing fault from h1" in b2.text(), 20, "re-import after restart")
+    wait_for(lambda: f"importing fault from {i1}" in b2.text(), 20, "re-import after restart")
     write(h1, "fault", 5, 50, "c")
     got = wait_msgs(h2, "fault", 10)
     tags = [m[5].rsplit(":", 1)[0] + ":" for m in got["msgs"]]
@@ -370,15 +378,15 @@ def test_kill_restart_and_remote_returns(net: Net, bridges, tmp_path: Path) -> N
     # The exporting host vanishes from the network and comes back.
     net.link(h1, False)
     try:
-        wait_for(lambda: "h1 left: fault" in b2.text(), 20, "h2 to notice h1 left")
+        wait_for(lambda: f"{i1} left: fault" in b2.text(), 20, "h2 to notice h1 left")
         write(h1, "fault", 3, 50, "d")  # local writer unaffected
     finally:
         net.link(h1, True)
-    wait_for(lambda: b2.text().count("importing fault from h1") >= 2, 30, "h1 to be picked up again")
+    wait_for(lambda: b2.text().count(f"importing fault from {i1}") >= 2, 30, "h1 to be picked up again")
     write(h1, "fault", 5, 50, "e")
     got = wait_msgs(h2, "fault", 15)
     assert [m[4] for m in got["msgs"]][-5:] == ["e"] * 5
-    s = b2.stats()["import"]["h1/fault"]
+    s = b2.stats()["import"][f"{i1}/fault"]
     assert s["gaps"] == 3 and s["duplicates"] == 0, s  # the "d" messages sent while h1 was away
     # The imported channel removed on h2: the bridge makes it again.
     h2.run("sh", "-c", "rm -f /dev/shm/nerve.fault /dev/shm/nerve-bell.fault")
@@ -440,6 +448,9 @@ def test_bad_input(net: Net, bridges) -> None:
         ([br, "--config", "/nonexistent.json5"], 2, "bad --config"),
         ([br, "--domain", "-1"], 2, "--domain must be >= 0"),
         ([br, "--id", "a/b"], 2, "bad --id"),
+        ([br, "--import", "a/b/c"], 2, "bad --import 'a/b/c'"),
+        ([br, "--max-channel-size", "12Q"], 2, "--max-channel-size: bad size '12Q'"),
+        ([br, "--max-import-total", "0"], 2, "--max-import-total must be positive"),
         ([br, "--poll", "-5"], 2, "--poll must be from 0 to 100000 microseconds"),
         ([br, "--poll", "nan"], 2, "--poll must be from 0 to 100000 microseconds"),
         ([br, "--poll", "50", "--ros2"], 2, "--poll applies to nerve's own exports"),
@@ -457,14 +468,14 @@ def test_bad_input(net: Net, bridges) -> None:
     h1.py(CREATE, "cf.a", "8", "4096", "demo/A")
     h1.py(CREATE, "cf.b", "8", "4096", "demo/B")
     h2.py(CREATE, "cf.a", "8", "4096", "demo/Other")
-    bridges(h1, *listen(h1), "--export", "cf.*")
+    b1 = bridges(h1, *listen(h1), "--export", "cf.*")
     b2 = bridges(h2, *listen(h2), *connect(h1), "--import", "cf.*", "--import", "evil", "--import", "junk")
     wait_for(lambda: read(h2, "cf.b"), 20, "cf.b on h2")
     write(h1, "cf.a", 2, 10, "a")
     write(h1, "cf.b", 2, 10, "b")
     wait_msgs(h2, "cf.b", 2)
     assert read(h2, "cf.a")["msgs"] == [] and read(h2, "cf.a")["type"] == "demo/Other"
-    assert "cf.a: not imported from h1: the local channel has other metadata" in b2.text()
+    assert f"cf.a: not imported from {b1.ident}: the local channel has other metadata" in b2.text()
     # A rogue peer: corrupt description, bad headers, a message too large
     # for the ring. Counted and reported; the bridge keeps serving.
     assert h1.py(ROGUE, f"tcp/{h2.addr}:{PORT}", "20", timeout=60) is True
@@ -476,8 +487,226 @@ def test_bad_input(net: Net, bridges) -> None:
     assert s["import"]["rogue/evil"]["forwarded"] == 1
     assert "junk from rogue: bad description" in b2.text()
     assert b2.p.poll() is None
+    # b2 listens on h2's port: a second bridge there is refused at start.
+    r = h2.run(br, *listen(h2), timeout=30)
+    assert r.returncode == 1 and "Address already in use" in r.stderr and "the port is taken" in r.stderr, \
+        r.stderr
     write(h1, "cf.b", 1, 10, "after")
     assert [m[4] for m in wait_msgs(h2, "cf.b", 3)["msgs"]][-1] == "after"
+
+
+def test_same_host_name_default_ids_differ(net: Net, bridges) -> None:
+    """Two hosts (network namespaces, each its own UTS namespace) with one
+    host name, as robots flashed from one image: without --id each bridge
+    gets a name of its own, and a channel crosses."""
+    h1, h2 = net.hosts[0], net.hosts[1]
+    for h in (h1, h2):
+        h.run("hostname", "robot", check=True)
+    try:
+        assert h1.run("hostname").stdout.strip() == h2.run("hostname").stdout.strip() == "robot"
+        h1.py(CREATE, "twin", "16", "4096")
+        b1 = bridges(h1, *listen(h1), "--export", "twin")
+        b2 = bridges(h2, *connect(h1), "--import", "twin")
+        assert b1.ident != b2.ident and b1.ident.startswith("robot-") and b2.ident.startswith("robot-")
+        wait_for(lambda: read(h2, "twin"), 20, "twin on h2")
+        write(h1, "twin", 3, 20, "t")
+        assert [m[4] for m in wait_msgs(h2, "twin", 3)["msgs"]] == ["t"] * 3
+        assert b1.stats()["id_clashes"] == [] and b2.stats()["id_clashes"] == []
+    finally:
+        for h in (h1, h2):
+            h.run("hostname", h.name)
+
+
+def test_two_bridges_claiming_one_id_are_reported_at_both_ends(net: Net, bridges) -> None:
+    h1, h2 = net.hosts[0], net.hosts[1]
+    b1 = bridges(h1, *listen(h1), "--id", "twin")
+    b2 = bridges(h2, *connect(h1), "--id", "twin")
+    for a, b in ((b1, b2), (b2, b1)):
+        wait_for(lambda a=a: "ERROR: another bridge" in a.text(), 20, "the duplicate id reported")
+        assert f"(Zenoh id {b.stats()['zid']}) also calls itself 'twin' on domain 0" in a.text()
+        assert a.stats()["id_clashes"] == [b.stats()["zid"]]
+    b2.stop()
+    wait_for(lambda: "the other bridge called 'twin'" in b1.text(), 20, "the other's departure")
+    assert b1.stats()["id_clashes"] == []
+
+
+# A peer that announces channels as a bridge does (liveliness token and
+# description), one of them 4 GiB, one with 2^32 slots, and two of 2 MiB
+# that together are over the importer's --max-import-total; then keeps
+# publishing into the small one.
+BIG_PEER = r"""
+import json, struct, sys, time, zenoh
+c = zenoh.Config()
+c.insert_json5("mode", '"peer"')
+c.insert_json5("scouting/multicast/enabled", "false")
+c.insert_json5("listen/endpoints", "[]")
+c.insert_json5("connect/endpoints", json.dumps([sys.argv[1]]))
+s = zenoh.open(c)
+chans = {"advbig": (8, 4 << 30), "advslots": (1 << 32, 4096), "advok": (8, 4096),
+         "adv2a": (8, 2 << 20), "adv2b": (8, 2 << 20)}
+def answer(q):
+    for name, (slots, size) in chans.items():
+        if str(q.key_expr).endswith("/" + name):
+            q.reply(f"nerve/0/meta/peer/{name}", json.dumps({
+                "version": 1, "host": "peer", "name": name, "slots": slots, "data_size": size,
+                "type": None, "encoding": None, "schema_base64": None, "epoch": 1, "head_seq": 0,
+                "rate_hz": 0}))
+keep = [s.declare_queryable(f"nerve/0/meta/peer/{n}", answer) for n in chans]
+keep += [s.liveliness().declare_token(f"nerve/0/live/peer/{n}") for n in chans]
+pub = s.declare_publisher("nerve/0/data/peer/advok")
+end = time.monotonic() + float(sys.argv[2])
+while not getattr(pub.matching_status, "matching", pub.matching_status):
+    assert time.monotonic() < end, "nobody imports advok"
+    time.sleep(0.05)
+for i in range(1, 6):
+    pub.put(b"ok%d" % i, attachment=struct.pack("<2sBBIQqq", b"NV", 1, 0, 0, i, time.time_ns(), 1))
+    time.sleep(0.05)
+time.sleep(1.0)
+print(json.dumps(True), flush=True)
+import os
+os._exit(0)
+"""
+
+
+def test_import_bounds_refuse_oversized_descriptions(net: Net, bridges) -> None:
+    """A peer's description over --max-channel-size (a 4 GiB ring; 2^32
+    slots) or over --max-import-total is refused for that channel alone:
+    nothing allocated, counted in refused_size, one line each; the other
+    channels are imported and flow."""
+    h1, h2 = net.hosts[0], net.hosts[1]
+    b2 = bridges(h2, *listen(h2), "--import", "adv*", "--max-import-total", "3M")
+    assert h1.py(BIG_PEER, f"tcp/{h2.addr}:{PORT}", "20", timeout=60) is True
+    got = wait_msgs(h2, "advok", 5)
+    assert [m[5] for m in got["msgs"]] == [f"ok{i}" for i in range(1, 6)]
+    shm = h2.shm()
+    assert "nerve.advbig" not in shm and "nerve.advslots" not in shm, shm
+    # One of the two 2 MiB channels fits in 3 MiB, the other not.
+    assert ("nerve.adv2a" in shm) != ("nerve.adv2b" in shm), shm
+    wait_for(lambda: b2.stats()["refused_size"] == 3, 10, "three refusals counted")
+    text = b2.text()
+    assert "advbig: not imported from peer: refused: its data ring of 4 GiB is over " \
+           "--max-channel-size (64 MiB)" in text, text
+    assert "advslots: not imported from peer: refused: its index of 4294967296 slots" in text
+    assert "is over --max-import-total (3 MiB)" in text
+    # Retries (every few seconds) neither count nor report a refusal again.
+    time.sleep(2.5)
+    assert b2.stats()["refused_size"] == 3 and b2.text().count("advbig: not imported") == 1
+    assert b2.p.poll() is None
+
+
+
+def make_certs(d: Path) -> None:
+    """A CA and, per host of the test network, a key and a certificate
+    signed by it with CN = the bridge id and subjectAltName = the host's
+    address (docs/bridge.md gives the same commands)."""
+    def ssl(*args: str) -> None:
+        r = subprocess.run(["openssl", *args], cwd=d, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=fleet-ca", "-keyout", "ca-key.pem", "-out", "ca.pem")
+    for cn, i in (("robot1", 1), ("base", 2), ("intruder", 3)):
+        ssl("req", *ec, "-subj", f"/CN={cn}", "-keyout", f"{cn}-key.pem", "-out", f"{cn}.csr")
+        (d / f"{cn}.ext").write_text(f"subjectAltName=IP:192.0.2.{i}\nextendedKeyUsage=serverAuth,clientAuth\n")
+        ssl("x509", "-req", "-in", f"{cn}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+            "-days", "2", "-extfile", f"{cn}.ext", "-out", f"{cn}.pem")
+
+
+def docs_robot_config(certs: Path) -> str:
+    """The robot's configuration exactly as docs/bridge.md gives it, with
+    the certificate directory of this test."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bridge.md").read_text()
+    block = doc.split("```json5\n// robot1.json5", 1)[1].split("```", 1)[0]
+    return "// robot1.json5" + block.replace("/etc/nerve/", f"{certs}/")
+
+
+def mtls_config(certs: Path, cn: str) -> str:
+    return json.dumps({"mode": "peer", "transport": {"link": {"protocols": ["tls"], "tls": {
+        "root_ca_certificate": f"{certs}/ca.pem", "enable_mtls": True,
+        "listen_certificate": f"{certs}/{cn}.pem", "listen_private_key": f"{certs}/{cn}-key.pem",
+        "connect_certificate": f"{certs}/{cn}.pem", "connect_private_key": f"{certs}/{cn}-key.pem"}}}})
+
+
+# A peer on h3: with the intruder's certificate (valid, signed by the CA,
+# CN=intruder) or none. It reports whether it got a session, then spoofs
+# base's id on its channel cmd.vel and on a new one, and announces cmd.vel
+# under its own id, publishing on each for a while.
+INTRUDER = r"""
+import json, struct, sys, time, zenoh
+certs, target, with_cert = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+c = zenoh.Config()
+c.insert_json5("mode", '"peer"')
+c.insert_json5("scouting/multicast/enabled", "false")
+c.insert_json5("listen/endpoints", "[]")
+c.insert_json5("connect/endpoints", json.dumps([target]))
+c.insert_json5("transport/link/tls/root_ca_certificate", json.dumps(certs + "/ca.pem"))
+if with_cert:
+    c.insert_json5("transport/link/tls/enable_mtls", "true")
+    c.insert_json5("transport/link/tls/connect_certificate", json.dumps(certs + "/intruder.pem"))
+    c.insert_json5("transport/link/tls/connect_private_key", json.dumps(certs + "/intruder-key.pem"))
+s = zenoh.open(c)
+end = time.monotonic() + 4
+while not list(s.info.peers_zid()) and time.monotonic() < end:
+    time.sleep(0.05)
+peers = len(list(s.info.peers_zid()))
+if peers:
+    desc = lambda host, name: json.dumps({"version": 1, "host": host, "name": name, "slots": 8,
+        "data_size": 4096, "type": None, "encoding": None, "schema_base64": None, "epoch": 7,
+        "head_seq": 0, "rate_hz": 0})
+    keep = []
+    for host, name in (("base", "cmd.evil"), ("intruder", "cmd.vel")):
+        k = f"nerve/0/meta/{host}/{name}"
+        keep.append(s.declare_queryable(k, lambda q, k=k, h=host, n=name: q.reply(k, desc(h, n))))
+        keep.append(s.liveliness().declare_token(f"nerve/0/live/{host}/{name}"))
+    pubs = [s.declare_publisher(f"nerve/0/data/{h}/{n}")
+            for h, n in (("base", "cmd.vel"), ("base", "cmd.evil"), ("intruder", "cmd.vel"))]
+    for i in range(1, 41):
+        for p in pubs:
+            p.put(b"evil", attachment=struct.pack("<2sBBIQqq", b"NV", 1, 0, 0, 1000 + i, time.time_ns(), 7))
+        time.sleep(0.05)
+print(json.dumps(peers), flush=True)
+import os
+os._exit(0)
+"""
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed (Debian: openssl)")
+def test_locked_down_robot(net: Net, bridges, tmp_path: Path) -> None:
+    """The recommended setup of docs/bridge.md (mutual TLS, Zenoh access
+    control by certificate CN, origin-qualified imports): base and robot1
+    exchange their channels; a peer without a certificate gets no session;
+    one with a valid certificate but no permission injects nothing into
+    the imported channel and creates none, under base's id or its own."""
+    h1, h2, h3 = net.hosts
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    make_certs(certs)
+    (tmp_path / "robot1.json5").write_text(docs_robot_config(certs))
+    (tmp_path / "base.json5").write_text(mtls_config(certs, "base"))
+    h1.py(CREATE, "cam.front", "16", "4096")
+    h2.py(CREATE, "cmd.vel", "16", "4096")
+    robot = bridges(h1, "--config", str(tmp_path / "robot1.json5"), "--id", "robot1",
+                    "--export", "cam*", "--import", "base/cmd.*")
+    base = bridges(h2, "--config", str(tmp_path / "base.json5"), "--id", "base",
+                   "--connect", f"tls/{h1.addr}:{PORT}", "--export", "cmd.*", "--import", "robot1/cam*")
+    wait_for(lambda: read(h1, "cmd.vel") and read(h2, "cam.front"), 20, "the two imports")
+    write(h2, "cmd.vel", 3, 20, "base")
+    write(h1, "cam.front", 3, 20, "cam")
+    wait_msgs(h1, "cmd.vel", 3)
+    wait_msgs(h2, "cam.front", 3)
+    # No certificate: no session (the TLS handshake fails); no tcp listener.
+    target = f"tls/{h1.addr}:{PORT}"
+    assert h3.py(INTRUDER, str(certs), target, "0", timeout=60) == 0
+    assert h3.py(INTRUDER, str(certs), f"tcp/{h1.addr}:{PORT}", "0", timeout=60) == 0
+    # A valid certificate without permission: a session, and nothing else.
+    assert h3.py(INTRUDER, str(certs), target, "1", timeout=60) == 1
+    write(h2, "cmd.vel", 1, 20, "after")
+    got = wait_msgs(h1, "cmd.vel", 4)
+    assert [m[4] for m in got["msgs"]] == ["base"] * 3 + ["after"], got["msgs"]
+    assert "nerve.cmd.evil" not in h1.shm()
+    st = robot.stats()
+    assert list(st["import"]) == ["base/cmd.vel"], st["import"]
+    assert st["import"]["base/cmd.vel"]["dropped_error"] == 0 and st["import"]["base/cmd.vel"]["gaps"] == 0
+    assert base.stats()["import"]["robot1/cam.front"]["forwarded"] == 3
 
 
 def _rust_bridge() -> Optional[str]:
@@ -511,7 +740,7 @@ def test_rust_and_python_data_paths_interoperate(net: Net, bridges) -> None:
         assert [m[2] for m in got["msgs"]] == [sha(payload(f"{tag}{i}", 0, s)) for i, s in enumerate(sizes)]
     s1, s2 = b1.stats(), b2.stats()
     assert s2.get("data_path") == "rust" and "data_path" not in s1
-    for st, key in ((s1, "h2/mix.rs"), (s2, "h1/mix.py")):
+    for st, key in ((s1, f"{b2.ident}/mix.rs"), (s2, f"{b1.ident}/mix.py")):
         im = st["import"][key]
         assert (im["forwarded"], im["gaps"], im["dropped_error"]) == (len(sizes), 0, 0), im
     assert s1["export"]["mix.py"]["forwarded"] == s2["export"]["mix.rs"]["forwarded"] == len(sizes)

@@ -17,7 +17,7 @@ import pytest
 
 import nerve
 from nerve_tools import bridge_engine as be
-from nerve_tools.bridge_zenoh import Description, SessionOptions, open_session, unpack_table
+from nerve_tools.bridge_zenoh import BridgeError, Description, SessionOptions, open_session, unpack_table
 
 
 class Recorder:
@@ -249,3 +249,17 @@ def test_polling_exporter_forwards_every_message(name, size: int) -> None:
     finally:
         b.close()
         session.close()
+
+
+def test_origin_qualified_import_globs() -> None:
+    """--import NAMEGLOB takes a channel from any bridge, ORIGIN/NAMEGLOB
+    only from bridges whose id matches ORIGIN (docs/bridge.md)."""
+    b = be.Bridge.__new__(be.Bridge)  # imports() needs only the globs
+    b._import_globs = [be.split_import(g) for g in ("cam*", "base/cmd.*", "robot?/odom")]
+    assert b.imports("anyone", "cam.left")
+    assert b.imports("base", "cmd.vel") and not b.imports("intruder", "cmd.vel")
+    assert b.imports("robot1", "odom") and not b.imports("robot12", "odom")
+    assert not b.imports("base", "odom")
+    for bad in ("/cmd", "base/", "a/b/c"):
+        with pytest.raises(BridgeError, match="bad --import"):
+            be.split_import(bad)

@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import signal
 import struct
+import subprocess
+import sys
+import time
 
+import pytest
 import websockets
 
 import nerve
@@ -105,7 +111,8 @@ def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
     nerve.create(js_ch, slots=64, size=1 << 16, type="demo.Cmd", encoding="json").close()
     nerve.create(imu_ch, slots=64, size=1 << 16, **schemas.channel_options(IMU)).close()
     prefix = js_ch.rsplit("-", 2)[0]
-    proc, line = start("foxglove", f"{prefix}-*", "--port", "0", ready="serving")
+    proc, line = start("foxglove", f"{prefix}-*", "--port", "0", "--publish", f"{prefix}-*", "--create",
+                       ready="serving")
     port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
 
     async def client() -> None:
@@ -173,3 +180,194 @@ def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
+
+
+# A Foxglove client run as another user (nobody): connects with the given
+# Origin and token, advertises the given topics for publishing and
+# publishes one JSON message on each, then prints what it saw as JSON.
+CLIENT = r"""
+import asyncio, json, os, ssl, struct, sys, websockets
+port, origin, token, topics = sys.argv[1], sys.argv[2] or None, sys.argv[3] or None, sys.argv[4:]
+subprotocol = os.environ.get("FOX_SUBPROTOCOL", "foxglove.websocket.v1")
+async def main():
+    tls = None
+    if os.environ.get("FOX_TLS_NOVERIFY"):  # a local program that trusts any certificate
+        tls = ssl.create_default_context()
+        tls.check_hostname, tls.verify_mode = False, ssl.CERT_NONE
+    url = f"{'wss' if tls else 'ws'}://127.0.0.1:{port}/" + (f"?token={token}" if token else "")
+    try:
+        ws = await websockets.connect(url, subprotocols=[subprotocol], origin=origin, ssl=tls,
+                                      open_timeout=10)
+    except websockets.exceptions.InvalidStatus as e:
+        return {"refused": e.response.status_code}
+    except Exception as e:  # no WebSocket at all (a TLS port spoken to in clear)
+        return {"error": type(e).__name__}
+    async with ws:
+        info = None
+        while info is None:
+            m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if m.get("op") == "serverInfo":
+                info = m
+        chans = [{"id": i + 1, "topic": t, "encoding": "json", "schemaName": "demo.Cmd"}
+                 for i, t in enumerate(topics)]
+        status = []
+        if chans:
+            await ws.send(json.dumps({"op": "advertise", "channels": chans}))
+            for _ in range(5):  # the server takes one connection's messages in order
+                for c in chans:
+                    await ws.send(struct.pack("<BI", 1, c["id"]) + b'{"velocity": 9.9, "via": %s}' % port.encode())
+                await asyncio.sleep(0.05)
+            # Read what the server said (also so that the close handshake
+            # is not stuck behind unread messages).
+            try:
+                while True:
+                    m = await asyncio.wait_for(ws.recv(), 0.5)
+                    if isinstance(m, str) and json.loads(m).get("op") == "status":
+                        status.append(json.loads(m)["message"])
+            except asyncio.TimeoutError:
+                pass
+        return {"capabilities": info["capabilities"], "status": sorted(set(status))}
+print(json.dumps(asyncio.run(main())))
+"""
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+_why_nobody = None if os.geteuid() == 0 and shutil.which("setpriv") else "needs root and setpriv"
+
+
+def as_nobody(port: int, origin: str = "", token: str = "", *topics: str, subprotocol: str = "",
+              tls_noverify: bool = False) -> dict:
+    env = dict(os.environ)
+    if subprotocol:
+        env["FOX_SUBPROTOCOL"] = subprotocol
+    if tls_noverify:
+        env["FOX_TLS_NOVERIFY"] = "1"
+    r = subprocess.run([*NOBODY, sys.executable, "-c", CLIENT, str(port), origin, token, *topics],
+                       capture_output=True, text=True, timeout=60, cwd="/", env=env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def listening_ports(pid: int) -> list:
+    """The TCP ports process ``pid`` listens on (ss, iproute2)."""
+    r = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, timeout=30)
+    return sorted({int(ln.split()[3].rsplit(":", 1)[1]) for ln in r.stdout.splitlines()
+                   if f"pid={pid}," in ln})
+
+
+def newest(name: str):
+    try:
+        with nerve.open(name) as r:
+            m = r.get(newest=True, repeat=True)
+            return None if m is None else bytes(m.data)
+    except nerve.ChannelNotFound:
+        return "missing"
+
+
+def stop(proc) -> str:
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return err
+
+
+@pytest.mark.skipif(_why_nobody is not None, reason=f"foxglove access tests: {_why_nobody}")
+def test_foxglove_unprivileged_client_and_foreign_origin_cannot_write(name) -> None:
+    """Root serves a channel that others may only read (mode 0644). The
+    user nobody, from a foreign Origin, is refused at the handshake; without
+    an Origin it connects, but client publishing is not offered and what it
+    publishes goes nowhere; a channel it names is not created."""
+    cmd, fresh = name("cmd"), name("fresh")
+    nerve.create(cmd, slots=8, size=4096, type="demo.Cmd", encoding="json", mode=0o644).close()
+    prefix = cmd.rsplit("-", 2)[0]
+    proc, line = start("foxglove", f"{prefix}-*", "--port", "0", ready="serving")
+    assert "read-only" in line
+    port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
+    try:
+        assert as_nobody(port, "https://evil.example", "", cmd) == {"refused": 403}
+        got = as_nobody(port, "", "", cmd, fresh)
+        assert "clientPublish" not in got["capabilities"]
+        assert "Server does not support clientPublish capability" in got["status"], got
+        # Foxglove's own app is an accepted origin.
+        assert "capabilities" in as_nobody(port, "https://app.foxglove.dev", "")
+        # A page that finds the SDK's own loopback port gets no WebSocket
+        # there: it speaks TLS with a certificate no browser trusts.
+        sdk = [p for p in listening_ports(proc.pid) if p != port]
+        assert len(sdk) == 1, sdk
+        assert "error" in as_nobody(sdk[0], "https://evil.example", "", subprotocol="foxglove.sdk.v1")
+    finally:
+        err = stop(proc)
+    assert newest(cmd) is None and newest(fresh) == "missing"
+    assert "refused a connection from Origin 'https://evil.example'" in err
+
+
+@pytest.mark.skipif(_why_nobody is not None, reason=f"foxglove access tests: {_why_nobody}")
+def test_foxglove_publish_opt_in_create_and_token(name) -> None:
+    """--publish GLOB lets clients write the existing channels it matches,
+    nothing else; a local client only those its own user may write (the
+    permission bits hold through the server); --create is needed to make a
+    missing one; with --token a client without it is refused (401) and one
+    with it is served."""
+    cmd, ro, other, fresh = name("cmd"), name("ro"), name("other"), name("fresh")
+    nerve.create(cmd, slots=8, size=4096, type="demo.Cmd", encoding="json", mode=0o666).close()
+    for n in (ro, other):  # root's, others may only read
+        nerve.create(n, slots=8, size=4096, type="demo.Cmd", encoding="json", mode=0o644).close()
+    proc, line = start("foxglove", cmd, ro, other, "--port", "0", "--publish", cmd, "--publish", ro,
+                       "--publish", fresh, "--token", "s3cret", ready="serving")
+    port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
+    try:
+        assert as_nobody(port, "", "", cmd) == {"refused": 401}
+        assert as_nobody(port, "", "wrong", cmd) == {"refused": 401}
+        got = as_nobody(port, "", "s3cret", cmd, ro, other, fresh)
+        assert "clientPublish" in got["capabilities"]
+        assert f"publishing on '{ro}' refused: the connecting user nobody may not write it (mode 644)" \
+            in got["status"], got
+        # The SDK's own server, on a loopback port of its own, found and
+        # used directly (past the checks of the public port) by a local
+        # program: it speaks TLS, and a client that accepts any
+        # certificate connects but writes nothing.
+        sdk = [p for p in listening_ports(proc.pid) if p != port]
+        assert len(sdk) == 1, sdk
+        assert "capabilities" in as_nobody(sdk[0], "", "", cmd, subprotocol="foxglove.sdk.v1",
+                                           tls_noverify=True)
+    finally:
+        err = stop(proc)
+    assert json.loads(newest(cmd)) == {"velocity": 9.9, "via": port}
+    assert newest(ro) is None  # allowed by --publish, but nobody may not write it
+    assert newest(other) is None  # not allowed by --publish
+    assert newest(fresh) == "missing"  # allowed, but not without --create
+    assert "not allowed by --publish" in err and "(--create makes it)" in err
+    assert "refused a connection without the right token" in err
+    assert f"client publishing on '{cmd}' refused: the client did not come through the server's port" in err
+    # With --create the allowed missing channel is made.
+    proc, line = start("foxglove", "--port", "0", "--publish", fresh, "--create", ready="serving")
+    port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
+    try:
+        as_nobody(port, "", "", fresh)
+        for _ in range(100):
+            if newest(fresh) not in (None, "missing"):
+                break
+            time.sleep(0.05)
+    finally:
+        stop(proc)
+    assert json.loads(newest(fresh)) == {"velocity": 9.9, "via": port}
+
+
+def test_foxglove_refuses_remote_listen_without_token_and_a_taken_port(name) -> None:
+    from conftest import tool
+
+    r = subprocess.run([tool("foxglove"), "--host", "0.0.0.0", "--port", "0"], capture_output=True,
+                       text=True, timeout=60, env={k: v for k, v in os.environ.items()
+                                                   if k != "NERVE_FOXGLOVE_TOKEN"})
+    assert r.returncode == 2 and "beyond loopback) needs --token" in r.stderr, r.stderr
+    r = subprocess.run([tool("foxglove"), "--create", "--port", "0"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "--create applies to the channels of --publish" in r.stderr
+    proc, line = start("foxglove", name("none"), "--port", "0", ready="serving")
+    port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
+    try:
+        r = subprocess.run([tool("foxglove"), "--port", str(port)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and f"cannot serve on 127.0.0.1:{port}: the port is taken" in r.stderr, \
+            r.stderr
+    finally:
+        stop(proc)

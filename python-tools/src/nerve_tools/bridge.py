@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Optional, Sequence
 
+from . import _limits as limits
 from . import bridge_registry as registry
 from .bridge_engine import Bridge, BridgeOptions
 from .bridge_zenoh import (
@@ -66,12 +67,14 @@ def parser() -> argparse.ArgumentParser:
     _session_args(p)
     p.add_argument("--export", action="append", default=[], metavar="GLOB",
                    help="publish local channels matching GLOB, also ones created later (nothing unless given)")
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="GLOB",
-                   help="mirror remote channels matching GLOB into local channels of the same name")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="[ORIGIN/]GLOB",
+                   help="mirror remote channels matching GLOB into local channels of the same name; "
+                        "ORIGIN/GLOB only from bridges whose --id matches the glob ORIGIN")
     p.add_argument("--stats", type=float, metavar="SEC",
                    help="print the counters as one JSON line on stdout every SEC seconds")
     p.add_argument("--id", dest="ident", metavar="NAME",
-                   help="this bridge's name on the network (default: the host name)")
+                   help="this bridge's name on the network (default: the host name and a tag "
+                        "unique to this machine, network namespace and /dev/shm, e.g. robot-3fa9c2d1)")
     p.add_argument("--priority", default="data",
                    help="Zenoh priority of the data (real_time ... background; data)")
     p.add_argument("--express", action="store_true",
@@ -84,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
                         "message is due (learnt from its rate) instead of sleeping until the writer "
                         "wakes them: one wake-up less per message for about 2 x USEC of CPU "
                         "(for a spare core; 0: off)")
+    limits.add_arguments(p)
     r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md)")
     r.add_argument("--ros2", action="store_true",
                    help="speak rmw_zenoh instead: --export/--import globs name channels = ROS 2 topics")
@@ -195,6 +199,10 @@ def run(argv: Sequence[str]) -> int:
     if args.poll and args.ros2:
         p.error("--poll applies to nerve's own exports, not to --ros2")
     try:
+        budget = limits.ImportBudget.from_args(args)
+    except limits.LimitError as e:
+        p.error(str(e))
+    try:
         kind, where = data_path(args)
     except BridgeError as e:
         return _die(str(e), 2)
@@ -223,7 +231,8 @@ def run(argv: Sequence[str]) -> int:
     try:
         bridge = Bridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
                                                imports=args.imports, priority=args.priority,
-                                               express=args.express, poll_us=args.poll))
+                                               express=args.express, poll_us=args.poll,
+                                               budget=budget))
     except BridgeError as e:
         session.close()
         return _die(str(e), 2)

@@ -43,6 +43,7 @@ import nerve
 from nerve import _nerve
 
 from . import bridge_registry as registry
+from ._limits import ImportBudget
 from .bridge_zenoh import (
     BridgeError,
     Description,
@@ -50,6 +51,7 @@ from .bridge_zenoh import (
     live_key,
     meta_key,
     mono_to_real,
+    node_key,
     pack_header,
     pack_table,
     prefix,
@@ -67,6 +69,10 @@ PUT_TIMEOUT_S = 0.05
 # An exporter's wait for a message is cut in slices of this length, so it
 # notices a stop even if cancel() raced with the start of a wait.
 READ_SLICE_S = 0.25
+# The prefix of _ensure_local's answer for a description over the import
+# bounds, and how often such a channel is tried again.
+REFUSED = "refused: "
+REFUSED_RETRY_S = 2.0
 # Messages from this size on are read through a zero-copy view.
 LARGE = 256 << 10
 # Samples whose ages the counters summarise (per channel and direction).
@@ -158,6 +164,9 @@ class LocalChannel:
         # Whether this bridge exports the channel: only then does the
         # importer remember the sequence numbers it put.
         self.exported = False
+        # Whether the bridge created the channel from a peer's description
+        # (then its file is charged to the import budget until it is gone).
+        self.charged = False
 
     def prune(self, last_put: int) -> None:
         """Called holding ``lock`` after adding to ``own``: forget numbers
@@ -503,6 +512,20 @@ class BridgeOptions:
     # Exporters read with a WaitPolicy (nerve.Channel.get's spin and
     # lead): poll from poll_us before a message is due to poll_us after.
     poll_us: float = 0.0
+    # What peers' descriptions may make this host allocate (_limits.py).
+    budget: ImportBudget = field(default_factory=ImportBudget)
+
+
+def split_import(glob: str) -> Tuple[Optional[str], str]:
+    """``"robot1/cam*"`` -> ("robot1", "cam*"); ``"cam*"`` -> (None, "cam*").
+    Channel names have no '/', so the first part of a glob that has one
+    is the origin (a glob of bridge ids)."""
+    origin, sep, name = glob.partition("/")
+    if not sep:
+        return None, glob
+    if not origin or not name or "/" in name:
+        raise BridgeError(f"bad --import {glob!r}: NAMEGLOB or ORIGINGLOB/NAMEGLOB")
+    return origin, name
 
 
 class Bridge:
@@ -526,11 +549,22 @@ class Bridge:
         self.remote: Dict[Tuple[str, str], bool] = {}  # (host, name) -> token alive
         self.pending: Dict[Tuple[str, str], float] = {}  # next attach attempt (monotonic)
         self.conflicts: Dict[str, str] = {}
+        self.budget = opts.budget
+        # (host, name) -> the geometry last refused for its size, so that a
+        # refusal is counted and reported once, not at every retry.
+        self.refused: Dict[Tuple[str, str], Tuple[int, int]] = {}
         self.events: "queue.Queue[Tuple[str, str, str]]" = queue.Queue()
         self._reported: Set[Tuple[str, str]] = set()
         self._registry_state: Any = None
         self._live_sub: Any = None
         self._next_scan = 0.0
+        self._import_globs = [split_import(g) for g in opts.imports]
+        # Other bridges claiming this bridge's id on the domain: their Zenoh
+        # session ids (from their node tokens).
+        self.zid = str(session.info.zid())
+        self.clashes: Set[str] = set()
+        self._node_token: Any = None
+        self._node_sub: Any = None
 
     # ---- helpers ----------------------------------------------------------
 
@@ -553,17 +587,43 @@ class Bridge:
     def exports(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, g) for g in self.opts.exports)
 
-    def imports(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name, g) for g in self.opts.imports)
+    def imports(self, host: str, name: str) -> bool:
+        """Whether channel ``name`` exported by the bridge ``host`` is to
+        be imported: an --import glob ``NAMEGLOB`` takes it from any origin,
+        ``ORIGINGLOB/NAMEGLOB`` only from bridges whose id matches."""
+        return any((origin is None or fnmatch.fnmatchcase(host, origin)) and fnmatch.fnmatchcase(name, g)
+                   for origin, g in self._import_globs)
 
     # ---- lifecycle --------------------------------------------------------
 
     def start(self) -> None:
         registry.read_all(clean=True)
+        # Announce this bridge and watch for another one with its id (both
+        # ends see the other's token, so both report it).
+        live = self.session.liveliness()
+        self._node_sub = live.declare_subscriber(node_key(self.domain, self.ident, "*"), self._on_node,
+                                                 history=True)
+        self._node_token = live.declare_token(node_key(self.domain, self.ident, self.zid))
         if self.opts.imports:
             self._live_sub = self.session.liveliness().declare_subscriber(
                 f"{prefix(self.domain)}/live/*/*", self._on_live, history=True)
         self.step(0)
+
+    def _on_node(self, sample: zenoh.Sample) -> None:
+        parts = split_key(sample.key_expr)
+        if parts is None or parts[2] != self.ident or parts[3] == self.zid:
+            return
+        self.events.put(("clash" if sample.kind == zenoh.SampleKind.PUT else "unclash", parts[2], parts[3]))
+
+    def _clash(self, up: bool, zid: str) -> None:
+        if up and zid not in self.clashes:
+            self.clashes.add(zid)
+            self.log(f"nerve bridge: ERROR: another bridge (Zenoh id {zid}) also calls itself "
+                     f"{self.ident!r} on domain {self.domain}: each drops the other's channels as its "
+                     f"own echo and importers cannot tell them apart; give each bridge its own --id")
+        elif not up and zid in self.clashes:
+            self.clashes.discard(zid)
+            self.log(f"nerve bridge: the other bridge called {self.ident!r} (Zenoh id {zid}) left")
 
     def _on_live(self, sample: zenoh.Sample) -> None:
         parts = split_key(sample.key_expr)
@@ -591,7 +651,10 @@ class Bridge:
                 kind, host, name = self.events.get(timeout=max(0.0, end - time.monotonic()))
             except queue.Empty:
                 break
-            self._remote_event(kind, host, name)
+            if kind in ("clash", "unclash"):
+                self._clash(kind == "clash", name)
+            else:
+                self._remote_event(kind, host, name)
         now = time.monotonic()
         for key, when in list(self.pending.items()):
             if now >= when:
@@ -602,11 +665,12 @@ class Bridge:
             self._write_registry()
 
     def close(self) -> None:
-        if self._live_sub is not None:
-            try:
-                self._live_sub.undeclare()
-            except Exception:
-                pass
+        for obj in (self._live_sub, self._node_sub, self._node_token):
+            if obj is not None:
+                try:
+                    obj.undeclare()
+                except Exception:
+                    pass
         for ex in self.exporters.values():
             ex.close()
         self.exporters.clear()
@@ -626,6 +690,10 @@ class Bridge:
         """Start exporters for new matching channels, stop those whose
         channel went away or was recreated; sample rates. Re-attach imports
         whose local channel was removed or recreated meanwhile."""
+        for lc in self.locals.values():
+            if lc.charged and (lc.ino is None or chan_ino(lc.name) != lc.ino):
+                lc.charged = False  # its file is gone: no longer counted
+                self.budget.release(lc.name)
         for key, st in list(self.streams.items()):
             lc = st.local
             if lc.writer is None or lc.ino is None or chan_ino(st.name) != lc.ino:
@@ -668,7 +736,7 @@ class Bridge:
     # ---- import -----------------------------------------------------------
 
     def _remote_event(self, kind: str, host: str, name: str) -> None:
-        if host == self.ident or not self.imports(name):
+        if host == self.ident or not self.imports(host, name):
             return
         key = (host, name)
         if kind == "up":
@@ -711,7 +779,19 @@ class Bridge:
             self.pending[key] = time.monotonic() + 1.0
             return
         lc = self.local(name)
-        err = self._ensure_local(lc, desc)
+        geom = (desc.slots, desc.data_size)
+        err = self._ensure_local(lc, desc, count=self.refused.get(key) != geom)
+        if err and err.startswith(REFUSED):
+            # Over the bounds: refused before anything was allocated. Counted
+            # and reported once per geometry; retried now and then (a local
+            # channel removed frees budget; a remote recreated smaller is
+            # announced afresh).
+            if self.refused.get(key) != geom:
+                self.refused[key] = geom
+                self.report(f"{name}: not imported from {host}: {err}")
+            self.pending[key] = time.monotonic() + REFUSED_RETRY_S
+            return
+        self.refused.pop(key, None)
         if err:
             if self.conflicts.get(name) != err:
                 self.report(f"{name}: not imported from {host}: {err}")
@@ -729,7 +809,7 @@ class Bridge:
         self.streams[key] = stream
         self.log(f"nerve bridge: importing {name} from {host}")
 
-    def _ensure_local(self, lc: LocalChannel, desc: Description) -> Optional[str]:
+    def _ensure_local(self, lc: LocalChannel, desc: Description, count: bool = True) -> Optional[str]:
         """Create the local channel with the remote's geometry and metadata,
         or reuse a compatible one (same metadata, ring at least as large).
         Returns why not, or None."""
@@ -739,10 +819,28 @@ class Bridge:
                     return self._compatible(lc.writer, desc)
                 lc.writer.close()
                 lc.writer = None
-            try:
-                w = nerve.create(desc.name, slots=desc.slots, size=desc.data_size, type=desc.type,
-                                 encoding=desc.encoding, schema=desc.schema, exist_ok=True)
-            except (nerve.ChannelExists, nerve.ChannelMismatch):
+            if lc.charged:
+                lc.charged = False
+                self.budget.release(lc.name)
+            w = None
+            if chan_ino(desc.name) is None:
+                # Made from the peer's word: within the bounds or not at
+                # all (_limits.py), checked before anything is allocated.
+                meta = len((desc.type or "").encode()) + len((desc.encoding or "").encode()) + len(desc.schema or b"")
+                why = self.budget.admit(desc.name, desc.slots, desc.data_size, meta, count=count)
+                if why:
+                    return f"{REFUSED}{why}"
+                try:
+                    w = nerve.create(desc.name, slots=desc.slots, size=desc.data_size, type=desc.type,
+                                     encoding=desc.encoding, schema=desc.schema)
+                    lc.charged = True
+                except (nerve.ChannelExists, nerve.ChannelMismatch):
+                    self.budget.release(desc.name)  # made meanwhile by someone else
+                except nerve.Error as e:
+                    self.budget.release(desc.name)
+                    return f"cannot create the local channel: {e}"
+            if w is None:
+                # A local channel exists: used if compatible, nothing allocated.
                 try:
                     w = nerve.open(desc.name, write=True)
                 except nerve.Error as e:
@@ -751,8 +849,6 @@ class Bridge:
                 if why:
                     w.close()
                     return why
-            except nerve.Error as e:
-                return f"cannot create the local channel: {e}"
             st = w.stat()
             lc.writer, lc.data_size, lc.slots = w, st.data_size, st.slots
             lc.ino = self._file_of(w)
@@ -788,11 +884,15 @@ class Bridge:
 
     def stats(self) -> dict:
         return {
-            "id": self.ident, "domain": self.domain,
+            "id": self.ident, "domain": self.domain, "zid": self.zid,
+            # Other bridges claiming this id on the domain (their Zenoh ids).
+            "id_clashes": sorted(self.clashes),
             "export": {n: ex.counters.as_dict() for n, ex in sorted(self.exporters.items())},
             "import": {f"{h}/{n}": dict(st.counters.as_dict(), connected=(h, n) in self.streams)
                        for (h, n), st in sorted({**self.departed, **self.streams}.items())},
             "conflicts": dict(self.conflicts),
+            "refused_size": self.budget.refused,
+            "import_bytes": self.budget.charged,
         }
 
     def _write_registry(self) -> None:

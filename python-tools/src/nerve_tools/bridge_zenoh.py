@@ -12,6 +12,8 @@ Key expressions, for domain D, a bridge named HOST and a channel NAME::
                              attachment = the 32-byte header below)
     nerve/D/live/HOST/NAME   liveliness token while HOST exports NAME
     nerve/D/meta/HOST/NAME   queryable: the channel's description (JSON)
+    nerve/D/node/HOST/ZID    liveliness token of the bridge HOST, Zenoh
+                             session id ZID (duplicate-id detection)
 """
 
 from __future__ import annotations
@@ -72,16 +74,56 @@ def short_error(e: BaseException) -> str:
     return s.strip()
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _ino(path: str) -> str:
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def instance_tag() -> str:
+    """8 hex digits that tell this host's bridges apart without any
+    configuration: a hash of the kernel's boot id (random at every boot,
+    so two machines flashed from one image differ), the machine id, the
+    network namespace and the /dev/shm this bridge serves (so containers
+    and network namespaces of one machine differ). Stable while these
+    are, so a restarted bridge keeps its name; the same only for two
+    bridges on one network namespace and one /dev/shm, which the
+    duplicate-id check (node tokens) reports."""
+    import hashlib
+    import os
+
+    parts = [_read("/proc/sys/kernel/random/boot_id"), _read("/etc/machine-id"),
+             _ino("/proc/self/ns/net"), _ino("/dev/shm")]
+    if not any(parts):
+        parts.append(os.urandom(16).hex())  # nothing to go by: unique per run
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
+
+
 def host_id(name: Optional[str] = None) -> str:
-    """This bridge's name on the network: ``name``, or the host name, made a
-    valid key-expression chunk."""
+    """This bridge's name on the network: ``name`` (``--id``), or the host
+    name joined with :func:`instance_tag` (``robot-3fa9c2d1``), made a
+    valid key-expression chunk. Two hosts, containers or network
+    namespaces sharing a host name get different names."""
     import socket
 
-    raw = name if name is not None else socket.gethostname()
-    out = _CHUNK_BAD.sub("_", raw).strip(".") or "host"
-    if name is not None and out != name:
-        raise BridgeError(f"bad --id {name!r}: use letters, digits, '_', '.', '-'")
-    return out
+    if name is not None:
+        if not name or _CHUNK_BAD.search(name) or name.strip(".") != name:
+            raise BridgeError(f"bad --id {name!r}: use letters, digits, '_', '.', '-'")
+        return name
+    raw = socket.gethostname()
+    return (_CHUNK_BAD.sub("_", raw).strip(".") or "host") + "-" + instance_tag()
 
 
 def prefix(domain: int) -> str:
@@ -98,6 +140,13 @@ def live_key(domain: int, host: str, name: str) -> str:
 
 def meta_key(domain: int, host: str, name: str) -> str:
     return f"nerve/{domain}/meta/{host}/{name}"
+
+
+def node_key(domain: int, host: str, zid: str) -> str:
+    """A liveliness token per running bridge: HOST its id, ZID its Zenoh
+    session id. Two tokens under one HOST with different ZIDs are two
+    bridges claiming one id."""
+    return f"nerve/{domain}/node/{host}/{zid}"
 
 
 def split_key(key: str) -> Optional[tuple]:
@@ -198,7 +247,10 @@ def open_session(opts: SessionOptions) -> zenoh.Session:
     try:
         return zenoh.open(conf)
     except Exception as e:
-        raise BridgeError(f"cannot start Zenoh: {short_error(e)}") from None
+        why = short_error(e)
+        if "Address already in use" in why:
+            why += " (the port is taken: another nerve bridge or Zenoh program?)"
+        raise BridgeError(f"cannot start Zenoh: {why}") from None
 
 
 def connected(session: zenoh.Session) -> int:

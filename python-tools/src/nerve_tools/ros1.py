@@ -62,6 +62,7 @@ from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 import nerve
 
+from . import _limits as limits
 from . import ros1_msg
 from ._common import channel_name, die, is_pattern
 
@@ -272,11 +273,17 @@ class FromRos:
         except nerve.ChannelNotFound:
             slots, data = default_geometry(size)
             slots = b.slots or slots
-            data = b.size or data
+            # The first message sizes the channel: within the bounds of
+            # _limits.py (--max-channel-size, --max-import-total) or not at all.
+            data = b.size or max(min(data, b.budget.max_channel), size)
+            why = b.budget.admit(self.channel, slots, data, len(rtype) + len(text.encode()) + 7)
+            if why:
+                return b.error(self.topic, f"channel {self.channel} not created (refused_size): {why}")
             try:
                 ch = nerve.create(self.channel, slots=slots, size=data, type=rtype,
                                   encoding="ros1msg", schema=text.encode(), exist_ok=True)
             except nerve.Error as e:
+                b.budget.release(self.channel)
                 return b.error(self.topic, f"cannot create channel {self.channel}: {e}")
             say(f"created {self.channel} [{rtype}] {slots} slots, {data} bytes")
         except nerve.Error as e:
@@ -343,6 +350,7 @@ class Bridge:
         self.fatal: Optional[str] = None
         self.caller_id = ""
         self.proxy = master_proxy(self.master_uri)
+        self.budget = limits.ImportBudget.from_args(args)
 
     def error(self, what: str, msg: str) -> bool:
         if (what, msg) not in self.errors:
@@ -487,6 +495,8 @@ class Bridge:
             say(f"to-ros {t.channel}: {t.sent} messages published")
         for f in self.from_ros:
             say(f"from-ros {f.topic}: {f.received} messages put")
+        if self.budget.refused:
+            say(f"refused_size: {self.budget.refused} channels over the import bounds")
         if self.fatal:
             say(f"error: {self.fatal}")
             return 1
@@ -525,6 +535,7 @@ def parser() -> argparse.ArgumentParser:
                    help="rospy publisher queue size (default 100)")
     p.add_argument("--master-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="give up when the master is unreachable this long (default 60)")
+    limits.add_arguments(p)
     return p
 
 
@@ -535,6 +546,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("give at least one --to-ros or --from-ros")
     if args.slots < 0 or args.size < 0 or args.queue < 1 or args.master_timeout <= 0:
         p.error("--slots and --size must be >= 0, --queue >= 1, --master-timeout > 0")
+    try:
+        limits.ImportBudget.from_args(args)
+    except limits.LimitError as e:
+        p.error(str(e))
     try:
         ros1_msg.enable()
     except ImportError as e:

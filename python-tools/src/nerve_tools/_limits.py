@@ -1,0 +1,173 @@
+"""Bounds on what a remote peer may make nerve allocate (issue 27, item 4).
+
+Wherever a peer's word sizes a local channel -- ``nerve bridge --import``
+(the remote's description), ``nerve ros1 --from-ros`` (the first message),
+``nerve ros2`` from ROS -- the channel is created only if it fits these
+bounds, the same everywhere and configured the same way:
+
+- ``--max-channel-size SIZE`` (env ``NERVE_MAX_CHANNEL_SIZE``, default 64M):
+  neither the channel's data ring nor its index (32 bytes a slot) may be
+  larger than SIZE. The data ring is what ``nerve create --size`` sets and
+  ``nerve ls`` shows, so a peer may size a channel up to ``--size SIZE``.
+- ``--max-import-total SIZE`` (env ``NERVE_MAX_IMPORT_TOTAL``, default
+  512M): the files of all channels the tool created from peers' word,
+  while they exist, together (header, metadata, index and data ring, as
+  docs/design/0001-shm-layout.md lays them out: exactly the memory they
+  commit in /dev/shm).
+
+A flag overrides the environment, which overrides the default. SIZE is a
+byte count with an optional K, M, G or T suffix (powers of 1024; "KiB",
+"MB" and the like are read the same). Over a bound, that channel alone is
+refused before anything is allocated, the refusal is counted
+(``refused_size``) and the caller prints one line; everything else goes on.
+A local channel that already exists costs nothing (the tool allocates
+nothing to use it) and is not charged.
+
+This module is protocol-free on purpose: the Rust data path of the bridge
+(and any other port) reimplements :func:`parse_size`,
+:func:`channel_file_bytes` and :class:`ImportBudget` as written here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import threading
+from typing import Dict, Optional
+
+DEFAULT_MAX_CHANNEL = 64 << 20
+DEFAULT_MAX_TOTAL = 512 << 20
+ENV_MAX_CHANNEL = "NERVE_MAX_CHANNEL_SIZE"
+ENV_MAX_TOTAL = "NERVE_MAX_IMPORT_TOTAL"
+
+#: The channel file's fixed parts (docs/design/0001-shm-layout.md): the
+#: page size, the header page, the bytes of one index entry.
+PAGE = 4096
+INDEX_ENTRY = 32
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+
+
+class LimitError(ValueError):
+    """A malformed SIZE (flag or environment variable)."""
+
+
+def parse_size(text: str) -> int:
+    """``"64M"`` -> 67108864. Raises LimitError for anything else than a
+    non-negative integer with an optional K/M/G/T suffix."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise LimitError(f"bad size {text!r}: a byte count with an optional K, M, G or T suffix, e.g. 64M")
+    return int(m.group(1)) << _UNITS[m.group(2).lower()]
+
+
+def fmt_size(n: int) -> str:
+    """A byte count for people: 67108864 -> "64 MiB", 1000 -> "1000 bytes"."""
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift:
+            v = n / (1 << shift)
+            return f"{int(v)} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _round(n: int) -> int:
+    return (n + PAGE - 1) // PAGE * PAGE
+
+
+def channel_file_bytes(slots: int, data_size: int, meta_bytes: int = 0) -> int:
+    """The size of a channel's file (what it commits in /dev/shm): the
+    header page, the metadata (type + encoding + schema + 3, in pages),
+    the index (32 bytes a slot, in pages) and the data ring (in pages),
+    as docs/design/0001-shm-layout.md lays them out."""
+    return PAGE + _round(meta_bytes + 3) + _round(INDEX_ENTRY * slots) + _round(data_size)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The two flags, with their help (the same in every tool)."""
+    g = p.add_argument_group("bounds on what peers may make this host allocate")
+    g.add_argument("--max-channel-size", metavar="SIZE", default=None,
+                   help=f"largest data ring (and index) of a channel a peer may size "
+                        f"(${ENV_MAX_CHANNEL}, default 64M)")
+    g.add_argument("--max-import-total", metavar="SIZE", default=None,
+                   help=f"all channels created from peers' word together "
+                        f"(${ENV_MAX_TOTAL}, default 512M)")
+
+
+def _resolve(flag: Optional[str], env: str, default: int, what: str) -> int:
+    text = flag if flag is not None else os.environ.get(env)
+    if text is None or text == "":
+        return default
+    try:
+        n = parse_size(text)
+    except LimitError as e:
+        src = what if flag is not None else f"${env}"
+        raise LimitError(f"{src}: {e}") from None
+    if n <= 0:
+        raise LimitError(f"{what if flag is not None else '$' + env} must be positive")
+    return n
+
+
+class ImportBudget:
+    """The two bounds and what is charged against the total. Thread-safe:
+    one lock around the table. Keys are the local channel names."""
+
+    def __init__(self, max_channel: int = DEFAULT_MAX_CHANNEL, max_total: int = DEFAULT_MAX_TOTAL) -> None:
+        self.max_channel = max_channel
+        self.max_total = max_total
+        self.refused = 0
+        self._lock = threading.Lock()
+        self._charged: Dict[str, int] = {}
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "ImportBudget":
+        """From the flags of :func:`add_arguments`, else the environment,
+        else the defaults. Raises LimitError with a message for the user."""
+        return cls(_resolve(getattr(args, "max_channel_size", None), ENV_MAX_CHANNEL,
+                            DEFAULT_MAX_CHANNEL, "--max-channel-size"),
+                   _resolve(getattr(args, "max_import_total", None), ENV_MAX_TOTAL,
+                            DEFAULT_MAX_TOTAL, "--max-import-total"))
+
+    @property
+    def charged(self) -> int:
+        with self._lock:
+            return sum(self._charged.values())
+
+    def admit(self, name: str, slots: int, data_size: int, meta_bytes: int = 0,
+              count: bool = True) -> Optional[str]:
+        """Reserve the file of channel ``name`` (``slots`` index entries,
+        a ``data_size`` data ring, ``meta_bytes`` of metadata) before it is
+        created. Returns None (charged: call :meth:`release` once the
+        channel is gone or its creation failed), or why not (counted in
+        ``refused`` unless ``count`` is false, for a refusal already
+        counted; nothing reserved)."""
+        why = None
+        need = channel_file_bytes(slots, data_size, meta_bytes)
+        with self._lock:
+            if data_size > self.max_channel:
+                why = (f"its data ring of {fmt_size(data_size)} is over --max-channel-size "
+                       f"({fmt_size(self.max_channel)})")
+            elif INDEX_ENTRY * slots > self.max_channel:
+                why = (f"its index of {slots} slots ({fmt_size(INDEX_ENTRY * slots)}) is over "
+                       f"--max-channel-size ({fmt_size(self.max_channel)})")
+            else:
+                used = sum(v for k, v in self._charged.items() if k != name)
+                if used + need > self.max_total:
+                    why = (f"its {fmt_size(need)} with the {fmt_size(used)} already imported is over "
+                           f"--max-import-total ({fmt_size(self.max_total)})")
+            if why is None:
+                self._charged[name] = need
+            elif count:
+                self.refused += 1
+        return why
+
+    def release(self, name: str) -> None:
+        """The channel ``name`` is gone (or was never made): its bytes no
+        longer count."""
+        with self._lock:
+            self._charged.pop(name, None)
+
+    def holds(self, name: str) -> bool:
+        with self._lock:
+            return name in self._charged

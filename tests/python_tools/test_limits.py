@@ -1,0 +1,96 @@
+"""The bounds on what peers may make nerve allocate (nerve_tools._limits),
+and their use by `nerve ros1 --from-ros` (no ROS needed: the channel is
+sized from a first message's connection header)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import nerve
+from nerve_tools import _limits as limits
+from nerve_tools import ros1
+
+
+def test_parse_size() -> None:
+    assert limits.parse_size("64M") == 64 << 20
+    assert limits.parse_size("4096") == 4096
+    assert limits.parse_size("1GiB") == 1 << 30
+    assert limits.parse_size(" 2 kb ") == 2048
+    for bad in ("", "-1", "1.5M", "12Q", "M"):
+        with pytest.raises(limits.LimitError):
+            limits.parse_size(bad)
+
+
+def budget(argv) -> limits.ImportBudget:
+    p = argparse.ArgumentParser()
+    limits.add_arguments(p)
+    return limits.ImportBudget.from_args(p.parse_args(argv))
+
+
+def test_flag_over_env_over_default(monkeypatch) -> None:
+    monkeypatch.delenv(limits.ENV_MAX_CHANNEL, raising=False)
+    monkeypatch.delenv(limits.ENV_MAX_TOTAL, raising=False)
+    b = budget([])
+    assert (b.max_channel, b.max_total) == (64 << 20, 512 << 20)
+    monkeypatch.setenv(limits.ENV_MAX_CHANNEL, "1M")
+    monkeypatch.setenv(limits.ENV_MAX_TOTAL, "3M")
+    b = budget([])
+    assert (b.max_channel, b.max_total) == (1 << 20, 3 << 20)
+    b = budget(["--max-channel-size", "2M", "--max-import-total", "1G"])
+    assert (b.max_channel, b.max_total) == (2 << 20, 1 << 30)
+    monkeypatch.setenv(limits.ENV_MAX_TOTAL, "lots")
+    with pytest.raises(limits.LimitError, match=r"\$NERVE_MAX_IMPORT_TOTAL: bad size 'lots'"):
+        budget([])
+
+
+def test_admit_charges_refuses_and_releases() -> None:
+    b = limits.ImportBudget(max_channel=1 << 20, max_total=3 << 20)
+    assert "over --max-channel-size (1 MiB)" in b.admit("big", 8, 4 << 30)
+    assert "index of 1000000 slots" in b.admit("slots", 1_000_000, 4096)
+    assert b.refused == 2 and b.charged == 0
+    assert b.admit("a", 8, 1 << 20) is None
+    assert b.admit("b", 8, 1 << 20) is None
+    # The file: header page, metadata page, index page, data ring.
+    assert b.charged == 2 * ((1 << 20) + 3 * 4096)
+    why = b.admit("c", 8, 1 << 20)
+    assert why is not None and "over --max-import-total (3 MiB)" in why
+    assert b.admit("c", 8, 1 << 20, count=False) is not None and b.refused == 3
+    b.release("a")
+    assert b.admit("c", 8, 1 << 20) is None and b.holds("c") and not b.holds("a")
+
+
+class _FakeRos1Bridge:
+    """What ros1.FromRos._open uses of its bridge."""
+
+    def __init__(self, budget: limits.ImportBudget) -> None:
+        self.budget, self.slots, self.size = budget, 0, 0
+        self.errors = []
+
+    def error(self, what: str, msg: str) -> bool:
+        self.errors.append(f"{what}: {msg}")
+        return False
+
+
+def from_ros(bridge, channel: str) -> ros1.FromRos:
+    f = ros1.FromRos.__new__(ros1.FromRos)  # no rospy subscriber
+    f.bridge, f.topic, f.channel, f.ch, f.type = bridge, "/t", channel, None, None
+    return f
+
+
+def test_ros1_from_ros_channel_sized_within_bounds(name) -> None:
+    hdr = {"type": "std_msgs/String", "message_definition": "string data\n"}
+    b = _FakeRos1Bridge(limits.ImportBudget(max_channel=2 << 20, max_total=64 << 20))
+    # A first message of 4 GiB (as its length says) is refused, nothing made.
+    big = name("big")
+    assert from_ros(b, big)._open(hdr, 4 << 30) is False
+    assert b.budget.refused == 1 and "not created (refused_size)" in b.errors[0]
+    with pytest.raises(nerve.ChannelNotFound):
+        nerve.stat(big)
+    # A 1 MiB message would get a 16 MiB ring: clamped to the bound.
+    ok = name("ok")
+    f = from_ros(b, ok)
+    assert f._open(hdr, 1 << 20) is True
+    f.ch.close()
+    assert nerve.stat(ok).data_size == 2 << 20 and b.budget.holds(ok)
