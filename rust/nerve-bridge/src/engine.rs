@@ -21,6 +21,7 @@
 //!   directory listing and one stat(2) per channel every 0.5 s), the
 //!   liveliness events of remote channels, counters and the registry file
 //!   for `nerve top`.
+use crate::limits::ImportBudget;
 use crate::wire::{self, Description};
 use nerve::{Access, Channel, Error, Options, Wait, Which};
 use serde_json::{json, Map, Value};
@@ -155,6 +156,9 @@ struct LocalState {
     ino: Option<u64>,
     data_size: u64,
     slots: u64,
+    /// Whether the bridge created the channel from a peer's description
+    /// (then its file is charged to the import budget until it is gone).
+    charged: bool,
 }
 
 /// The bridge's shared state for one local channel name.
@@ -650,20 +654,49 @@ pub struct BridgeOptions {
     pub domain: u64,
     pub ident: String,
     pub exports: Vec<String>,
-    pub imports: Vec<String>,
+    /// `(origin glob, name glob)`: `--import [ORIGIN/]GLOB`.
+    pub imports: Vec<(Option<String>, String)>,
     pub priority: Priority,
     pub express: bool,
+    pub budget: ImportBudget,
 }
+
+/// `"robot1/cam*"` -> (Some("robot1"), "cam*"); `"cam*"` -> (None, "cam*").
+/// Channel names have no '/', so the first part of a glob that has one is
+/// the origin (a glob of bridge ids).
+pub fn split_import(glob: &str) -> Result<(Option<String>, String), String> {
+    match glob.split_once('/') {
+        None => Ok((None, glob.to_string())),
+        Some((o, n)) if !o.is_empty() && !n.is_empty() && !n.contains('/') => {
+            Ok((Some(o.to_string()), n.to_string()))
+        }
+        _ => Err(format!(
+            "bad --import '{glob}': NAMEGLOB or ORIGINGLOB/NAMEGLOB"
+        )),
+    }
+}
+
+/// The prefix of ensure_local's answer for a description over the import
+/// bounds, and how often such a channel is tried again.
+const REFUSED: &str = "refused: ";
+const REFUSED_RETRY: Duration = Duration::from_secs(2);
 
 type Key = (String, String);
 
+/// What the Zenoh callbacks tell the bridge's main thread.
+enum Event {
+    /// A remote channel's liveliness token came (true) or went.
+    Live(bool, String, String),
+    /// Another bridge with this bridge's id (its Zenoh id) came or went.
+    Clash(bool, String),
+}
 /// Exports and imports channels over one Zenoh session.
 pub struct Bridge {
     session: Session,
     domain: u64,
     ident: String,
     exports_g: Vec<String>,
-    imports_g: Vec<String>,
+    imports_g: Vec<(Option<String>, String)>,
     priority: Priority,
     express: bool,
     started_real: i64,
@@ -675,9 +708,18 @@ pub struct Bridge {
     remote: HashMap<Key, bool>,
     pending: HashMap<Key, Instant>,
     conflicts: BTreeMap<String, String>,
-    events_tx: mpsc::Sender<(bool, String, String)>,
-    events: mpsc::Receiver<(bool, String, String)>,
+    budget: ImportBudget,
+    /// (host, name) -> the geometry last refused for its size, so that a
+    /// refusal is counted and reported once, not at every retry.
+    refused: HashMap<Key, (u64, u64)>,
+    zid: String,
+    /// Other bridges claiming this bridge's id (their Zenoh ids).
+    clashes: std::collections::BTreeSet<String>,
+    events_tx: mpsc::Sender<Event>,
+    events: mpsc::Receiver<Event>,
     live_sub: Option<zenoh::pubsub::Subscriber<()>>,
+    node_sub: Option<zenoh::pubsub::Subscriber<()>>,
+    node_token: Option<zenoh::liveliness::LivelinessToken>,
     next_scan: Instant,
     registry_state: Option<String>,
 }
@@ -689,6 +731,7 @@ impl Bridge {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0);
+        let zid = session.zid().to_string();
         Bridge {
             session,
             domain: o.domain,
@@ -708,9 +751,15 @@ impl Bridge {
             remote: HashMap::new(),
             pending: HashMap::new(),
             conflicts: BTreeMap::new(),
+            budget: o.budget,
+            refused: HashMap::new(),
+            zid,
+            clashes: Default::default(),
             events_tx: tx,
             events: rx,
             live_sub: None,
+            node_sub: None,
+            node_token: None,
             next_scan: Instant::now(),
             registry_state: None,
         }
@@ -723,10 +772,14 @@ impl Bridge {
     fn exports(&self, name: &str) -> bool {
         self.exports_g.iter().any(|g| wire::fnmatch(name, g))
     }
-    fn imports(&self, name: &str) -> bool {
-        self.imports_g.iter().any(|g| wire::fnmatch(name, g))
+    /// Whether channel `name` exported by the bridge `host` is imported: a
+    /// glob `NAMEGLOB` takes it from any origin, `ORIGINGLOB/NAMEGLOB` only
+    /// from bridges whose id matches.
+    fn imports(&self, host: &str, name: &str) -> bool {
+        self.imports_g.iter().any(|(o, g)| {
+            o.as_deref().map_or(true, |o| wire::fnmatch(host, o)) && wire::fnmatch(name, g)
+        })
     }
-
     fn local_of(&self, name: &str) -> Arc<LocalChannel> {
         self.locals.get(name).cloned().expect("local() first")
     }
@@ -743,6 +796,7 @@ impl Bridge {
                 ino: None,
                 data_size: 0,
                 slots: 0,
+                charged: false,
             }),
             imported: AtomicBool::new(false),
             exported: self.exports(name),
@@ -753,6 +807,31 @@ impl Bridge {
 
     pub fn start(&mut self) -> Result<(), String> {
         crate::registry::read_all(true);
+        // Announce this bridge and watch for another one with its id (both
+        // ends see the other's token, so both report it).
+        let (tx, ident, zid) = (self.events_tx.clone(), self.ident.clone(), self.zid.clone());
+        let live = self.session.liveliness();
+        let node_sub = live
+            .declare_subscriber(wire::node_key(self.domain, &self.ident, "*"))
+            .history(true)
+            .callback(move |sample| {
+                if let Some((_, _, host, other)) = wire::split_key(sample.key_expr().as_str()) {
+                    if host == ident && other != zid {
+                        let _ = tx.send(Event::Clash(
+                            sample.kind() == SampleKind::Put,
+                            other.to_string(),
+                        ));
+                    }
+                }
+            })
+            .wait()
+            .map_err(|e| e.to_string())?;
+        self.node_sub = Some(node_sub);
+        let token = live
+            .declare_token(wire::node_key(self.domain, &self.ident, &self.zid))
+            .wait()
+            .map_err(|e| e.to_string())?;
+        self.node_token = Some(token);
         if !self.imports_g.is_empty() {
             let tx = self.events_tx.clone();
             let domain = self.domain;
@@ -764,11 +843,8 @@ impl Bridge {
                 .callback(move |sample| {
                     if let Some((d, _, host, name)) = wire::split_key(sample.key_expr().as_str()) {
                         if d == domain {
-                            let _ = tx.send((
-                                sample.kind() == SampleKind::Put,
-                                host.to_string(),
-                                name.to_string(),
-                            ));
+                            let up = sample.kind() == SampleKind::Put;
+                            let _ = tx.send(Event::Live(up, host.to_string(), name.to_string()));
                         }
                     }
                 })
@@ -786,7 +862,8 @@ impl Bridge {
         loop {
             let left = end.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {
-                Ok((up, host, name)) => self.remote_event(up, host, name),
+                Ok(Event::Live(up, host, name)) => self.remote_event(up, host, name),
+                Ok(Event::Clash(up, zid)) => self.clash(up, zid),
                 Err(_) => break,
             }
         }
@@ -807,8 +884,26 @@ impl Bridge {
         }
     }
 
+    fn clash(&mut self, up: bool, zid: String) {
+        if up && self.clashes.insert(zid.clone()) {
+            self.rep.log(&format!(
+                "ERROR: another bridge (Zenoh id {zid}) also calls itself '{}' on domain {}: each drops the \
+                 other's channels as its own echo and importers cannot tell them apart; give each bridge \
+                 its own --id",
+                self.ident, self.domain
+            ));
+        } else if !up && self.clashes.remove(&zid) {
+            self.rep.log(&format!(
+                "the other bridge called '{}' (Zenoh id {zid}) left",
+                self.ident
+            ));
+        }
+    }
+
     pub fn close(&mut self) {
         self.live_sub = None;
+        self.node_sub = None;
+        self.node_token = None;
         self.exporters.clear();
         self.streams.clear();
         for lc in self.locals.values() {
@@ -820,6 +915,13 @@ impl Bridge {
     // ---- export -------------------------------------------------------
 
     fn scan(&mut self) {
+        for lc in self.locals.values() {
+            let mut st = lock(&lc.state);
+            if st.charged && (st.ino.is_none() || chan_ino(&lc.name) != st.ino) {
+                st.charged = false; // its file is gone: no longer counted
+                self.budget.release(&lc.name);
+            }
+        }
         for (key, st) in &self.streams {
             let lc = lock(&st.shared.local.state);
             let gone = lc.writer.is_none() || lc.ino.is_none() || chan_ino(&key.1) != lc.ino;
@@ -879,7 +981,7 @@ impl Bridge {
     // ---- import -------------------------------------------------------
 
     fn remote_event(&mut self, up: bool, host: String, name: String) {
-        if host == self.ident || !self.imports(&name) {
+        if host == self.ident || !self.imports(&host, &name) {
             return;
         }
         let key = (host, name);
@@ -963,7 +1065,22 @@ impl Bridge {
             return;
         }
         let lc = self.local(name);
-        if let Some(err) = ensure_local(&lc, &desc) {
+        let geom = (desc.slots, desc.data_size);
+        let count = self.refused.get(&key) != Some(&geom);
+        let err = ensure_local(&lc, &desc, &mut self.budget, count);
+        if let Some(err) = err.as_ref().filter(|e| e.starts_with(REFUSED)) {
+            // Over the bounds: refused before anything was allocated.
+            // Counted and reported once per geometry; retried now and then.
+            if self.refused.get(&key) != Some(&geom) {
+                self.refused.insert(key.clone(), geom);
+                self.rep
+                    .log(&format!("{name}: not imported from {host}: {err}"));
+            }
+            self.pending.insert(key, Instant::now() + REFUSED_RETRY);
+            return;
+        }
+        self.refused.remove(&key);
+        if let Some(err) = err {
             if self.conflicts.get(name) != Some(&err) {
                 self.rep
                     .log(&format!("{name}: not imported from {host}: {err}"));
@@ -1042,8 +1159,10 @@ impl Bridge {
                 lock(&st.shared.state).counters.as_json(true),
             );
         }
-        json!({"id": self.ident, "domain": self.domain, "export": export, "import": import,
-               "conflicts": self.conflicts, "data_path": "rust"})
+        json!({"id": self.ident, "domain": self.domain, "zid": self.zid, "id_clashes": self.clashes,
+               "export": export, "import": import, "conflicts": self.conflicts,
+               "refused_size": self.budget.refused, "import_bytes": self.budget.charged(),
+               "data_path": "rust"})
     }
 
     fn write_registry(&mut self) {
@@ -1076,7 +1195,12 @@ impl Bridge {
 /// Create the local channel with the remote's geometry and metadata, or
 /// reuse a compatible one (same metadata, ring at least as large). Returns
 /// why not.
-fn ensure_local(lc: &LocalChannel, desc: &Description) -> Option<String> {
+fn ensure_local(
+    lc: &LocalChannel,
+    desc: &Description,
+    budget: &mut ImportBudget,
+    count: bool,
+) -> Option<String> {
     let mut st = lock(&lc.state);
     if let Some(w) = st.writer.as_ref() {
         if st.ino.is_some() && chan_ino(&lc.name) == st.ino {
@@ -1084,10 +1208,11 @@ fn ensure_local(lc: &LocalChannel, desc: &Description) -> Option<String> {
         }
         st.writer = None;
     }
-    let mut opts = Options::new()
-        .slots(desc.slots)
-        .data_size(desc.data_size)
-        .exist_ok(true);
+    if st.charged {
+        st.charged = false;
+        budget.release(&lc.name);
+    }
+    let mut opts = Options::new().slots(desc.slots).data_size(desc.data_size);
     if let Some(t) = &desc.type_name {
         opts = opts.type_name(t);
     }
@@ -1097,23 +1222,39 @@ fn ensure_local(lc: &LocalChannel, desc: &Description) -> Option<String> {
     if let Some(s) = &desc.schema {
         opts = opts.schema(s);
     }
-    let w = match nerve::create(&desc.name, &opts) {
-        Ok(()) => match Channel::open(&desc.name, Access::Write) {
-            Ok(w) => w,
-            Err(e) => return Some(format!("local channel cannot be opened for writing: {e}")),
-        },
-        Err(Error::Exist | Error::Mismatch) => {
-            let w = match Channel::open(&desc.name, Access::Write) {
-                Ok(w) => w,
-                Err(e) => return Some(format!("local channel cannot be opened for writing: {e}")),
-            };
-            if let Some(why) = compatible(&w, desc) {
-                return Some(why);
-            }
-            w
+    let mut made = false;
+    if chan_ino(&desc.name).is_none() {
+        // Made from the peer's word: within the bounds or not at all,
+        // checked before anything is allocated.
+        let meta = desc.type_name.as_deref().map_or(0, str::len)
+            + desc.encoding.as_deref().map_or(0, str::len)
+            + desc.schema.as_deref().map_or(0, <[u8]>::len);
+        if let Some(why) = budget.admit(&desc.name, desc.slots, desc.data_size, meta as u64, count)
+        {
+            return Some(format!("{REFUSED}{why}"));
         }
-        Err(e) => return Some(format!("cannot create the local channel: {e}")),
+        match nerve::create(&desc.name, &opts) {
+            Ok(()) => {
+                made = true;
+                st.charged = true;
+            }
+            Err(Error::Exist | Error::Mismatch) => budget.release(&desc.name), // made meanwhile
+            Err(e) => {
+                budget.release(&desc.name);
+                return Some(format!("cannot create the local channel: {e}"));
+            }
+        }
+    }
+    // A local channel exists (or was just made): used if compatible.
+    let w = match Channel::open(&desc.name, Access::Write) {
+        Ok(w) => w,
+        Err(e) => return Some(format!("local channel cannot be opened for writing: {e}")),
     };
+    if !made {
+        if let Some(why) = compatible(&w, desc) {
+            return Some(why);
+        }
+    }
     let Ok(s) = w.stats() else {
         return Some("cannot read the local channel".into());
     };

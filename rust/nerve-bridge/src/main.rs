@@ -14,9 +14,9 @@
 //! Exit status: 0 after SIGINT/SIGTERM, 1 when Zenoh cannot start, 2 for
 //! usage errors (an unknown option, a malformed endpoint, a bad --config).
 mod engine;
+mod limits;
 mod registry;
 mod wire;
-
 use engine::{Bridge, BridgeOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -39,7 +39,8 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 const USAGE: &str = "usage: nerve bridge [--listen ENDPOINT]... [--connect ENDPOINT]... \
 [--config ZENOH_JSON5] [--domain N] [--export GLOB]... [--import GLOB]... [--scout] \
-[--stats SEC] [--id NAME] [--priority PRIO] [--express]";
+[--stats SEC] [--id NAME] [--priority PRIO] [--express] [--max-channel-size SIZE] \
+[--max-import-total SIZE]";
 
 fn usage_error(msg: &str) -> ! {
     eprintln!("{USAGE}\n{PROG}: error: {msg}");
@@ -64,8 +65,9 @@ struct Args {
     ident: Option<String>,
     priority: String,
     express: bool,
+    max_channel_size: Option<String>,
+    max_import_total: Option<String>,
 }
-
 fn parse(argv: &[String]) -> Args {
     let mut a = Args {
         priority: "data".into(),
@@ -114,6 +116,8 @@ fn parse(argv: &[String]) -> Args {
             "--id" => a.ident = Some(value("NAME")),
             "--priority" => a.priority = value("PRIO"),
             "--express" => a.express = true,
+            "--max-channel-size" => a.max_channel_size = Some(value("SIZE")),
+            "--max-import-total" => a.max_import_total = Some(value("SIZE")),
             "--poll" => {
                 let v = value("USEC");
                 if v.parse::<f64>().map(|p| p != 0.0).unwrap_or(true) {
@@ -137,11 +141,44 @@ fn parse(argv: &[String]) -> Args {
     a
 }
 
-/// This bridge's name on the network: --id, or the host name made a valid
-/// key-expression chunk.
+/// 8 hex digits that tell this host's bridges apart without configuration,
+/// as the Python data path computes them (bridge_zenoh.instance_tag): the
+/// SHA-256 of the kernel's boot id, the machine id, the network namespace
+/// and the /dev/shm this bridge serves. Stable while these are, so a
+/// restarted bridge keeps its name, whichever data path runs it.
+fn instance_tag() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let ino = |p: &str| {
+        std::fs::metadata(p)
+            .map(|m| format!("{}:{}", m.dev(), m.ino()))
+            .unwrap_or_default()
+    };
+    let mut parts = vec![
+        read("/proc/sys/kernel/random/boot_id"),
+        read("/etc/machine-id"),
+        ino("/proc/self/ns/net"),
+        ino("/dev/shm"),
+    ];
+    if parts.iter().all(String::is_empty) {
+        // Nothing to go by: unique per run.
+        let mut r = [0u8; 16];
+        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut r);
+        parts.push(r.iter().map(|b| format!("{b:02x}")).collect());
+    }
+    let d = ring::digest::digest(&ring::digest::SHA256, parts.join("\0").as_bytes());
+    d.as_ref()[..4].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// This bridge's name on the network: --id, or the host name (made a valid
+/// key-expression chunk) and the instance tag, e.g. `robot-3fa9c2d1`.
 fn host_id(name: Option<&str>) -> String {
     if let Some(n) = name {
-        if !wire::valid_host(n) || n.starts_with('.') || n.ends_with('.') {
+        if !wire::valid_host(n) || n.trim_matches('.') != n {
             usage_error(&format!(
                 "bad --id '{n}': use letters, digits, '_', '.', '-'"
             ));
@@ -170,11 +207,12 @@ fn host_id(name: Option<&str>) -> String {
         })
         .collect();
     let out = out.trim_matches('.').to_string();
-    if out.is_empty() {
-        "host".into()
+    let host = if out.is_empty() {
+        "host".to_string()
     } else {
         out
-    }
+    };
+    format!("{host}-{}", instance_tag())
 }
 
 /// Refuse an endpoint that is not Zenoh's PROTO/ADDRESS syntax, or whose
@@ -287,12 +325,37 @@ fn connected(s: &zenoh::Session) -> usize {
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let a = parse(&argv);
+    let budget = limits::resolve(
+        a.max_channel_size.as_deref(),
+        limits::ENV_MAX_CHANNEL,
+        limits::DEFAULT_MAX_CHANNEL,
+        "--max-channel-size",
+    )
+    .and_then(|c| {
+        let t = limits::resolve(
+            a.max_import_total.as_deref(),
+            limits::ENV_MAX_TOTAL,
+            limits::DEFAULT_MAX_TOTAL,
+            "--max-import-total",
+        )?;
+        Ok(limits::ImportBudget::new(c, t))
+    })
+    .unwrap_or_else(|e| usage_error(&e));
+    let imports: Vec<(Option<String>, String)> = a
+        .imports
+        .iter()
+        .map(|g| engine::split_import(g).unwrap_or_else(|e| die(&e, 2)))
+        .collect();
     let ident = host_id(a.ident.as_deref());
     let prio = priority(&a.priority);
     let conf = make_config(&a);
-    let session = zenoh::open(conf)
-        .wait()
-        .unwrap_or_else(|e| die(&format!("cannot start Zenoh: {}", short_error(&e)), 1));
+    let session = zenoh::open(conf).wait().unwrap_or_else(|e| {
+        let mut why = short_error(&e);
+        if why.contains("Address already in use") {
+            why += " (the port is taken: another nerve bridge or Zenoh program?)";
+        }
+        die(&format!("cannot start Zenoh: {why}"), 1)
+    });
     // SAFETY: the handler only stores to an atomic (async-signal-safe).
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
@@ -304,9 +367,10 @@ fn main() {
             domain: a.domain,
             ident: ident.clone(),
             exports: a.exports.clone(),
-            imports: a.imports.clone(),
+            imports,
             priority: prio,
             express: a.express,
+            budget,
         },
     );
     if let Err(e) = bridge.start() {

@@ -28,6 +28,13 @@ pub fn meta_key(domain: u64, host: &str, name: &str) -> String {
     format!("nerve/{domain}/meta/{host}/{name}")
 }
 
+/// A liveliness token per running bridge: HOST its id, ZID its Zenoh
+/// session id. Two tokens under one HOST with different ZIDs are two
+/// bridges claiming one id.
+pub fn node_key(domain: u64, host: &str, zid: &str) -> String {
+    format!("nerve/{domain}/node/{host}/{zid}")
+}
+
 /// (domain, kind, host, name) of a bridge key expression.
 pub fn split_key(key: &str) -> Option<(u64, &str, &str, &str)> {
     let p: Vec<&str> = key.split('/').collect();
