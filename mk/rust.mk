@@ -14,6 +14,9 @@
 #                      nerve-bridge-rs, where `nerve bridge` finds it; the
 #                      bridge tests of test-tools then run against it
 #   make rust-bridge-install   only the last step
+#   make lint-rust-bridge      clippy over the bridge too (not in `make
+#                      test`: it checks zenoh's whole tree again, about
+#                      1.5 CPU-minutes)
 #   make bench-rust    the Rust API's overhead over the C API
 #                      (bench/results/rust-overhead.md)
 
@@ -23,7 +26,7 @@ CARGO_ENV = NERVE_LIB_DIR=$(abspath $(BUILD)) NERVE_CLI=$(abspath $(BUILD))/tool
 CARGO_MANIFEST := --manifest-path rust/Cargo.toml
 TEST_TARGETS += test-rust
 
-.PHONY: test-rust bench-rust rust-bridge-install
+.PHONY: test-rust bench-rust rust-bridge-install lint-rust-bridge
 
 VENV ?= .venv
 RUST_BRIDGE_BIN := $(abspath $(BUILD))/cargo/release/nerve-bridge-rs
@@ -54,6 +57,11 @@ rust-bridge-install: build
 	    install -m 0755 $(RUST_BRIDGE_BIN) $(VENV)/bin/nerve-bridge-rs; \
 	    echo "installed $(VENV)/bin/nerve-bridge-rs"; \
 	fi
+
+lint-rust-bridge: build
+	@rust/cargo-ok.sh $(CARGO) rust/Cargo.toml
+	$(CARGO_ENV) $(CARGO) clippy $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
+	    -p nerve-bridge --all-targets -- -D warnings
 
 bench-rust: build
 	@rust/cargo-ok.sh $(CARGO) rust/Cargo.toml

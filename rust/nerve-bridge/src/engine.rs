@@ -380,11 +380,8 @@ impl ExportLoop {
     fn drain(&mut self, batch: &mut Batch) -> Result<(), Error> {
         let off = real_offset();
         let mut wait = Wait::For(READ_SLICE);
-        loop {
-            match self.read_one(wait, batch, off)? {
-                Read::Msg => wait = Wait::No,
-                Read::Nothing => break,
-            }
+        while let Read::Msg = self.read_one(wait, batch, off)? {
+            wait = Wait::No;
         }
         if !batch.table.is_empty() {
             self.send_batch(batch);
@@ -777,7 +774,7 @@ impl Bridge {
     /// from bridges whose id matches.
     fn imports(&self, host: &str, name: &str) -> bool {
         self.imports_g.iter().any(|(o, g)| {
-            o.as_deref().map_or(true, |o| wire::fnmatch(host, o)) && wire::fnmatch(name, g)
+            o.as_deref().is_none_or(|o| wire::fnmatch(host, o)) && wire::fnmatch(name, g)
         })
     }
     fn local_of(&self, name: &str) -> Arc<LocalChannel> {

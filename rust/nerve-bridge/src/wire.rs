@@ -84,14 +84,15 @@ fn i64_at(b: &[u8], at: usize) -> i64 {
     i64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
+/// A batch table: (sequence number, CLOCK_REALTIME time, length) per
+/// message.
+pub type Table = Vec<(u64, i64, i64)>;
+
 /// (epoch, [(seq, t_real, len)]) of a sample whose payload is
 /// `payload_len` bytes: the messages lie back to back in the payload. An
 /// error (with the reason) for a missing or bad header, or a batch table
 /// that does not match the payload.
-pub fn unpack_table(
-    att: Option<&[u8]>,
-    payload_len: usize,
-) -> Result<(i64, Vec<(u64, i64, i64)>), &'static str> {
+pub fn unpack_table(att: Option<&[u8]>, payload_len: usize) -> Result<(i64, Table), &'static str> {
     let att = match att {
         Some(a) if a.len() >= HEADER_LEN => a,
         _ => return Err("missing or short header"),
@@ -115,7 +116,7 @@ pub fn unpack_table(
     if rest.is_empty() || rest.len() % ENTRY_LEN != 0 {
         return Err("bad batch table");
     }
-    let table: Vec<(u64, i64, i64)> = rest
+    let table: Table = rest
         .chunks_exact(ENTRY_LEN)
         .map(|e| (u64_at(e, 0), i64_at(e, 8), i64_at(e, 16)))
         .collect();
@@ -235,7 +236,7 @@ pub fn b64_encode(b: &[u8]) -> String {
 /// Python's `b64decode(validate=True)`.
 pub fn b64_decode(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 4 != 0 {
+    if !b.len().is_multiple_of(4) {
         return None;
     }
     let val = |c: u8| B64.iter().position(|&x| x == c).map(|v| v as u32);
