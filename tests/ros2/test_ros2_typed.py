@@ -22,6 +22,9 @@ from test_ros2_rclpy import KINDS, N, cdr_layout, equal_but_padding
 from conftest import Proc, Ros2Env, need_distro, peer_path, topic
 
 TYPED = ("Imu", "PointCloud2")
+# Samples a to-ROS receiver takes: rounds of messages 0..N-1 (see rounds())
+# lose at most the start of the first, so any 2N-1 in a row hold each index.
+WANT = 2 * N - 1
 
 
 def typed(r2: Ros2Env, *args: str):
@@ -29,9 +32,9 @@ def typed(r2: Ros2Env, *args: str):
 
 
 def rounds(receivers: List[Proc], put_round: Callable[[], None], limit: int = 20) -> None:
-    """put_round() (messages 0..N-1) until every receiver has its N and
+    """put_round() (messages 0..N-1) until every receiver has its WANT and
     exited, at most `limit` times. A subscriber is READY once it matched
-    the bridge's writer, which may match it a moment later: messages of
+    the bridge's writer, which may match it a moment later: the start of
     the first round can miss it (reliable, volatile), later rounds cannot.
     The receivers check every field of whatever arrives."""
     for _ in range(limit):
@@ -57,10 +60,11 @@ def test_cxx_types_to_dds_peers(r2: Ros2Env, name) -> None:
         br.wait_line(f"to-ros {c} -> ")
     cyc, fdds = {}, {}
     for kind, c in chans.items():
-        cyc[kind] = r2.peer("cyclone", "sub", kind, topic(c), str(N))
+        cyc[kind] = r2.peer("cyclone", "sub", kind, topic(c), str(WANT))
         d = r2.tmp / f"got-{kind}"
         d.mkdir()
-        fdds[kind] = r2.peer("fastdds", "sub", topic(c), DDS_TYPES[kind], str(d), str(N))
+        fdds[kind] = r2.peer("fastdds", "sub", topic(c), DDS_TYPES[kind], str(d),
+                             str(WANT))
     for p in [*cyc.values(), *fdds.values()]:
         p.wait_line("^READY$", 40)
 
@@ -71,14 +75,14 @@ def test_cxx_types_to_dds_peers(r2: Ros2Env, name) -> None:
     rounds([*cyc.values(), *fdds.values()], put_round)
     for kind in chans:
         res = cyc[kind].json(60)
-        assert res["n"] == N and res["bad"] == 0 and set(res["idx"]) == set(range(N)), (kind, res)
-        assert fdds[kind].json(60) == {"n": N}, kind
+        assert res["n"] == WANT and res["bad"] == 0 and set(res["idx"]) == set(range(N)), (kind, res)
+        assert fdds[kind].json(60) == {"n": WANT}, kind
         d = r2.tmp / f"got-{kind}"
         # rclpy deserializes each sample and compares it with make(i); it
         # writes its own serialization of make(i) beside it as <i>.ref.
-        assert r2.rclpy_run("jazzy", "check", str(d), kind) == {"checked": N, "bad": []}
+        assert r2.rclpy_run("jazzy", "check", str(d), kind) == {"checked": WANT, "bad": []}
         idx = set()
-        for i in range(N):
+        for i in range(WANT):
             got = (d / f"{i}.cdr").read_bytes()
             equal_but_padding(KINDS[kind], got, (d / f"{i}.ref").read_bytes())
             assert not any(got[cdr_layout(KINDS[kind], got)[1]:]), kind  # DDS's zero tail
@@ -124,7 +128,7 @@ def test_python_types_to_rclpy(r2: Ros2Env, name) -> None:
     ch = ros2.create(c, KINDS["Imu"], slots=32, size=1 << 20)
     br = r2.bridge(f"--to-ros={c}")
     br.wait_line(f"to-ros {c} -> ")
-    sub = r2.rclpy("jazzy", "sub", f"{topic(c)}:Imu", "--want", str(N), "--timeout", "40")
+    sub = r2.rclpy("jazzy", "sub", f"{topic(c)}:Imu", "--want", str(WANT), "--timeout", "40")
     sub.wait_line("^READY$", 40)
 
     def put_round() -> None:
@@ -144,5 +148,5 @@ def test_python_types_to_rclpy(r2: Ros2Env, name) -> None:
     rounds([sub], put_round)
     ch.close()
     got = sub.json(60)["got"][topic(c)]
-    assert got["n"] == N and got["bad"] == 0 and set(got["idx"]) == set(range(N)), got
+    assert got["n"] == WANT and got["bad"] == 0 and set(got["idx"]) == set(range(N)), got
     assert br.stop() == 0
