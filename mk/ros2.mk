@@ -24,9 +24,14 @@ test-ros2: $(VENV)/.nerve-tools-installed build $(ROS2_JAZZY_VENV)/.nerve-ros2 \
 	    NERVE_ROS2_BIN=$(abspath $(BUILD))/tests/ros2 \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/ros2/pytest.ini tests/ros2
 
-# The ROS 2 latency table (about 5 minutes): nerve, Cyclone DDS and Fast DDS over UDP, nerve
-# -> nerve ros2 -> Cyclone, rclpy on rmw_fastrtps (bench/ros2/run.py).
+# The ROS 2 latency table (about 8 minutes): nerve, Cyclone DDS over UDP and
+# over iceoryx shared memory, Fast DDS over UDP, SHM and data sharing, nerve
+# -> nerve ros2 -> either, the bridge's legs, rclpy on rmw_fastrtps
+# (bench/ros2/run.py). Debian's iceoryx (iox-roudi, started by run.py) is a
+# dependency of the benchmark only, installed here, not by make deps.
+BENCH_ROS2_PKGS := iceoryx
 ROS2_BENCH_OUT ?= bench/results/ros2-latency-$(shell hostname).md
 .PHONY: bench-ros2
 bench-ros2: $(VENV)/.nerve-tools-installed build $(ROS2_JAZZY_VENV)/.nerve-ros2
+	@scripts/deps.sh $(BENCH_ROS2_PKGS)
 	$(PY) bench/ros2/run.py --build $(BUILD) --out $(ROS2_BENCH_OUT)

@@ -2,8 +2,15 @@
 // 2 latency table (bench/ros2/run.py): ROS 2 names and QoS (reliable,
 // volatile, keep last 10), CDR blobs as bytes (tests/ros2/fastdds_raw.hpp).
 //
-//   fastdds_lat pub TOPIC DDSTYPE SIZE N HZ
-//   fastdds_lat sub TOPIC DDSTYPE N
+//   fastdds_lat pub TOPIC DDSTYPE SIZE N HZ [ds]
+//   fastdds_lat sub TOPIC DDSTYPE N [ds SIZE]
+//
+// "ds": data-sharing delivery (Fast DDS's shared-memory path that skips the
+// transport), as its documentation sets it up for large data: data sharing
+// ON (creation fails rather than fall back), a bounded type (SIZE bytes),
+// preallocated history, resource limits of the history depth. Without
+// "ds" data sharing is OFF and the XML profile picks the transport (UDP or
+// SHM, run.py).
 //
 // Latency = CLOCK_REALTIME at take - the sample's source timestamp (set by
 // the writer at write). The network setup comes from the XML profile of
@@ -53,6 +60,35 @@ double cpu_s()
            1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+// RawCdr with a bound: data sharing needs one (its pool holds samples of
+// at most m_typeSize bytes, in a file mapped by writer and readers).
+class BoundedRawCdr : public RawCdr {
+public:
+    BoundedRawCdr(const std::string &name, uint32_t size) : RawCdr(name)
+    {
+        m_typeSize = size;
+    }
+    bool is_bounded() const override
+    {
+        return true;
+    }
+};
+
+template <class Q> void data_sharing(Q &q, bool on)
+{
+    if (!on) {
+        q.data_sharing().off();
+        return;
+    }
+    q.data_sharing().on("");
+    q.endpoint().history_memory_policy =
+        eprosima::fastrtps::rtps::PREALLOCATED_MEMORY_MODE;
+    q.resource_limits().max_instances = 1;
+    q.resource_limits().max_samples = 10;
+    q.resource_limits().max_samples_per_instance = 10;
+    q.resource_limits().allocated_samples = 10;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -69,11 +105,17 @@ int main(int argc, char **argv)
     if (pp == nullptr) {
         return 1;
     }
-    TypeSupport type(new RawCdr(argv[3]));
+    const bool ds = (pub && argc == 8 && std::strcmp(argv[7], "ds") == 0) ||
+                    (!pub && argc == 7 && std::strcmp(argv[5], "ds") == 0);
+    const uint32_t bound =
+        pub ? uint32_t(std::strtoul(argv[4], nullptr, 10))
+            : (argc == 7 ? uint32_t(std::strtoul(argv[6], nullptr, 10)) : 0);
+    TypeSupport type(ds ? new BoundedRawCdr(argv[3], bound)
+                        : new RawCdr(argv[3]));
     type.register_type(pp);
     Topic *tp = pp->create_topic(std::string("rt") + argv[2], argv[3],
                                  TOPIC_QOS_DEFAULT);
-    if (pub && argc == 7) {
+    if (pub && (argc == 7 || (argc == 8 && ds))) {
         const size_t size = std::strtoull(argv[4], nullptr, 10);
         const int n = std::atoi(argv[5]), hz = std::atoi(argv[6]);
         Publisher *p = pp->create_publisher(PUBLISHER_QOS_DEFAULT);
@@ -84,7 +126,12 @@ int main(int argc, char **argv)
         q.endpoint().history_memory_policy =
             eprosima::fastrtps::rtps::DYNAMIC_RESERVE_MEMORY_MODE;
         q.publish_mode().kind = ASYNCHRONOUS_PUBLISH_MODE;
+        data_sharing(q, ds);
         DataWriter *w = p->create_datawriter(tp, q);
+        if (w == nullptr) {
+            std::fprintf(stderr, "fastdds_lat: no DataWriter\n");
+            return 1;
+        }
         Bytes b(size, 0);
         b[1] = 1;
         std::this_thread::sleep_for(std::chrono::seconds(2)); // discovery
@@ -97,7 +144,7 @@ int main(int argc, char **argv)
         w->wait_for_acknowledgments(eprosima::fastrtps::Duration_t(5, 0));
         p->delete_datawriter(w);
         pp->delete_publisher(p);
-    } else if (!pub && argc == 5) {
+    } else if (!pub && (argc == 5 || (argc == 7 && ds))) {
         const int want = std::atoi(argv[4]);
         Subscriber *s = pp->create_subscriber(SUBSCRIBER_QOS_DEFAULT);
         DataReaderQos q = DATAREADER_QOS_DEFAULT;
@@ -106,7 +153,12 @@ int main(int argc, char **argv)
         q.history().depth = 10;
         q.endpoint().history_memory_policy =
             eprosima::fastrtps::rtps::DYNAMIC_RESERVE_MEMORY_MODE;
+        data_sharing(q, ds);
         DataReader *r = s->create_datareader(tp, q);
+        if (r == nullptr) {
+            std::fprintf(stderr, "fastdds_lat: no DataReader\n");
+            return 1;
+        }
         std::printf("READY\n");
         std::fflush(stdout);
         std::vector<int64_t> lat;

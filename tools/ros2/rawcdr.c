@@ -21,7 +21,11 @@
  * Padding. DDSI sends a sample's serialized size rounded up to 4 bytes
  * (the CDR stream is padded; rmw_cyclonedds does the same), so a message
  * whose length is not a multiple of 4 gets zero bytes appended here. CDR
- * readers ignore bytes after the message. */
+ * readers ignore bytes after the message.
+ *
+ * Shared memory. Not offered: Cyclone 0.10 moves only fixed-size types
+ * over iceoryx without serializing them, and this type has no fixed size
+ * (see type_ops). */
 #include "rawcdr.h"
 
 #include <dds/ddsi/q_radmin.h>
@@ -371,25 +375,6 @@ static uint32_t type_hash(const struct ddsi_sertype *t)
     return 0x6e657276u;
 }
 
-static size_t type_serialized_size(const struct ddsi_sertype *t,
-                                   const void *sample)
-{
-    (void)t;
-    return ((const struct rawcdr_sample *)sample)->len;
-}
-
-static bool type_serialize_into(const struct ddsi_sertype *t,
-                                const void *sample, void *dst, size_t size)
-{
-    (void)t;
-    const struct rawcdr_sample *s = sample;
-    if (size < s->len) {
-        return false;
-    }
-    memcpy(dst, s->data, s->len);
-    return true;
-}
-
 static const struct ddsi_sertype_ops type_ops = {
     .version = ddsi_sertype_v0,
     .arg = NULL,
@@ -403,8 +388,16 @@ static const struct ddsi_sertype_ops type_ops = {
     .type_map = NULL,
     .type_info = NULL,
     .derive_sertype = NULL,
-    .get_serialized_size = type_serialized_size,
-    .serialize_into = type_serialize_into,
+    /* No get_serialized_size / serialize_into: Cyclone 0.10 calls them only
+     * to serialize a non-fixed-size sample into an iceoryx chunk (header-less
+     * CDR, read back through serdata ops this type does not have), and a
+     * type offering them gets its writers on iceoryx wherever the
+     * configuration enables <SharedMemory>: dds_write then crashed in
+     * iceoryx (seen with Debian's 0.10.2 and iox-roudi; test_ros2_shm.py).
+     * Without them this type stays on the network (UDP on loopback) under
+     * any configuration. */
+    .get_serialized_size = NULL,
+    .serialize_into = NULL,
 };
 
 struct ddsi_sertype *rawcdr_type_new(const char *type_name)
