@@ -13,6 +13,7 @@ option(NERVE_BUILD_TESTS "Build the tests" ${_nerve_top})
 option(NERVE_BUILD_TOOLS "Build the nerve command" ${_nerve_top})
 option(NERVE_BUILD_BENCH "Build the benchmarks" ${_nerve_top})
 option(NERVE_BUILD_EXAMPLES "Build the examples" ${_nerve_top})
+option(NERVE_BUILD_RMW "Build rmw_nerve_cpp when ROS 2 headers are found (rmw_nerve/)" ${_nerve_top})
 option(NERVE_BUILD_ACH "Build libach, Ach's C API on nerve (src/ach)" ON)
 option(NERVE_INSTALL_ACH_TOOL "Also install nerve-ach as 'ach'" OFF)
 
