@@ -155,7 +155,9 @@ bool msg_type(const rosidl_message_type_support_t *ts, MsgType *out)
     out->schema = ros2msg_schema(ts);
     char bounds = 0;
     out->max_size = out->cb->max_serialized_size(bounds);
-    out->bounded = bounds != 2; // 2: ROSIDL_TYPESUPPORT_FASTRTPS_UNBOUNDED
+    // ROSIDL_TYPESUPPORT_FASTRTPS_BOUNDED_TYPE (0x01) is set for bounded and
+    // plain types, clear for ones with an unbounded string or sequence.
+    out->bounded = (bounds & 0x01) != 0;
     return true;
 }
 
