@@ -10,7 +10,11 @@ DEPS_PKGS += binutils
 
 .PHONY: test-rmw
 
-test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(TOOLS_PKG_STAMP) build
+# mk/ros2venv.mk and mk/tools.mk are read after this file: their names for
+# the venv stamps are spelled out here (same defaults).
+ROS2_JAZZY_VENV ?= .venv-jazzy
+
+test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(VENV)/.nerve-tools-installed build
 	@# A build configured before the venv existed skipped the library.
 	cmake -S . -B $(BUILD) -DNERVE_ROS2_PREFIX=$(abspath $(ROS2_JAZZY_VENV)) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target rmw_nerve_cpp
