@@ -310,6 +310,14 @@ def role_bad():
             out[kind] = str(e)
     got = []
     n.create_subscription(String, "/corrupt", lambda m: got.append(m.data), 10)
+    # Another node's type on the same topic: refused, not mixed.
+    from std_msgs.msg import Int32
+
+    try:
+        n.create_publisher(Int32, "/corrupt", 10)
+        out["other_type"] = None
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        out["other_type"] = str(e)
     say("ready")
     spin_until(n, lambda: "valid" in got, limit=20)
     out["corrupt_got"] = got

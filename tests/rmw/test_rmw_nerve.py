@@ -236,6 +236,8 @@ def test_foreign_and_corrupt_channels(domain):
             "'foo/msg/Bar' encoding 'raw', not type 'std_msgs/msg/String'" % domain) in r["_stderr"]
     assert "carries type 'foo/msg/Bar' encoding 'raw'" in r["pub"]
     assert r["corrupt_got"] == ["valid"]
+    assert ("carries type 'std_msgs/msg/String' encoding 'cdr', not type 'std_msgs/msg/Int32'"
+            in r["other_type"])
     assert "is not a CDR std_msgs/msg/String; skipped" in r["_stderr"]
 
 
