@@ -178,7 +178,8 @@ bool sub_ready(Subscription *s)
 
 } // namespace rmw_nerve
 
-static uint64_t env_size(const char *name)
+namespace rmw_nerve {
+uint64_t env_size(const char *name)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -193,6 +194,7 @@ static uint64_t env_size(const char *name)
         n <<= 30;
     return n;
 }
+} // namespace rmw_nerve
 
 // Create (or find) the publisher's channel for a first message of `size`.
 static rmw_ret_t pub_channel(Publisher *p, size_t size)
@@ -560,6 +562,7 @@ static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
     if (!msg || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Subscription *>(sub->data);
+    std::lock_guard<std::mutex> lk(s->mu);
     *taken = false;
     if (!sub_open(s))
         return RMW_RET_OK;
@@ -645,6 +648,7 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *sub,
     if (!m || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Subscription *>(sub->data);
+    std::lock_guard<std::mutex> lk(s->mu);
     *taken = false;
     if (!sub_open(s))
         return RMW_RET_OK;
@@ -759,6 +763,7 @@ rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
     if (!info || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Subscription *>(ev->data);
+    std::lock_guard<std::mutex> lk(s->mu);
     sub_count_lost(s);
     auto *st = static_cast<rmw_message_lost_status_t *>(info);
     st->total_count = s->lost_total;

@@ -48,6 +48,9 @@ inline void ignore_nerve(int)
 {
 }
 
+// Bytes from an environment variable ("64K", "8M", ...); 0 when unset.
+uint64_t env_size(const char *name);
+
 int64_t mono_ns();
 int64_t real_ns();
 
@@ -200,6 +203,9 @@ struct Subscription {
     std::string topic, chan_name;
     rmw_qos_profile_t qos{};
     rmw_gid_t gid{};
+    // Taken by take, take_event and rmw_wait's readiness checks: rclpy's
+    // multi-threaded executor takes in worker threads while another waits.
+    std::mutex mu;
     nerve_chan *ch = nullptr;
     bool refused = false; // the channel under the name is not this topic's
     uint64_t lost_total = 0, lost_reported = 0;

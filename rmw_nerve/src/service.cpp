@@ -123,11 +123,17 @@ nerve_chan *cli_chan(Client *c)
     return cli_open(c) ? c->rep : nullptr;
 }
 
+// Every rclpy node serves seven parameter services: their rings are kept
+// small (256 KiB each unless a bounded type needs more for 64 messages;
+// NERVE_RMW_SERVICE_SIZE sets it), and a larger request or reply fails
+// with an error that says so.
 static uint64_t ring_bytes(const MsgType &t)
 {
-    uint64_t d = t.bounded ? 64 * (t.max_size + kHdr + 4) : (1u << 20);
-    if (d < (256u << 10))
-        d = 256u << 10;
+    if (uint64_t e = env_size("NERVE_RMW_SERVICE_SIZE"))
+        return e;
+    uint64_t d = t.bounded ? 64 * (t.max_size + kHdr + 4) : (256u << 10);
+    if (d < (64u << 10))
+        d = 64u << 10;
     if (d > (16u << 20))
         d = 16u << 20;
     return d;
@@ -141,6 +147,12 @@ static rmw_ret_t put_framed(nerve_chan *ch, const MsgType &t,
     size_t len = kHdr + serialized_size(t, msg);
     void *dst = nullptr;
     int r = nerve_chan_reserve(ch, len, NERVE_FOREVER, &dst, 0);
+    if (r == NERVE_EMSGSIZE)
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: %s: %zu bytes do not fit channel '%s' (set "
+                    "NERVE_RMW_SERVICE_SIZE before the server starts, or "
+                    "remove the channel)",
+                    what.c_str(), len, nerve_chan_name(ch));
     if (r)
         return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
                     nerve_strerror(r));

@@ -158,10 +158,15 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
                 nerve_chan_seek(ws->wake, st.head_seq);
         }
         bool any = false;
-        for (size_t i = 0; i < ns; i++)
-            any |= rs[i] =
-                subs->subscribers[i] &&
-                sub_ready(static_cast<Subscription *>(subs->subscribers[i]));
+        for (size_t i = 0; i < ns; i++) {
+            auto *s = static_cast<Subscription *>(subs->subscribers[i]);
+            rs[i] = 0;
+            if (s) {
+                std::lock_guard<std::mutex> lk(s->mu);
+                rs[i] = sub_ready(s);
+            }
+            any |= rs[i];
+        }
         for (size_t i = 0; i < ng; i++)
             any |= rg[i] =
                 gcs->guard_conditions[i] &&
@@ -178,6 +183,7 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
             re[i] = 0;
             if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST) {
                 auto *s = static_cast<Subscription *>(ev->data);
+                std::lock_guard<std::mutex> lk(s->mu);
                 sub_count_lost(s);
                 re[i] = s->lost_total > s->lost_reported;
             }

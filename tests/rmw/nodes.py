@@ -124,11 +124,11 @@ def role_multi_pub(name, count):
 
 
 def role_multi_sub(count):
-    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.executors import MultiThreadedExecutor
     from std_msgs.msg import String
 
     rclpy.init()
-    ex = SingleThreadedExecutor()
+    ex = MultiThreadedExecutor(num_threads=4)  # takes in worker threads
     got = [[], []]
     nodes = []
     for k in range(2):
