@@ -1,7 +1,11 @@
-"""One-way latency rclpy publisher -> rclpy subscriber (two processes) over
-rmw_nerve_cpp and over rmw_fastrtps_cpp, in one run on one host.
+"""One-way latency publisher -> subscriber (two processes) over
+rmw_nerve_cpp and over rmw_fastrtps_cpp, in one run on one host, through
+rclpy (the Jazzy wheels') and through rcl in C (bench/rmw/rcl_latency.c,
+built as build/rmw_nerve/rcl_latency; with 1 and 8 subscriptions, and the
+publisher's own cost per rcl_publish).
 
-    python bench/rmw/rclpy_latency.py [--count N] [--rate HZ] [--out FILE]
+    python bench/rmw/rmw_latency.py [--layer rclpy|rcl|both] [--count N]
+                                      [--rate HZ] [--out FILE]
 
 Run with the project venv's Python; it starts the nodes with the Jazzy
 wheels' Python (NERVE_ROS2_PYTHON, default .venv-jazzy/bin/python), on
@@ -27,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("NERVE_ROS2_PYTHON", str(ROOT / ".venv-jazzy/bin/python"))
 LIB = os.environ.get("NERVE_RMW_LIB", str(ROOT / "build/rmw_nerve/librmw_nerve_cpp.so"))
+RCL = os.environ.get("NERVE_RCL_LATENCY", str(ROOT / "build/rmw_nerve/rcl_latency"))
+RCL_SO = str(Path(PY).parent.parent / "lib" / "librcl.so")
 
 NODE = r'''
 import json, sys, time
@@ -86,37 +92,55 @@ rclpy.shutdown()
 '''
 
 
-def run(rmw: str, kind: str, count: int, rate: float, domain: int) -> dict:
+def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
+        domain: int) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONUNBUFFERED="1")
     pre = []
     if rmw == "rmw_nerve_cpp":
-        pre = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--"]
+        pre = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
     else:
         env["RMW_IMPLEMENTATION"] = rmw
-    sub = subprocess.Popen([*pre, PY, "-c", NODE, "sub", kind, str(count), str(rate)], env=env,
-                           stdout=subprocess.PIPE, text=True)
+    if layer == "rclpy":
+        sub_cmd = [PY, "-c", NODE, "sub", kind, str(count), str(rate)]
+        pub_cmd = [PY, "-c", NODE, "pub", kind, str(count), str(rate)]
+    else:
+        sub_cmd = [RCL, "sub", kind, str(count), str(subs)]
+        pub_cmd = [RCL, "pub", kind, str(count), str(rate), str(subs)]
+    sub = subprocess.Popen([*pre, *sub_cmd], env=env, stdout=subprocess.PIPE, text=True)
     assert sub.stdout.readline().strip() == "ready"
-    pub = subprocess.Popen([*pre, PY, "-c", NODE, "pub", kind, str(count), str(rate)], env=env)
+    pub = subprocess.Popen([*pre, *pub_cmd], env=env, stdout=subprocess.PIPE, text=True)
     out = sub.communicate(timeout=300)[0]
-    pub.wait(timeout=120)
-    return json.loads(out.strip().splitlines()[-1])
+    pub_out = pub.communicate(timeout=120)[0]
+    r = json.loads(out.strip().splitlines()[-1])
+    pub_lines = [ln for ln in pub_out.splitlines() if ln.startswith("{")]
+    if pub_lines:
+        r.update(json.loads(pub_lines[-1]))
+    return r
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--rate", type=float, default=50.0)
+    ap.add_argument("--layer", choices=("rclpy", "rcl", "both"), default="both")
     ap.add_argument("--out")
     a = ap.parse_args()
     host = {"cpu": platform.processor() or platform.machine(), "nproc": os.cpu_count(),
             "kernel": platform.release(), "load": os.getloadavg()}
     rows = []
+    runs = []
     for kind in ("64B", "Imu", "PointCloud2-1MiB", "Image-1080p"):
+        if a.layer in ("rcl", "both"):
+            runs += [("rcl", kind, subs) for subs in (1, 8)]
+        if a.layer in ("rclpy", "both"):
+            runs.append(("rclpy", kind, 1))
+    for layer, kind, subs in runs:
         for rmw in ("rmw_nerve_cpp", "rmw_fastrtps_cpp"):
             domain = random.randint(100, 200) if rmw != "rmw_nerve_cpp" else random.randint(1000, 60000)
-            r = run(rmw, kind, a.count, a.rate, domain)
-            row = {"bench": "rclpy_latency", "rmw": rmw, "msg": kind, "rate_hz": a.rate, **r,
+            r = run(layer, rmw, kind, a.count, a.rate, subs, domain)
+            row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind, "subs": subs,
+                   "rate_hz": a.rate, **r,
                    "host": host, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             print(json.dumps(row), flush=True)
             rows.append(row)
