@@ -326,5 +326,17 @@ def role_bad():
     rclpy.shutdown()
 
 
+def role_init_only():
+    try:
+        rclpy.init()
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        say({"init": str(e)})
+        return
+    n = Node("init_only")
+    say({"init": None, "nodes": [nm for nm, _ in n.get_node_names_and_namespaces()]})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
     globals()["role_" + sys.argv[1]](*sys.argv[2:])

@@ -241,3 +241,23 @@ def test_foreign_and_corrupt_channels(domain):
     assert "is not a CDR std_msgs/msg/String; skipped" in r["_stderr"]
 
 
+
+
+def test_graph_channel_garbage_and_foreign(domain):
+    # Garbage in the graph channel (anyone who may write it could write
+    # anything) is ignored; the node starts and sees itself.
+    g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=4 << 20, type="rmw_nerve/graph",
+                     encoding="text")
+    g.put(b"nerve-rmw-graph 1 zz 1 live\nE X")
+    g.put(b"\xff\xfe garbage")
+    g.put(b"nerve-rmw-graph 1 0123456789abcdef 1 live\nN 1 ghost / /\nE P 1 00 /t x 1 1 1 1 1\n")
+    g.close()
+    r = result(node(domain, "init_only"))
+    assert r["init"] is None and r["nodes"] == ["init_only"]
+    # A channel of another kind under the graph's name: init fails, saying so.
+    nerve.unlink(f"ros2-graph-d{domain}")
+    nerve.create(f"ros2-graph-d{domain}", slots=4, size=4096, type="foo/msg/Bar",
+                 encoding="raw").close()
+    r = result(node(domain, "init_only"))
+    assert ("graph channel 'ros2-graph-d%d': the channel carries type 'foo/msg/Bar'" % domain
+            in r["init"])
