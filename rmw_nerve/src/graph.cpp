@@ -147,7 +147,9 @@ void Graph::publish_locked()
           << hex(e.gid.data, RMW_GID_STORAGE_SIZE) << " " << e.name << " "
           << e.type << " " << int(e.qos.reliability) << " "
           << int(e.qos.durability) << " " << int(e.qos.history) << " "
-          << e.qos.depth << " " << (e.ready ? 1 : 0) << "\n";
+          << e.qos.depth << " " << (e.ready ? 1 : 0) << " "
+          << int(e.hash.version) << ":"
+          << hex(e.hash.value, ROSIDL_TYPE_HASH_SIZE) << "\n";
     std::string s = o.str();
     int r = nerve_chan_put(wr_, s.data(), s.size(), 100000000LL, nullptr, 0);
     if (r)
@@ -189,9 +191,16 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             std::string gid;
             int rel, dur, hist, ready;
             size_t depth;
+            std::string hash;
             if (!(in >> k >> e.node_id >> gid >> e.name >> e.type >> rel >>
-                  dur >> hist >> depth >> ready))
+                  dur >> hist >> depth >> ready >> hash))
                 return false;
+            // "V:HEX": REP 2011 hash version and value (0: none).
+            if (hash.size() < 2 || hash[1] != ':' || hash[0] < '0' ||
+                hash[0] > '9' ||
+                !unhex(hash.substr(2), e.hash.value, ROSIDL_TYPE_HASH_SIZE))
+                return false;
+            e.hash.version = uint8_t(hash[0] - '0');
             if (k != 'P' && k != 'S' && k != 'V' && k != 'C')
                 return false;
             e.kind = Kind(k);

@@ -149,6 +149,8 @@ rmw_ret_t endpoints(const rmw_node_t *node, rcutils_allocator_t *alloc,
             rmw_topic_endpoint_info_set_gid(
                 ti, v[i]->gid.data, RMW_GID_STORAGE_SIZE) != RMW_RET_OK ||
             rmw_topic_endpoint_info_set_qos_profile(ti, &v[i]->qos) !=
+                RMW_RET_OK ||
+            rmw_topic_endpoint_info_set_topic_type_hash(ti, &v[i]->hash) !=
                 RMW_RET_OK) {
             ignore(rmw_topic_endpoint_info_array_fini(out, alloc));
             return fail(RMW_RET_BAD_ALLOC, "rmw_nerve: out of memory");

@@ -153,6 +153,8 @@ bool msg_type(const rosidl_message_type_support_t *ts, MsgType *out)
     out->name =
         ros_type_name(out->cb->message_namespace_, out->cb->message_name_);
     out->schema = ros2msg_schema(ts);
+    if (ts->get_type_hash_func && ts->get_type_hash_func(ts))
+        out->hash = *ts->get_type_hash_func(ts);
     char bounds = 0;
     out->max_size = out->cb->max_serialized_size(bounds);
     // ROSIDL_TYPESUPPORT_FASTRTPS_BOUNDED_TYPE (0x01) is set for bounded and

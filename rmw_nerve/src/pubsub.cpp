@@ -322,6 +322,7 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
     e.name = topic_name;
     e.type = p->type.name;
     e.qos = p->qos;
+    e.hash = p->type.hash;
     e.ready = p->ch != nullptr;
     n->ctx->graph->add_endpoint(e);
     return pub;
@@ -537,6 +538,7 @@ rmw_create_subscription(const rmw_node_t *node,
     e.name = topic_name;
     e.type = s->type.name;
     e.qos = s->qos;
+    e.hash = s->type.hash;
     n->ctx->graph->add_endpoint(e);
     return sub;
 }

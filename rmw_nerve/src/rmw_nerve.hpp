@@ -30,6 +30,7 @@
 #include <rmw/error_handling.h>
 #include <rmw/rmw.h>
 #include <rmw/types.h>
+#include <rosidl_runtime_c/type_hash.h>
 #include <rosidl_typesupport_fastrtps_cpp/message_type_support.h>
 
 namespace rmw_nerve {
@@ -71,7 +72,8 @@ struct MsgType {
     std::string name;                                  // pkg/msg/Name
     std::string schema; // ros2msg text (may be empty)
     bool bounded = false;
-    size_t max_size = 0; // bounded types: the largest CDR body
+    size_t max_size = 0;       // bounded types: the largest CDR body
+    rosidl_type_hash_t hash{}; // REP 2011 type hash (version 0: unknown)
 };
 
 // Resolve the Fast CDR callbacks (C or C++ typesupport) of `ts`.
@@ -102,6 +104,7 @@ struct Endpoint {
     std::string name; // ROS name (topic or service)
     std::string type; // pkg/msg/Name or pkg/srv/Name
     rmw_qos_profile_t qos{};
+    rosidl_type_hash_t hash{};      // topics: the type's hash (version 0: none)
     bool ready = false;             // publishers: the channel exists
     std::string node_name, node_ns; // filled by Graph::snapshot()
 };

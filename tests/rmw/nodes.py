@@ -265,6 +265,7 @@ def role_graph():
     out["with_other"] = counts()
     info = n.get_publishers_info_by_topic("/g/topic")
     out["pub_info"] = [(i.node_name, i.node_namespace, i.topic_type) for i in info]
+    out["pub_hash"] = [str(i.topic_type_hash) for i in info]
     out["topics"] = dict((t, ty) for t, ty in n.get_topic_names_and_types())
     say(json.dumps({"phase": "kill"}))
     sys.stdin.readline()

@@ -208,6 +208,9 @@ def test_graph_changes_and_kill(domain):
         other.communicate()
     assert r["with_other"] == [1, 1]
     assert r["pub_info"] == [["other", "/ns1", "std_msgs/msg/String"]]
+    # REP 2011 hash of std_msgs/msg/String (Jazzy's type description).
+    assert len(r["pub_hash"]) == 1 and r["pub_hash"][0].startswith("RIHS01_")
+    assert r["pub_hash"][0] != "RIHS01_" + "0" * 64
     assert r["topics"]["/g/topic"] == ["std_msgs/msg/String"]
     assert r["after_kill"] == [0, 0]
     assert r["nodes_after"] == ["watcher"]
