@@ -276,6 +276,13 @@ def role_graph():
     out["nodes_after"] = sorted(nm for nm, _ in n.get_node_names_and_namespaces())
     n.create_publisher(String, "/g/own", 1)
     out["own_topic"] = "/g/own" in dict(n.get_topic_names_and_types())
+    # The killed node's topic (its channel) keeps working for the others.
+    got = []
+    n.create_subscription(String, "/g/topic", lambda m: got.append(m.data), 10)
+    p = n.create_publisher(String, "/g/topic", 10)
+    p.publish(String(data="after"))
+    spin_until(n, lambda: "after" in got, limit=10)
+    out["after_kill_got"] = got
     say(out)
     n.destroy_node()
     rclpy.shutdown()
@@ -286,8 +293,9 @@ def role_graph_other():
 
     rclpy.init()
     n = Node("other", namespace="/ns1")
-    n.create_publisher(String, "/g/topic", 1)
+    p = n.create_publisher(String, "/g/topic", 1)
     n.create_subscription(String, "/g/topic", lambda m: None, 1)
+    p.publish(String(data="before"))  # the channel is this node's
     say("ready")
     end = time.monotonic() + 120
     while time.monotonic() < end:

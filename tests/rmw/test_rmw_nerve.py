@@ -215,6 +215,7 @@ def test_graph_changes_and_kill(domain):
     assert r["after_kill"] == [0, 0]
     assert r["nodes_after"] == ["watcher"]
     assert r["own_topic"]
+    assert r["after_kill_got"] == ["after"]
 
 
 def test_foreign_and_corrupt_channels(domain):
