@@ -247,6 +247,20 @@ def test_foreign_and_corrupt_channels(domain):
 
 
 
+def test_domains_do_not_see_each_other(domain):
+    other = node(domain + 1, "graph_other")  # domain + 1: cleaned up below
+    try:
+        expect(other, "ready")
+        r = result(node(domain, "init_only"))
+    finally:
+        other.kill()
+        other.communicate()
+        for info in nerve.list_channels():
+            if info.name.startswith(f"ros2-d{domain + 1}.") or info.name == f"ros2-graph-d{domain + 1}":
+                nerve.unlink(info.name)
+    assert r["init"] is None and r["nodes"] == ["init_only"]
+
+
 def test_graph_channel_garbage_and_foreign(domain):
     # Garbage in the graph channel (anyone who may write it could write
     # anything) is ignored; the node starts and sees itself.
