@@ -95,7 +95,9 @@ rmw_ret_t rmw_init_options_init(rmw_init_options_t *o,
     o->enclave = nullptr;
     o->domain_id = RMW_DEFAULT_DOMAIN_ID;
     o->security_options = rmw_get_default_security_options();
+#if __has_include(<rmw/localhost.h>) // Jazzy; Kilted dropped localhost_only
     o->localhost_only = RMW_LOCALHOST_ONLY_DEFAULT;
+#endif
     o->discovery_options = rmw_get_zero_initialized_discovery_options();
     return rmw_discovery_options_init(&o->discovery_options, 0, &allocator);
 }

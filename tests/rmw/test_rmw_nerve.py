@@ -165,10 +165,11 @@ def test_message_lost_event(domain):
 def test_keep_all_is_refused(domain):
     r = result(node(domain, "qos_refuse"))
     assert "KEEP_ALL is refused" in r["errors"]["pub"]
-    # rcl replaces the subscription's error by one of its own cleanup (it
-    # prints the first, which is rmw_nerve's, on stderr).
+    # Jazzy's rcl replaces the subscription's error by one of its own
+    # cleanup (it prints the first, which is rmw_nerve's, on stderr).
     assert r["errors"]["sub"] is not None
-    assert "subscription '/refused': QoS history KEEP_ALL is refused" in r["_stderr"]
+    said = "subscription '/refused': QoS history KEEP_ALL is refused"
+    assert said in r["errors"]["sub"] or said in r["_stderr"]
     assert "/refused" not in r["topics"]
 
 
@@ -234,10 +235,11 @@ def test_foreign_and_corrupt_channels(domain):
         r = result(bad)
     finally:
         corrupt.close()
-    # The subscription's message reaches stderr only (see test_keep_all_is_refused).
+    # The subscription's message may reach stderr only (test_keep_all_is_refused).
     assert r["sub"] is not None
-    assert ("subscription to '/foreign': channel 'ros2-d%d.foreign': the channel carries type "
-            "'foo/msg/Bar' encoding 'raw', not type 'std_msgs/msg/String'" % domain) in r["_stderr"]
+    said = ("subscription to '/foreign': channel 'ros2-d%d.foreign': the channel carries type "
+            "'foo/msg/Bar' encoding 'raw', not type 'std_msgs/msg/String'" % domain)
+    assert said in r["sub"] or said in r["_stderr"]
     assert "carries type 'foo/msg/Bar' encoding 'raw'" in r["pub"]
     assert r["corrupt_got"] == ["valid"]
     assert ("carries type 'std_msgs/msg/String' encoding 'cdr', not type 'std_msgs/msg/Int32'"

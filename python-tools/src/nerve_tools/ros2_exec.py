@@ -116,7 +116,8 @@ def plan(cmd: str, lib: Path, rcl: Path | None) -> tuple[dict[str, str], str]:
     else:
         env["LD_PRELOAD"] = " ".join([str(lib)] + env.get("LD_PRELOAD", "").split())
         linked = [n for n in needed if n.startswith("librmw_") and "__" not in n
-                  and n not in ("librmw_dds_common.so", "librmw_fastrtps_shared_cpp.so")]
+                  and n not in ("librmw_dds_common.so", "librmw_fastrtps_shared_cpp.so",
+                                "librmw_security_common.so")]
         if rcl:
             why = f"{rcl} is linked to {', '.join(linked) or 'no RMW'} (NEEDED): preloading"
         else:
