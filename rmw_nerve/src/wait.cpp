@@ -238,9 +238,23 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
             if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST)
                 add(static_cast<Subscription *>(ev->data)->ch);
         }
+        // A subscription or client whose channel does not exist yet learns
+        // of it from the graph when an rmw_nerve publisher or server makes
+        // it; one made by anything else (`nerve ros2 --from-ros`, a nerve
+        // program) is looked for again every 100 ms.
+        bool unopened = false;
+        for (size_t i = 0; i < ns; i++) {
+            auto *s = static_cast<Subscription *>(subs->subscribers[i]);
+            unopened |= s->ch == nullptr && !s->refused;
+        }
+        for (size_t i = 0; i < nc; i++)
+            unopened |=
+                cli_chan(static_cast<Client *>(clis->clients[i])) == nullptr;
         int64_t wait_ns = forever ? NERVE_FOREVER : deadline - now;
         if (overflow && (forever || wait_ns > 1000000))
             wait_ns = 1000000;
+        if (unopened && (forever || wait_ns > 100000000))
+            wait_ns = 100000000;
         uint64_t ready[1] = {0};
         int r =
             nerve_chan_wait_any(chans.data(), chans.size(), wait_ns, ready, 0);

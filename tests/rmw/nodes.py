@@ -319,6 +319,8 @@ def role_bad():
             out[kind] = str(e)
     got = []
     n.create_subscription(String, "/corrupt", lambda m: got.append(m.data), 10)
+    late = []  # its channel is made later, by a nerve program
+    n.create_subscription(String, "/late", lambda m: late.append(m.data), 10)
     # Another node's type on the same topic: refused, not mixed.
     from std_msgs.msg import Int32
 
@@ -328,8 +330,9 @@ def role_bad():
     except Exception as e:  # noqa: BLE001 - the message is the point
         out["other_type"] = str(e)
     say("ready")
-    spin_until(n, lambda: "valid" in got, limit=20)
+    spin_until(n, lambda: "valid" in got and late, limit=20)
     out["corrupt_got"] = got
+    out["late_got"] = late
     say(out)
     n.destroy_node()
     rclpy.shutdown()

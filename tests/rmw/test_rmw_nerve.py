@@ -232,6 +232,10 @@ def test_foreign_and_corrupt_channels(domain):
         corrupt.put(b"\x01")  # shorter than an encapsulation header
         valid = b"valid"
         corrupt.put(b"\x00\x01\x00\x00" + (len(valid) + 1).to_bytes(4, "little") + valid + b"\0")
+        # A channel that appears after the subscription, made by no ROS node.
+        with nerve.create(f"ros2-d{domain}.late", slots=4, size=4096, type="std_msgs/msg/String",
+                          encoding="cdr") as late:
+            late.put(b"\x00\x01\x00\x00\x05\x00\x00\x00late\x00")
         r = result(bad)
     finally:
         corrupt.close()
@@ -242,6 +246,7 @@ def test_foreign_and_corrupt_channels(domain):
     assert said in r["sub"] or said in r["_stderr"]
     assert "carries type 'foo/msg/Bar' encoding 'raw'" in r["pub"]
     assert r["corrupt_got"] == ["valid"]
+    assert r["late_got"] == ["late"]
     assert ("carries type 'std_msgs/msg/String' encoding 'cdr', not type 'std_msgs/msg/Int32'"
             in r["other_type"])
     assert "is not a CDR std_msgs/msg/String; skipped" in r["_stderr"]
