@@ -166,6 +166,23 @@ bool sub_open(Subscription *s)
     return false;
 }
 
+bool note_other_types(Node *node, const std::string &topic,
+                      const std::string &type, Kind other,
+                      std::set<std::string> *seen, size_t reported,
+                      uint64_t *version)
+{
+    uint64_t v = node->ctx->graph->version();
+    if (v == *version)
+        return seen->size() > reported;
+    *version = v;
+    auto snap = node->ctx->graph->snapshot();
+    for (const auto &e : snap.eps)
+        if (e.kind == other && e.name == topic && e.type != type)
+            seen->insert(std::string(reinterpret_cast<const char *>(e.gid.data),
+                                     RMW_GID_STORAGE_SIZE));
+    return seen->size() > reported;
+}
+
 bool sub_ready(Subscription *s)
 {
     if (!sub_open(s))
@@ -726,7 +743,9 @@ rmw_ret_t rmw_subscription_get_actual_qos(const rmw_subscription_t *sub,
 
 bool rmw_event_type_is_supported(rmw_event_type_t t)
 {
-    return t == RMW_EVENT_MESSAGE_LOST;
+    return t == RMW_EVENT_MESSAGE_LOST ||
+           t == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE ||
+           t == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
 }
 
 rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
@@ -736,10 +755,11 @@ rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
     CHECK_HANDLE(sub, "subscription");
     if (!ev)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
-    if (t != RMW_EVENT_MESSAGE_LOST)
+    if (t != RMW_EVENT_MESSAGE_LOST &&
+        t != RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE)
         return fail(RMW_RET_UNSUPPORTED,
-                    "rmw_nerve: event type %d is not supported (only "
-                    "message lost)",
+                    "rmw_nerve: subscription event type %d is not supported "
+                    "(message lost and incompatible type are)",
                     int(t));
     // No allocation: rmw_event_fini() (librmw) frees nothing.
     auto *s = static_cast<Subscription *>(sub->data);
@@ -753,10 +773,18 @@ rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
 rmw_ret_t rmw_publisher_event_init(rmw_event_t *ev, const rmw_publisher_t *pub,
                                    rmw_event_type_t t)
 {
-    (void)ev;
     CHECK_HANDLE(pub, "publisher");
-    return fail(RMW_RET_UNSUPPORTED,
-                "rmw_nerve: publisher event type %d is not supported", int(t));
+    if (!ev)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
+    if (t != RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE)
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: publisher event type %d is not supported "
+                    "(incompatible type is)",
+                    int(t));
+    ev->implementation_identifier = kIdentifier;
+    ev->data = pub->data; // a Publisher; nothing allocated
+    ev->event_type = t;
+    return RMW_RET_OK;
 }
 
 rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
@@ -764,6 +792,27 @@ rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
     CHECK_HANDLE(ev, "event");
     if (!info || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    if (ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE ||
+        ev->event_type == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
+        bool is_pub = ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
+        auto *p = is_pub ? static_cast<Publisher *>(ev->data) : nullptr;
+        auto *s = is_pub ? nullptr : static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(is_pub ? p->mu : s->mu);
+        auto &seen = is_pub ? p->other_types : s->other_types;
+        size_t &reported =
+            is_pub ? p->other_types_reported : s->other_types_reported;
+        (void)note_other_types(
+            is_pub ? p->node : s->node, is_pub ? p->topic : s->topic,
+            is_pub ? p->type.name : s->type.name,
+            is_pub ? Kind::Sub : Kind::Pub, &seen, reported,
+            is_pub ? &p->other_types_graph : &s->other_types_graph);
+        auto *st = static_cast<rmw_incompatible_type_status_t *>(info);
+        st->total_count = int32_t(seen.size());
+        st->total_count_change = int32_t(seen.size() - reported);
+        reported = seen.size();
+        *taken = true;
+        return RMW_RET_OK;
+    }
     auto *s = static_cast<Subscription *>(ev->data);
     std::lock_guard<std::mutex> lk(s->mu);
     sub_count_lost(s);

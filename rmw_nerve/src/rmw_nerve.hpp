@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -198,6 +199,9 @@ struct Publisher {
     rmw_gid_t gid{};
     std::mutex mu; // one put at a time per handle
     nerve_chan *ch = nullptr;
+    std::set<std::string> other_types;  // [mu] endpoints seen with another type
+    size_t other_types_reported = 0;    // [mu]
+    uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
 };
 
 struct Subscription {
@@ -214,7 +218,19 @@ struct Subscription {
     uint64_t lost_total = 0, lost_reported = 0;
     uint64_t corrupt = 0;
     bool has_lost_event = false;
+    std::set<std::string> other_types;  // [mu] endpoints seen with another type
+    size_t other_types_reported = 0;    // [mu]
+    uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
 };
+
+// Incompatible-type events: record the endpoints of the other side on
+// `topic` whose type is not `type` into *seen (by GID). Returns whether
+// there are some not yet reported. Caller holds the entity's mutex.
+// Looks at the graph only when it changed since *version.
+bool note_other_types(Node *node, const std::string &topic,
+                      const std::string &type, Kind other,
+                      std::set<std::string> *seen, size_t reported,
+                      uint64_t *version);
 
 // Open the subscription's channel if it exists now (false while it does
 // not). A channel of another type or encoding is refused once, loudly.

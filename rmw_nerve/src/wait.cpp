@@ -186,6 +186,21 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
                 std::lock_guard<std::mutex> lk(s->mu);
                 sub_count_lost(s);
                 re[i] = s->lost_total > s->lost_reported;
+            } else if (ev && ev->event_type ==
+                                 RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
+                // Woken by graph changes (wake_waiters) like guards.
+                auto *s = static_cast<Subscription *>(ev->data);
+                std::lock_guard<std::mutex> lk(s->mu);
+                re[i] = note_other_types(
+                    s->node, s->topic, s->type.name, Kind::Pub, &s->other_types,
+                    s->other_types_reported, &s->other_types_graph);
+            } else if (ev && ev->event_type ==
+                                 RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE) {
+                auto *p = static_cast<Publisher *>(ev->data);
+                std::lock_guard<std::mutex> lk(p->mu);
+                re[i] = note_other_types(
+                    p->node, p->topic, p->type.name, Kind::Sub, &p->other_types,
+                    p->other_types_reported, &p->other_types_graph);
             }
             any |= re[i];
         }

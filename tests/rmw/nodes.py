@@ -338,6 +338,33 @@ def role_bad():
     rclpy.shutdown()
 
 
+def role_type_mismatch():
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import Int32, String
+
+    def status(e):
+        # rclpy (Jazzy, Kilted) binds only total_count_change of this status.
+        return getattr(e, "total_count_change", None)
+
+    rclpy.init()
+    a, b = Node("mm_pub"), Node("mm_sub")
+    ev = {"pub": [], "sub": []}
+    a.create_publisher(Int32, "/mm", 10, event_callbacks=PublisherEventCallbacks(
+        incompatible_type=lambda e: ev["pub"].append(status(e))))
+    b.create_subscription(String, "/mm", lambda m: None, 10,
+                          event_callbacks=SubscriptionEventCallbacks(
+                              incompatible_type=lambda e: ev["sub"].append(status(e))))
+    ex = SingleThreadedExecutor()
+    ex.add_node(a)
+    ex.add_node(b)
+    end = time.monotonic() + 20
+    while not (ev["pub"] and ev["sub"]) and time.monotonic() < end:
+        ex.spin_once(timeout_sec=0.05)
+    say(ev)
+    rclpy.shutdown()
+
+
 def role_init_only():
     try:
         rclpy.init()

@@ -162,6 +162,13 @@ def test_message_lost_event(domain):
     assert r["events"] and r["events"][-1][0] == 16 and sum(e[1] for e in r["events"]) == 16
 
 
+def test_incompatible_type_events(domain):
+    # A publisher of Int32 and a subscription of String on one topic: both
+    # get the incompatible-type event once, for the one other endpoint.
+    r = result(node(domain, "type_mismatch"))
+    assert r["pub"] == [1] and r["sub"] == [1]
+
+
 def test_keep_all_is_refused(domain):
     r = result(node(domain, "qos_refuse"))
     assert "KEEP_ALL is refused" in r["errors"]["pub"]
