@@ -15,7 +15,7 @@ DEPS_PKGS += binutils
 # the venv stamps are spelled out here (same defaults).
 ROS2_JAZZY_VENV ?= .venv-jazzy
 ROS2_KILTED_VENV ?= .venv-kilted
-RMW_TEST = PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
+RMW_TEST = PATH=$(CURDIR)/$(VENV)/bin:$(abspath $(BUILD))/tools:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
     $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini tests/rmw
 
 test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
