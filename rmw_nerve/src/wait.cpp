@@ -36,10 +36,13 @@ struct WaitSet {
     nerve_chan *wake = nullptr;
 };
 
-std::mutex g_mu;
-std::vector<WaitSet *> g_waiting; // [g_mu]
-std::vector<nerve_chan *> g_pool; // [g_mu] idle wake channels
-unsigned g_made = 0;              // [g_mu]
+// Never destroyed: the graph thread of a context the program did not shut
+// down may still ring wake channels while static destructors run at exit.
+std::mutex &g_mu = *new std::mutex;
+std::vector<WaitSet *> &g_waiting = *new std::vector<WaitSet *>; // [g_mu]
+std::vector<nerve_chan *> &g_pool =
+    *new std::vector<nerve_chan *>; // [g_mu] idle
+unsigned g_made = 0;                // [g_mu]
 
 nerve_chan *wake_get()
 {
