@@ -10,8 +10,10 @@ JOBS ?= $(shell nproc)
 CMAKE_GEN ?= -G Ninja
 CTEST_FLAGS ?= --output-on-failure -j$(JOBS)
 
-# Debian packages the core needs; fragments append theirs.
-DEPS_PKGS := build-essential cmake ninja-build pkg-config git
+# Debian packages the core needs (all that `make demo` installs);
+# fragments append theirs to DEPS_PKGS.
+CORE_PKGS := build-essential cmake ninja-build pkg-config git
+DEPS_PKGS := $(CORE_PKGS)
 # Test targets run in this order by `make test`; fragments append theirs.
 TEST_TARGETS := test-core test-asan test-tsan test-install
 
@@ -59,4 +61,4 @@ test: $(TEST_TARGETS)
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
 
 clean:
-	rm -rf build build-* .venv .venv-jazzy .venv-kilted
+	rm -rf build build-* .venv .venv-jazzy .venv-kilted dist

@@ -16,6 +16,9 @@ option(NERVE_BUILD_EXAMPLES "Build the examples" ${_nerve_top})
 option(NERVE_BUILD_RMW "Build rmw_nerve_cpp when ROS 2 headers are found (rmw_nerve/)" ${_nerve_top})
 option(NERVE_BUILD_ACH "Build libach, Ach's C API on nerve (src/ach)" ON)
 option(NERVE_INSTALL_ACH_TOOL "Also install nerve-ach as 'ach'" OFF)
+option(NERVE_ROS2_MSGS "Generate and install the ROS 2 message types (needs a Python with rosbags)" ON)
+set(NERVE_ROS2_DISTRO jazzy CACHE STRING "ROS 2 distribution of the shipped message definitions")
+set_property(CACHE NERVE_ROS2_DISTRO PROPERTY STRINGS jazzy humble)
 
 # How it is compiled.
 option(NERVE_WERROR "Treat warnings as errors" ON)
@@ -27,3 +30,8 @@ set(NERVE_CUDA_ARCHITECTURES native CACHE STRING
 # Verification builds (docs/verification.md).
 option(NERVE_FUZZ "Build the libFuzzer target (needs clang)" OFF)
 option(NERVE_STRESS "Register the long crash torture run (label stress)" OFF)
+
+# A build for the Debian packages (make package; cmake/NervePackaging.cmake):
+# configures CPack and adds the files Debian wants (copyright, changelog,
+# gzipped man pages). Use with CMAKE_INSTALL_PREFIX=/usr.
+option(NERVE_DEB_LAYOUT "Configure the Debian packages (cpack -G DEB)" OFF)

@@ -7,8 +7,10 @@
 //   controller [--imu NAME] [--cmd NAME] [--duration SECONDS] [--count N]
 //              [--every] [--keep]
 //
-// Default names example-UID-imu and example-UID-cmd; both channels are
-// removed on exit unless --keep.
+// Default names example-UID-imu and example-UID-cmd (imu_publisher's
+// default is the same IMU channel). A channel is removed on exit only if
+// this run created it and --keep is not given: a channel that existed
+// before it started (a user's, or the publisher's) is left alone.
 //
 // Stops on SIGINT / SIGTERM (the handler calls Node::stop(), which is
 // async-signal-safe), after --duration seconds (a timer thread calls
@@ -33,8 +35,9 @@ static const char USAGE[] =
     "Subscribe to the IMU channel (default example-UID-imu), publish a\n"
     "torque command per sample on the command channel (default\n"
     "example-UID-cmd); the newest sample only unless --every. Stops on\n"
-    "Ctrl-C, after --duration seconds or --count commands; removes both\n"
-    "channels on exit unless --keep.\n";
+    "Ctrl-C, after --duration seconds or --count commands. Creates the\n"
+    "channels that do not exist, and removes on exit only those it created\n"
+    "(none with --keep).\n";
 
 namespace {
 nerve::Node *g_node = nullptr;
@@ -56,7 +59,9 @@ int main(int argc, char **argv)
     const double duration = example::opt_num(argc, argv, "--duration", 0.0);
     const double count = example::opt_num(argc, argv, "--count", 0.0);
 
-    auto pub = nerve::Publisher<robot_msgs::Command>::create(cmd_name);
+    bool made_cmd = false;
+    auto pub =
+        example::open_or_create<robot_msgs::Command>(cmd_name, {}, &made_cmd);
     if (!pub) {
         std::fprintf(stderr, "controller: %s: %s\n", cmd_name.c_str(),
                      pub.message());
@@ -70,10 +75,24 @@ int main(int argc, char **argv)
     nerve::SubscribeOptions so;
     so.mode = example::flag(argc, argv, "--every") ? nerve::Delivery::every
                                                    : nerve::Delivery::newest;
-    // Same geometry as imu_publisher's default, should we create it first.
-    so.create = true;
-    so.channel.slots = 2000;
-    so.channel.data_size = 2000 * 64;
+    // Create the IMU channel if the publisher has not yet (same geometry
+    // as imu_publisher's default), remembering whether this run made it.
+    nerve::ChannelOptions imu_o;
+    imu_o.slots = 2000;
+    imu_o.data_size = 2000 * 64;
+    bool made_imu = false;
+    {
+        auto made = example::create_if_missing<robot_msgs::Imu>(imu_name, imu_o,
+                                                                &made_imu);
+        if (!made) {
+            std::fprintf(stderr, "controller: %s: %s\n", imu_name.c_str(),
+                         made.message());
+            if (made_cmd) {
+                (void)nerve::Channel::unlink(cmd_name);
+            }
+            return 1;
+        }
+    }
     auto sub = node.subscribe<robot_msgs::Imu>(
         imu_name,
         [&](const robot_msgs::Imu &imu, const nerve::MsgInfo &info) {
@@ -103,6 +122,12 @@ int main(int argc, char **argv)
     if (!sub) {
         std::fprintf(stderr, "controller: %s: %s\n", imu_name.c_str(),
                      sub.message());
+        if (made_cmd) {
+            (void)nerve::Channel::unlink(cmd_name);
+        }
+        if (made_imu) {
+            (void)nerve::Channel::unlink(imu_name);
+        }
         return 1;
     }
 
@@ -149,8 +174,12 @@ int main(int argc, char **argv)
         static_cast<unsigned long long>(commands),
         static_cast<double>(worst_age_ns) / 1e3);
     if (!example::flag(argc, argv, "--keep")) {
-        (void)nerve::Channel::unlink(cmd_name);
-        (void)nerve::Channel::unlink(imu_name);
+        if (made_cmd) {
+            (void)nerve::Channel::unlink(cmd_name);
+        }
+        if (made_imu) {
+            (void)nerve::Channel::unlink(imu_name);
+        }
     }
     if (commands == 0) {
         std::fprintf(stderr, "controller: no command published\n");

@@ -37,6 +37,40 @@ inline std::string default_name(const char *what)
            what;
 }
 
+/// Create channel `name` for T with `o` unless it exists. *created says
+/// whether this call made it: an example removes only the channels it
+/// created, never one that a user or another program made under the same
+/// name before it started. Two examples starting together agree: the
+/// create fails with NERVE_EEXIST for all but one.
+template <class T>
+nerve::Result<void> create_if_missing(const std::string &name,
+                                      const nerve::ChannelOptions &o,
+                                      bool *created)
+{
+    nerve::ChannelOptions fresh = o;
+    fresh.exist_ok = false;
+    auto made = nerve::Publisher<T>::create(name, fresh);
+    *created = static_cast<bool>(made);
+    if (made || made.code() == NERVE_EEXIST) {
+        return {};
+    }
+    return nerve::fail(made.code());
+}
+
+/// Open channel `name` for writing T, creating it first if it is missing
+/// (create_if_missing() says whether this call made it).
+template <class T>
+nerve::Result<nerve::Publisher<T>>
+open_or_create(const std::string &name, const nerve::ChannelOptions &o,
+               bool *created)
+{
+    auto made = create_if_missing<T>(name, o, created);
+    if (!made) {
+        return nerve::fail(made.code());
+    }
+    return nerve::Publisher<T>::open(name);
+}
+
 /// The value after `--key` in argv, or `def`.
 inline std::string opt(int argc, char **argv, const char *key,
                        const std::string &def)

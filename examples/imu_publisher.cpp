@@ -6,10 +6,11 @@
 //   imu_publisher [--channel NAME] [--rate 2000] [--duration SECONDS]
 //                 [--count N] [--keep]
 //
-// Runs until SIGINT / SIGTERM, --duration seconds or --count samples; the
-// channel (default example-UID-imu) is removed on exit unless --keep
-// (--unlink, the default, is accepted). Prints how many samples it
-// published.
+// Runs until SIGINT / SIGTERM, --duration seconds or --count samples. The
+// channel (default example-UID-imu) is created if it does not exist, and
+// removed on exit only if this run created it and --keep is not given: a
+// channel that was there before (made by a user, a controller or an
+// earlier run) is left alone. Prints how many samples it published.
 #include "example_common.hpp"
 #include "msgs.hpp"
 
@@ -22,8 +23,9 @@ static const char USAGE[] =
     "                     [--count N] [--keep]\n"
     "Publish a 40-byte IMU sample at --rate Hz on channel NAME (default\n"
     "example-UID-imu), written in place through a zero-copy loan, until\n"
-    "Ctrl-C, --duration seconds or --count samples. The channel is removed\n"
-    "on exit unless --keep.\n";
+    "Ctrl-C, --duration seconds or --count samples. Creates the channel if\n"
+    "it does not exist; removes it on exit only if it created it (and not\n"
+    "with --keep).\n";
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
@@ -54,9 +56,9 @@ int main(int argc, char **argv)
         static_cast<uint64_t>(rate) < 1024 ? 1024 : static_cast<uint64_t>(rate);
     o.data_size = o.slots * 64;
     // A restarted publisher, or a controller that started first, may have
-    // made the channel already: reuse it if its geometry is the same.
-    o.exist_ok = true;
-    auto pub = nerve::Publisher<robot_msgs::Imu>::create(channel, o);
+    // made the channel already: then it is theirs, used and left in place.
+    bool created = false;
+    auto pub = example::open_or_create<robot_msgs::Imu>(channel, o, &created);
     if (!pub) {
         std::fprintf(stderr, "imu_publisher: %s: %s\n", channel.c_str(),
                      pub.message());
@@ -97,7 +99,7 @@ int main(int argc, char **argv)
     }
     std::printf("imu_publisher: published %u samples on %s at %.0f Hz\n", seq,
                 channel.c_str(), rate);
-    if (!example::flag(argc, argv, "--keep")) {
+    if (created && !example::flag(argc, argv, "--keep")) {
         (void)nerve::Channel::unlink(channel);
     }
     return rc;

@@ -18,9 +18,13 @@ DEPS_PKGS += stress-ng rt-tests
 
 .PHONY: cyclic-bench
 
-demo: deps
+# The demo needs only the core's packages, not every layer's (ROS, SPIN,
+# clang, ...); it also builds the nerve command, so that the README's
+# build/tools/nerve exists after it.
+demo:
+	@scripts/deps.sh $(CORE_PKGS)
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build $(BUILD) -j$(JOBS) --target nerve-demo
+	cmake --build $(BUILD) -j$(JOBS) --target nerve-demo nerve_cli
 	$(BUILD)/demo/nerve-demo --seconds $(DEMO_SECONDS)
 
 cyclic-bench: deps

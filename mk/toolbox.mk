@@ -15,4 +15,4 @@ TEST_TARGETS += test-toolbox
 test-toolbox: tools-install build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
-	    tests/cli/test_toolbox.py
+	    tests/cli/test_toolbox.py tests/cli/test_escapes.py

@@ -29,6 +29,7 @@ stress: deps
 DEPS_PKGS += clang libclang-rt-14-dev
 TEST_TARGETS += test-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_ROS2_SECONDS ?= 20
 .PHONY: test-fuzz
 
 test-fuzz: deps
@@ -38,3 +39,8 @@ test-fuzz: deps
 	cd build-fuzz && ./tests/fuzz/nerve_fuzz_chan -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=20480 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    corpus ../tests/fuzz/corpus
+	@# The ROS 2 CDR decoder (tests/fuzz/fuzz_ros2.cpp), from its seeds.
+	mkdir -p build-fuzz/ros2_corpus
+	cd build-fuzz && ./tests/fuzz/nerve_fuzz_ros2 -max_total_time=$(FUZZ_ROS2_SECONDS) \
+	    -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    ros2_corpus ../tests/fuzz/ros2_corpus

@@ -1,5 +1,7 @@
 #!/bin/sh
-# Model-check the channel protocol (model/nerve.pml) with SPIN.
+# Model-check the channel protocol (model/nerve.pml), the channel's two
+# names under create and unlink (model/names.pml) and the writers'
+# namespace claim (model/claim.pml) with SPIN.
 #
 #   model/check.sh            every check below; exit 0 only if all pass
 #   model/check.sh -q         the same, one line per check
@@ -20,7 +22,6 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-model="$here/nerve.pml"
 quiet=0
 [ "${1:-}" = "-q" ] && quiet=1
 jobs=${JOBS:-2}
@@ -32,7 +33,14 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/nerve-model.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
 # name | kind | expected (broken: text in pan's report) | spin -D flags
+# (flags that start with a .pml file name run that model, else nerve.pml)
 checks='
+names      |verify |                          |names.pml -DNC=3 -DCREATES=2 -DNU=2 -DUNLINKS=2
+names-stall|verify |                          |names.pml -DGIVEUP=1 -DNC=2 -DCREATES=2 -DNU=2 -DUNLINKS=2
+chan-first |broken |(bname==0)                |names.pml -DBROKEN_CHANNEL_FIRST -DGIVEUP=1 -DNC=1 -DNU=1 -DUNLINKS=1
+w-lone     |witness|                          |names.pml -DWITNESS=1
+w-orphan-c |witness|                          |names.pml -DWITNESS=2 -DGIVEUP=1
+w-orphan-u |witness|                          |names.pml -DWITNESS=3 -DGIVEUP=1
 crash-2w   |verify |                          |-DDESC=0
 desc-2w    |verify |                          |-DRMODES=1
 modes      |verify |                          |-DNW=1 -DPUTS=4 -DDS=3 -DRMODES=13
@@ -62,6 +70,17 @@ w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
 w-desc     |witness|                          |-DWITNESS=12
 w-desc-fall|witness|                          |-DWITNESS=13
 w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+claim-3ns  |verify |                          |claim.pml -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-2in1 |verify |                          |claim.pml -DNSCFG=1 -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-reuse|verify |                          |claim.pml -DNSCFG=2 -DGHOST=1 -DKILLS=3 -DLOOPS=2
+claim-no-excl|broken|assertion violated       |claim.pml -DBROKEN_NO_EXCL
+claim-reset-foreign|broken|nsof[(wown-1)]==my |claim.pml -DBROKEN_RESET_FOREIGN_ONLY -DNSCFG=2 -DGHOST=1
+claim-no-reset|broken|nsof[(wown-1)]==my      |claim.pml -DBROKEN_NO_RESET -DGHOST=1
+claim-no-hold|broken|assertion violated       |claim.pml -DBROKEN_NO_HOLD
+claim-no-gate|broken|(adm[0]&&hold[0])       |claim.pml -DBROKEN_NO_GATE -DNSCFG=1 -DKILLS=0 -DLOOPS=1
+claim-w-takeover|witness|                     |claim.pml -DWITNESS=1
+claim-w-refused|witness|                      |claim.pml -DWITNESS=2
+claim-w-cross|witness|                        |claim.pml -DWITNESS=3 -DGHOST=1
 '
 
 # run_one NAME KIND EXPECT FLAGS: writes $work/NAME.log and NAME.status
@@ -69,12 +88,16 @@ run_one() {
     name=$1 kind=$2 expect=$3 flags=$4
     d="$work/$name"
     mkdir -p "$d"
-    cp "$model" "$d/nerve.pml"
+    file=nerve.pml
+    case $flags in
+    *.pml*) file=${flags%%.pml*}.pml; file=${file## }; flags=${flags#*.pml} ;;
+    esac
+    cp "$here/$file" "$d/$file"
     (
         cd "$d"
         start=$(date +%s)
         # shellcheck disable=SC2086
-        spin -a $flags nerve.pml >spin.out 2>&1 || { cat spin.out; echo "spin -a failed"; exit 1; }
+        spin -a $flags "$file" >spin.out 2>&1 || { cat spin.out; echo "spin -a failed"; exit 1; }
         "$cc" -O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c || exit 1
         ./pan -m200000 -w24 >pan.out 2>&1 || true
         end=$(date +%s)
@@ -87,7 +110,7 @@ run_one() {
             else
                 cat pan.out
                 echo "FAIL verify  $name: errors=$errs (or search incomplete)"
-                [ -f nerve.pml.trail ] && spin -t -p -g -l nerve.pml 2>&1 | tail -n 60
+                [ -f "$file.trail" ] && spin -t -p -g -l $flags "$file" 2>&1 | tail -n 60
                 exit 1
             fi ;;
         broken)
@@ -144,8 +167,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 29 ]; then
-    echo "model: only $total of 29 checks ran"
+if [ "$total" -lt 46 ]; then
+    echo "model: only $total of 46 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

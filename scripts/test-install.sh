@@ -53,6 +53,73 @@ ex=$tmp/examples
 "$ex/sync_by_time" --imu "$p-simu" --scan "$p-sscan" --duration 0.2 --unlink
 "$ex/bench_cxx_overhead" --rounds 2 --batch 100 --channel "$p-bench" >/dev/null
 
+echo "== ROS 2 message types with find_package(nerve)"
+# The shipped headers, and nerve_generate_ros2_messages() on a .msg of the
+# consumer's own; the generator needs a Python with rosbags (the build's).
+ros2py=$(sed -n 's/^NERVE_ROS2GEN_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")
+if [ -f "$prefix/include/nerve/ros2/sensor_msgs/msg/point_cloud2.hpp" ] && [ -n "$ros2py" ]; then
+    [ -f "$prefix/share/nerve/python/nerve_ros2gen/__main__.py" ] ||
+        { echo "FAIL: the ROS 2 generator is not installed"; exit 1; }
+    mkdir -p "$tmp/ros2/msg/demo_msgs/msg"
+    printf 'std_msgs/Header header\nwstring label\nfloat64[<=4] values\n' \
+        >"$tmp/ros2/msg/demo_msgs/msg/Reading.msg"
+    cat >"$tmp/ros2/CMakeLists.txt" <<'CEOF'
+cmake_minimum_required(VERSION 3.20)
+project(ros2_consumer CXX)
+find_package(nerve REQUIRED)
+nerve_generate_ros2_messages(TARGET demo_msgs
+    MSG_FILES ${CMAKE_CURRENT_SOURCE_DIR}/msg/demo_msgs/msg/Reading.msg)
+add_executable(ros2_consumer main.cpp)
+target_link_libraries(ros2_consumer PRIVATE nerve::ros2_msgs demo_msgs)
+CEOF
+    cat >"$tmp/ros2/main.cpp" <<'CEOF'
+#include <nerve/nerve.hpp>
+#include <nerve/ros2/demo_msgs/msg/reading.hpp>
+#include <nerve/ros2/sensor_msgs/msg/imu.hpp>
+
+#include <cstdio>
+#include <string>
+
+// Publish and read back a shipped type and a generated one.
+int main(int argc, char **argv)
+{
+    namespace sm = nerve::ros2::sensor_msgs::msg;
+    namespace dm = nerve::ros2::demo_msgs::msg;
+    const std::string p = argc > 1 ? argv[1] : "demo";
+    auto pi = nerve::Publisher<sm::Imu>::create(p + "-imu");
+    auto pr = nerve::Publisher<dm::Reading>::create(p + "-reading");
+    auto ri = nerve::Reader<sm::Imu>::open(p + "-imu");
+    auto rr = nerve::Reader<dm::Reading>::open(p + "-reading");
+    int ok = pi && pr && ri && rr;
+    sm::Imu imu;
+    imu.header.frame_id = "imu";
+    dm::Reading r;
+    r.label = u"t\u00e9";
+    r.values = {1.0, 2.0};
+    if (ok) {
+        ok = pi->publish(imu) && pr->publish(r);
+    }
+    sm::Imu imu2;
+    dm::Reading r2;
+    ok = ok && ri->get_next(imu2).has_data() && rr->get_next(r2).has_data() &&
+         imu2 == imu && r2 == r;
+    (void)nerve::Channel::unlink(p + "-imu");
+    (void)nerve::Channel::unlink(p + "-reading");
+    std::printf("ros2_consumer: %s\n", ok ? "ok" : "FAILED");
+    return ok ? 0 : 1;
+}
+CEOF
+    # shellcheck disable=SC2086
+    cmake -S "$tmp/ros2" -B "$tmp/ros2/build" $gen -DCMAKE_PREFIX_PATH="$prefix" \
+        -DNERVE_ROS2GEN_PYTHON="$ros2py" >"$tmp/cfg2.log" ||
+        { cat "$tmp/cfg2.log"; exit 1; }
+    cmake --build "$tmp/ros2/build" -j2 >"$tmp/build2.log" ||
+        { cat "$tmp/build2.log"; exit 1; }
+    "$tmp/ros2/build/ros2_consumer" "$p-ros2"
+else
+    echo "skip: no ROS 2 message types in this build (no Python with rosbags)"
+fi
+
 echo "== C program with pkg-config nerve"
 cat >"$tmp/hello.c" <<'CEOF'
 #include <stdio.h>

@@ -98,9 +98,10 @@
  *   thread may commit, abort or close the handle (others get NERVE_EPERM /
  *   NERVE_EBUSY and the reservation stays usable); a thread that holds the
  *   lock and puts on another handle gets NERVE_EDEADLK. The TID in the word
- *   is resolved in the caller's PID namespace, so all writers of a channel
- *   share one (lock.pidns, claimed by the first writer; others get
- *   NERVE_EXDEV at open).
+ *   is resolved in the caller's PID namespace, so the writers that have a
+ *   channel open at once share one (lock.pidns; a writer of another gets
+ *   NERVE_EXDEV at open, and takes the channel over once none is open:
+ *   WRITERS' NAMESPACE in src/platform/linux/mutex.c, model/claim.pml).
  *
  * CRASH RECOVERY
  *   Every writer step leaves a state that the next writer can continue
@@ -154,6 +155,7 @@
  *   clock.c; file operations behind platform.h.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -398,7 +400,12 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
     if (c->reserved)
         return c->res_tid == nerve__tid() ? NERVE_EBUSY : NERVE_EPERM;
     if ((uint64_t)len > c->data_size)
-        return NERVE_EMSGSIZE;
+        return nerve__detail(NERVE_EMSGSIZE,
+                             "a message of %zu bytes does not fit: the "
+                             "channel's data ring is %" PRIu64
+                             " bytes (the largest message; nerve create "
+                             "--size)",
+                             len, c->data_size);
     return 0;
 }
 
@@ -648,12 +655,17 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
         *missed = want - cur - 1;
         return 0;
     }
-    case NERVE_GET_NEWEST:
+    case NERVE_GET_NEWEST: {
         if (head == 0 || head < tail)
             return NERVE_EAGAIN;
         *seq = head;
-        *missed = head > cur ? head - cur - 1 : 0;
+        /* Skipped messages are missed only after the reader's start: the
+         * history present when the handle opened is not loss (chan.h,
+         * "missed"). */
+        uint64_t from = cur > c->origin ? cur : c->origin;
+        *missed = head > from ? head - from - 1 : 0;
         return 0;
+    }
     case NERVE_GET_SEQ:
         if (arg <= 0)
             return NERVE_EINVAL;
@@ -908,7 +920,11 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
                     info->len = m.len;
                     info->reserved[0] = info->reserved[1] = 0;
                 }
-                return NERVE_EMSGSIZE;
+                return nerve__detail(NERVE_EMSGSIZE,
+                                     "the buffer of %zu bytes is smaller "
+                                     "than the message of %" PRIu64
+                                     " bytes (info.len; nothing consumed)",
+                                     len, (uint64_t)m.len);
             }
             /* R4: one copy, then validate again. */
             nerve__racy_copy(buf, msg_ptr(c, &m), m.len); /* R4 */
@@ -981,6 +997,7 @@ uint64_t nerve_chan_cursor(const nerve_chan *c)
 void nerve_chan_seek(nerve_chan *c, uint64_t seq)
 {
     c->cursor = seq;
+    c->origin = 0; /* the caller placed the reader: count from seq */
 }
 
 void nerve_chan_cancel(nerve_chan *c)

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -260,6 +261,19 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
     if (msg && len)
         msg[0] = 0;
     int r = nerve__chan_open(name, NERVE_O_READ, &c, msg, len);
+    if (r == NERVE_ENOENT) {
+        /* No channel: is its bell left? (an orphan, see bell-before-channel
+         * in chan_open.c, or a create or unlink between its two steps) */
+        char bpath[PATH_MAX];
+        struct stat bst;
+        nerve__path_of(bpath, sizeof bpath, NERVE__BELL_PREFIX, name);
+        if (nerve__file->lstat(bpath, &bst) == 0 && S_ISREG(bst.st_mode))
+            return nerve__say(msg, len, r,
+                              "no channel, but an orphaned bell %s is left "
+                              "(uid %u; nerve_chan_unlink / nerve rm removes "
+                              "it)",
+                              bpath, (unsigned)bst.st_uid);
+    }
     if (r) {
         if (!msg || !len || !msg[0])
             nerve__say(msg, len, r, "%s", nerve_strerror(r));
@@ -276,8 +290,8 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
     } else if (r == 0) {
         char st[160];
         (void)nerve__mutex_state(&c->hdr->lock.l,
-                                 nerve__load_rlx(&c->hdr->lock.l.pidns), st,
-                                 sizeof st);
+                                 nerve__load_rlx(&c->hdr->lock.l.pidns), c->fd,
+                                 st, sizeof st);
         check_bell(c, st, msg, len);
     }
     (void)nerve_chan_close(c);

@@ -31,7 +31,10 @@ struct nerve_chan {
     unsigned char *ring;          /* data ring; 2 * data_size mapped */
     struct nerve__shm_bell *bell; /* NULL: no bell (fall back to polling) */
     uint64_t nslots, data_size, file_size;
-    uint64_t cursor;  /* last seq NEXT/NEWEST returned */
+    uint64_t cursor;  /* last seq NEXT/NEWEST returned; at open, just
+                         before the oldest message present */
+    uint64_t origin;  /* head when the handle opened (0 after a seek):
+                         NEWEST counts nothing up to it as missed */
     uint64_t map_len; /* NERVE__O_HEADER: bytes mapped; 0: all,
                                      the data ring twice */
     int fd;

@@ -29,20 +29,47 @@
 #define MAX_SLOTS (1ull << 32)
 #define MAX_DATA (1ull << 40)
 
+#define NAME_RULE                                                              \
+    "names use A-Z a-z 0-9 _ . -, do not start with '.' and have at most "     \
+    "255 bytes"
+
 int nerve_chan_name_check(const char *name)
 {
-    if (!name || !name[0] || name[0] == '.')
-        return NERVE_EINVAL;
+    nerve__detail_clear();
+    if (!name || !name[0])
+        return nerve__detail(NERVE_EINVAL,
+                             "empty channel name (" NAME_RULE ")");
+    if (name[0] == '.')
+        return nerve__detail(NERVE_EINVAL,
+                             "a channel name may not start with '.' "
+                             "(" NAME_RULE ")");
     size_t n = 0;
     for (const char *p = name; *p; p++, n++) {
         char ch = *p;
         int ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
                  ch == '.';
-        if (!ok)
-            return NERVE_EINVAL;
+        if (!ok) {
+            unsigned char u = (unsigned char)ch;
+            if (u == ' ')
+                return nerve__detail(NERVE_EINVAL,
+                                     "a space is not allowed in a channel "
+                                     "name (" NAME_RULE ")");
+            if (u > ' ' && u < 127)
+                return nerve__detail(NERVE_EINVAL,
+                                     "'%c' is not allowed in a channel name "
+                                     "(" NAME_RULE ")",
+                                     ch);
+            return nerve__detail(NERVE_EINVAL,
+                                 "byte 0x%02x is not allowed in a channel "
+                                 "name (" NAME_RULE ")",
+                                 u);
+        }
         if (n >= NERVE_NAME_MAX)
-            return NERVE_ENAMETOOLONG;
+            return nerve__detail(NERVE_ENAMETOOLONG,
+                                 "channel name longer than %d bytes "
+                                 "(" NAME_RULE ")",
+                                 NERVE_NAME_MAX);
     }
     return 0;
 }
@@ -120,6 +147,30 @@ static int utf8_valid(const unsigned char *s, size_t n)
     return 1;
 }
 
+/* Whether s[0..n) is printable text: well-formed UTF-8 with no control
+ * character (U+0000-U+001F, DEL U+007F, U+0080-U+009F). Types and
+ * encodings are names that every tool prints; a control character in one
+ * is an escape sequence waiting for the operator's terminal (issue 28,
+ * item 3), so they are refused at create. A file planted with one still
+ * opens (its bytes are the creator's business); the tools escape what
+ * they print. */
+static int meta_text_ok(const char *s)
+{
+    size_t n = strlen(s);
+    const unsigned char *p = (const unsigned char *)s;
+    if (!utf8_valid(p, n))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f)
+            return 0;
+        /* U+0080-U+009F in UTF-8 is 0xc2 0x80-0x9f (in valid UTF-8 a
+         * 0xc2 lead byte is always followed by a continuation byte). */
+        if (p[i] == 0xc2 && p[i + 1] <= 0x9f)
+            return 0;
+    }
+    return 1;
+}
+
 static int opts_read(const struct nerve_chan_opts *in,
                      struct nerve_chan_opts *o)
 {
@@ -145,13 +196,10 @@ static int opts_read(const struct nerve_chan_opts *in,
         o->mode = DEFAULT_MODE;
     if (o->mode & ~0777u)
         return NERVE_EINVAL;
-    if (o->type &&
-        (strlen(o->type) > NERVE_TYPE_MAX ||
-         !utf8_valid((const unsigned char *)o->type, strlen(o->type))))
+    if (o->type && (strlen(o->type) > NERVE_TYPE_MAX || !meta_text_ok(o->type)))
         return NERVE_EINVAL;
-    if (o->encoding &&
-        (strlen(o->encoding) > NERVE_ENCODING_MAX ||
-         !utf8_valid((const unsigned char *)o->encoding, strlen(o->encoding))))
+    if (o->encoding && (strlen(o->encoding) > NERVE_ENCODING_MAX ||
+                        !meta_text_ok(o->encoding)))
         return NERVE_EINVAL;
     if (o->schema_len > NERVE_SCHEMA_MAX || (o->schema_len && !o->schema))
         return NERVE_EINVAL;
@@ -279,27 +327,149 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
          !same_str(o->type, c->type) || !same_str(o->encoding, c->encoding) ||
          (o->schema && (o->schema_len != c->schema_len ||
                         memcmp(o->schema, c->schema, o->schema_len) != 0))))
-        r = NERVE_EMISMATCH;
+        r = nerve__detail(
+            NERVE_EMISMATCH,
+            "the channel exists with type '%s', %" PRIu64
+            " slots and a %" PRIu64
+            "-byte data ring; asked for type '%s', %" PRIu64
+            " slots and %" PRIu64
+            " bytes (use the same, or another name, or remove it: nerve rm)",
+            c->type ? c->type : "", c->nslots, c->data_size,
+            o->type ? o->type : "", g.nslots, g.data_size);
     (void)nerve_chan_close(c);
     return r;
 }
 
-/* Give the channel `name`, which this process has just linked, its bell.
- * The bell is linked with no-replace semantics too: a file already at the
- * bell's name is a stale bell or one planted by someone else. It is
- * removed where this user may (its own, or any as root) and otherwise
- * left alone: nerve__bell_map() will not use a bell whose owner, group or mode
- * differ from the channel's, so the channel then works without one
- * (waiting readers poll) and nerve_chan_check() says so. */
-static void link_bell(const char *name, struct nerve__shm_tmp *bell)
+/* ---- the bell and the channel's name: create and unlink ---------------
+ *
+ * A channel is two names, nerve.NAME and its bell nerve-bell.NAME, and the
+ * file system has no operation on two names at once. INVARIANT
+ * (bell-before-channel): a creator links the bell before the channel, and
+ * an unlink removes the bell only after it has removed the channel:
+ *
+ *   create  C1  link nerve-bell.NAME, never replacing
+ *           C2  link nerve.NAME, never replacing
+ *           C3  if C2 failed: unlink the bell C1 linked
+ *   unlink  U1  unlink nerve.NAME
+ *           U2  if U1 removed it: unlink nerve-bell.NAME
+ *
+ * So whenever a channel is visible its bell is too, and once every create
+ * and unlink of a name has returned, the bell exists if and only if the
+ * channel does. A bell with no channel (a "lone" bell) exists only inside
+ * one of those sequences (between C1 and C2 or C3, between U1 and U2), or
+ * after a process was killed there (an orphan). A creator or an unlink that
+ * meets a lone bell of this user therefore waits, bounded (BELL_GRACE_NS),
+ * for the sequence in flight to finish, and only then takes the bell as an
+ * orphan and removes it; nerve_chan_check() reports an orphan.
+ *
+ * The order before issue 28 (channel, then bell) left a bell behind
+ * whenever an unlink ran between a creator's two links: U1 removed the new
+ * channel, U2 found no bell yet, then the creator linked its bell (1 in 3
+ * runs of a 3 s create/unlink/open storm). A lone bell met after the grace
+ * is removed even if it belonged to a process stalled longer than that in
+ * its sequence: the cost is a channel without a bell (its waiting readers
+ * poll; check says so), never a file left behind.
+ *
+ * MODEL: model/names.pml checks these steps, with the grace ending at any
+ * moment or never: no bell is left without its channel once every create
+ * and unlink has returned, and (no process stalled past the grace) a
+ * visible channel always has its creator's bell; the order before issue 28
+ * is its broken variant. */
+
+/* How long a lone bell of this user may be in flight before it is taken
+ * for an orphan: far longer than two file system calls, and than a
+ * preemption between them on a loaded machine. */
+#define BELL_GRACE_NS 200000000ll
+/* How long a create keeps trying to link its bell while other creates and
+ * unlinks of the same name keep taking and freeing it. */
+#define BELL_CLAIM_NS 1000000000ll
+
+/* What is at the bell's name when the channel's name is free. */
+enum lone_bell {
+    BELL_NONE,    /* nothing (or the channel's name is taken) */
+    BELL_OURS,    /* a regular file this user may remove: a lone bell */
+    BELL_FOREIGN, /* a regular file of another user (root: none is) */
+    BELL_SPECIAL  /* not a regular file: not a bell */
+};
+
+static enum lone_bell lone_bell_at(const char *cpath, const char *bpath)
 {
-    char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int r = nerve__shm_tmp_link(bell, path);
-        if (r != NERVE_EEXIST || nerve__file->unlink(path) != 0)
-            break;
+    struct stat bst, cst;
+    if (nerve__file->lstat(bpath, &bst) != 0)
+        return BELL_NONE;
+    if (nerve__file->lstat(cpath, &cst) == 0)
+        return BELL_NONE;
+    if (!S_ISREG(bst.st_mode))
+        return BELL_SPECIAL;
+    uid_t me = geteuid();
+    return me == 0 || bst.st_uid == me ? BELL_OURS : BELL_FOREIGN;
+}
+
+/* Wait while a lone bell of this user is at bpath with no channel at
+ * cpath, for at most BELL_GRACE_NS. Returns what is there at the end: a
+ * BELL_OURS still there is an orphan. */
+static enum lone_bell lone_bell_settle(const char *cpath, const char *bpath)
+{
+    int64_t end = nerve_clock_now_ns() + BELL_GRACE_NS;
+    long nap = 20000; /* ns, doubling to 5 ms */
+    enum lone_bell b;
+    while ((b = lone_bell_at(cpath, bpath)) == BELL_OURS &&
+           nerve_clock_now_ns() < end) {
+        struct timespec ts = {0, nap};
+        nanosleep(&ts, NULL);
+        if (nap < 5000000)
+            nap *= 2;
     }
+    return b;
+}
+
+/* C1: link the new bell at bpath before the channel is linked at cpath.
+ * Returns 1 if linked, 0 if the channel is to be made without a bell
+ * (another user's file is there and this user may not remove it, or the
+ * name stayed contended past BELL_CLAIM_NS; the channel then works without
+ * a bell, see nerve__bell_map()), or NERVE_EEXIST if the channel's name is
+ * taken (C2 would fail; nothing is touched). A lone bell that is resolved
+ * meanwhile (its create or unlink finished) costs a retry, not one of the
+ * three removals: it means another process made progress. */
+static int claim_bell(const char *cpath, const char *bpath,
+                      struct nerve__shm_tmp *bell)
+{
+    int64_t end = nerve_clock_now_ns() + BELL_CLAIM_NS;
+    int removals = 0;
+    for (;;) {
+        int r = nerve__shm_tmp_link(bell, bpath);
+        if (r == 0)
+            return 1;
+        if (r != NERVE_EEXIST)
+            return 0;
+        struct stat cst;
+        if (nerve__file->lstat(cpath, &cst) == 0)
+            return NERVE_EEXIST;
+        /* A lone bell of this user is in flight (another create between
+         * C1 and C2, an unlink between U1 and U2) or an orphan: wait for
+         * the one in flight. Anything else at the bell's name is stale or
+         * planted: removed where this user may (its own, or any as root). */
+        enum lone_bell b = lone_bell_settle(cpath, bpath);
+        if (b == BELL_NONE) {
+            if (nerve_clock_now_ns() >= end)
+                return 0;
+            continue; /* gone, or the channel appeared: look again */
+        }
+        if (removals++ == 3 ||
+            (nerve__file->unlink(bpath) != 0 && errno != ENOENT))
+            return 0;
+    }
+}
+
+/* C3: remove the bell this creator linked at bpath, if it is still there
+ * (its channel was not linked). */
+static void release_bell(const char *bpath, struct nerve__shm_tmp *bell)
+{
+    struct stat mine, there;
+    if (nerve__file->fstat(bell->fd, &mine) == 0 &&
+        nerve__file->lstat(bpath, &there) == 0 && mine.st_dev == there.st_dev &&
+        mine.st_ino == there.st_ino)
+        (void)nerve__file->unlink(bpath);
 }
 
 int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
@@ -322,24 +492,34 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
         nerve__shm_tmp_discard(&chan);
         return r;
     }
-    /* Linking the complete, unnamed file is the atomic, exclusive
-     * creation: the channel appears fully initialised under its name, or
-     * the name was taken (by anything: a channel, or a file planted
-     * there) and nothing of ours is adopted or left behind. */
     NERVE_CRASHPOINT("create.filled");
-    char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
-    r = nerve__shm_tmp_link(&chan, path);
-    nerve__shm_tmp_discard(&chan);
-    if (r == 0) {
-        /* Killed here: a complete channel without a bell; its waiting
-         * readers poll, and nerve_chan_check() says so. */
-        NERVE_CRASHPOINT("create.linked");
-        link_bell(name, &bell);
+    char cpath[PATH_MAX], bpath[PATH_MAX];
+    nerve__path_of(cpath, sizeof cpath, NERVE__CHAN_PREFIX, name);
+    nerve__path_of(bpath, sizeof bpath, NERVE__BELL_PREFIX, name);
+    /* C1, the bell first (bell-before-channel, above). */
+    int have_bell = claim_bell(cpath, bpath, &bell);
+    if (have_bell == NERVE_EEXIST) {
+        r = NERVE_EEXIST;
+    } else {
+        /* Killed here: a lone bell (an orphan), which check reports and
+         * the next create or unlink of the name removes. */
+        NERVE_CRASHPOINT("create.bell-linked");
+        /* C2: linking the complete, unnamed file is the atomic, exclusive
+         * creation: the channel appears fully initialised under its name,
+         * or the name was taken (by anything: a channel, or a file planted
+         * there) and nothing of ours is adopted or left behind. */
+        r = nerve__shm_tmp_link(&chan, cpath);
+        if (r != 0 && have_bell == 1)
+            release_bell(bpath, &bell); /* C3 */
     }
+    nerve__shm_tmp_discard(&chan);
     nerve__shm_tmp_discard(&bell);
     if (r == NERVE_EEXIST && (o.flags & NERVE_C_EXIST_OK))
         r = check_compatible(name, &o);
+    else if (r == NERVE_EEXIST)
+        nerve__detail(r, "a channel of this name exists (open it; or reuse it "
+                         "only if alike with NERVE_C_EXIST_OK, exist_ok; or "
+                         "remove it: nerve rm)");
     return r;
 }
 
@@ -348,18 +528,29 @@ int nerve_chan_unlink(const char *name)
     int r = nerve_chan_name_check(name);
     if (r)
         return r;
-    char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
-    /* Only a regular file is a channel (or the remains of one): a
+    char cpath[PATH_MAX], bpath[PATH_MAX];
+    nerve__path_of(cpath, sizeof cpath, NERVE__CHAN_PREFIX, name);
+    nerve__path_of(bpath, sizeof bpath, NERVE__BELL_PREFIX, name);
+    /* U1. Only a regular file is a channel (or the remains of one): a
      * directory, FIFO, socket or symlink under the name is not removed. */
-    r = nerve__shm_unlink(path);
+    r = nerve__shm_unlink(cpath);
+    if (r == NERVE_ENOENT) {
+        /* No channel: a lone bell of this user that stays alone over the
+         * grace is an orphan (its creator or unlinker was killed between
+         * its two steps) and is removed; one in flight is left to the
+         * create or unlink that owns it. The answer stays NERVE_ENOENT. */
+        if (lone_bell_settle(cpath, bpath) == BELL_OURS)
+            (void)nerve__file->unlink(bpath);
+        return r;
+    }
     if (r)
         return r;
-    /* The bell after the channel: a failed unlink keeps both. A bell this
-     * user may not remove (planted by another user) stays, harmlessly: no
-     * channel of this user's will use it (see link_bell()). */
-    nerve__path_of(path, sizeof path, NERVE__BELL_PREFIX, name);
-    (void)nerve__file->unlink(path);
+    /* Killed here: an orphaned bell (see nerve_chan_create). */
+    NERVE_CRASHPOINT("unlink.channel-removed");
+    /* U2: the bell after the channel, so a failed U1 keeps both. A bell
+     * this user may not remove (planted by another user) stays, harmlessly:
+     * no channel of this user's uses it (nerve__bell_map()). */
+    (void)nerve__file->unlink(bpath);
     return 0;
 }
 
@@ -621,19 +812,34 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
 
 /* Writers must share one PID namespace: the lock word holds a TID, which
  * the kernel resolves in the caller's namespace (a writer elsewhere would
- * boost, wait for or take over the wrong thread). The first writer to
- * open records its namespace; writers from any other are refused. Readers
- * take no lock and work from anywhere. Without /proc (id 0) there is
- * nothing to compare and the open proceeds. */
+ * boost, wait for or take over the wrong thread). The claim admits writers
+ * of the namespace recorded in the header, and hands the channel to a new
+ * namespace once no writer handle of the recorded one is open (mutex.c,
+ * WRITERS' NAMESPACE); a writer from another namespace meanwhile gets
+ * NERVE_EXDEV. Readers take no lock and work from anywhere. */
 static int writer_ns_claim(nerve_chan *c)
 {
-    uint64_t mine = nerve__pidns_id();
-    if (mine == 0)
-        return 0;
-    uint64_t cur = nerve__load_rlx(&c->hdr->lock.l.pidns);
-    if (cur == 0 && nerve__cas_rlx(&c->hdr->lock.l.pidns, &cur, mine))
-        return 0;
-    return cur == mine ? 0 : NERVE_EXDEV;
+    int r = nerve__mutex_claim(&c->hdr->lock.l, c->fd, nerve__pidns_id());
+    return r < 0 ? r : 0;
+}
+
+/* A new handle's reading position (chan.h, "missed"): the cursor just
+ * before the oldest message present, so NEXT starts there with missed 0,
+ * and the origin at the newest, so NEWEST does not count the history
+ * present at open as missed. Head and tail are read as locate() reads
+ * them (acquire; tail bounded by head - nslots + 1); a message committed
+ * meanwhile only moves the start later. */
+static void reader_start(nerve_chan *c)
+{
+    /* SYNC(pub-seq) acquire, as in locate(). */
+    uint64_t head = nerve__load_acq(&c->hdr->head);
+    uint64_t tail = nerve__load_acq(&c->hdr->tail);
+    if (head >= c->nslots && tail < head - c->nslots + 1)
+        tail = head - c->nslots + 1;
+    if (tail == 0)
+        tail = 1;
+    c->cursor = tail <= head ? tail - 1 : head;
+    c->origin = head;
 }
 
 /* nerve_chan_open(), with the reason for a failure written into msg. */
@@ -726,6 +932,8 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         return r;
     }
     c->bell = nerve__bell_map(name, &st, 1, NULL, 0);
+    if (!c->map_len)
+        reader_start(c);
     *out = c;
     return 0;
 fail_fd:
@@ -737,7 +945,36 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
 {
     if (flags & NERVE__O_HEADER)
         return NERVE_EINVAL; /* internal */
-    return nerve__chan_open(name, flags, out, NULL, 0);
+    int r = nerve_chan_name_check(name);
+    if (r)
+        return r;
+    size_t len;
+    char *msg = nerve__detail_buf(&len);
+    r = nerve__chan_open(name, flags, out, msg, len);
+    if (r == 0) {
+        nerve__detail_clear();
+        return 0;
+    }
+    nerve__detail_adopt(r);
+    if (r == NERVE_ENOENT)
+        return nerve__detail(r, "no such channel ('nerve ls' lists them; "
+                                "nerve_chan_create or 'nerve create' makes "
+                                "one)");
+    if (r == NERVE_EACCES) {
+        char path[PATH_MAX];
+        struct stat st;
+        nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+        if (stat(path, &st) == 0)
+            return nerve__detail(
+                r,
+                "no permission to open it for %s: mode %04o, owner uid %u "
+                "gid %u (readers need read permission, writers read and "
+                "write; 'nerve chmod' as its owner)",
+                (flags & NERVE_O_WRITE) ? "writing" : "reading",
+                (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+                (unsigned)st.st_gid);
+    }
+    return r;
 }
 
 int nerve_chan_close(nerve_chan *c)
@@ -782,8 +1019,9 @@ int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
     if (r)
         return nerve__say(msg, len, r, "%s", nerve_strerror(r));
     char st[160];
-    (void)nerve__mutex_state(
-        &c->hdr->lock.l, nerve__load_rlx(&c->hdr->lock.l.pidns), st, sizeof st);
+    (void)nerve__mutex_state(&c->hdr->lock.l,
+                             nerve__load_rlx(&c->hdr->lock.l.pidns), c->fd, st,
+                             sizeof st);
     r = nerve__mutex_repair(&c->hdr->lock.l, (flags & NERVE_REPAIR_FORCE) != 0);
     if (r == 1)
         nerve__say(msg, len, 1,

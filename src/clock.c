@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "nerve/clock.h"
+#include "timeconv.h"
 
 int64_t nerve_clock_now_ns(void)
 {
@@ -17,7 +18,9 @@ int64_t nerve_clock_to_realtime_ns(int64_t mono_ns)
     struct timespec rt, mo;
     clock_gettime(CLOCK_REALTIME, &rt);
     clock_gettime(CLOCK_MONOTONIC, &mo);
-    int64_t off = ((int64_t)rt.tv_sec - (int64_t)mo.tv_sec) * 1000000000 +
-                  (rt.tv_nsec - mo.tv_nsec);
-    return mono_ns + off;
+    int64_t rt_ns = 0, mo_ns = 0;
+    (void)nerve__ns_from_timespec(&rt, &rt_ns);
+    (void)nerve__ns_from_timespec(&mo, &mo_ns);
+    /* Saturated: a time near either end of int64 stays at that end. */
+    return nerve__ns_add_sat(mono_ns, rt_ns - mo_ns);
 }

@@ -3,10 +3,54 @@
 #include "nerve/errors.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "platform.h"
+
+/* The detail of this thread's last failure that had one (nerve_err_detail;
+ * recorded by nerve__detail). [local] to the thread. */
+static _Thread_local struct {
+    int code;
+    char text[384];
+} last;
+
+int nerve__detail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last.text, sizeof last.text, fmt, ap);
+    va_end(ap);
+    last.code = code;
+    return code;
+}
+
+void nerve__detail_clear(void)
+{
+    last.code = 0;
+}
+
+char *nerve__detail_buf(size_t *len)
+{
+    last.code = 0;
+    last.text[0] = '\0';
+    *len = sizeof last.text;
+    return last.text;
+}
+
+void nerve__detail_adopt(int code)
+{
+    last.code = last.text[0] ? code : 0;
+}
+
+const char *nerve_err_detail(int err)
+{
+    if (err != 0 && err == last.code && last.text[0])
+        return last.text;
+    return nerve_strerror(err);
+}
 
 struct err_entry {
     int code;

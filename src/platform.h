@@ -72,13 +72,27 @@ int nerve__mutex_unlock(struct nerve__shm_lock *l);
 #define NERVE__LOCK_HELD 1
 #define NERVE__LOCK_DEAD 2
 /* Describe the lock word for nerve check (chan_ns: the channel's writer
- * namespace). Returns a NERVE__LOCK_* state. */
+ * namespace; fd: a descriptor of the channel file, -1 if none, through
+ * which a word of another namespace is judged by the claim byte). Returns
+ * a NERVE__LOCK_* state. */
 int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
-                       char *msg, size_t len);
+                       int fd, char *msg, size_t len);
 /* Reset a lock whose owner cannot be alive (any owner with `force`) to
  * "free, owner died". Returns 1 reset, 0 nothing to do, NERVE_EBUSY (the
  * owner is alive), NERVE_ELAPPED. */
 int nerve__mutex_repair(struct nerve__shm_lock *l, int force);
+
+/* Admit a writer handle (fd: its descriptor, open for reading and
+ * writing, used for nothing else that locks) of PID namespace `ns` (0:
+ * unknown) to the lock; see WRITERS' NAMESPACE in mutex.c. Holds a shared
+ * lock on the claim byte from here until fd is closed. When no other
+ * writer handle is open, a non-zero lock word is stale and is reset to
+ * "owner died". Returns 0 (admitted in the recorded namespace, or an
+ * unclaimed one), 1 (taken over from another namespace with no writer
+ * left), NERVE_EXDEV (a writer handle of another namespace is open, or
+ * another opener stopped inside its open for over a second) or another
+ * error. Blocking: up to a second, only behind another opener. */
+int nerve__mutex_claim(struct nerve__shm_lock *l, int fd, uint64_t ns);
 
 /* The calling thread's TID (cached; fork-safe). */
 uint32_t nerve__tid(void);
@@ -136,6 +150,17 @@ extern const struct nerve__file_ops nerve__file_linux;
  * that is not a regular file, NERVE_EMFILE/ENFILE for descriptor limits,
  * and -e for any other errno (never a silent NERVE_EINVAL). */
 int nerve__err_from_errno(int e);
+
+/* The detail behind nerve_err_detail() (src/errors.c), per thread:
+ * nerve__detail() records code's detail and returns code; _clear() forgets
+ * it (setup calls start with it); _buf() clears and hands out the buffer
+ * for a callee that writes a message (nerve__say), and _adopt(code) makes
+ * what it wrote, if anything, code's detail. */
+__attribute__((format(printf, 2, 3))) int nerve__detail(int code,
+                                                        const char *fmt, ...);
+void nerve__detail_clear(void);
+char *nerve__detail_buf(size_t *len);
+void nerve__detail_adopt(int code);
 
 /* Open the existing regular file `path` read-only or read-write without
  * blocking and without following a symlink, and fstat it into *st.

@@ -23,7 +23,7 @@
 __extension__ typedef __int128 nerve__i128;
 __extension__ typedef unsigned __int128 nerve__u128;
 
-#define NERVE__NS_PER_S 1000000000LL
+#include "timeconv.h" /* NERVE__NS_PER_S */
 
 /* Running summary of one series; exact integer sums, so a million samples
  * of a second each still cannot overflow. Plain 64-bit words only (tasks

@@ -62,6 +62,7 @@
 #include "atomics.h"
 #include "opts.h"
 #include "rt_internal.h"
+#include "timeconv.h"
 
 #define RT_STATS_TRIES 100000
 
@@ -290,9 +291,11 @@ static void rt_begin(nerve_task *t)
 {
     int64_t now = nerve_clock_now_ns();
     if (t->o.chan)
-        t->release = now + t->o.offset_ns + t->o.deadline_ns;
+        t->release = nerve__ns_add_sat(nerve__ns_add_sat(now, t->o.offset_ns),
+                                       t->o.deadline_ns);
     else
-        t->release = (t->o.start_ns ? t->o.start_ns : now) + t->o.offset_ns;
+        t->release = nerve__ns_add_sat(t->o.start_ns ? t->o.start_ns : now,
+                                       t->o.offset_ns);
     t->acc.running = 1;
     rt_publish(t);
 }
@@ -416,7 +419,7 @@ static void rt_end(nerve_task *t, int64_t end, int brc)
         nerve__rt_acc_add(&a->lat, start - release);
         t->prev_release = release;
         t->prev_wake = wake;
-        int64_t next = release + period;
+        int64_t next = nerve__ns_add_sat(release, period);
         t->skipped_now = 0;
         if (end > next) {
             a->overruns++;
@@ -426,7 +429,8 @@ static void rt_end(nerve_task *t, int64_t end, int brc)
                 int64_t k = (end - release) / period + 1;
                 t->skipped_now = (uint64_t)(k - 1);
                 a->skipped += t->skipped_now;
-                next = release + k * period;
+                /* (k - 1) * period <= end - release: no overflow. */
+                next = nerve__ns_add_sat(release + (k - 1) * period, period);
             }
         }
         t->release = next;
@@ -440,7 +444,7 @@ static void rt_end(nerve_task *t, int64_t end, int brc)
             t->have_prev = 1;
         }
         if (t->o.deadline_ns > 0) {
-            t->release = wake + t->o.deadline_ns;
+            t->release = nerve__ns_add_sat(wake, t->o.deadline_ns);
             if (end > t->release)
                 a->overruns++;
         }

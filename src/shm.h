@@ -76,11 +76,22 @@ struct nerve__shm_lock {
                              word - futex_offset (process-local pointers) */
     nerve__a64 pidns;   /* writers' PID namespace (nsfs inode of
                              /proc/self/ns/pid); 0 until the first writer
-                             opens; set once (CAS) */
+                             opens (CAS); changed only by a takeover with
+                             no writer handle open (mutex.c, WRITERS'
+                             NAMESPACE). SYNC(ns-claim) */
     uint8_t reserved1[56];
 };
 _Static_assert(sizeof(struct nerve__shm_lock) == 128, "layout");
 _Static_assert(offsetof(struct nerve__shm_lock, pidns) == 64, "layout");
+/* Bytes of the channel file used only as names in the kernel's table of
+ * OFD byte-range locks, never read or written (mutex.c, WRITERS'
+ * NAMESPACE): every writer handle holds a shared lock on CLAIM_BYTE for
+ * its life, a takeover an exclusive one; openers take CLAIM_GATE
+ * exclusively while they decide. Both lie in the lock's reserved1 bytes
+ * (header offset 128 + 72 and + 73). Nothing else may lock a range that
+ * covers them. */
+#define NERVE__CLAIM_BYTE 200u
+#define NERVE__CLAIM_GATE 201u
 
 struct nerve__shm_hdr {
     /* Identity: lets an opener reject a file before trusting anything. */

@@ -137,7 +137,40 @@ int cli_find_external(const char *verb, char *out, size_t len);
  * the arguments SUB argv[1..argc); returns only on failure (CLI_FAIL). */
 int cli_exec_external(const char *tool, const char *sub, int argc, char **argv);
 
+/* ---- processes holding a channel (tools/cli_holders.c) ----------------- */
+
+/* One process (other than this one) that maps a channel. */
+struct cli_holder {
+    long pid;
+    int writer;        /* maps it writable: a handle that may put */
+    char command[120]; /* its command line, cut to fit */
+};
+/* The processes mapping channel NAME's current file, from /proc/PID/maps
+ * (at most max). Returns 0, or -1 if the file or /proc cannot be read.
+ * *uninspectable counts processes whose maps could not be read. */
+int cli_holders(const char *name, struct cli_holder *out, size_t max, size_t *n,
+                size_t *uninspectable);
+
 /* ---- JSON and text output ----------------------------------------------- */
+
+/* The one escaping of text for a human (a terminal, a log): every name,
+ * type, encoding, command line or payload that a verb prints outside JSON
+ * goes through it, so that no file or process name can write escape
+ * sequences into the operator's terminal. Printable UTF-8 is written as it
+ * is; backslash as \\; the control characters (C0, DEL and C1, U+0080 to
+ * U+009F) as \n \r \t \b \f or \u00XX (as JSON and `nerve echo` write
+ * them); each byte that is not part of valid UTF-8 as \xHH. With
+ * CLI_TEXT_KEEP_LINES, newlines and tabs are kept (multi-line text such
+ * as a schema or a text payload). The Python tools use
+ * nerve_tools._text.escape(), which follows the same rules. */
+#define CLI_TEXT_KEEP_LINES 1u
+void cli_text(FILE *f, const void *s, size_t len, unsigned flags);
+/* cli_text() of a NUL-terminated string (NULL: nothing). */
+void cli_ctext(FILE *f, const char *s);
+/* cli_text() of s into buf (cap bytes, always NUL-terminated; cut short
+ * with "..." when it does not fit), for printf-style columns. Returns
+ * buf. */
+const char *cli_text_buf(char *buf, size_t cap, const char *s);
 
 void json_str(FILE *f, const char *s, size_t len);
 void json_cstr(FILE *f, const char *s);

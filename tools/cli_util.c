@@ -19,8 +19,10 @@
 
 int cli_err(const char *verb, const char *what, int rc)
 {
-    fprintf(stderr, "nerve %s: %s: %s: %s\n", verb, what, nerve_err_name(rc),
-            nerve_strerror(rc));
+    char esc[256];
+    fprintf(stderr, "nerve %s: %s: %s: %s\n", verb,
+            cli_text_buf(esc, sizeof esc, what), nerve_err_name(rc),
+            nerve_err_detail(rc));
     return CLI_FAIL;
 }
 
@@ -184,6 +186,175 @@ int cli_parse_time(const char *s, int64_t now_ns, int64_t *out)
     }
     *out = (int64_t)t;
     return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p[0..len), or 0 if none starts
+ * there (RFC 3629, as utf8_valid()); *cp gets its code point. */
+static size_t utf8_seq(const unsigned char *p, size_t len, uint32_t *cp)
+{
+    unsigned char c = p[0];
+    size_t n;
+    uint32_t v;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if ((c & 0xe0) == 0xc0) {
+        n = 1;
+        v = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 2;
+        v = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 3;
+        v = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len - 1 < n) {
+        return 0;
+    }
+    for (size_t k = 1; k <= n; k++) {
+        if ((p[k] & 0xc0) != 0x80) {
+            return 0;
+        }
+        v = (v << 6) | (p[k] & 0x3f);
+    }
+    if ((n == 1 && v < 0x80) || (n == 2 && v < 0x800) ||
+        (n == 3 && v < 0x10000) || v > 0x10ffff ||
+        (v >= 0xd800 && v <= 0xdfff)) {
+        return 0;
+    }
+    *cp = v;
+    return n + 1;
+}
+
+/* The escape of one code point (or, with cp > 0x10ffff, of the invalid
+ * byte cp & 0xff) into out (at least 7 bytes); returns its length, 0 if
+ * it is written as it is. */
+static size_t text_escape(uint32_t cp, unsigned flags, char *out)
+{
+    if (cp > 0x10ffff) {
+        return (size_t)snprintf(out, 7, "\\x%02x", (unsigned)(cp & 0xff));
+    }
+    switch (cp) {
+    case '\\': memcpy(out, "\\\\", 2); return 2;
+    case '\n':
+    case '\t':
+        if (flags & CLI_TEXT_KEEP_LINES) {
+            return 0;
+        }
+        memcpy(out, cp == '\n' ? "\\n" : "\\t", 2);
+        return 2;
+    case '\r': memcpy(out, "\\r", 2); return 2;
+    case '\b': memcpy(out, "\\b", 2); return 2;
+    case '\f': memcpy(out, "\\f", 2); return 2;
+    default: break;
+    }
+    if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+        return (size_t)snprintf(out, 7, "\\u%04x", (unsigned)cp);
+    }
+    return 0;
+}
+
+/* Walk s: emit(arg, bytes, n) for each run written as it is and for each
+ * escape. Stops early when emit returns non-zero. */
+static void text_walk(const void *s, size_t len, unsigned flags,
+                      int (*emit)(void *arg, const char *p, size_t n),
+                      void *arg)
+{
+    const unsigned char *p = s;
+    size_t i = 0, run = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t n = utf8_seq(p + i, len - i, &cp);
+        if (n == 0) {
+            cp = 0x110000u | p[i]; /* an invalid byte */
+            n = 1;
+        }
+        char esc[8];
+        size_t e = text_escape(cp, flags, esc);
+        if (e == 0) {
+            i += n;
+            continue;
+        }
+        if (i > run && emit(arg, (const char *)p + run, i - run)) {
+            return;
+        }
+        if (emit(arg, esc, e)) {
+            return;
+        }
+        i += n;
+        run = i;
+    }
+    if (len > run) {
+        (void)emit(arg, (const char *)p + run, len - run);
+    }
+}
+
+static int emit_file(void *arg, const char *p, size_t n)
+{
+    return fwrite(p, 1, n, (FILE *)arg) != n;
+}
+
+void cli_text(FILE *f, const void *s, size_t len, unsigned flags)
+{
+    text_walk(s, len, flags, emit_file, f);
+}
+
+void cli_ctext(FILE *f, const char *s)
+{
+    if (s != NULL) {
+        cli_text(f, s, strlen(s), 0);
+    }
+}
+
+struct text_buf {
+    char *buf;
+    size_t cap, n;
+    int cut;
+};
+
+static int emit_buf(void *arg, const char *p, size_t n)
+{
+    struct text_buf *t = arg;
+    /* Room for the NUL and, if cut, "...": a run is copied whole or not at
+     * all when it is an escape, byte by byte when it is text (only whole
+     * UTF-8 sequences: a cut never splits one). */
+    size_t room = t->cap - 1 - t->n;
+    if (n <= room) {
+        memcpy(t->buf + t->n, p, n);
+        t->n += n;
+        return 0;
+    }
+    t->cut = 1;
+    return 1;
+}
+
+const char *cli_text_buf(char *buf, size_t cap, const char *s)
+{
+    if (cap == 0) {
+        return buf;
+    }
+    struct text_buf t = {buf, cap > 4 ? cap - 3 : cap, 0, 0};
+    if (s != NULL) {
+        /* Escape each code point on its own so that a cut falls between
+         * two of them. */
+        const unsigned char *p = (const unsigned char *)s;
+        size_t len = strlen(s), i = 0;
+        while (i < len && !t.cut) {
+            uint32_t cp;
+            size_t n = utf8_seq(p + i, len - i, &cp);
+            n = n ? n : 1;
+            text_walk(p + i, n, 0, emit_buf, &t);
+            i += n;
+        }
+    }
+    if (t.cut && cap > 4) {
+        memcpy(buf + t.n, "...", 3);
+        t.n += 3;
+    }
+    buf[t.n] = '\0';
+    return buf;
 }
 
 /* One byte of a JSON string, escaped as needed. With `latin1`, bytes
@@ -372,7 +543,9 @@ void cli_reset_getopt(void)
 int cli_bad_option(const char *verb, int argc, char **argv)
 {
     const char *opt = optind - 1 < argc ? argv[optind - 1] : "?";
-    return cli_usage(verb, "unknown option or missing value: '%s'", opt);
+    char esc[256];
+    return cli_usage(verb, "unknown option or missing value: '%s'",
+                     cli_text_buf(esc, sizeof esc, opt));
 }
 
 int cli_help_only(const char *verb, int argc, char **argv)
@@ -396,11 +569,10 @@ int cli_check_name(const char *verb, const char *name)
 {
     int rc = nerve_chan_name_check(name);
     if (rc != 0) {
-        fprintf(stderr,
-                "nerve %s: '%s': %s: %s (names use A-Z a-z 0-9 _ . -, do not "
-                "start with '.', at most %d bytes)\n",
-                verb, name, nerve_err_name(rc), nerve_strerror(rc),
-                NERVE_NAME_MAX);
+        char esc[4 * NERVE_NAME_MAX + 64];
+        fprintf(stderr, "nerve %s: '%s': %s: %s\n", verb,
+                cli_text_buf(esc, sizeof esc, name), nerve_err_name(rc),
+                nerve_err_detail(rc));
         return CLI_USAGE;
     }
     return 0;
@@ -520,7 +692,9 @@ int cli_parse_format(const char *verb, const char *s, enum cli_fmt *f)
     } else if (strcmp(s, "json") == 0) {
         *f = CLI_FMT_JSON;
     } else {
-        return cli_usage(verb, "unknown format '%s' (raw, hex, text, json)", s);
+        char esc[64];
+        return cli_usage(verb, "unknown format '%s' (raw, hex, text, json)",
+                         cli_text_buf(esc, sizeof esc, s));
     }
     return 0;
 }
@@ -551,10 +725,23 @@ static void print_hex(FILE *f, const unsigned char *p, size_t len)
 static void print_message(enum cli_fmt fmt, const void *buf,
                           const struct nerve_get_info *info)
 {
+    static int stdout_tty = -1;
+    if (stdout_tty < 0) {
+        stdout_tty = isatty(STDOUT_FILENO);
+    }
     switch (fmt) {
     case CLI_FMT_RAW: fwrite(buf, 1, info->len, stdout); break;
     case CLI_FMT_TEXT:
-        fwrite(buf, 1, info->len, stdout);
+        /* To a terminal, a payload is text for a human: control characters
+         * and bytes that are not UTF-8 escaped (newlines and tabs kept),
+         * so that no writer can send escape sequences to the operator's
+         * terminal. To a pipe or a file, the bytes as they are (and
+         * --format raw gives them anywhere). */
+        if (stdout_tty) {
+            cli_text(stdout, buf, info->len, CLI_TEXT_KEEP_LINES);
+        } else {
+            fwrite(buf, 1, info->len, stdout);
+        }
         fputc('\n', stdout);
         break;
     case CLI_FMT_HEX: {
@@ -599,6 +786,40 @@ static int get_grow(nerve_chan *ch, char **buf, size_t *cap, int64_t arg,
     }
 }
 
+/* A reader often starts before its writer: with NERVE_F_WAIT and a
+ * timeout, wait up to *timeout for channel NAME to be created (checking
+ * every 10 ms; Ctrl-C ends the wait), then open it. *timeout becomes what
+ * is left of it. Returns as nerve_chan_open(), or NERVE_ECANCELED. */
+static int open_when_created(const struct cli_read *r, nerve_chan **ch,
+                             int64_t *timeout)
+{
+    int64_t start = nerve_clock_now_ns();
+    fprintf(stderr,
+            "nerve %s: %s: no such channel yet; waiting up to %.3g s for it "
+            "to be created\n",
+            r->verb, r->name, (double)*timeout / 1e9);
+    cli_catch_signals(NULL);
+    int rc = NERVE_ENOENT;
+    while (rc == NERVE_ENOENT) {
+        int64_t left = *timeout - (nerve_clock_now_ns() - start);
+        if (g_interrupted) {
+            rc = NERVE_ECANCELED;
+            break;
+        }
+        if (left <= 0) {
+            rc = NERVE_ETIMEDOUT;
+            break;
+        }
+        struct timespec nap = {0, left < 10000000 ? (long)left : 10000000};
+        nanosleep(&nap, NULL);
+        rc = nerve_chan_open(r->name, NERVE_O_READ, ch);
+    }
+    cli_release_signals();
+    int64_t left = *timeout - (nerve_clock_now_ns() - start);
+    *timeout = left > 0 ? left : 0;
+    return rc;
+}
+
 int cli_read_run(const struct cli_read *r)
 {
     if (cli_check_name(r->verb, r->name) != 0) {
@@ -606,7 +827,33 @@ int cli_read_run(const struct cli_read *r)
     }
     nerve_chan *ch;
     struct nerve_stats st;
+    int64_t timeout = r->timeout;
+    enum cli_start start = r->start;
     int rc = nerve_chan_open(r->name, NERVE_O_READ, &ch);
+    if (rc == NERVE_ENOENT && (r->flags & NERVE_F_WAIT) &&
+        timeout != NERVE_FOREVER && timeout > 0) {
+        rc = open_when_created(r, &ch, &timeout);
+        if (rc == NERVE_ECANCELED && r->interrupt_ends) {
+            return CLI_OK;
+        }
+        if (rc == NERVE_ETIMEDOUT) {
+            fprintf(stderr,
+                    "nerve %s: %s: ETIMEDOUT: no channel of that name was "
+                    "created within %.3g s ('nerve ls' lists channels)\n",
+                    r->verb, r->name, (double)r->timeout / 1e9);
+            return CLI_FAIL;
+        }
+        /* Everything in a channel created while we waited is new. */
+        if (start == CLI_START_AFTER_NEWEST) {
+            start = CLI_START_OLDEST;
+        }
+    } else if (rc == NERVE_ENOENT && (r->flags & NERVE_F_WAIT)) {
+        fprintf(stderr,
+                "nerve %s: %s: ENOENT: no such channel (give --timeout SEC "
+                "to wait for it to be created; 'nerve ls' lists channels)\n",
+                r->verb, r->name);
+        return CLI_FAIL;
+    }
     if (rc == 0) {
         rc = nerve_chan_stat(ch, &st);
         if (rc != 0) {
@@ -624,7 +871,7 @@ int cli_read_run(const struct cli_read *r)
     }
     /* "missed" counts what this reader could have had and lost: the
      * history before the starting point is not loss. */
-    switch (r->start) {
+    switch (start) {
     case CLI_START_HERE: break;
     case CLI_START_OLDEST:
         if (st.tail_seq > 1) {
@@ -645,7 +892,8 @@ int cli_read_run(const struct cli_read *r)
     int status = CLI_OK;
     for (uint64_t n = 0; r->count == 0 || n < r->count; n++) {
         struct nerve_get_info info;
-        rc = get_grow(ch, &buf, &cap, r->arg, r->timeout, &info, r->flags);
+        rc = get_grow(ch, &buf, &cap, r->arg, n == 0 ? timeout : r->timeout,
+                      &info, r->flags);
         if (rc == 0) {
             print_message(r->fmt, buf, &info);
             continue;

@@ -20,6 +20,48 @@ const struct cli_verb *const cli_verbs[] = {
 };
 const size_t cli_nverbs = sizeof cli_verbs / sizeof cli_verbs[0];
 
+/* Edit distance of a and b (insertions, deletions, substitutions), capped
+ * at 3: enough to suggest "get" for "gett" or "gt". */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32) {
+        return 3;
+    }
+    int row[33];
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = (int)j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb] < 3 ? row[lb] : 3;
+}
+
+/* The built-in verb closest to `verb` (at most 2 edits), or NULL. */
+static const char *nearest_verb(const char *verb)
+{
+    const char *best = NULL;
+    int d = 3;
+    for (size_t i = 0; i < cli_nverbs; i++) {
+        int e = distance(verb, cli_verbs[i]->name);
+        if (e < d) {
+            d = e;
+            best = cli_verbs[i]->name;
+        }
+    }
+    return best;
+}
+
 /* A verb whose output could not be written (a full disk, a closed pipe)
  * has failed, whatever it returned. */
 static int output_ok(int rc)
@@ -59,6 +101,14 @@ int main(int argc, char **argv)
     }
     char path[PATH_MAX];
     if (cli_find_external(verb, path, sizeof path) != 0) {
+        const char *near = nearest_verb(verb);
+        if (near != NULL) {
+            fprintf(stderr,
+                    "nerve: '%s' is not a nerve verb; did you mean '%s'? "
+                    "(see 'nerve help')\n",
+                    verb, near);
+            return CLI_USAGE;
+        }
         fprintf(stderr,
                 "nerve: '%s' is not a nerve verb and no nerve-%s was found "
                 "beside nerve or on the PATH; see 'nerve help'\n",

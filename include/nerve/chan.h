@@ -139,9 +139,10 @@ struct nerve_chan_opts {
     uint32_t mode;        /* permission bits; default 0644 */
     uint32_t reserved0;   /* must be 0 */
     const char *type;     /* type name, e.g. "sensor_msgs/msg/Imu"; NULL;
-                               valid UTF-8 */
+                               printable UTF-8: no C0, DEL or C1
+                               control character */
     const char *encoding; /* "raw", "cdr", "ros1msg", "json", ...; NULL;
-                               valid UTF-8 */
+                               printable UTF-8, as type */
     const char *schema;   /* schema: any bytes but NUL (need not be
                                NUL-terminated) */
     uint64_t schema_len;  /* bytes of schema */
@@ -165,7 +166,8 @@ struct nerve_put_info {
 /* What a get or view delivered. */
 struct nerve_get_info {
     uint64_t seq;         /* sequence number of the message */
-    uint64_t missed;      /* NEXT/NEWEST: messages skipped since the cursor */
+    uint64_t missed;      /* NEXT/NEWEST: messages lost or skipped since
+                             the cursor (see "missed" below) */
     int64_t time_ns;      /* commit time, CLOCK_MONOTONIC ns */
     uint64_t len;         /* message size; on NERVE_EMSGSIZE the size needed */
     uint64_t reserved[2]; /* zero; for fields added later (docs/abi.md) */
@@ -205,7 +207,9 @@ struct nerve_stats {
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
  * the handle, valid until nerve_chan_close(); empty when not set. type and
  * encoding are always valid UTF-8 (a file holding anything else does not
- * open); the schema is bytes. */
+ * open), but a file made without this library may hold control characters
+ * in them: escape them before printing them to a terminal. The schema is
+ * bytes. */
 struct nerve_meta {
     const char *type;
     const char *encoding;
@@ -218,15 +222,19 @@ struct nerve_meta {
 
 /* Create channel `name` with `opts` (NULL: all defaults). The file appears
  * fully initialised or not at all, and a creator killed at any point
- * leaves no temporary file. Returns 0, or NERVE_EINVAL (bad name, options
- * or metadata: a type or encoding that is not valid UTF-8, a NUL in the
- * schema), NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a
- * channel, and NERVE_C_EXIST_OK not given, or by any other file),
+ * leaves no temporary file (killed between linking the bell and the
+ * channel, an orphaned bell, which nerve_chan_check() reports and the next
+ * create or unlink of the name removes). Returns 0, or NERVE_EINVAL (bad
+ * name, options or metadata: a type or encoding that is not valid UTF-8 or
+ * holds a control character (C0, DEL or C1), a NUL in the schema),
+ * NERVE_ENAMETOOLONG, NERVE_EEXIST (the name is taken: by a channel, and
+ * NERVE_C_EXIST_OK not given, or by any other file),
  * NERVE_EMISMATCH (exists with other slots, size or metadata),
  * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
  * NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE.
- * Thread: any.  Blocking: file system calls.  RT: not safe (allocates,
- * system calls).  Signal: not safe. */
+ * Thread: any.  Blocking: file system calls (and up to 200 ms while a bell
+ * without a channel is at the name).  RT: not safe (allocates, system
+ * calls).  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int
 nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
 
@@ -234,11 +242,14 @@ nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
  * open keep working until closed. Only a regular file is removed: a FIFO,
  * socket, directory or symlink under the name is NERVE_ENOTCHAN and stays.
  * A bell this user may not remove (another user's, in the sticky /dev/shm)
- * stays too, and is never used by a channel of this user. Returns 0, or
+ * stays too, and is never used by a channel of this user. With no channel
+ * under the name, a bell of this user's left alone (an orphan of a create
+ * or unlink killed between its two steps) is removed once it has stayed
+ * alone for 200 ms, and the answer is still NERVE_ENOENT. Returns 0, or
  * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
  * NERVE_ENOTCHAN.
- * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
- * safe. */
+ * Thread: any.  Blocking: file system calls (and up to 200 ms while a
+ * bell without a channel is there).  RT: not safe.  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
 
 /* Change the permission bits of channel `name` to `mode` (<= 0777), and
@@ -260,14 +271,15 @@ NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name, uint32_t mode);
  * NERVE_ETRUNC (file shorter than its header says), NERVE_ECORRUPT
  * (inconsistent header, a sparse file, or a type or encoding that is not
  * valid UTF-8), NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE, NERVE_EXDEV
- * (NERVE_O_WRITE from another PID namespace than the one the channel's
- * first writer opened from: the writer lock's priority inheritance names
- * threads by TID, so all writers of a channel must share a PID namespace;
- * readers may be anywhere. Run writers with --pid=host or in one pod, or
- * remove and recreate the channel); another system error as -errno (see
- * errors.h).
- * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
- * safe. */
+ * (NERVE_O_WRITE while a writer handle from another PID namespace is
+ * open: the writer lock's priority inheritance names threads by TID, so
+ * the writers that have a channel open at once share a PID namespace;
+ * readers may be anywhere. Once no writer of that namespace has it open,
+ * the next writer open from any namespace takes the channel over, see
+ * docs/containers.md); another system error as -errno (see errors.h).
+ * Thread: any.  Blocking: file system calls; a writer open may wait up to
+ * a second behind another writer's open of the channel.  RT: not safe.
+ * Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_open(const char *name, uint32_t flags,
                                               nerve_chan **out);
 
@@ -416,9 +428,22 @@ NERVE_NODISCARD NERVE_API int nerve_chan_view(nerve_chan *c, int64_t arg,
 NERVE_NODISCARD NERVE_API int
 nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view);
 
-/* The handle's cursor: the sequence number of the last message NEXT or
- * NEWEST returned (0 before the first). nerve_chan_seek() sets it, so the
- * next NEXT returns message seq + 1.
+/* "missed" (nerve_get_info.missed), the one meaning that the C++, Python
+ * and Rust bindings and the nerve command all report: the messages this
+ * reader could have had and did not get. For NEXT, those after its cursor
+ * that were overwritten before it read them; for NEWEST, also those it
+ * skipped to take the newest. The history a handle finds when it opens is
+ * not loss: a new handle's cursor is just before the oldest message
+ * present (the first NEXT returns it with missed 0), and its first NEWEST
+ * counts only messages committed after the open (3 messages, then open,
+ * then NEWEST: message 3, missed 0; 3 more, then NEWEST: message 6,
+ * missed 2).
+ *
+ * The handle's cursor: the sequence number of the last message NEXT or
+ * NEWEST returned; before the first, the one before the oldest message
+ * present at open (0 for an empty channel). nerve_chan_seek() sets it, so
+ * the next NEXT returns message seq + 1 and the next NEWEST counts the
+ * messages after seq that it skips as missed.
  * Thread: one caller per handle.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API uint64_t nerve_chan_cursor(const nerve_chan *c);
 NERVE_API void nerve_chan_seek(nerve_chan *c, uint64_t seq);
@@ -469,7 +494,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat_name(const char *name,
  * NULL). Returns 0 when consistent, with "ok; writer lock: STATE" in msg,
  * followed by "; bell not used (why): waiting readers poll" when the bell
  * is missing or is not the channel creator's; a lock whose owner is dead
- * is consistent (the next writer recovers it).
+ * is consistent (the next writer recovers it). NERVE_ENOENT with "no
+ * channel, but an orphaned bell PATH is left" when only the bell is there.
  * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_check(const char *name, char *msg,

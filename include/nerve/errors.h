@@ -51,7 +51,7 @@ extern "C" {
     XX(EDEADLK, -EDEADLK,                                                      \
        "this thread already holds the channel's writer lock")                  \
     XX(EXDEV, -EXDEV,                                                          \
-       "channel's writers run in another PID namespace (share one)")           \
+       "a writer of another PID namespace has the channel open")               \
     XX(ECORRUPT, -1000, "channel file is corrupt")                             \
     XX(EVERSION, -1001, "channel file has an unsupported layout version")      \
     XX(ENOTCHAN, -1002, "file is not a nerve channel")                         \
@@ -79,6 +79,21 @@ NERVE_API const char *nerve_strerror(int err);
  * errno's name, e.g. "EIO", for another -errno; "UNKNOWN" otherwise).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API const char *nerve_err_name(int err);
+
+/* The detail of code err, as the library produced it once for every
+ * binding and tool to show: what was wrong, what would have been accepted
+ * and what to do (e.g. for NERVE_EMSGSIZE from a put: "a message of 5000
+ * bytes does not fit: the channel's data ring is 4096 bytes (the largest
+ * message; nerve create --size)"). It is the text recorded by the last
+ * call of this thread that failed with err and had more to say (naming a
+ * channel name's rules, the file's mode and owner, both types of a
+ * mismatch, the sizes of a message that does not fit); for any other code,
+ * or when none was recorded, nerve_strerror(err). Valid until this thread's
+ * next nerve call. Calls that record one: nerve_chan_name_check (and every
+ * call taking a name), nerve_chan_open, nerve_chan_create, put, reserve and
+ * get (NERVE_EMSGSIZE).
+ * Thread: per thread.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API const char *nerve_err_detail(int err);
 
 #ifdef __cplusplus
 }

@@ -273,6 +273,14 @@ def main() -> int:
             continue
         lines.append(f"| {label} | {fmt_us(s['p50'])} | {fmt_us(s['p99'])} | "
                      f"{fmt_us(s['p99.9'])} | {fmt_us(s['max'])} | {s['n']} |")
+    # The 1 MiB figures as ratios to the floor measured in the same run
+    # (one np.copyto, a C memcpy): what carries over to another machine.
+    floor = next((s for label, s in lg.items() if label.startswith("floor") and "p50" in s), None)
+    if floor is not None and floor["p50"] > 0:
+        lines += ["", "Ratio of each p50 to the floor's in this run (`np.copyto` of 1 MiB, "
+                  f"{fmt_us(floor['p50'])} µs): quote these, with the host, rather than the times.", ""]
+        lines += [f"- {label}: {s['p50'] / floor['p50']:.2f}x" for label, s in lg.items()
+                  if "p50" in s and not label.startswith("floor")]
     report = "\n".join(lines) + "\n"
     print(report)
 

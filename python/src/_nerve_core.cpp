@@ -20,7 +20,10 @@ namespace {
 PyObject *new_error(int rc, const char *name, const char *msg)
 {
     if (!msg) {
-        msg = nerve_strerror(rc);
+        // The library's detail of this thread's failure (what was wrong,
+        // what would have been accepted, what to do), as every binding
+        // and the nerve command show it.
+        msg = nerve_err_detail(rc);
     }
     if (!g_error_factory) {
         PyErr_SetString(PyExc_RuntimeError, msg);

@@ -155,8 +155,14 @@ bool sub_open(Subscription *s)
     std::string why;
     int r = chan_open_checked(s->chan_name, s->type.name.c_str(), NERVE_O_READ,
                               &s->ch, &why);
-    if (r == 0)
+    if (r == 0) {
+        // The channel did not exist when the subscription was made: every
+        // message in it came later, so all are this subscription's, and
+        // those already overwritten count as lost (a new handle's cursor
+        // would treat them as history).
+        nerve_chan_seek(s->ch, 0);
         return true;
+    }
     if (r != NERVE_ENOENT) {
         s->refused = true;
         fprintf(stderr,

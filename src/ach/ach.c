@@ -21,6 +21,7 @@
 
 #include "ach.h"
 #include "ach/experimental.h"
+#include "timeconv.h"
 
 #define ACH_API __attribute__((visibility("default")))
 
@@ -399,6 +400,11 @@ ACH_API enum ach_status ach_open(ach_channel_t *chan, const char *channel_name,
     char path[ACH_CHAN_NAME_MAX + 32];
     snprintf(path, sizeof path, "/dev/shm/nerve.%s", channel_name);
     chan->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Ach's reader starts before the first frame ever put (seq_num 0):
+     * frames skipped by its first get are ACH_MISSED_FRAME, as in Ach,
+     * even those put before it opened (nerve's own handles do not count
+     * the history present at open). */
+    nerve_chan_seek(ch, 0);
     chan->seq_num = nerve_chan_cursor(ch);
     chan->next_index = 0;
     chan->map = ACH_MAP_USER;
@@ -566,42 +572,48 @@ static int cancel_requested(ach_channel_t *chan)
     return __atomic_fetch_or((int *)&chan->cancel, 0, __ATOMIC_SEQ_CST) != 0;
 }
 
-/* The wait's deadline as an absolute CLOCK_MONOTONIC time, or 0 with
- * *forever set. A deadline already past is returned as is (>= 0): nerve
- * then checks once and reports the timeout. */
-static int64_t deadline_of(const ach_channel_t *chan, const struct timespec *t,
-                           int options, int *forever)
+/* The wait's deadline as an absolute CLOCK_MONOTONIC time into *d, or
+ * *forever set. A deadline already past, whatever its magnitude, is
+ * returned as 0: nerve then checks once and reports the timeout. Every
+ * step saturates (src/timeconv.h), so no tv_sec can overflow into "no
+ * bound" or into another time. Returns ACH_OK, or ACH_EINVAL for a tv_nsec
+ * outside [0, 1e9). */
+static enum ach_status deadline_of(const ach_channel_t *chan,
+                                   const struct timespec *t, int options,
+                                   int64_t *d, int *forever)
 {
     *forever = 0;
+    *d = 0;
     if (t == NULL) {
         *forever = 1;
-        return 0;
+        return ACH_OK;
+    }
+    int64_t t_ns;
+    if (nerve__ns_from_timespec(t, &t_ns) != 0) {
+        set_err("ach_get: timeout tv_nsec %ld is outside [0, 999999999]",
+                (long)t->tv_nsec);
+        return ACH_EINVAL;
     }
     int64_t now_mono = nerve_clock_now_ns();
-    /* Saturate: a bound beyond ~290 years is no bound. */
-    if (t->tv_sec > INT64_MAX / 1000000000 - 2) {
-        *forever = 1;
-        return 0;
-    }
-    int64_t t_ns = (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
-    int64_t d;
+    int64_t dl;
     if (options & ACH_O_RELTIME) {
-        d = now_mono + (t_ns > 0 ? t_ns : 0);
+        dl = nerve__ns_add_sat(now_mono, t_ns > 0 ? t_ns : 0);
     } else if (chan->clock == CLOCK_MONOTONIC) {
-        d = t_ns;
+        dl = t_ns;
     } else {
         struct timespec now;
         clock_gettime(chan->clock, &now);
-        int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-        d = now_mono + (t_ns - now_ns);
+        int64_t now_ns = 0;
+        (void)nerve__ns_from_timespec(&now, &now_ns);
+        dl = nerve__ns_add_sat(now_mono, nerve__ns_sub_sat(t_ns, now_ns));
     }
-    if (d < 0)
-        d = 0;
-    if (d > INT64_MAX / 2) {
+    /* A bound beyond ~146 years from the clock's origin is no bound. */
+    if (dl > INT64_MAX / 2) {
         *forever = 1;
-        return 0;
+        return ACH_OK;
     }
-    return d;
+    *d = dl < 0 ? 0 : dl;
+    return ACH_OK;
 }
 
 /* Take the frame an Ach get asks for, into buf (copy) or as a view
@@ -617,7 +629,12 @@ static enum ach_status take(ach_channel_t *chan, struct ach_header *h,
     const uint32_t which =
         (options & ACH_O_LAST) ? NERVE_GET_NEWEST : NERVE_GET_NEXT;
     int forever = 0;
-    int64_t deadline = o_wait ? deadline_of(chan, t, options, &forever) : 0;
+    int64_t deadline = 0;
+    if (o_wait) {
+        enum ach_status ds = deadline_of(chan, t, options, &deadline, &forever);
+        if (ds != ACH_OK)
+            return ds;
+    }
     int again = 0; /* returned a frame this handle had already seen */
     int r = 0;
     for (int tries = 0;; tries++) {
@@ -778,9 +795,14 @@ ach_evhandle(struct ach_evhandler *handlers, size_t n,
     }
     int64_t rel = NERVE_FOREVER;
     if (period) {
-        rel = (int64_t)period->tv_sec * 1000000000 + period->tv_nsec;
+        if (nerve__ns_from_timespec(period, &rel) != 0) {
+            set_err("ach_evhandle: period tv_nsec %ld is outside "
+                    "[0, 999999999]",
+                    (long)period->tv_nsec);
+            return ACH_EINVAL;
+        }
         if (rel < 0)
-            rel = 0;
+            rel = 0; /* saturated far past too: poll once per round */
     }
     for (;;) {
         for (size_t i = 0; i < n; i++) {

@@ -7,7 +7,8 @@
 #   2. every name in src/nerve.map is exported;
 #   3. the NERVE_API declarations of include/nerve/*.h are the same set;
 #   4. no internal (nerve__*) or foreign symbol leaks out;
-#   5. the SONAME is libnerve.so.NERVE_ABI_VERSION.
+#   5. the SONAME is libnerve.so.NERVE_ABI_VERSION;
+#   6. the file is named libnerve.so.NERVE_ABI_VERSION.*.
 set -eu
 so=$1
 src=$2
@@ -67,6 +68,16 @@ if [ "$soname" != "libnerve.so.$abi" ]; then
     echo "FAIL: SONAME '$soname', expected libnerve.so.$abi"
     fail=1
 fi
+
+# 6. the file's name begins with the SONAME (libnerve.so.1.0.1.0), as
+#    ldconfig and Debian's library packages expect.
+case $(basename "$so") in
+    "libnerve.so.$abi".*) ;;
+    *)
+        echo "FAIL: file name $(basename "$so") does not begin with libnerve.so.$abi."
+        fail=1
+        ;;
+esac
 
 n=$(wc -l <"$tmp/exported")
 [ "$fail" -eq 0 ] && echo "ok: $n symbols, all @@NERVE_$abi.*, SONAME $soname"

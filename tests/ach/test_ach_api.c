@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ach.h>
@@ -444,6 +446,104 @@ static void test_clocks(void)
     }
 }
 
+/* ---- deadlines at the ends of time_t (issue 28, item 5) ------------------------ */
+
+/* Run ach_get(..., ACH_O_WAIT | extra) with *ts on an empty channel in a
+ * child whose alarm ends it after 20 s: a wait that treated the time as
+ * "no bound" would never return. Returns the child's status, or -SIGALRM
+ * if the alarm ended it. */
+static int get_in_child(const char *name, const struct timespec *ts, int extra)
+{
+    pid_t pid = fork();
+    NT_ASSERT(pid >= 0);
+    if (pid == 0) {
+        alarm(20);
+        ach_channel_t c;
+        if (ach_open(&c, name, NULL) != ACH_OK)
+            _exit(100);
+        int v;
+        size_t fs;
+        enum ach_status s =
+            ach_get(&c, &v, sizeof v, &fs, ts, ACH_O_WAIT | extra);
+        (void)ach_close(&c);
+        _exit((int)s);
+    }
+    int st;
+    NT_EQ(waitpid(pid, &st, 0), pid);
+    if (WIFSIGNALED(st))
+        return -WTERMSIG(st);
+    return WEXITSTATUS(st);
+}
+
+/* An event handler that ends the loop at once (never reached when the
+ * period is refused). */
+static enum ach_status ev_stop(void *cx, ach_channel_t *ch)
+{
+    (void)cx;
+    (void)ch;
+    return ACH_CANCELED;
+}
+
+static void test_deadlines(void)
+{
+    const clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_REALTIME};
+    /* tv_sec * 1e9 overflows int64 below -9223372036 s and above
+     * 9223372036 s; INT64_MIN and -1 bracket the rest. */
+    const time_t past[] = {
+        -9223372037LL, -9223372036LL, INT64_MIN, INT64_MIN + 1, -1, 0};
+    for (size_t i = 0; i < 2; i++) {
+        const char *name = nt_name("deadline");
+        ach_create_attr_t ca;
+        ach_create_attr_init(&ca);
+        ACH_EQ(ach_create_attr_set_clock(&ca, clocks[i]), ACH_OK);
+        ACH_EQ(ach_create(name, 4, 16, &ca), ACH_OK);
+        for (size_t k = 0; k < sizeof past / sizeof past[0]; k++) {
+            struct timespec ts = {past[k], 0};
+            int st = get_in_child(name, &ts, 0);
+            if (st != ACH_TIMEOUT)
+                NT_FAIL("clock %d, absolute tv_sec %lld: status %d, want "
+                        "ACH_TIMEOUT (%d; -%d is the alarm: it waited)",
+                        (int)clocks[i], (long long)past[k], st, ACH_TIMEOUT,
+                        SIGALRM);
+            /* relative: any time <= 0 has passed */
+            st = get_in_child(name, &ts, ACH_O_RELTIME);
+            if (st != ACH_TIMEOUT)
+                NT_FAIL("clock %d, relative tv_sec %lld: status %d, want "
+                        "ACH_TIMEOUT",
+                        (int)clocks[i], (long long)past[k], st);
+        }
+        ach_channel_t c;
+        ACH_EQ(ach_open(&c, name, NULL), ACH_OK);
+        int v;
+        size_t fs;
+        /* tv_nsec outside [0, 1e9): refused, whatever else is asked */
+        const long bad_nsec[] = {-1, 1000000000L, -1000000000L, 0x7fffffffL};
+        for (size_t k = 0; k < sizeof bad_nsec / sizeof bad_nsec[0]; k++) {
+            struct timespec ts = {0, bad_nsec[k]};
+            ACH_EQ(ach_get(&c, &v, sizeof v, &fs, &ts, ACH_O_WAIT), ACH_EINVAL);
+            ACH_EQ(
+                ach_get(&c, &v, sizeof v, &fs, &ts, ACH_O_WAIT | ACH_O_RELTIME),
+                ACH_EINVAL);
+            ts.tv_sec = -9223372037LL;
+            ACH_EQ(ach_get(&c, &v, sizeof v, &fs, &ts, ACH_O_WAIT), ACH_EINVAL);
+            struct ach_evhandler h = {&c, NULL, ev_stop};
+            ACH_EQ(ach_evhandle(&h, 1, &ts, NULL, NULL, 0), ACH_EINVAL);
+        }
+        /* far in the future, either sign of overflow: a frame present is
+         * returned at once (and nothing overflowed into the past) */
+        put_int(&c, 9);
+        struct timespec far = {INT64_MAX, 999999999};
+        ACH_EQ(ach_get(&c, &v, sizeof v, &fs, &far, ACH_O_WAIT), ACH_OK);
+        NT_EQ(v, 9);
+        put_int(&c, 10);
+        ACH_EQ(ach_get(&c, &v, sizeof v, &fs, &far, ACH_O_WAIT | ACH_O_RELTIME),
+               ACH_OK);
+        NT_EQ(v, 10);
+        ACH_EQ(ach_close(&c), ACH_OK);
+        ACH_EQ(ach_unlink(name), ACH_OK);
+    }
+}
+
 /* ---- cancel (same thread; the signal-handler case is in test_ach_mp) -------- */
 
 static void test_cancel(void)
@@ -620,6 +720,7 @@ int main(void)
     test_sequence();
     test_names_attrs();
     test_clocks();
+    test_deadlines();
     test_cancel();
     test_xfer();
     test_two_apis();

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Tuple
 
 import pytest
 
@@ -310,6 +310,123 @@ def test_who_and_graph(name, procs, tmp_path) -> None:
     assert ok("who", a) == "no process has a matching channel open\n" or "could not be inspected" in ok("who", a)
 
 
+MAPPER = r"""
+import mmap, os, sys, time
+path, how = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDWR if how in ("fd-rw", "shared-rw") else os.O_RDONLY)
+maps = []
+if how == "private":
+    # Copy-on-write: writes stay in this process; any reader may do this.
+    maps.append(mmap.mmap(fd, 4096, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE))
+    maps[0][0:1] = b"X"
+elif how in ("shared-ro", "fd-rw"):
+    maps.append(mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ))
+elif how == "shared-rw":
+    maps.append(mmap.mmap(fd, 4096, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE))
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def start_mapper(procs: List[subprocess.Popen], path: str, how: str, user: str = "") -> subprocess.Popen:
+    """A process that maps (or only opens) `path` as `how` says, as `user`
+    (setpriv) if given. The system python: no venv needed by `nobody`."""
+    cmd = ["/usr/bin/python3", "-c", MAPPER, path, how]
+    if user:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user if user != 'nobody' else 'nogroup'}",
+               "--clear-groups", *cmd]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    procs.append(p)
+    assert p.stdout is not None and p.stdout.readline() == b"ready\n", how
+    return p
+
+
+def who_access(pattern: str) -> Tuple[dict, dict]:
+    res = json.loads(ok("who", pattern, "--json"))
+    return {u["pid"]: u["access"] for u in res["uses"]}, res
+
+
+def test_who_writer_only_where_it_could_write(name, procs) -> None:
+    """`nobody` may only read root's 0644 channel: its read-only and its
+    private writable mappings are reads. A writer is a shared writable
+    mapping or a descriptor opened for writing (issue 28, item 4)."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/bin/setpriv"):
+        pytest.skip("needs root and setpriv to map a channel as user nobody")
+    n = name("truth")
+    nerve.create(n, slots=8, size=4096, mode=0o644).close()
+    path = f"/dev/shm/nerve.{n}"
+    before = Path(path).read_bytes()
+    ro = start_mapper(procs, path, "shared-ro", "nobody")
+    priv = start_mapper(procs, path, "private", "nobody")
+    rw = start_mapper(procs, path, "shared-rw")
+    fd_rw = start_mapper(procs, path, "fd-rw")
+    fd_only = start_mapper(procs, path, "fd-only")
+    acc, _ = who_access(n)
+    assert acc.get(ro.pid) == "read"
+    assert acc.get(priv.pid) == "read", "a private writable mapping is not a writer"
+    assert acc.get(rw.pid) == "write"
+    assert acc.get(fd_rw.pid) == "write", "a descriptor open for writing is"
+    assert acc.get(fd_only.pid) == "read"
+    # The private mapping's write reached nobody's copy only.
+    assert Path(path).read_bytes() == before
+
+
+def test_who_reads_lock_owners_only_from_channels(name, procs) -> None:
+    """A planted file that is not a channel (nerve check: ENOTCHAN) whose
+    bytes at the lock word's offset name PID 1 names no lock holder; nor
+    do a FIFO, a symlink or a sparse file under a channel's name; a real
+    channel's holder is still found (issue 28, item 4)."""
+    planted, fifo, link, sparse = name("planted"), name("fifo"), name("link"), name("sparse")
+    paths = [f"/dev/shm/nerve.{x}" for x in (planted, fifo, link, sparse)]
+    try:
+        word = (1).to_bytes(4, "little")
+        Path(paths[0]).write_bytes(b"\0" * 128 + word + b"\0" * (8192 - 132))
+        os.mkfifo(paths[1])
+        os.symlink(paths[0], paths[2])
+        with open(paths[3], "wb") as f:
+            f.truncate(1 << 20)
+        assert run("check", planted).returncode == 1
+        mapper = start_mapper(procs, paths[0], "shared-ro")
+        res = json.loads(ok("who", f"{PREFIX}*", "--json"))
+        assert {u["pid"] for u in res["uses"]} >= {mapper.pid}
+        assert res["lock_holders"] == [], res
+        assert "writer lock" not in ok("who", f"{PREFIX}*")
+    finally:
+        for p in paths:
+            if os.path.lexists(p):
+                os.unlink(p)
+    # A real channel with its lock held is still reported.
+    b = name("held")
+    nerve.create(b, slots=8, size=4096).close()
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, b, b], stdout=subprocess.PIPE)
+    procs.append(holder)
+    assert holder.stdout is not None and holder.stdout.readline() == b"ready\n"
+    res = json.loads(ok("who", b, "--json"))
+    assert [h["pid"] for h in res["lock_holders"]] == [holder.pid]
+
+
+def test_who_under_churn(name, procs) -> None:
+    """Processes that open a channel and exit while who scans, and many
+    handles in one process: every scan completes and lists what it saw."""
+    n = name("churn")
+    nerve.create(n, slots=8, size=4096).close()
+    many = subprocess.Popen([sys.executable, "-c",
+                             "import sys, time, nerve\nhs = [nerve.open(sys.argv[1]) for _ in range(500)]\n"
+                             "print('ready', flush=True)\ntime.sleep(60)", n], stdout=subprocess.PIPE)
+    procs.append(many)
+    assert many.stdout is not None and many.stdout.readline() == b"ready\n"
+    churn = subprocess.Popen([sys.executable, "-c",
+                              "import subprocess, sys, time\nend = time.monotonic() + 3\n"
+                              "while time.monotonic() < end:\n"
+                              "    subprocess.run([sys.executable, '-c', 'import nerve, sys; nerve.open(sys.argv[1])',"
+                              " sys.argv[1]])\n", n])
+    procs.append(churn)
+    for _ in range(5):
+        acc, _ = who_access(n)
+        assert acc.get(many.pid) == "read"
+    churn.wait(timeout=60)
+
+
 # ---- ls patterns and --watch (C) ------------------------------------------
 
 def test_ls_pattern_and_watch(name) -> None:
@@ -596,3 +713,18 @@ def test_echo_pub_custom_type_from_schema(name, tmp_path, encoding, typename) ->
         data = r.get(seq=1).data
     m = schemas.decode(data, typename, encoding, msg.read_bytes())
     assert (m.x, m.label, list(m.ids)) == (2.5, "hello", [1, 2, 3])
+
+
+def test_python_verbs_speak_as_the_c_verbs(name) -> None:
+    """A Python verb and a C verb report the same mistake in one format,
+    'nerve VERB: NAME: CODE: detail', with the library's detail."""
+    gone = name("gone")
+    for bad, code in ((gone, 1), ("bad name", 2)):
+        c = run("get", bad)
+        for verb in ("hz", "echo"):
+            p = run(verb, bad)
+            assert p.returncode == c.returncode == code, (verb, p.stderr, c.stderr)
+            said = p.stderr.decode().splitlines()[-1]
+            assert said.startswith(f"nerve {verb}: "), said
+            assert said[len(f"nerve {verb}: "):] == c.stderr.decode().splitlines()[0][len("nerve get: "):], \
+                (said, c.stderr)

@@ -651,3 +651,54 @@ TEST_F(CxxApi, EmptyHandlesAreSafe)
     EXPECT_TRUE(sub.name().empty());
     EXPECT_FALSE(sub);
 }
+
+// The five mistakes every binding's error test makes (tests/unit
+// test_chan_basic.c, tests/python test_api.py, tests/cli test_cli.py):
+// message() is the library's detail, naming what was wrong, what is
+// accepted and what to do; for a typed open of another type, both types.
+TEST_F(CxxApi, ErrorsCarryTheDetail)
+{
+    auto has = [](const char *text, const char *part) {
+        EXPECT_NE(std::strstr(text, part), nullptr) << text;
+    };
+    const std::string n = name("detail");
+    // 1. A name that breaks the rule.
+    auto bad = nerve::Reader<Imu>::open("bad name");
+    EXPECT_EQ(bad.code(), NERVE_EINVAL);
+    has(bad.message(), "a space is not allowed");
+    has(bad.message(), "names use A-Z a-z 0-9 _ . -");
+    // 2. No such channel.
+    auto none = nerve::Reader<Imu>::open(n);
+    EXPECT_EQ(none.code(), NERVE_ENOENT);
+    has(none.message(), "no such channel ('nerve ls'");
+    // 3. It exists already.
+    nerve::ChannelOptions o;
+    o.slots = 8;
+    o.data_size = 4096;
+    auto pub = nerve::Publisher<Imu>::create(n, o);
+    ASSERT_TRUE(pub) << pub.message();
+    auto again = nerve::Publisher<Imu>::create(n, o);
+    EXPECT_EQ(again.code(), NERVE_EEXIST);
+    has(again.message(), "exists (open it; or reuse it");
+    // 4. Another type: both are named.
+    auto other = nerve::Reader<Command>::open(n);
+    EXPECT_EQ(other.code(), NERVE_EMISMATCH);
+    has(other.message(), "carries type 'robot_msgs/Imu'");
+    has(other.message(), "not 'robot_msgs/Command'");
+    // 5. Larger than the ring.
+    auto raw = nerve::Channel::open(n, nerve::Access::write);
+    ASSERT_TRUE(raw);
+    static char big[5000];
+    auto put = raw->put(big, sizeof big);
+    EXPECT_EQ(put.code(), NERVE_EMSGSIZE);
+    has(put.message(), "a message of 5000 bytes does not fit: the channel's "
+                       "data ring is 4096 bytes");
+#if NERVE_CXX_EXCEPTIONS
+    try {
+        (void)nerve::Reader<Command>::open_or_throw(n);
+        ADD_FAILURE() << "no exception";
+    } catch (const nerve::Error &e) {
+        has(e.what(), "EMISMATCH: the channel carries type 'robot_msgs/Imu'");
+    }
+#endif
+}

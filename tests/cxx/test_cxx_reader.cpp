@@ -131,3 +131,58 @@ TEST_F(CxxReader, ElapsedDoesNotReportMissedTwice)
     EXPECT_EQ(m, "two");
     EXPECT_EQ(r.missed() + r2.missed(), 1u); // only "one" was lost
 }
+
+// "missed" has one meaning (include/nerve/chan.h, beside
+// nerve_chan_cursor): the history a reader finds when it opens is not
+// loss. The same steps give the same numbers from C and from C++ here, and
+// from Python and the nerve command in tests/python/test_interop.py.
+TEST_F(CxxReader, MissedHasOneMeaningInCAndCxx)
+{
+    const std::string n = name("one");
+    nerve::ChannelOptions o;
+    o.slots = 4;
+    auto pub = nerve::Publisher<Imu>::create(n, o);
+    ASSERT_TRUE(pub);
+    for (uint32_t i = 1; i <= 3; i++) {
+        ASSERT_TRUE(pub->publish(imu(i)));
+    }
+    auto rd = nerve::Reader<Imu>::open(n);
+    ASSERT_TRUE(rd);
+    nerve_chan *c = nullptr;
+    ASSERT_EQ(nerve_chan_open(n.c_str(), NERVE_O_READ, &c), 0);
+    Imu m{};
+    struct nerve_get_info gi = {};
+    // First NEWEST on 3 messages present at open: message 3, missed 0.
+    auto r = rd->get_newest(m);
+    ASSERT_TRUE(r.has_data()) << r.name();
+    EXPECT_EQ(r.seq(), 3u);
+    EXPECT_EQ(r.missed(), 0u);
+    ASSERT_EQ(nerve_chan_get(c, &m, sizeof m, 0, 0, &gi, NERVE_GET_NEWEST), 0);
+    EXPECT_EQ(gi.seq, 3u);
+    EXPECT_EQ(gi.missed, 0u);
+    // Three more after the open: NEWEST skips 4 and 5, missed 2.
+    for (uint32_t i = 4; i <= 6; i++) {
+        ASSERT_TRUE(pub->publish(imu(i)));
+    }
+    r = rd->get_newest(m);
+    ASSERT_TRUE(r.has_data()) << r.name();
+    EXPECT_EQ(r.seq(), 6u);
+    EXPECT_EQ(r.missed(), 2u);
+    ASSERT_EQ(nerve_chan_get(c, &m, sizeof m, 0, 0, &gi, NERVE_GET_NEWEST), 0);
+    EXPECT_EQ(gi.seq, 6u);
+    EXPECT_EQ(gi.missed, 2u);
+    nerve_chan_close(c);
+    // A new handle on a ring that has lapped (oldest present: 3): the
+    // first NEXT returns the oldest present with missed 0.
+    auto rd2 = nerve::Reader<Imu>::open(n);
+    ASSERT_TRUE(rd2);
+    ASSERT_EQ(nerve_chan_open(n.c_str(), NERVE_O_READ, &c), 0);
+    r = rd2->get_next(m);
+    ASSERT_TRUE(r.has_data()) << r.name();
+    EXPECT_EQ(r.seq(), 3u);
+    EXPECT_EQ(r.missed(), 0u);
+    ASSERT_EQ(nerve_chan_get(c, &m, sizeof m, 0, 0, &gi, NERVE_GET_NEXT), 0);
+    EXPECT_EQ(gi.seq, 3u);
+    EXPECT_EQ(gi.missed, 0u);
+    nerve_chan_close(c);
+}

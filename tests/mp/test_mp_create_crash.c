@@ -1,7 +1,9 @@
 /* A creator killed at any point of nerve_chan_create leaves no temporary
  * file and never a half-made channel: killed after filling its files it
- * leaves nothing; killed between linking the channel and its bell it
- * leaves a complete channel without a bell (readers poll; check says so).
+ * leaves nothing; killed between linking the bell and the channel
+ * (bell-before-channel, src/chan_open.c) it leaves an orphaned bell, which
+ * check reports and the next unlink or create of the name removes. An
+ * unlink killed between removing the channel and its bell leaves the same.
  * Where files cannot be made unnamed (no O_TMPFILE or /proc; forced here)
  * the named temporaries of a killed creator are swept by the next create.
  * Uses the crash-point build (crashpoint.h) and its internal hooks. */
@@ -94,22 +96,56 @@ static void crash_points(int named)
         NT_OK(nerve_chan_unlink(n));
     }
 
-    /* Killed between the channel's link and the bell's. */
-    pid = killed_create(n, "create.linked", named);
-    NT_EQ(access(path, F_OK), 0);
+    /* Killed between the bell's link and the channel's: an orphaned bell,
+     * reported by check and removed by unlink (ENOENT: no channel). */
+    char bell[256];
+    snprintf(bell, sizeof bell, "/dev/shm/nerve-bell.%s", n);
+    pid = killed_create(n, "create.bell-linked", named);
+    pid_t first = pid;
+    NT_ASSERT(access(path, F_OK) != 0);
+    NT_EQ(access(bell, F_OK), 0);
+    if (named) /* the channel's temporary and the bell's temporary name */
+        NT_EQ(for_tmp(pid, age), 2);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ENOENT);
+    if (strstr(msg, "orphaned bell") == NULL)
+        NT_FAIL("check: '%s'", msg);
+    NT_RC(nerve_chan_unlink(n), NERVE_ENOENT);
+    NT_ASSERT(access(bell, F_OK) != 0);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ENOENT);
+    NT_ASSERT(strstr(msg, "orphaned bell") == NULL);
+    /* Again, and this time the next create meets the orphan: it takes its
+     * name over, and the channel has its own, working bell. */
+    pid = killed_create(n, "create.bell-linked", named);
+    NT_EQ(access(bell, F_OK), 0);
+    if (named)
+        NT_EQ(for_tmp(pid, age), 2);
+    nt_create(n, 8, 4096); /* also sweeps the aged temporaries */
+    NT_EQ(for_tmp(first, NULL), 0);
     NT_OK(nerve_chan_check(n, msg, sizeof msg));
-    if (strstr(msg, "no bell file") == NULL)
+    if (strcmp(msg, "ok; writer lock: free") != 0)
         NT_FAIL("check: '%s'", msg);
     nerve_chan *w;
     NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w));
     NT_OK(nerve_chan_put(w, "x", 1, 0, NULL, 0));
     nerve_chan_close(w);
-    NT_OK(nerve_chan_unlink(n));
-    if (named) {
-        NT_EQ(for_tmp(pid, age), 1); /* the bell's */
-        nt_create(n, 8, 4096);
-        NT_OK(nerve_chan_unlink(n));
+    /* An unlink killed between the channel and the bell. */
+    pid_t upid = fork();
+    NT_ASSERT(upid >= 0);
+    if (upid == 0) {
+        nerve__crashpoint_arm("unlink.channel-removed", 0);
+        int r = nerve_chan_unlink(n);
+        fprintf(stderr, "unlink returned %d, not killed\n", r);
+        _exit(2);
     }
+    int status;
+    NT_EQ(waitpid(upid, &status, 0), upid);
+    NT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    NT_ASSERT(access(path, F_OK) != 0);
+    NT_EQ(access(bell, F_OK), 0);
+    NT_RC(nerve_chan_check(n, msg, sizeof msg), NERVE_ENOENT);
+    NT_ASSERT(strstr(msg, "orphaned bell") != NULL);
+    NT_RC(nerve_chan_unlink(n), NERVE_ENOENT);
+    NT_ASSERT(access(bell, F_OK) != 0);
     NT_EQ(for_tmp(pid, NULL), 0);
 }
 

@@ -187,6 +187,16 @@ def test_metadata_too_long(name):
         nerve.create(name("t"), type="x" * 300)
 
 
+@pytest.mark.parametrize("bad", ["evil/\x1b]2;PWNED\x07\x1b[31m", "a\nb", "del\x7f", "csi\x9b31m", "\x85"])
+@pytest.mark.parametrize("field", ["type", "encoding"])
+def test_metadata_control_characters_refused(name, field, bad):
+    # The library refuses them too (nerve_chan_create); the binding says why.
+    with pytest.raises(nerve.InvalidArgument, match="control character"):
+        nerve.create(name("ctl"), **{field: bad})
+    with nerve.create(name("ok"), **{field: "caf\u00e9 \u00a0~"}) as w:
+        assert getattr(w.metadata, field) == "caf\u00e9 \u00a0~"
+
+
 def test_check(chan):
     chan.put(b"hello")
     chan.check()
@@ -807,3 +817,30 @@ def test_ring_mapping_contains_reservations(name):
             addr = buf.__array_interface__["data"][0]
             assert base <= addr and addr + 1000 <= base + length
             buf[:] = 1
+
+
+def test_errors_carry_the_library_detail(name) -> None:
+    """The five mistakes of every binding's error test (tests/unit
+    test_chan_basic.c, tests/cxx test_cxx_api.cpp, tests/cli test_cli.py):
+    str(exc) is ``NAME: CODE: detail`` with the C library's detail, as the
+    nerve command prints it after ``nerve VERB: ``."""
+    n = name("detail")
+    with pytest.raises(nerve.InvalidArgument) as e:
+        nerve.open("bad name")
+    assert str(e.value).startswith("'bad name': EINVAL: a space is not allowed in a channel "
+                                   "name (names use A-Z a-z 0-9 _ . -"), str(e.value)
+    with pytest.raises(nerve.ChannelNotFound) as e:
+        nerve.open(n)
+    assert str(e.value).startswith(f"{n}: ENOENT: no such channel ('nerve ls' lists them"), str(e.value)
+    assert e.value.channel == n and e.value.code_name == "ENOENT"
+    with nerve.create(n, slots=8, size=4096, type="demo/A") as w:
+        with pytest.raises(nerve.ChannelExists) as e:
+            nerve.create(n, slots=8, size=4096, type="demo/A")
+        assert str(e.value).startswith(f"{n}: EEXIST: a channel of this name exists (open it"), str(e.value)
+        with pytest.raises(nerve.ChannelMismatch) as e:
+            nerve.create(n, slots=8, size=4096, type="demo/B", exist_ok=True)
+        assert "type 'demo/A'" in str(e.value) and "asked for type 'demo/B'" in str(e.value), str(e.value)
+        with pytest.raises(nerve.MessageTooLarge) as e:
+            w.put(b"x" * 5000)
+        assert str(e.value) == (f"{n}: EMSGSIZE: a message of 5000 bytes does not fit: the channel's "
+                                "data ring is 4096 bytes (the largest message; nerve create --size)")

@@ -111,3 +111,30 @@ def test_c_sees_python_errors_consistently(nerve_cli, name):
         nerve.open(n)
     p = cli(nerve_cli, "check", n, check=False)
     assert p.returncode == 1
+
+
+def test_missed_has_one_meaning_in_python_and_the_command(nerve_cli, name):
+    """The steps of tests/cxx/test_cxx_reader.cpp (MissedHasOneMeaningInCAndCxx)
+    give the same numbers here: the history a reader finds when it opens is
+    not loss (include/nerve/chan.h, beside nerve_chan_cursor)."""
+    n = name("one")
+    with nerve.create(n, slots=4, size=4096) as w:
+        for i in range(3):
+            w.put(b"m%d" % i)
+        with nerve.open(n) as r:
+            got = cli(nerve_cli, "get", n, "--newest", "--format", "json").stdout
+            c = json.loads(got)
+            m = r.get(newest=True)
+            assert (m.seq, m.missed) == (3, 0)
+            assert (c["seq"], c["missed"]) == (3, 0)
+            for i in range(3, 6):
+                w.put(b"m%d" % i)
+            m = r.get(newest=True)
+            assert (m.seq, m.missed) == (6, 2)
+        # A new handle on a ring that has lapped (oldest present: 3).
+        with nerve.open(n) as r:
+            m = r.get()
+            assert (m.seq, m.missed) == (3, 0)
+        got = cli(nerve_cli, "get", n, "--next", "--format", "json").stdout
+        c = json.loads(got)
+        assert (c["seq"], c["missed"]) == (3, 0)

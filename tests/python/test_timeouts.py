@@ -43,3 +43,15 @@ def test_huge_timeouts_mean_forever(chan, timeout):
             th.join()
         chan.put(b"z")
         assert nerve.wait_any([r], timeout=timeout) == [r]
+
+
+def test_realtime_conversion_saturates():
+    # nerve_clock_to_realtime_ns() adds the clocks' offset with saturation
+    # (src/timeconv.h): a time at the end of int64 stays there instead of
+    # wrapping to a date before 1970.
+    from nerve import _nerve
+
+    assert _nerve.mono_to_realtime_ns(2**63 - 1) == 2**63 - 1
+    assert _nerve.mono_to_realtime_ns(-(2**63)) < 0
+    now = nerve.now_ns()
+    assert _nerve.mono_to_realtime_ns(now) > now  # the epoch is older than boot

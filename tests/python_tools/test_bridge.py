@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional
 
 import pytest
 
@@ -101,11 +101,12 @@ class Bridge:
     """A nerve-bridge process in a host; its stderr goes to a log file,
     its --stats lines are read from stdout."""
 
-    def __init__(self, host: Host, args: List[str], log: Path) -> None:
+    def __init__(self, host: Host, args: List[str], log: Path, env: Optional[Dict[str, str]] = None) -> None:
         self.host = host
         self.log = log
         self.args = args
-        self.p = host.spawn(tool("bridge"), *args, "--stats", "0.2", log=log)
+        pre = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
+        self.p = host.spawn(*pre, tool("bridge"), *args, "--stats", "0.2", log=log)
         wait_for(lambda: "ready" in self.text() or self.p.poll() is not None, 20, "bridge ready")
         assert self.p.poll() is None, f"bridge exited: {self.text()}"
         # Its name on the network, from the ready line ("ready: id X, ...").
@@ -147,9 +148,9 @@ def bridges(net: Net, tmp_path: Path) -> Iterator:
     made: List[Bridge] = []
     count = [0]
 
-    def start(host: Host, *args: str) -> Bridge:
+    def start(host: Host, *args: str, env: Optional[Dict[str, str]] = None) -> Bridge:
         count[0] += 1
-        b = Bridge(host, list(args), tmp_path / f"bridge-{host.name}-{count[0]}.log")
+        b = Bridge(host, list(args), tmp_path / f"bridge-{host.name}-{count[0]}.log", env)
         made.append(b)
         _running.append(b)
         return b
@@ -706,3 +707,40 @@ def test_locked_down_robot(net: Net, bridges, tmp_path: Path) -> None:
     assert list(st["import"]) == ["base/cmd.vel"], st["import"]
     assert st["import"]["base/cmd.vel"]["dropped_error"] == 0 and st["import"]["base/cmd.vel"]["gaps"] == 0
     assert base.stats()["import"]["robot1/cam.front"]["forwarded"] == 3
+
+
+def _rust_bridge() -> Optional[str]:
+    env = dict(os.environ, NERVE_BRIDGE_DATA_PATH="rust")
+    r = subprocess.run([tool("bridge"), "--version"], capture_output=True, text=True, env=env, timeout=30)
+    return r.stdout if "data path: rust" in r.stdout else None
+
+
+def test_rust_and_python_data_paths_interoperate(net: Net, bridges) -> None:
+    """The Rust data path (nerve-bridge-rs) and the Python one speak the
+    same protocol: each imports what the other exports, single messages,
+    batches and large messages, with metadata and without gaps."""
+    if _rust_bridge() is None:
+        pytest.skip("nerve-bridge-rs is not installed (make rust-bridge-install)")
+    h1, h2 = net.hosts[0], net.hosts[1]
+    h1.py(CREATE, "mix.py", "64", str(4 << 20), "demo/Py")
+    h2.py(CREATE, "mix.rs", "64", str(4 << 20), "demo/Rs")
+    b1 = bridges(h1, *listen(h1), "--export", "mix.py", "--import", "mix.rs",
+                 env={"NERVE_BRIDGE_DATA_PATH": "python"})
+    b2 = bridges(h2, *connect(h1), "--export", "mix.rs", "--import", "mix.py",
+                 env={"NERVE_BRIDGE_DATA_PATH": "rust"})
+    assert "data path: python" in b1.text() and "data path: rust" in b2.text()
+    wait_for(lambda: read(h2, "mix.py") and read(h1, "mix.rs"), 20, "both channels mirrored")
+    sizes = [10, 200, 3000, 100, 40000, 1 << 20, 7]
+    for name, h, tag in (("mix.py", h1, "p"), ("mix.rs", h2, "r")):
+        for i, size in enumerate(sizes):
+            write(h, name, 1, size, f"{tag}{i}")
+    for name, dst, tag, typ in (("mix.py", h2, "p", "demo/Py"), ("mix.rs", h1, "r", "demo/Rs")):
+        got = wait_msgs(dst, name, len(sizes))
+        assert got["type"] == typ and got["data_size"] == 4 << 20
+        assert [m[2] for m in got["msgs"]] == [sha(payload(f"{tag}{i}", 0, s)) for i, s in enumerate(sizes)]
+    s1, s2 = b1.stats(), b2.stats()
+    assert s2.get("data_path") == "rust" and "data_path" not in s1
+    for st, key in ((s1, f"{b2.ident}/mix.rs"), (s2, f"{b1.ident}/mix.py")):
+        im = st["import"][key]
+        assert (im["forwarded"], im["gaps"], im["dropped_error"]) == (len(sizes), 0, 0), im
+    assert s1["export"]["mix.py"]["forwarded"] == s2["export"]["mix.rs"]["forwarded"] == len(sizes)

@@ -263,3 +263,17 @@ def test_origin_qualified_import_globs() -> None:
     for bad in ("/cmd", "base/", "a/b/c"):
         with pytest.raises(BridgeError, match="bad --import"):
             be.split_import(bad)
+
+
+def test_ls_remote_without_a_peer_says_so_at_once() -> None:
+    """`nerve ls --remote` with no --connect, --config or --scout could
+    reach nobody (multicast scouting is off): a usage error naming the
+    options, not a 'cannot reach' after the timeout."""
+    import subprocess
+
+    from conftest import tool
+
+    r = subprocess.run([tool("bridge"), "ls", "--timeout", "30"],
+                       capture_output=True, text=True, timeout=25)
+    assert r.returncode == 2, r.stderr
+    assert "no peer to ask: give --connect ENDPOINT" in r.stderr, r.stderr

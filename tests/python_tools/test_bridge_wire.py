@@ -84,3 +84,35 @@ def test_config_file_then_flags(tmp_path) -> None:
     f.write_text("{ mode: ")
     with pytest.raises(BridgeError, match="bad --config"):
         make_config(SessionOptions(config=str(f)))
+
+
+def test_version_and_launcher_name_the_data_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nerve bridge --version` says which data path a run uses: Python
+    when forced or when nerve-bridge-rs is not installed, Rust when it is
+    (and then it also answers for the program); --ros2 and --poll stay
+    Python; a forced Rust path that is not installed is an error."""
+    import argparse
+
+    from nerve_tools import bridge
+
+    monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "python")
+    assert "data path: python" in bridge.version_text()
+    assert bridge.data_path()[0] == "python"
+    monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "bogus")
+    with pytest.raises(BridgeError, match="rust or python"):
+        bridge.data_path()
+    monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "rust")
+    monkeypatch.setenv("NERVE_BRIDGE_RS", "/nonexistent/nerve-bridge-rs")
+    with pytest.raises(BridgeError, match="not installed"):
+        bridge.data_path()
+    monkeypatch.delenv("NERVE_BRIDGE_DATA_PATH")
+    assert bridge.data_path() == ("python", "nerve-bridge-rs not installed")
+    monkeypatch.delenv("NERVE_BRIDGE_RS")
+    rs = bridge.rust_binary()
+    ros2 = argparse.Namespace(ros2=True, poll=0.0)
+    assert bridge.data_path(ros2) == ("python", "--ros2")
+    if rs is None:
+        pytest.skip("nerve-bridge-rs is not installed: the Rust half is not checked")
+    assert bridge.data_path(argparse.Namespace(ros2=False, poll=0.0)) == ("rust", rs)
+    text = bridge.version_text()
+    assert "data path: rust" in text and "zenoh 1.10.2" in text, text

@@ -1,6 +1,6 @@
-"""The bounds on what peers may make nerve allocate (nerve_tools._limits),
-and their use by `nerve ros1 --from-ros` (no ROS needed: the channel is
-sized from a first message's connection header)."""
+"""The bounds on what peers may make nerve allocate (nerve_tools._limits).
+Their use by `nerve ros1 --from-ros` is tested against a hostile publisher
+in tests/ros/test_ros1_hostile.py, by `nerve bridge` in test_bridge.py."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import argparse
 
 import pytest
 
-import nerve
 from nerve_tools import _limits as limits
-from nerve_tools import ros1
 
 
 def test_parse_size() -> None:
@@ -59,38 +57,3 @@ def test_admit_charges_refuses_and_releases() -> None:
     assert b.admit("c", 8, 1 << 20, count=False) is not None and b.refused == 3
     b.release("a")
     assert b.admit("c", 8, 1 << 20) is None and b.holds("c") and not b.holds("a")
-
-
-class _FakeRos1Bridge:
-    """What ros1.FromRos._open uses of its bridge."""
-
-    def __init__(self, budget: limits.ImportBudget) -> None:
-        self.budget, self.slots, self.size = budget, 0, 0
-        self.errors = []
-
-    def error(self, what: str, msg: str) -> bool:
-        self.errors.append(f"{what}: {msg}")
-        return False
-
-
-def from_ros(bridge, channel: str) -> ros1.FromRos:
-    f = ros1.FromRos.__new__(ros1.FromRos)  # no rospy subscriber
-    f.bridge, f.topic, f.channel, f.ch, f.type = bridge, "/t", channel, None, None
-    return f
-
-
-def test_ros1_from_ros_channel_sized_within_bounds(name) -> None:
-    hdr = {"type": "std_msgs/String", "message_definition": "string data\n"}
-    b = _FakeRos1Bridge(limits.ImportBudget(max_channel=2 << 20, max_total=64 << 20))
-    # A first message of 4 GiB (as its length says) is refused, nothing made.
-    big = name("big")
-    assert from_ros(b, big)._open(hdr, 4 << 30) is False
-    assert b.budget.refused == 1 and "not created (refused_size)" in b.errors[0]
-    with pytest.raises(nerve.ChannelNotFound):
-        nerve.stat(big)
-    # A 1 MiB message would get a 16 MiB ring: clamped to the bound.
-    ok = name("ok")
-    f = from_ros(b, ok)
-    assert f._open(hdr, 1 << 20) is True
-    f.ch.close()
-    assert nerve.stat(ok).data_size == 2 << 20 and b.budget.holds(ok)

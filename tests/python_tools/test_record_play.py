@@ -264,6 +264,32 @@ def test_play_rate_and_loop(name, tmp_path: Path) -> None:
     assert t[9] - t[0] >= 40_000_000
 
 
+def test_play_interrupted_counts_what_it_played(name, tmp_path: Path) -> None:
+    """Ctrl-C part-way through a pass: the summary counts the messages put
+    (it said 0 when no pass had finished), with singular and plural right."""
+    path = tmp_path / "foreign.mcap"
+    _foreign_mcap(path)
+    imu_ch = name("imu")
+    nerve.create(imu_ch, slots=256, size=1 << 16).close()
+    # Rate 0.05: the 10 IMU messages of a pass take 1.8 s; stop after 3.
+    p = subprocess.Popen([tool("play"), str(path), "--rate", "0.05", "-c", "/robot/imu",
+                          "--rename", f"/robot/imu={imu_ch}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with nerve.open(imu_ch) as r:
+            for _ in range(3):
+                assert r.get(wait=True, timeout=30) is not None
+    finally:
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    with nerve.open(imu_ch) as r:
+        played = r.stat().head_seq
+    assert 3 <= played < 10
+    assert f"nerve play: {played} messages into 1 channel in" in err, err
+    assert "(0 passes, interrupted)" in err, err
+
+
 def test_nerve_verbs_run_the_tools(tmp_path: Path) -> None:
     """`nerve record` runs nerve-record (found on the PATH)."""
     cli = os.environ.get("NERVE_CLI")

@@ -86,6 +86,10 @@ def test_exec_preloads_where_rcl_links_an_rmw():
     assert "librmw_fastrtps_cpp.so (NEEDED): preloading" in out
     assert "RMW_IMPLEMENTATION=rmw_nerve_cpp" in out
     assert f"LD_PRELOAD={Path(LIB).resolve()}" in out
+    # The same through the ros2 verb: `nerve ros2 exec`.
+    verb = subprocess.run([sys.executable, "-m", "nerve_tools.ros2", "exec", "--lib", LIB,
+                           "--print", "--", PY], check=True, capture_output=True, text=True).stdout
+    assert verb == out
 
 
 def test_types_exact_late_joiner_no_dds(domain):

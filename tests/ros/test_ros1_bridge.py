@@ -101,6 +101,20 @@ def test_md5_of_definitions_matches_ros() -> None:
         md5sum("pkg/Bad", "no_such_type field\n")
 
 
+def test_md5_of_a_doubling_definition() -> None:
+    """Each type holding two of the one below, 40 levels: genmsg's own
+    compute_md5 would take 2^40 steps; each type is hashed once here."""
+    parts = ["p/T39 a\np/T39 b\n"]
+    for i in range(39, 0, -1):
+        parts.append("=" * 80 + f"\nMSG: p/T{i}\np/T{i - 1} a\np/T{i - 1} b\n")
+    parts.append("=" * 80 + "\nMSG: p/T0\nint32 x\n")
+    assert re.fullmatch(r"[0-9a-f]{32}", md5sum("p/Top", "".join(parts)))
+    with pytest.raises(ValueError, match="nested deeper"):
+        chain = ["p/C99 a\n"] + ["=" * 80 + f"\nMSG: p/C{i}\np/C{i - 1} a\n"
+                                 for i in range(99, 0, -1)]
+        md5sum("p/Top", "".join(chain) + "=" * 80 + "\nMSG: p/C0\nint32 x\n")
+
+
 def test_to_ros(ros: Roscore, name, bridge, peer, spawn, pacers, tmp_path: Path) -> None:
     """A typed C++ channel (Imu) and a Python one (String) as ROS topics:
     a roscpp subscriber (md5 checked by roscpp) gets equal messages,

@@ -291,6 +291,18 @@ static void test_channel(void)
     NT_EQ(st.cycles, 1);
     NT_EQ(st.running, 0);
     nerve_task_close(t);
+    /* A deadline and an offset at the end of int64: the release time
+     * saturates (src/timeconv.h) instead of wrapping into the past, which
+     * gave a deadline tick at once. */
+    o.deadline_ns = INT64_MAX;
+    o.offset_ns = INT64_MAX;
+    NT_OK(nerve_task_open(&o, NULL, NULL, &t));
+    NT_RC(nerve_task_next(t, MS, 0, &tk), NERVE_ETIMEDOUT);
+    NT_OK(nerve_task_stat(t, &st));
+    NT_EQ(st.cycles, 0);
+    NT_EQ(st.timeouts, 0);
+    nerve_task_close(t);
+    o.offset_ns = 0;
     /* The handle was un-cancelled: a get polls normally again. */
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, NULL, NERVE_GET_NEWEST),
           NERVE_EAGAIN);

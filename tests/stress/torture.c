@@ -24,7 +24,16 @@
  * continued or killed. Every 50 rounds the lock word of a free lock is
  * set to a thread id that does not exist (what a lock whose owner's
  * robust-list entry was lost looks like): the next writer must take it
- * over (ESRCH) and recover. Writers now and then try to commit, abort and
+ * over (ESRCH) and recover. Every 50 rounds a namespace episode
+ * (WRITERS' NAMESPACE in src/platform/linux/mutex.c): every writer is
+ * killed, a writer in a new PID namespace dies inside its takeover of the
+ * channel at the next claim crash point, the lock word is made to name a
+ * live thread of this namespace (the conductor: a TID that a takeover must
+ * not trust), a writer in another new namespace takes the channel over
+ * and puts until it is killed, and then this namespace's writers take it
+ * back. Without CAP_SYS_ADMIN (no unshare) the namespaces are played by
+ * writing a made-up namespace id into the header before each open, which
+ * drives the same takeover code. Writers now and then try to commit, abort and
  * close their open reservation from another thread, which must be refused
  * (EPERM, EBUSY) and leave the reservation usable. At the end, once the
  * killed readers' wake leases have run out, puts must make no futex call.
@@ -41,6 +50,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -56,6 +66,9 @@ void nerve__crashpoint_arm(const char *name, long skip);
 /* Every NERVE_CRASHPOINT of src/chan.c. */
 static const char *const points[] = {NERVE_CRASHPOINT_NAMES};
 #define NPOINTS (sizeof points / sizeof points[0])
+/* And of a takeover from another PID namespace. */
+static const char *const cpoints[] = {NERVE_CRASHPOINT_CLAIM_NAMES};
+#define NCPOINTS (sizeof cpoints / sizeof cpoints[0])
 
 #define SLOTS 16
 #define DATA 16384
@@ -78,6 +91,8 @@ struct shared {
     atomic_ulong fired[NPOINTS];
     atomic_ulong puts_of[MAXW]; /* puts of the incarnation in writer slot */
     atomic_ulong misuse_refused;
+    atomic_int ns_init; /* PID 1 of a namespace episode's writer, as this
+                           namespace numbers it */
 };
 static struct shared *sh;
 static const char *chan;
@@ -141,13 +156,16 @@ static void writer(unsigned slot, uint32_t id, uint64_t seed, const char *point,
                    long skip, int stopper)
 {
     nerve_chan *w;
+    /* A claim point fires inside the open. */
+    if (point && strncmp(point, "claim.", 6) == 0)
+        nerve__crashpoint_arm(point, skip);
     NT_OK(nerve_chan_open(chan, NERVE_O_WRITE, &w));
     static unsigned char buf[DATA];
     uint64_t x = seed | 1;
     /* The reserve path for the reserve/commit points, put for the put.*
      * ones, either otherwise. */
     int use_reserve = -1;
-    if (point) {
+    if (point && strncmp(point, "claim.", 6) != 0) {
         use_reserve = strncmp(point, "put.", 4) != 0;
         nerve__crashpoint_arm(point, skip);
     }
@@ -469,6 +487,124 @@ static void stop_episode(unsigned slot, int kill_it)
     stop_episodes++;
 }
 
+/* ---- namespace episodes ------------------------------------------------ */
+
+static int ns_real;          /* unshare(CLONE_NEWPID) works here */
+static uint64_t *pidns_word; /* lock.pidns in the header */
+static unsigned long ns_episodes, cfired[NCPOINTS];
+
+static int can_unshare(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    NT_ASSERT(pid >= 0);
+    if (pid == 0)
+        _exit(unshare(CLONE_NEWPID) == 0 ? 0 : 77);
+    int st;
+    NT_EQ(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Without unshare: make the next writer open see another namespace's
+ * channel (no writer is open when this is called). */
+static void fake_foreign(void)
+{
+    __atomic_store_n(pidns_word, 0x7fff0000ull + ns_episodes, __ATOMIC_SEQ_CST);
+}
+
+/* A writer in a new PID namespace, or one that plays it. Returns the
+ * process to reap: this process's child M, which makes the namespace and
+ * whose PID 1 (sh->ns_init) forks the writer -- a namespace's PID 1
+ * ignores the SIGKILL it sends itself, as a crash point does. M ends as
+ * the writer did: exit status 128 + signal when it was killed. */
+static pid_t spawn_ns_writer(unsigned slot, const char *point)
+{
+    uint32_t id = atomic_fetch_add(&sh->next_id, 1);
+    NT_ASSERT(id < max_ids);
+    atomic_store(&sh->puts_of[slot], 0);
+    atomic_store(&sh->ns_init, 0);
+    uint64_t s = rnd(&seed);
+    if (!ns_real)
+        fake_foreign();
+    fflush(NULL);
+    pid_t m = fork();
+    NT_ASSERT(m >= 0);
+    if (m != 0)
+        return m;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (!ns_real)
+        writer(slot, id, s, point, 0, 0);
+    if (unshare(CLONE_NEWPID) != 0)
+        _exit(1);
+    pid_t init = fork();
+    if (init < 0)
+        _exit(1);
+    if (init == 0) {
+        pid_t w = fork();
+        if (w < 0)
+            _exit(1);
+        if (w == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            writer(slot, id, s, point, 0, 0);
+        }
+        int st;
+        if (waitpid(w, &st, 0) != w)
+            _exit(1);
+        _exit(WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st));
+    }
+    atomic_store(&sh->ns_init, init);
+    int st;
+    if (waitpid(init, &st, 0) != init)
+        _exit(1);
+    _exit(WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* Reap a namespace writer that must have been killed. */
+static void reap_ns_killed(pid_t pid, const char *what)
+{
+    int st;
+    NT_EQ(waitpid(pid, &st, 0), pid);
+    if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) &&
+        !(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL))
+        NT_FAIL("%s %d: was not killed (status 0x%x)", what, (int)pid, st);
+}
+
+/* Another namespace takes the channel over, twice (one dying inside the
+ * takeover), then this one takes it back. */
+static void ns_episode(void)
+{
+    unsigned k = (unsigned)(ns_episodes % NCPOINTS);
+    for (int i = 0; i < nwriters; i++) {
+        kill(wr[i].pid, SIGKILL);
+        reap_killed(wr[i].pid, "writer");
+        kills_random++;
+    }
+    /* No writer is left: the next open takes over, and dies there. */
+    pid_t m = spawn_ns_writer(0, cpoints[k]);
+    reap_ns_killed(m, "writer armed in its takeover");
+    cfired[k]++;
+    kills_point++;
+    /* The word names a live thread (this one), as a lost robust entry of
+     * another namespace's writer may: the takeover must not trust it. */
+    __atomic_store_n(lock_word, (uint32_t)getpid(), __ATOMIC_SEQ_CST);
+    m = spawn_ns_writer(0, NULL);
+    WAIT_UNTIL(atomic_load(&sh->puts_of[0]) > 0);
+    if (ns_real) {
+        WAIT_UNTIL(atomic_load(&sh->ns_init) != 0);
+        kill(atomic_load(&sh->ns_init), SIGKILL); /* the whole namespace */
+    } else {
+        kill(m, SIGKILL);
+    }
+    reap_ns_killed(m, "namespace writer");
+    kills_random++;
+    /* Back to this namespace's writers. */
+    if (!ns_real)
+        fake_foreign();
+    for (int i = 0; i < nwriters; i++)
+        spawn_writer((unsigned)i, -1, 0, 0);
+    ns_episodes++;
+}
+
 int main(int argc, char **argv)
 {
     long kills = 2000;
@@ -487,9 +623,9 @@ int main(int argc, char **argv)
                     argv[0]);
     }
     if (nwriters < 2 || nwriters > MAXW || nreaders < 1 || nreaders > MAXR ||
-        kills < 2 * (long)NPOINTS)
-        NT_FAIL("need 2..%d writers, 1..%d readers, >= %zu kills", MAXW, MAXR,
-                2 * NPOINTS);
+        kills < 300)
+        /* 300: enough rounds for a namespace episode at each claim point. */
+        NT_FAIL("need 2..%d writers, 1..%d readers, >= 300 kills", MAXW, MAXR);
     seed = seed * 0x9e3779b97f4a7c15ull | 1;
     /* Generous: the round rate is about a thousand per second. */
     nt_watchdog((unsigned)(120 + kills / 20));
@@ -511,7 +647,9 @@ int main(int argc, char **argv)
         NT_ASSERT(m != MAP_FAILED);
         close(fd);
         lock_word = (uint32_t *)((char *)m + 128);
+        pidns_word = (uint64_t *)((char *)m + 128 + 64);
     }
+    ns_real = can_unshare();
 
     /* Inherited by the readers, so that SIGUSR1 never kills one that has
      * not opened the channel yet. */
@@ -551,6 +689,8 @@ int main(int argc, char **argv)
         spawn_writer(slot, -1, 0, 0);
         if (round % 50 == 24)
             ghost_lock();
+        if (round % 50 == 37)
+            ns_episode();
         if (round % 40 == 39) {
             int i = (int)(rnd(&seed) % (unsigned)nreaders);
             pause_ns(rnd(&seed) % 200000);
@@ -632,6 +772,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NPOINTS; i++)
         printf(" %s=%lu", points[i], atomic_load(&sh->fired[i]));
     printf("\n");
+    printf("namespace episodes (%s): %lu; claim crash points:",
+           ns_real ? "unshare --pid" : "played: no unshare permission",
+           ns_episodes);
+    for (size_t i = 0; i < NCPOINTS; i++)
+        printf(" %s=%lu", cpoints[i], cfired[i]);
+    printf("\n");
     printf("stop episodes: %lu, lock timeouts: %lu, ghost lock words: %lu, "
            "cross-thread misuse refused: %lu\n",
            stop_episodes, atomic_load(&sh->lock_timeouts), ghosts,
@@ -656,6 +802,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NPOINTS; i++) {
         if (atomic_load(&sh->fired[i]) == 0)
             NT_FAIL("crash point %s never fired", points[i]);
+    }
+    for (size_t i = 0; i < NCPOINTS; i++) {
+        if (cfired[i] == 0)
+            NT_FAIL("claim crash point %s never fired", cpoints[i]);
     }
     NT_CMP(atomic_load(&sh->recoveries), >, 0);
     NT_CMP(ghosts, >, 0);

@@ -18,6 +18,59 @@ static void test_errors_table(void)
     NT_CMP(NERVE_ECORRUPT, <=, -1000);
 }
 
+/* The five mistakes every binding's error test makes (tests/cxx
+ * test_cxx_api.cpp, tests/python test_api.py, tests/cli test_cli.py):
+ * nerve_err_detail() says what was wrong, what is accepted, what to do. */
+static void has(const char *text, const char *part)
+{
+    if (strstr(text, part) == NULL)
+        NT_FAIL("detail '%s' lacks '%s'", text, part);
+}
+
+static void test_error_details(void)
+{
+    const char *n = nt_name("detail");
+    nerve_chan *c;
+    /* 1. A name that breaks the rule. */
+    NT_RC(nerve_chan_open("bad name", NERVE_O_READ, &c), NERVE_EINVAL);
+    has(nerve_err_detail(NERVE_EINVAL), "a space is not allowed");
+    has(nerve_err_detail(NERVE_EINVAL), "names use A-Z a-z 0-9 _ . -");
+    /* 2. No such channel. */
+    NT_RC(nerve_chan_open(n, NERVE_O_READ, &c), NERVE_ENOENT);
+    has(nerve_err_detail(NERVE_ENOENT), "no such channel ('nerve ls'");
+    /* 3. It exists already. */
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.slots = 8;
+    o.data_size = 4096;
+    o.type = "demo/A";
+    NT_OK(nerve_chan_create(n, &o));
+    NT_RC(nerve_chan_create(n, &o), NERVE_EEXIST);
+    has(nerve_err_detail(NERVE_EEXIST), "exists (open it; or reuse it");
+    /* 4. Another type. */
+    o.type = "demo/B";
+    o.flags = NERVE_C_EXIST_OK;
+    NT_RC(nerve_chan_create(n, &o), NERVE_EMISMATCH);
+    has(nerve_err_detail(NERVE_EMISMATCH), "type 'demo/A'");
+    has(nerve_err_detail(NERVE_EMISMATCH), "asked for type 'demo/B'");
+    /* 5. Larger than the ring. */
+    static char big[5000];
+    NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &c));
+    NT_RC(nerve_chan_put(c, big, sizeof big, 0, NULL, 0), NERVE_EMSGSIZE);
+    has(nerve_err_detail(NERVE_EMSGSIZE),
+        "a message of 5000 bytes does not fit: the channel's data ring is "
+        "4096 bytes");
+    /* A detail belongs to its code; others get the code's message. */
+    NT_ASSERT(strcmp(nerve_err_detail(NERVE_EAGAIN),
+                     nerve_strerror(NERVE_EAGAIN)) == 0);
+    /* A setup call that succeeds forgets it. */
+    nerve_chan_close(c);
+    NT_OK(nerve_chan_open(n, NERVE_O_READ, &c));
+    NT_ASSERT(strcmp(nerve_err_detail(NERVE_EINVAL),
+                     nerve_strerror(NERVE_EINVAL)) == 0);
+    nerve_chan_close(c);
+    NT_OK(nerve_chan_unlink(n));
+}
+
 static void test_names(void)
 {
     NT_OK(nerve_chan_name_check("imu"));
@@ -323,6 +376,7 @@ int main(void)
 {
     nt_watchdog(60);
     test_errors_table();
+    test_error_details();
     test_names();
     test_create_open();
     test_list();

@@ -580,6 +580,49 @@ static void metadata_utf8(void)
     NT_OK(nerve_chan_unlink(n));
 }
 
+/* Types and encodings are printable text: a control character (C0, DEL,
+ * C1) is an escape sequence for whoever prints the name, so create refuses
+ * it (issue 28, item 3). A file planted with one still opens: its bytes are
+ * valid UTF-8, and the tools escape what they print. */
+static void metadata_control(void)
+{
+    const char *n = nt_name("ctl");
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    const char *bad[] = {"evil/\033]2;PWNED\007\033[31m",
+                         "a\tb",
+                         "a\nb",
+                         "\x01",
+                         "x\x1f",
+                         "del\x7f",
+                         "csi\xc2\x9b"
+                         "31m",
+                         "c1\xc2\x80",
+                         "c1\xc2\x9f"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.type = bad[i];
+        o.encoding = NULL;
+        NT_RC(nerve_chan_create(n, &o), NERVE_EINVAL);
+        o.type = NULL;
+        o.encoding = bad[i];
+        NT_RC(nerve_chan_create(n, &o), NERVE_EINVAL);
+    }
+    NT_ASSERT(access(chan_path(n), F_OK) != 0);
+    /* The neighbours of the refused ranges are text: space, '~', U+00A0
+     * (0xc2 0xa0) and U+00FF. */
+    o.type = " ~\xc2\xa0\xc3\xbf";
+    o.encoding = "json";
+    NT_OK(nerve_chan_create(n, &o));
+    /* Planted: the same length of bytes with ESC and BEL opens. */
+    poke(n, OFF_TYPE, "\033\007\033\033\033\033", 6);
+    nerve_chan *c;
+    struct nerve_meta m;
+    NT_OK(nerve_chan_open(n, NERVE_O_READ, &c));
+    NT_OK(nerve_chan_meta(c, &m));
+    NT_ASSERT(m.type[0] == '\033');
+    nerve_chan_close(c);
+    NT_OK(nerve_chan_unlink(n));
+}
+
 int main(void)
 {
     nt_watchdog(60);
@@ -594,6 +637,7 @@ int main(void)
     descriptor_limits();
     error_codes();
     metadata_utf8();
+    metadata_control();
     printf("ok\n");
     return 0;
 }

@@ -13,7 +13,9 @@ static const char help[] =
     "  --all            start with the oldest message still in the channel\n"
     "                   (default: only messages published from now on)\n"
     "  --count N        stop after N messages\n"
-    "  --timeout SEC    stop (exit 1) if no message arrives for SEC seconds\n"
+    "  --timeout SEC    stop (exit 1) if no message arrives for SEC seconds;\n"
+    "                   a missing channel is waited for that long to be\n"
+    "                   created (then read from its first message)\n"
     "  --format F       as for 'nerve get' (default text)\n";
 
 static const struct option opts[] = {

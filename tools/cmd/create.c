@@ -48,12 +48,20 @@ static int run(int argc, char **argv)
         switch (c) {
         case 'n':
             if (cli_parse_u64(optarg, &o.slots) != 0 || o.slots == 0) {
-                return cli_usage("create", "bad --slots '%s'", optarg);
+                return cli_usage("create",
+                                 "bad --slots '%s' (a whole number of "
+                                 "messages kept, at least 1, e.g. 1024)",
+                                 optarg);
             }
             break;
         case 's':
             if (cli_parse_size(optarg, &o.data_size) != 0 || o.data_size == 0) {
-                return cli_usage("create", "bad --size '%s'", optarg);
+                return cli_usage("create",
+                                 "bad --size '%s' (bytes of the data ring, "
+                                 "the largest message: a number with an "
+                                 "optional K, M or G suffix, powers of "
+                                 "1024, e.g. 4096, 64K, 8M, 1G; at least 1)",
+                                 optarg);
             }
             break;
         case 'm':
@@ -121,18 +129,37 @@ static int run(int argc, char **argv)
     int rc = nerve_chan_create(name, &o);
     free(schema);
     if (rc == NERVE_EINVAL) {
-        /* Say which field: type and encoding must be UTF-8 text. */
-        const char *bad =
-            o.type && !utf8_valid(o.type, strlen(o.type)) ? "--type"
-            : o.encoding && !utf8_valid(o.encoding, strlen(o.encoding))
-                ? "--encoding"
-                : NULL;
-        if (bad != NULL) {
-            fprintf(stderr,
-                    "nerve create: %s: EINVAL: %s is not valid "
-                    "UTF-8\n",
-                    name, bad);
-            return CLI_FAIL;
+        /* Say which field and which rule: type and encoding must be
+         * printable UTF-8 text (the library's rule, chan_open.c). */
+        const char *field[2] = {"--type", "--encoding"};
+        const char *val[2] = {o.type, o.encoding};
+        for (int k = 0; k < 2; k++) {
+            if (val[k] == NULL) {
+                continue;
+            }
+            size_t n = strlen(val[k]);
+            if (!utf8_valid(val[k], n)) {
+                fprintf(stderr,
+                        "nerve create: %s: EINVAL: %s is not valid "
+                        "UTF-8\n",
+                        name, field[k]);
+                return CLI_FAIL;
+            }
+            const unsigned char *u = (const unsigned char *)val[k];
+            int ctl = 0;
+            for (size_t i = 0; i < n && !ctl; i++) {
+                ctl = u[i] < 0x20 || u[i] == 0x7f ||
+                      (u[i] == 0xc2 && u[i + 1] <= 0x9f);
+            }
+            if (ctl) {
+                char esc[4 * NERVE_TYPE_MAX + 8];
+                fprintf(stderr,
+                        "nerve create: %s: EINVAL: %s '%s' holds a control "
+                        "character (types and encodings are printable "
+                        "UTF-8: no C0, DEL or C1 control characters)\n",
+                        name, field[k], cli_text_buf(esc, sizeof esc, val[k]));
+                return CLI_FAIL;
+            }
         }
     }
     if (rc != 0) {
@@ -143,9 +170,9 @@ static int run(int argc, char **argv)
         char fs[40], ds[40];
         cli_mem_str(fs, sizeof fs, st.file_size);
         cli_mem_str(ds, sizeof ds, st.data_size);
-        printf("%s: %" PRIu64 " slots, %s data ring: %s of memory committed "
-               "(/dev/shm/nerve.%s)\n",
-               name, st.slots, ds, fs, name);
+        printf("%s: %" PRIu64 " slot%s, %s data ring: %s of memory "
+               "committed (/dev/shm/nerve.%s)\n",
+               name, st.slots, st.slots == 1 ? "" : "s", ds, fs, name);
     }
     return CLI_OK;
 }

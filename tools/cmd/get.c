@@ -18,10 +18,12 @@ static const char help[] =
     "                   relative to now with a unit: -1.5s, -200ms, -30us\n"
     "  --wait           wait for a message if there is none (--newest,\n"
     "                   --next, --seq)\n"
-    "  --timeout SEC    with --wait: give up after SEC seconds (exit 1)\n"
+    "  --timeout SEC    with --wait: give up after SEC seconds (exit 1);\n"
+    "                   a missing channel is waited for to be created\n"
     "  --format F       raw (bytes as they are), hex (dump), text (bytes and\n"
-    "                   a newline; default), json (one object: seq, time,\n"
-    "                   time_ns, size, missed, text or base64)\n";
+    "                   a newline; default; escaped to a terminal), json\n"
+    "                   (one object: seq, time, time_ns, size, missed, text\n"
+    "                   or base64)\n";
 
 static const struct option opts[] = {
     {"newest", no_argument, NULL, 'N'},

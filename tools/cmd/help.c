@@ -17,6 +17,32 @@ static const char help[] =
 
 /* Options: --help (-h) only, checked by hand: operands may be anything. */
 
+/* The external verbs nerve ships (nerve-cyclic and nerve-ach with the
+ * command, the rest in python-tools), with their one-line summaries: the
+ * one source of the lines `nerve help` prints, which the man page
+ * (tools/man/gen-man.py) and the shell completions read. A nerve-VERB
+ * found on the PATH that is not listed here is shown by name alone. */
+static const struct {
+    const char *name, *summary, *from;
+} known[] = {
+    {"ach", "Ach's ach tool on nerve channels", "nerve"},
+    {"bridge", "mirror channels to other hosts over Zenoh", "tools"},
+    {"bw", "bandwidth of channels", "tools"},
+    {"cyclic", "real-time jitter test of a periodic loop", "nerve"},
+    {"delay", "latency from commit to receipt", "tools"},
+    {"echo", "print messages decoded by their encoding", "tools"},
+    {"foxglove", "Foxglove WebSocket bridge", "tools"},
+    {"graph", "processes and channels as a DOT or SVG graph", "tools"},
+    {"hz", "message rate of channels", "tools"},
+    {"play", "replay MCAP files into channels", "tools"},
+    {"plot", "figures from nerve bench and nerve cyclic JSON", "tools"},
+    {"pub", "publish messages encoded from text", "tools"},
+    {"record", "record channels to MCAP", "tools"},
+    {"ros1", "bridge channels and ROS 1 topics", "tools"},
+    {"top", "live monitor of channels", "tools"},
+    {"who", "which processes read or write a channel", "tools"},
+};
+
 /* Collect external verbs from one directory into names[] (deduplicated). */
 static void scan_dir(const char *dir, char names[][64], size_t *n, size_t max)
 {
@@ -72,13 +98,38 @@ static void list_external(FILE *f)
         scan_dir(dir, names, &n, 256);
         path = colon ? colon + 1 : NULL;
     }
-    if (n == 0) {
-        return;
+    /* The shipped verbs not found still get their line, saying so. */
+    size_t found = n;
+    for (size_t k = 0; k < sizeof known / sizeof known[0] && n < 256; k++) {
+        int have = 0;
+        for (size_t i = 0; i < found && !have; i++) {
+            have = strcmp(names[i], known[k].name) == 0;
+        }
+        if (!have) {
+            snprintf(names[n++], 64, "%s", known[k].name);
+        }
     }
     qsort(names, n, sizeof names[0], cmp_name);
     fputs("\nexternal verbs (nerve-VERB programs):\n", f);
     for (size_t i = 0; i < n; i++) {
-        fprintf(f, "  %s\n", names[i]);
+        const char *summary = NULL, *from = NULL;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+            if (strcmp(names[i], known[k].name) == 0) {
+                summary = known[k].summary;
+                from = known[k].from;
+            }
+        }
+        char exe[PATH_MAX];
+        int here = cli_find_external(names[i], exe, sizeof exe) == 0;
+        if (summary == NULL) {
+            fprintf(f, "  %s\n", names[i]);
+        } else if (here) {
+            fprintf(f, "  %-8s %s\n", names[i], summary);
+        } else {
+            fprintf(f, "  %-8s %s (not installed: %s)\n", names[i], summary,
+                    strcmp(from, "tools") == 0 ? "pip install ./python-tools"
+                                               : "build or install nerve");
+        }
     }
 }
 

@@ -111,14 +111,19 @@ static int run(int argc, char **argv)
         printf("created:         %s\n", created);
         printf("mode:            %04o (uid %u, gid %u)\n", st.mode, st.uid,
                st.gid);
-        printf("type:            %s\n", meta.type[0] ? meta.type : "-");
-        printf("encoding:        %s\n", meta.encoding[0] ? meta.encoding : "-");
+        fputs("type:            ", stdout);
+        cli_ctext(stdout, meta.type[0] ? meta.type : "-");
+        fputs("\nencoding:        ", stdout);
+        cli_ctext(stdout, meta.encoding[0] ? meta.encoding : "-");
+        fputc('\n', stdout);
         if (meta.schema_len == 0) {
             printf("schema:          -\n");
         } else if (utf8_valid(meta.schema, meta.schema_len)) {
-            printf("schema:          %" PRIu64 " bytes\n%s%s", meta.schema_len,
-                   meta.schema,
-                   meta.schema[meta.schema_len - 1] == '\n' ? "" : "\n");
+            printf("schema:          %" PRIu64 " bytes\n", meta.schema_len);
+            cli_text(stdout, meta.schema, meta.schema_len, CLI_TEXT_KEEP_LINES);
+            if (meta.schema[meta.schema_len - 1] != '\n') {
+                fputc('\n', stdout);
+            }
         } else {
             printf("schema:          %" PRIu64 " bytes (binary)\n",
                    meta.schema_len);

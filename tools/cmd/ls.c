@@ -141,7 +141,7 @@ static int ls_once(char **pat, int npat, int json)
             printf("%-24s %s: %s\n", l.v[i], nerve_err_name(rc),
                    nerve_strerror(rc));
         } else {
-            char size[32], bytes[32], age[32];
+            char size[32], bytes[32], age[32], type[4 * NERVE_TYPE_MAX + 8];
             cli_human_bytes(size, sizeof size, st.data_size);
             cli_human_bytes(bytes, sizeof bytes, st.bytes_total);
             if (st.head_seq > 0) {
@@ -151,7 +151,8 @@ static int ls_once(char **pat, int npat, int json)
             }
             printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", l.v[i],
                    st.slots, size, cli_present(&st), bytes, age,
-                   meta.type[0] ? meta.type : "-");
+                   meta.type[0] ? cli_text_buf(type, sizeof type, meta.type)
+                                : "-");
         }
         nerve_chan_close(ch);
         free(l.v[i]);

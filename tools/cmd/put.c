@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char help[] =
     "usage: nerve put NAME [DATA] [--lines] [--timeout SEC]\n"
@@ -62,8 +63,10 @@ static int lock_holder(const char *name, char *out, size_t len)
             }
             cmd[n] = '\0';
         }
+        /* The command line is anyone's text: escaped for the terminal. */
+        char esc[4 * sizeof cmd];
         snprintf(out, len, "thread %u (pid %ld: %s)", tid, pid,
-                 cmd[0] ? cmd : "?");
+                 cmd[0] ? cli_text_buf(esc, sizeof esc, cmd) : "?");
     } else {
         snprintf(out, len,
                  "thread %u (not visible here: another PID "
@@ -77,19 +80,8 @@ static int put_one(nerve_chan *ch, const char *name, const void *buf,
                    size_t len, int64_t timeout, int json)
 {
     struct nerve_put_info info;
+    /* EMSGSIZE: the library's detail names both sizes (cli_err). */
     int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
-    if (rc == NERVE_EMSGSIZE) {
-        struct nerve_stats st;
-        if (nerve_chan_stat(ch, &st) == 0) {
-            fprintf(stderr,
-                    "nerve put: %s: EMSGSIZE: a message of %zu bytes "
-                    "does not fit: the channel's data ring is %" PRIu64
-                    " bytes (the largest message; nerve create "
-                    "--size)\n",
-                    name, len, st.data_size);
-            return CLI_FAIL;
-        }
-    }
     if (rc == NERVE_ETIMEDOUT) {
         char who[256];
         if (lock_holder(name, who, sizeof who) == 0) {
@@ -152,6 +144,13 @@ static int run(int argc, char **argv)
     char *data;
     size_t len;
     int owned = 0;
+    if (optind + 1 >= argc && isatty(STDIN_FILENO)) {
+        /* Otherwise a user who forgot DATA sees a command that hangs. */
+        fprintf(stderr,
+                "nerve put: reading the message%s for %s from standard "
+                "input; end it with Ctrl-D (or give DATA after NAME)\n",
+                lines ? "s, one per line," : "", name);
+    }
     if (optind + 1 < argc) {
         data = argv[optind + 1];
         len = strlen(data);

@@ -5,7 +5,8 @@
 
 _nerve_verbs()
 {
-    command nerve help 2>/dev/null | awk '/^  [a-z]/ { print $1 }'
+    command nerve help 2>/dev/null |
+        awk '/^  [a-z]/ && !/\(not installed/ { print $1 }'
 }
 
 _nerve_flags()

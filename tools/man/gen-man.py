@@ -67,14 +67,17 @@ def main(argv):
             section = "builtin"
         elif line.startswith("external verbs"):
             section = "external"
-        elif line.startswith("  ") and section:
+        elif line.startswith("  ") and section and "(not installed" not in line:
             parts = line.split(None, 1)
             if section == "builtin" or external:
                 verbs.append((parts[0], parts[1] if len(parts) > 1 else "", section))
     if not verbs:
         print("gen-man.py: %s help listed no verbs" % nerve, file=sys.stderr)
         return 1
-    shown = top if external else top.split("\nexternal verbs")[0]
+    # nerve.1 lists every verb with its line, external ones included (their
+    # lines come from one table in tools/cmd/help.c); pages per external
+    # verb are written only with --external.
+    shown = re.sub(r" \(not installed: [^)]*\)", "", top)
     with open(os.path.join(outdir, "nerve.1"), "w") as f:
         f.write(page("nerve", "real-time IPC channels in shared memory",
                      ["nerve VERB [ARGS]", "nerve VERB --help"], shown.splitlines()[1:], version))

@@ -263,6 +263,7 @@ public:
                                const ChannelOptions &o = {},
                                const ChannelMeta &meta = {}) noexcept
     {
+        detail::clear_detail();
         detail::cname n(name);
         if (n.rc != 0) {
             return fail(n.rc);
@@ -283,6 +284,7 @@ public:
     static Result<Channel> open(std::string_view name,
                                 Access a = Access::read) noexcept
     {
+        detail::clear_detail();
         detail::cname n(name);
         if (n.rc != 0) {
             return fail(n.rc);
@@ -437,7 +439,12 @@ template <class T> int check_type(const nerve_chan *c)
     const std::string_view enc = Codec<T>::encoding();
     if (type != std::string_view(m.type ? m.type : "") ||
         enc != std::string_view(m.encoding ? m.encoding : "")) {
-        return NERVE_EMISMATCH;
+        return set_detail(
+            NERVE_EMISMATCH,
+            "the channel carries type '" + std::string(m.type ? m.type : "") +
+                "' (encoding '" + std::string(m.encoding ? m.encoding : "") +
+                "'), not '" + type + "' (encoding '" + std::string(enc) +
+                "') (open it with its own type, or use another channel)");
     }
     return 0;
 }

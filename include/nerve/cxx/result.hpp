@@ -90,15 +90,51 @@ private:
 
 namespace detail {
 
+// The detail of a failure found by this layer itself (a typed open whose
+// channel carries another type), kept per thread beside the C library's
+// nerve_err_detail() and shown the same way. Setup calls clear it.
+struct LastDetail {
+    int code = 0;
+    char text[384] = "";
+};
+inline LastDetail &last_detail() noexcept
+{
+    thread_local LastDetail d;
+    return d;
+}
+inline void clear_detail() noexcept
+{
+    last_detail().code = 0;
+}
+inline int set_detail(int code, const std::string &text) noexcept
+{
+    LastDetail &d = last_detail();
+    std::snprintf(d.text, sizeof d.text, "%s", text.c_str());
+    d.code = code;
+    return code;
+}
+// The detail of `code`: this layer's, else the C library's (which is
+// nerve_strerror(code) when it recorded none).
+inline const char *detail_of(int code) noexcept
+{
+    const LastDetail &d = last_detail();
+    if (code != 0 && d.code == code && d.text[0]) {
+        return d.text;
+    }
+    return nerve_err_detail(code);
+}
+
 // Throw nerve::Error, or print and abort where exceptions are disabled
 // (the only place the layer can end the process, and only on misuse or in
 // an _or_throw call, never from a hot-path status).
 [[noreturn]] inline void raise(int code, const char *what)
 {
 #if NERVE_CXX_EXCEPTIONS
-    throw Error(code, std::string(what) + ": " + nerve_strerror(code));
+    throw Error(code, std::string(what) + ": " + nerve_err_name(code) + ": " +
+                          detail_of(code));
 #else
-    std::fprintf(stderr, "nerve: %s: %s\n", what, nerve_strerror(code));
+    std::fprintf(stderr, "nerve: %s: %s: %s\n", what, nerve_err_name(code),
+                 detail_of(code));
     std::abort();
 #endif
 }
@@ -123,13 +159,16 @@ public:
         return code_;
     }
     /// The code's name ("EAGAIN") and message; "OK" / "success" on success.
+    /// The message is the library's detail of the failure (what was wrong,
+    /// what would have been accepted, what to do: nerve_err_detail()) when
+    /// read before this thread's next nerve call, else the code's message.
     const char *name() const noexcept
     {
         return nerve_err_name(code_);
     }
     const char *message() const noexcept
     {
-        return nerve_strerror(code_);
+        return detail_of(code_);
     }
     /// The code as a std::error_code.
     std::error_code error_code() const noexcept

@@ -12,6 +12,8 @@ from typing import Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple
 
 import nerve
 
+from ._text import escape
+
 # nerve's metadata encoding -> (MCAP message encoding, MCAP schema encoding).
 # The MCAP names are the well-known ones of the MCAP format registry
 # (https://mcap.dev/spec/registry), which Foxglove decodes. An encoding not
@@ -110,6 +112,11 @@ def human_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def plural(n: int, one: str, many: Optional[str] = None) -> str:
+    """plural(1, "channel") -> "1 channel"; plural(2, "channel") -> "2 channels"."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def human_age(ns: Optional[int]) -> str:
     """Age in nanoseconds as "850 ms", "12.0 s", "3.5 min"; "-" for none."""
     if ns is None:
@@ -134,8 +141,17 @@ def realtime_offset_ns() -> int:
     return wall - (before + after) // 2
 
 
+def chan_error(name: str, e: Exception) -> str:
+    """``NAME: CODE: detail`` for a failure on channel NAME, as the C verbs
+    print it (a nerve.Error names its channel itself), else ``NAME: e``."""
+    if isinstance(e, nerve.Error) and e.channel == name:
+        return str(e)
+    return f"{name}: {e}"
+
+
 def die(prog: str, msg: str, code: int = 1) -> NoReturn:
-    print(f"{prog}: {msg}", file=sys.stderr)
+    # The message may quote a name or a peer's words: escaped (_text).
+    print(f"{prog}: {escape(msg, keep_lines=True)}", file=sys.stderr)
     raise SystemExit(code)
 
 

@@ -9,19 +9,19 @@ from typing import Iterator, Optional
 
 import nerve
 
-from ._common import die
+from ._common import chan_error, die
 
 
 def open_channel(prog: str, name: str, write: bool = False) -> nerve.Channel:
-    """Open a channel or exit: 2 for a bad name, 1 for a failed open."""
-    bad = [c for c in name if not (c.isascii() and (c.isalnum() or c in "_.-"))]
-    if not name or bad or name.startswith(".") or len(name.encode()) > nerve.NAME_MAX:
-        die(prog, f"{name!r}: not a channel name (names use A-Z a-z 0-9 _ . -, do not "
-                  f"start with '.', at most {nerve.NAME_MAX} bytes)", 2)
+    """Open a channel or exit: 2 for a bad name, 1 for a failed open. The
+    message is the C verbs' (``nerve VERB: NAME: CODE: detail``, the name
+    quoted when it is not a channel name), the detail the library's."""
     try:
         return nerve.open(name, write=write)
+    except (nerve.InvalidArgument, nerve.NameTooLong) as e:
+        die(prog, f"{name!r}: {e.code_name}: {e.detail}", 2)
     except nerve.Error as e:
-        die(prog, f"{name}: {e}")
+        die(prog, chan_error(name, e))
 
 
 def follow(ch: nerve.Channel, *, start: str = "now", newest: bool = False,

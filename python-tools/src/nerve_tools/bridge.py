@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -77,13 +80,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--express", action="store_true",
                    help="send every message at once, without batching (lower latency under load, "
                         "lower throughput of small messages)")
+    p.add_argument("--version", action="store_true",
+                   help="say which data path (rust or python) a run uses, and the Zenoh underneath")
     p.add_argument("--poll", type=float, default=0.0, metavar="USEC",
                    help="exporters poll a periodic channel from USEC microseconds before its next "
                         "message is due (learnt from its rate) instead of sleeping until the writer "
                         "wakes them: one wake-up less per message for about 2 x USEC of CPU "
                         "(for a spare core; 0: off)")
     limits.add_arguments(p)
-    r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md)")
+    r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md); 'nerve ros2 --rmw zenoh' runs "
+                             "this too, and 'nerve ros2' speaks DDS (docs/ros2.md)")
     r.add_argument("--ros2", action="store_true",
                    help="speak rmw_zenoh instead: --export/--import globs name channels = ROS 2 topics")
     r.add_argument("--ros2-domain", type=int, default=0, metavar="N", help="ROS_DOMAIN_ID (0)")
@@ -103,6 +109,78 @@ def ls_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=CONNECT_TIMEOUT_S, metavar="SEC",
                    help=f"how long to wait for peers and answers ({CONNECT_TIMEOUT_S:g})")
     return p
+
+
+# The data path: the Rust program nerve-bridge-rs (rust/nerve-bridge) when it
+# is installed, else this package's Python engine (bridge_engine.py). The two
+# speak the same protocol; --ros2 (rmw_zenoh) and --poll are Python's only.
+DATA_PATH_ENV = "NERVE_BRIDGE_DATA_PATH"  # "rust", "python" or unset (auto)
+RUST_BIN_ENV = "NERVE_BRIDGE_RS"  # path of nerve-bridge-rs
+RUST_BIN = "nerve-bridge-rs"
+
+
+def rust_binary() -> Optional[str]:
+    """Path of the Rust data path's program, or None: $NERVE_BRIDGE_RS, or
+    nerve-bridge-rs beside this Python, or on PATH."""
+    env = os.environ.get(RUST_BIN_ENV)
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    beside = os.path.join(os.path.dirname(sys.executable), RUST_BIN)
+    if os.access(beside, os.X_OK):
+        return beside
+    return shutil.which(RUST_BIN)
+
+
+def data_path(args: Optional[argparse.Namespace] = None) -> tuple:
+    """("rust", path) or ("python", why) for a bridge run with ``args``.
+    NERVE_BRIDGE_DATA_PATH=python forces Python, =rust requires Rust (a
+    usage error when it is not installed); unset, Rust is used when
+    installed."""
+    want = os.environ.get(DATA_PATH_ENV, "").strip().lower()
+    if want not in ("", "rust", "python"):
+        raise BridgeError(f"bad {DATA_PATH_ENV}={want!r}: rust or python")
+    if want == "python":
+        return "python", f"{DATA_PATH_ENV}=python"
+    if args is not None and (args.ros2 or args.poll):
+        return "python", "--ros2" if args.ros2 else "--poll"
+    path = rust_binary()
+    if path is None:
+        if want == "rust":
+            raise BridgeError(f"{DATA_PATH_ENV}=rust but {RUST_BIN} is not installed "
+                              f"(make rust-bridge-install, or set {RUST_BIN_ENV})")
+        return "python", f"{RUST_BIN} not installed"
+    return "rust", path
+
+
+def _zenoh_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("eclipse-zenoh")
+    except Exception:
+        return ""
+
+
+def version_text() -> str:
+    """What `nerve bridge --version` prints: which data path a plain run
+    uses, and the Zenoh underneath."""
+    try:
+        from importlib.metadata import version
+        tools = version("nerve-tools")
+    except Exception:
+        tools = "unknown"
+    zpy = _zenoh_version() or "unknown"
+    try:
+        kind, where = data_path()
+    except BridgeError as e:
+        return f"nerve bridge {tools}: {e}"
+    if kind == "rust":
+        try:
+            out = subprocess.run([where, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as e:
+            out = f"{where}: {e}"
+        return (f"nerve bridge {tools}: data path: rust ({where}: {out}); "
+                f"--ros2 and --poll: python (eclipse-zenoh {zpy})")
+    return f"nerve bridge {tools}: data path: python (eclipse-zenoh {zpy}; {where})"
 
 
 def _die(msg: str, code: int = 1) -> int:
@@ -125,6 +203,17 @@ def run(argv: Sequence[str]) -> int:
         budget = limits.ImportBudget.from_args(args)
     except limits.LimitError as e:
         p.error(str(e))
+    try:
+        kind, where = data_path(args)
+    except BridgeError as e:
+        return _die(str(e), 2)
+    if kind == "rust":
+        # The same arguments, checked above; the program replaces this one
+        # (its signals, exit status, stdout and stderr are the bridge's).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(where, [where, *argv])
+    zversion = _zenoh_version()
     try:
         ident = host_id(args.ident)
         sopts = SessionOptions(config=args.config, listen=args.listen, connect=args.connect, scout=args.scout)
@@ -160,7 +249,9 @@ def run(argv: Sequence[str]) -> int:
         if args.imports:
             what.append("importing " + ", ".join(args.imports))
         print(f"{PROG}: ready: id {ident}, domain {args.domain}, "
-              f"{'; '.join(what) or 'nothing exported or imported'}", file=sys.stderr, flush=True)
+              f"{'; '.join(what) or 'nothing exported or imported'}; "
+              f"data path: python (eclipse-zenoh{' ' + zversion if zversion else ''}; {where})",
+              file=sys.stderr, flush=True)
         if args.connect and not wait_connected(session, 3.0):
             print(f"{PROG}: warning: no peer reachable yet at {', '.join(args.connect)}; "
                   "still trying", file=sys.stderr, flush=True)
@@ -203,6 +294,11 @@ def ls(argv: Sequence[str]) -> int:
     prog = "nerve ls --remote"
     if args.domain < 0:
         p.error("--domain must be >= 0")
+    if not args.connect and not args.config and not args.scout:
+        # Multicast scouting is off, so nothing could answer: say so now
+        # rather than after the --timeout.
+        p.error("no peer to ask: give --connect ENDPOINT (e.g. tcp/192.0.2.1:7447), "
+                "--config ZENOH_JSON5 or --scout")
     try:
         session = open_session(SessionOptions(config=args.config, connect=args.connect, scout=args.scout))
     except BridgeError as e:
@@ -257,6 +353,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if argv and argv[0] == "ls":
             return ls(argv[1:])
+        if "--version" in argv:
+            print(version_text())
+            return 0
         return run(argv)
     except KeyboardInterrupt:
         return 130

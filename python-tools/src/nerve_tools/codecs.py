@@ -30,6 +30,7 @@ from typing import Any, List, Optional, Tuple, Union
 import numpy as np
 
 from . import schemas
+from ._text import escape, has_control
 
 Bytes = Union[bytes, bytearray, memoryview]
 
@@ -362,9 +363,12 @@ def _scalar(v: Any) -> str:
     if isinstance(v, Elided):
         return s
     if (s == "" or s != s.strip() or any(c in s for c in ":#{}[],&*!|>'\"%@`\n")
+            or has_control(s)
             or s.lower() in ("true", "false", "null", "yes", "no", "~")
             or _looks_numeric(s)):
-        return json.dumps(s, ensure_ascii=False)
+        # Quoted as JSON writes it, with DEL and C1 escaped too: no decoded
+        # string reaches the terminal with a control character in it.
+        return '"' + escape(s, quote=True) + '"'
     return s
 
 
@@ -386,11 +390,11 @@ def to_yaml(value: Any, indent: int = 0) -> str:
         out = []
         for k, v in value.items():
             if isinstance(v, dict) and v:
-                out.append(f"{pad}{k}:\n{to_yaml(v, indent + 1)}")
+                out.append(f"{pad}{escape(str(k))}:\n{to_yaml(v, indent + 1)}")
             elif isinstance(v, list) and v and any(isinstance(x, (dict, list)) for x in v):
-                out.append(f"{pad}{k}:\n{to_yaml(v, indent + 1)}")
+                out.append(f"{pad}{escape(str(k))}:\n{to_yaml(v, indent + 1)}")
             else:
-                out.append(f"{pad}{k}: {_inline(v)}")
+                out.append(f"{pad}{escape(str(k))}: {_inline(v)}")
         return "\n".join(out)
     if isinstance(value, list) and value and any(isinstance(x, (dict, list)) for x in value):
         out = []
@@ -406,7 +410,7 @@ def to_yaml(value: Any, indent: int = 0) -> str:
 
 def _inline(v: Any) -> str:
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_inline(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{escape(str(k))}: {_inline(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list):
         return "[" + ", ".join(_inline(x) for x in v) + "]"
     if isinstance(v, (bytes, bytearray)):

@@ -16,6 +16,7 @@ import nerve
 from . import codecs
 from ._common import sigterm_as_interrupt
 from ._follow import follow, open_channel, out
+from ._text import escape
 
 PROG = "nerve echo"
 
@@ -74,7 +75,7 @@ def render(codec: codecs.Codec, msg: nerve.Message, args: argparse.Namespace) ->
     if args.header:
         head = f"# seq {msg.seq}  size {msg.size}  missed {msg.missed}  time_ns {msg.time_ns}\n"
     if error is not None:
-        return f"{head}# cannot decode: {error}\n{codecs.hexdump(data)}\n---\n"
+        return f"{head}# cannot decode: {escape(error)}\n{codecs.hexdump(data)}\n---\n"
     return f"{head}{codecs.to_yaml(value)}\n---\n"
 
 
@@ -91,7 +92,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         codec = codecs.Codec.for_channel(ch)
     except codecs.CodecError as e:
-        print(f"{PROG}: {args.name}: {e}; showing hex", file=sys.stderr)
+        print(f"{PROG}: {escape(args.name)}: {escape(str(e))}; showing hex", file=sys.stderr)
         codec = codecs.Codec(None, None, None)
         codec_error = str(e)
     else:
@@ -101,17 +102,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         for msg in follow(ch, start=start, newest=args.newest, timeout=args.timeout):
             if codec_error is not None and not args.json:
-                out(f"# cannot decode: {codec_error}\n{codecs.hexdump(bytes(msg.data))}\n---\n")
+                out(f"# cannot decode: {escape(codec_error)}\n{codecs.hexdump(bytes(msg.data))}\n---\n")
             else:
                 out(render(codec, msg, args))
             n += 1
             if args.count is not None and n >= args.count:
                 break
     except FieldError as e:
-        print(f"{PROG}: {args.name}: {e}", file=sys.stderr)
+        print(f"{PROG}: {escape(args.name)}: {escape(str(e))}", file=sys.stderr)
         return 2
     except nerve.Timeout:
-        print(f"{PROG}: {args.name}: no message for {args.timeout:g} s", file=sys.stderr)
+        print(f"{PROG}: {escape(args.name)}: no message for {args.timeout:g} s", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass

@@ -69,7 +69,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import nerve
 
 from . import codecs
-from ._common import RAW, from_mcap, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
+from ._common import RAW, chan_error, from_mcap, plural, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
 
 #: The subprotocols a client may ask for: the published protocol's name and
 #: the SDK's (the SDK's server accepts only the latter).
@@ -602,7 +602,7 @@ class Bridge:
                 n += self._forward(link)
             except nerve.Error as e:
                 # A channel that turned bad is withdrawn; the others go on.
-                print(f"{PROG}: {name}: {e}; withdrawn", file=sys.stderr)
+                print(f"{PROG}: {chan_error(name, e)}; withdrawn", file=sys.stderr)
                 self._refused[name] = link.created
                 self._withdraw(name)
         return n
@@ -697,7 +697,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # The ready line (tests read the port from it).
     scheme = "wss" if tls else "ws"
     what = f"clients may write {', '.join(args.publish)}" if args.publish else "read-only"
-    print(f"{PROG}: serving {len(bridge.links)} channels on {scheme}://{args.host}:{bridge.port}; "
+    print(f"{PROG}: serving {plural(len(bridge.links), 'channel')} on {scheme}://{args.host}:{bridge.port}; "
           f"{what}; Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
         while True:
@@ -711,7 +711,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         missed = sum(link.missed for link in links)
         bridge.close()
     if not args.quiet:
-        print(f"{PROG}: forwarded {fwd} messages, {missed} missed; {bridge.refused} client "
+        print(f"{PROG}: forwarded {plural(fwd, 'message')}, {missed} missed; {bridge.refused} client "
               "channels refused", file=sys.stderr)
     return 0
 

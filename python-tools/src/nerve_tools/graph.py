@@ -12,13 +12,17 @@ import subprocess
 import sys
 from typing import Optional, Sequence
 
+from ._text import escape
 from .who import Scan, scan
 
 PROG = "nerve graph"
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    # DOT's escapes for backslash, quote and newline, and every other
+    # control character escaped too (_text): the DOT text may go to a
+    # terminal, and names and command lines are anyone's.
+    return '"' + escape(s, quote=True) + '"'
 
 
 def dot(res: Scan) -> str:

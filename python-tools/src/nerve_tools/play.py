@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -32,9 +33,11 @@ from ._common import (
     META_NAME,
     META_SLOTS,
     META_TYPE,
+    chan_error,
     channel_name,
     die,
     from_mcap,
+    plural,
     sigterm_as_interrupt,
 )
 
@@ -103,6 +106,7 @@ class Player:
         self.start_ns = None if start is None or t_first is None else t_first + int(start * 1e9)
         self.end_ns = None if end is None or t_first is None else t_first + int(end * 1e9)
         self.total = 0
+        self.played = 0  # messages put by play(), counted as they go
         for schema, chan, msg in self._messages():
             if not self._wanted(chan.topic) or not self._in_window(msg.log_time):
                 continue
@@ -145,7 +149,7 @@ class Player:
             try:
                 self._open_target(t)
             except nerve.Error as e:
-                print(f"{PROG}: {t.name}: {e}; not playing {topic!r}", file=sys.stderr)
+                print(f"{PROG}: {chan_error(t.name, e)}; not playing {topic!r}", file=sys.stderr)
                 self.total -= t.count
                 del self.targets[topic]
         if not self.targets:
@@ -185,7 +189,7 @@ class Player:
             raise ValueError("rate must be positive")
         t0_wall = time.monotonic_ns()
         t0_log: Optional[int] = None
-        n = 0
+        n = 0  # this pass; self.played counts every pass, interrupted ones too
         for _schema, chan, msg in self._messages():
             t = self.targets.get(chan.topic)
             if t is None or not self._in_window(msg.log_time):
@@ -200,11 +204,22 @@ class Player:
                         break
                     time.sleep(left / 1e9)
             assert t.ch is not None
-            t.ch.put(msg.data)
-            n += 1
+            # Ctrl-C (or SIGTERM) is held off while a message is put and
+            # counted, so an interrupted pass counts exactly what it put.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+            try:
+                t.ch.put(msg.data)
+                n += 1
+                self.played += 1
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
             if progress is not None:
                 progress(n)
         return n
+
+
+#: The signals that stop play (Ctrl-C, and SIGTERM by sigterm_as_interrupt).
+_STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
 def _rename(text: str) -> Tuple[str, str]:
@@ -252,7 +267,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         die(PROG, f"cannot read {' '.join(args.files)}: {type(e).__name__}: {e}")
     if args.list:
         for t in player.targets.values():
-            print(f"{t.topic}\t{t.name}\t{t.count} messages\t{t.type or '-'}\t{t.encoding or '-'}")
+            print(f"{t.topic}\t{t.name}\t{plural(t.count, 'message')}\t{t.type or '-'}\t{t.encoding or '-'}")
         return 0
     if not player.targets:
         die(PROG, "no message to play (check --channel, --start, --end)")
@@ -261,8 +276,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (nerve.Error, ValueError) as e:
         player.close()
         die(PROG, str(e))
-    total = 0
     loops = 0
+    interrupted = False
     t0 = time.monotonic()
     progress = None
     if console.is_terminal and not args.quiet:
@@ -273,14 +288,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         while True:
             task = progress.add_task("play", total=player.total) if progress else None
             cb = (lambda n, task=task: progress.update(task, completed=n)) if progress else None
-            total += player.play(rate=args.rate, fast=args.fast, progress=cb)
+            player.play(rate=args.rate, fast=args.fast, progress=cb)
             loops += 1
             if progress is not None:
                 progress.remove_task(task)
             if not args.loop:
                 break
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     except nerve.Error as e:
         die(PROG, str(e))
     finally:
@@ -289,8 +304,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         player.close()
     if not args.quiet:
         made = [t.name for t in player.targets.values() if t.created]
-        print(f"{PROG}: {total} messages into {len(player.targets)} channels in "
-              f"{time.monotonic() - t0:.2f} s ({loops} pass{'es' if loops != 1 else ''})"
+        # What was played, also when Ctrl-C ended a pass part-way.
+        n, k = player.played, len(player.targets)
+        print(f"{PROG}: {plural(n, 'message')} into {plural(k, 'channel')} in "
+              f"{time.monotonic() - t0:.2f} s ({plural(loops, 'pass', 'passes')}"
+              + (", interrupted" if interrupted else "") + ")"
               + (f"; created {', '.join(made)}" if made else ""), file=sys.stderr)
     return 0
 

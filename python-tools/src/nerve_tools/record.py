@@ -42,9 +42,11 @@ from ._common import (
     META_NAME,
     META_SLOTS,
     META_TYPE,
+    chan_error,
     die,
     human_bytes,
     is_pattern,
+    plural,
     realtime_offset_ns,
     select,
     to_mcap,
@@ -156,13 +158,13 @@ class Recorder:
         except nerve.ChannelNotFound:
             return False
         except nerve.Error as e:
-            print(f"{PROG}: {name}: {e}", file=sys.stderr)
+            print(f"{PROG}: {chan_error(name, e)}", file=sys.stderr)
             return False
         try:
             st = ch.stat()
         except nerve.Error as e:
             ch.close()
-            print(f"{PROG}: {name}: {e}", file=sys.stderr)
+            print(f"{PROG}: {chan_error(name, e)}", file=sys.stderr)
             return False
         if initial and not self.from_start:
             ch.seek(st.head_seq)
@@ -401,7 +403,7 @@ def _table(rec: Recorder, elapsed: float):  # -> rich Table
         t.add_row(name, str(s.messages), human_bytes(s.bytes), f"{s.rate():.1f}",
                   f"[red]{s.missed}[/red]" if s.missed else "0")
     tot = rec.total
-    t.add_row(f"[bold]{len(rec.stats)} channels, {elapsed:.1f} s[/bold]", str(tot.messages),
+    t.add_row(f"[bold]{plural(len(rec.stats), 'channel')}, {elapsed:.1f} s[/bold]", str(tot.messages),
               human_bytes(tot.bytes), "", str(tot.missed))
     return t
 
@@ -461,7 +463,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         console.print(_table(rec, time.monotonic() - t0))
     tot = rec.total
     missed = ", ".join(f"{n}: {s.missed}" for n, s in sorted(rec.stats.items()) if s.missed)
-    print(f"{PROG}: {tot.messages} messages, {tot.bytes} bytes, {tot.missed} missed"
+    print(f"{PROG}: {plural(tot.messages, 'message')}, {plural(tot.bytes, 'byte')}, {tot.missed} missed"
           + (f" ({missed})" if missed else "") + f" -> {', '.join(rec.files)}",
           file=sys.stderr)
     return 0

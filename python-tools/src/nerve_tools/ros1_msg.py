@@ -1,5 +1,6 @@
-"""ROS 1 message plumbing of ``nerve ros1``: finding Debian's rospy, the
-md5sum of a message definition, and message classes that carry bytes.
+"""ROS 1 message plumbing of ``nerve ros1``: finding Debian's ROS 1 Python
+modules (genmsg for the bridge, rospy and the message packages for tests
+and tools) and the md5sum of a message definition.
 
 Where rospy comes from. Debian ships ROS 1's Python modules (rospy,
 rosgraph, genpy, genmsg, ...) in ``/usr/lib/python3/dist-packages`` for
@@ -54,17 +55,17 @@ class _RosFinder(importlib.abc.MetaPathFinder):
 
 
 def enable() -> None:
-    """Make Debian's rospy importable (see the module comment). Raises
+    """Make Debian's ROS 1 modules importable (see the module comment). Raises
     ImportError with a hint when it cannot be found."""
     if not any(isinstance(f, _RosFinder) for f in sys.meta_path):
         sys.meta_path.append(_RosFinder())
     try:
-        import rospy  # noqa: F401
+        import genmsg  # noqa: F401
     except ImportError as e:
         raise ImportError(
-            f"rospy not found ({e}); install Debian's ROS 1 Python modules "
+            f"genmsg not found ({e}); install Debian's ROS 1 Python modules "
             f"(apt-get install python3-rospy python3-rostopic) or set "
-            f"NERVE_ROS1_DIST_PACKAGES to where rospy lives") from e
+            f"NERVE_ROS1_DIST_PACKAGES to where they live") from e
 
 
 #: The separator ROS puts between the definitions of a full message text
@@ -98,63 +99,51 @@ def split_definition(full_text: str) -> Tuple[str, Dict[str, str]]:
     return "\n".join(main), deps
 
 
+#: Deepest nesting of message types md5sum() follows (ROS's own types
+#: nest a few levels).
+MAX_NESTING = 64
+
+
 def md5sum(type_name: str, full_text: str) -> str:
     """The md5sum ROS 1 gives type ``type_name`` with full definition
-    ``full_text``, computed as ROS does (genmsg.compute_md5: comments and
-    whitespace dropped, constants first, nested types replaced by their
-    own md5sums). Raises ValueError on a definition genmsg rejects or one
-    that misses a nested type."""
+    ``full_text``. The definitions are parsed by genmsg; the md5 text is
+    built as the ROS wiki and genmsg define it (constants first as
+    ``type name=value``, then fields as ``type name``, a nested type
+    replaced by its own md5sum, package names dropped, comments and
+    whitespace gone), with each nested type's md5sum computed once:
+    genmsg's compute_md5 recomputes a type at every use, which a hostile
+    definition (each type holding two of the one below, 40 levels) turns
+    into 2^40 steps. Raises ValueError on a definition genmsg rejects, one
+    that misses a nested type, or nests deeper than MAX_NESTING."""
     enable()
-    from genmsg import MsgContext, compute_md5
+    import hashlib
+
+    from genmsg import MsgContext
     from genmsg.msg_loader import load_msg_from_string
+    from genmsg.msgs import bare_msg_type, is_builtin
 
     main, deps = split_definition(full_text)
     ctx = MsgContext.create_default()
+    memo: Dict[str, str] = {}
+
+    def of(spec: Any, depth: int) -> str:
+        if spec.full_name in memo:
+            return memo[spec.full_name]
+        if depth > MAX_NESTING:
+            raise ValueError(f"types nested deeper than {MAX_NESTING}")
+        lines = [f"{c.type} {c.name}={c.val_text}\n" for c in spec.constants]
+        for t, n in zip(spec.types, spec.names):
+            base = bare_msg_type(t)
+            if is_builtin(base):
+                lines.append(f"{t} {n}\n")
+            else:
+                lines.append(f"{of(ctx.get_registered(base), depth + 1)} {n}\n")
+        memo[spec.full_name] = hashlib.md5("".join(lines).strip().encode()).hexdigest()
+        return memo[spec.full_name]
+
     try:
         for name, text in deps.items():
             load_msg_from_string(ctx, text, name)
-        spec = load_msg_from_string(ctx, main, type_name)
-        return compute_md5(ctx, spec)
+        return of(load_msg_from_string(ctx, main, type_name), 0)
     except Exception as e:  # genmsg raises several unrelated classes
         raise ValueError(f"cannot compute the md5sum of {type_name}: {e}") from e
-
-
-_classes: Dict[Tuple[str, str], type] = {}
-
-
-def raw_class(type_name: str, md5: str, full_text: str) -> type:
-    """A rospy message class for ``type_name`` whose instances carry
-    already serialised bytes: ``cls(data)`` serialises as ``data``,
-    unchanged, and announces the given type, md5sum and definition in the
-    connection header. No per-message decoding or encoding happens."""
-    enable()
-    import genpy
-
-    key = (type_name, md5)
-    cls = _classes.get(key)
-    if cls is not None:
-        return cls
-
-    def __init__(self: Any, data: Any = b"") -> None:
-        self._buff = data
-
-    def serialize(self: Any, buff: Any) -> None:
-        buff.write(self._buff)
-
-    def deserialize(self: Any, data: Any) -> Any:
-        self._buff = data
-        return self
-
-    cls = type("RawMessage", (genpy.Message,), {
-        "__slots__": ["_buff"],
-        "_type": type_name,
-        "_md5sum": md5,
-        "_full_text": full_text,
-        "_has_header": False,  # rospy must not rewrite header.seq
-        "_slot_types": [],
-        "__init__": __init__,
-        "serialize": serialize,
-        "deserialize": deserialize,
-    })
-    _classes[key] = cls
-    return cls

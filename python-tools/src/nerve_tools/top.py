@@ -21,7 +21,7 @@ lose: 0 on a channel whose ring is large enough for its rate.
 
 Keys: ``/`` filter (glob or substring), ``escape`` clear filter, ``s`` next
 sort column, ``r`` reverse order, clicking a column header sorts by it,
-``q`` quit.
+``q`` or Ctrl-C quit.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import nerve
 
 from ._common import human_age, human_bytes
+from ._text import escape
 
 PROG = "nerve top"
 
@@ -216,7 +217,7 @@ def _bridge_roles() -> Dict[str, str]:
 
 # Columns: (title, sort key, cell text).
 COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
-    ("channel", lambda r: r.name, lambda r: f"{r.name} ({r.bridge})" if r.bridge else r.name),
+    ("channel", lambda r: r.name, lambda r: escape(f"{r.name} ({r.bridge})" if r.bridge else r.name)),
     ("rate Hz", lambda r: r.rate, lambda r: f"{r.rate:.1f}"),
     ("bandwidth", lambda r: r.bandwidth, lambda r: f"{human_bytes(r.bandwidth)}/s"),
     ("size", lambda r: r.size, lambda r: human_bytes(r.size)),
@@ -225,13 +226,33 @@ COLUMNS: List[Tuple[str, Callable[[Row], object], Callable[[Row], str]]] = [
     ("history", lambda r: r.history_s or 0.0,
      lambda r: "-" if r.history_s is None else human_age(int(r.history_s * 1e9))),
     ("procs", lambda r: (r.writers, r.readers), lambda r: f"W{r.writers} R{r.readers}"),
-    ("type", lambda r: r.type, lambda r: r.error or (f"{r.type} ({r.encoding})" if r.encoding else r.type or "-")),
+    # A type or encoding is text from the channel file: escaped (_text), as
+    # every text cell; cells reach rich and textual as Text, never markup.
+    ("type", lambda r: r.type,
+     lambda r: escape(r.error or (f"{r.type} ({r.encoding})" if r.encoding else r.type or "-"))),
     ("ring", lambda r: r.data_size, lambda r: f"{r.slots} x {human_bytes(r.data_size)}" if r.slots else "-"),
 ]
 
 
+# --sort takes a column's first word ("rate" for "rate Hz").
+SORT_NAMES = [title.split()[0] for title, _k, _t in COLUMNS]
+
+
+def _sort_name(text: str) -> str:
+    """A column title, whole or by its first word, as its --sort name."""
+    return text.split()[0] if text else text
+
+
 def cells(row: Row) -> List[str]:
     return [text(row) for _title, _key, text in COLUMNS]
+
+
+def rich_cells(row: Row) -> list:  # -> List[rich.text.Text]
+    """The cells as rich Text: shown as they are, never read as markup
+    (a type like ``[red]x`` stays that text)."""
+    from rich.text import Text
+
+    return [Text(c) for c in cells(row)]
 
 
 def arrange(rows: List[Row], sort: int = 0, reverse: bool = False, filt: str = "") -> List[Row]:
@@ -253,7 +274,7 @@ def render_table(rows: List[Row]):  # -> rich.table.Table
     for title, _k, _t in COLUMNS:
         t.add_column(title, justify="left" if title in ("channel", "type", "ring", "procs") else "right")
     for r in rows:
-        t.add_row(*cells(r))
+        t.add_row(*rich_cells(r))
     return t
 
 
@@ -272,6 +293,9 @@ def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bo
         """
         BINDINGS = [
             Binding("q", "quit", "quit"),
+            # The terminal is in raw mode, so Ctrl-C is a key, not SIGINT:
+            # it quits, as it ends every other verb.
+            Binding("ctrl+c", "quit", "quit", show=False, priority=True),
             Binding("s", "next_sort", "sort"),
             Binding("r", "reverse", "reverse"),
             Binding("slash", "filter", "filter"),
@@ -313,13 +337,13 @@ def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bo
                 # Same rows in the same order: change only the cells (no
                 # flicker, the cursor stays where it is).
                 for r in shown:
-                    for (title, _k, _t), text in zip(COLUMNS, cells(r)):
+                    for (title, _k, _t), text in zip(COLUMNS, rich_cells(r)):
                         table.update_cell(r.name, title, text, update_width=True)
             else:
                 cursor = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
                 table.clear()
                 for r in shown:
-                    table.add_row(*cells(r), key=r.name)
+                    table.add_row(*rich_cells(r), key=r.name)
                 self._keys = keys
                 if cursor in keys:
                     table.move_cursor(row=keys.index(cursor))
@@ -374,8 +398,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("patterns", nargs="*", metavar="PATTERN", help="only channels matching these globs")
     p.add_argument("-i", "--interval", type=float, default=0.5, help="refresh period in seconds (0.5)")
     p.add_argument("-w", "--window", type=float, default=2.0, help="rates over the last SEC seconds (2)")
-    p.add_argument("--sort", choices=[c[0] for c in COLUMNS], default="channel")
-    p.add_argument("--reverse", action="store_true")
+    p.add_argument("--sort", type=_sort_name, choices=SORT_NAMES, default="channel",
+                   help="the column to sort by (its first word: rate, not 'rate Hz')")
+    p.add_argument("--reverse", action="store_true", help="sort in descending order")
     p.add_argument("--read-budget", type=int, default=10000, metavar="N",
                    help="messages read per channel and refresh at most (10000)")
     p.add_argument("--once", action="store_true",
@@ -387,7 +412,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     if args.interval <= 0 or args.window <= 0:
         parser().error("--interval and --window must be positive")
-    sort = [c[0] for c in COLUMNS].index(args.sort)
+    sort = SORT_NAMES.index(args.sort)
     monitor = Monitor(args.patterns, window_s=args.window, read_budget=args.read_budget)
     try:
         if args.once:

@@ -1,14 +1,25 @@
 """nerve who: the processes that have channels open, found from /proc.
 
-A process that opened a channel maps its file, /dev/shm/nerve.NAME; its
-/proc/PID/maps line shows the mapping's permissions: ``r--s`` for a reader
-(a read-only handle), ``rw-s`` for a handle that may write. Nothing is
-written to any channel: readers of /proc and of the channel header only.
+A process that opened a channel maps its file, /dev/shm/nerve.NAME, and
+keeps a descriptor of it open. It is listed as a **writer** only where it
+could really write the channel: a shared writable mapping (``rw-s`` in
+/proc/PID/maps) or a descriptor opened for writing (O_WRONLY or O_RDWR in
+/proc/PID/fdinfo/FD). A read-only handle (``r--s``, O_RDONLY) is a reader,
+and so is a private writable mapping (``rw-p``): its writes go to the
+process's own copy, never to the channel, and any user who may read a
+channel can make one. Nothing is written to any channel: readers of /proc
+and of the channel header only.
 
 The holder of a channel's writer lock is read from the lock word of the
 channel header (a robust priority-inheritance mutex: the word is the
 owner's thread id, docs/design/0001-shm-layout.md, offset 128), as the
-holder's PID namespace numbers it.
+holder's PID namespace numbers it, and only from a file the library
+validates as a channel (nerve.stat: magic, layout version, ABI, geometry)
+that is still the file read: anyone may plant a file under a channel's
+name, and its bytes at offset 128 name nobody.
+
+Every name, command line and container id is printed escaped
+(``_text.escape``): a process or file name cannot write into the terminal.
 
 Processes of other users can be inspected only with the permission to read
 their /proc/PID/maps (root, or CAP_SYS_PTRACE); those that cannot be
@@ -28,10 +39,17 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import nerve
+
+from ._text import escape
+
 PROG = "nerve who"
 SHM = "/dev/shm"
 LOCK_OFFSET = 128          # the writer lock in the channel header
 FUTEX_TID_MASK = 0x3FFFFFFF
+# Layout versions whose writer lock word is at LOCK_OFFSET
+# (docs/design/0001-shm-layout.md).
+LOCK_LAYOUTS = (1, 2)
 
 _CONTAINER = re.compile(r"(?:docker|containerd|libpod|podman|crio|cri-containerd|lxc)[-/:]?"
                         r"([0-9a-f]{12,64}|[A-Za-z0-9_.-]+)")
@@ -43,7 +61,8 @@ class Use:
 
     channel: str
     pid: int
-    access: str            # "write" (a writable mapping) or "read"
+    access: str            # "write" (a shared writable mapping or a descriptor
+                           # open for writing) or "read"
     command: str
     user: str
     pidns: str             # "pid:[4026531836]"
@@ -100,38 +119,110 @@ def _proc_facts(pid: int, ours: str) -> Tuple[str, str, str, bool, str]:
 
 
 def _maps_channels(pid: int) -> Optional[Dict[str, Tuple[bool, bool]]]:
-    """channel -> (writable, deleted) of one process; None if unreadable."""
+    """channel -> (writable, deleted) of one process, from its mappings and
+    its descriptors; None if its maps are unreadable."""
     text = _read(f"/proc/{pid}/maps")
     if text is None:
         return None
     out: Dict[str, Tuple[bool, bool]] = {}
     prefix = f"{SHM}/nerve."
-    for line in text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6 or not parts[5].startswith(prefix):
-            continue
-        path = parts[5]
+
+    def note(path: str, writable: bool) -> None:
         deleted = path.endswith(" (deleted)")
         if deleted:
             path = path[: -len(" (deleted)")]
         name = path[len(prefix):]
-        w = parts[1][1] == "w"
         pw, pd = out.get(name, (False, False))
-        out[name] = (pw or w, pd or deleted)
+        out[name] = (pw or writable, pd or deleted)
+
+    for line in text.splitlines():
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith(prefix):
+            continue
+        perms = parts[1]
+        # rw-s: a shared writable mapping writes the channel; rw-p is a
+        # private copy-on-write one, which any reader may make.
+        note(parts[5], len(perms) == 4 and perms[1] == "w" and perms[3] == "s")
+    for fd, path in _fds(pid):
+        if not path.startswith(prefix):
+            continue
+        known = out.get(path[len(prefix):].removesuffix(" (deleted)"))
+        # A channel already known writable needs no more descriptors read.
+        note(path, bool(known and known[0]) or _fd_writable(pid, fd))
     return out
 
 
+def _fds(pid: int) -> List[Tuple[str, str]]:
+    """(fd, target) of the process's descriptors that are files in /dev/shm
+    (a process exiting meanwhile has none). Raw os calls: a process may
+    hold thousands (a handle each)."""
+    base = f"/proc/{pid}/fd/"
+    try:
+        fds = os.listdir(base)
+    except OSError:
+        return []
+    res = []
+    shm = SHM + "/"
+    for fd in fds:
+        try:
+            target = os.readlink(base + fd)
+        except OSError:
+            continue
+        if target.startswith(shm):
+            res.append((fd, target))
+    return res
+
+
+def _fd_writable(pid: int, fd: str) -> bool:
+    """Whether descriptor ``fd`` was opened for writing (its access mode in
+    /proc/PID/fdinfo/FD ``flags``, octal: O_WRONLY 1 or O_RDWR 2)."""
+    try:
+        f = os.open(f"/proc/{pid}/fdinfo/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        text = os.read(f, 256)
+    except OSError:
+        return False
+    finally:
+        os.close(f)
+    i = text.find(b"flags:")
+    if i < 0:
+        return False
+    digits = text[i + 6:].split(None, 1)
+    try:
+        return bool(digits) and (int(digits[0], 8) & 3) in (1, 2)
+    except ValueError:
+        return False
+
+
 def lock_holder(name: str) -> Optional[LockHolder]:
-    """Who holds the writer lock of channel ``name`` (None: free)."""
+    """Who holds the writer lock of channel ``name`` (None: free, or the
+    file is not a channel)."""
+    path = f"{SHM}/nerve.{name}"
     # Anyone may plant a FIFO or a link under a channel's name: open
     # nothing that can block or lead elsewhere, and read only regular files.
     try:
-        fd = os.open(f"{SHM}/nerve.{name}",
-                     os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        # Only a file the library accepts as a channel has a lock word at
+        # LOCK_OFFSET: the library checks magic, layout version, ABI and
+        # geometry. It opens the name itself, so the name must still lead
+        # to the file this descriptor holds (the inode cannot be reused
+        # while it is held open).
+        try:
+            info = nerve.stat(name)
+        except (nerve.Error, ValueError, TypeError):
+            return None
+        if info.layout_version not in LOCK_LAYOUTS:
+            return None
+        now = os.stat(path, follow_symlinks=False)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             return None
         raw = os.pread(fd, 4, LOCK_OFFSET)
     except OSError:
@@ -211,22 +302,24 @@ def _short(cmd: str, n: int = 48) -> str:
 
 
 def render(res: Scan) -> str:
+    """The scan as text. Every name, user, container and command is escaped
+    (``_text.escape``): none of them can write into the terminal."""
     lines = []
     if res.uses:
-        w = max(8, max(len(u.channel) for u in res.uses))
+        w = max(8, max(len(escape(u.channel)) for u in res.uses))
         lines.append(f"{'CHANNEL':<{w}}  {'PID':>7}  {'ACCESS':<6}  {'USER':<10}  {'PIDNS':<18}  "
                      f"{'CONTAINER':<12}  COMMAND")
         for u in res.uses:
             ns = u.pidns.replace("pid:", "") + ("" if u.same_pidns else "*")
-            name = u.channel + (" (removed)" if u.deleted else "")
-            lines.append(f"{name:<{w}}  {u.pid:>7}  {u.access:<6}  {u.user:<10}  {ns:<18}  "
-                         f"{u.container or '-':<12}  {_short(u.command)}")
+            name = escape(u.channel) + (" (removed)" if u.deleted else "")
+            lines.append(f"{name:<{w}}  {u.pid:>7}  {u.access:<6}  {escape(u.user):<10}  {escape(ns):<18}  "
+                         f"{escape(u.container) or '-':<12}  {_short(escape(u.command))}")
     else:
         lines.append("no process has a matching channel open")
     for h in res.holders:
-        who = f"pid {h.pid}, {_short(h.command)}" if h.pid else "not visible here (another PID namespace?)"
+        who = f"pid {h.pid}, {_short(escape(h.command))}" if h.pid else "not visible here (another PID namespace?)"
         died = " (its owner died: the next writer recovers it)" if h.owner_died else ""
-        lines.append(f"{h.channel}: writer lock held by thread {h.tid} ({who}){died}")
+        lines.append(f"{escape(h.channel)}: writer lock held by thread {h.tid} ({who}){died}")
     if any(not u.same_pidns for u in res.uses):
         lines.append("* a PID namespace other than this one (a container)")
     if res.uninspectable:

@@ -505,6 +505,12 @@ def create(
         except (UnicodeEncodeError, AttributeError):
             raise _errors._make(_errors.InvalidArgument.code,
                                 f"{field} must be a str of valid UTF-8 text", name) from None
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in text):
+            # The library's other rule (nerve_chan_create): printable text,
+            # so that no name printed by a tool is an escape sequence.
+            raise _errors._make(_errors.InvalidArgument.code,
+                                f"{field} holds a control character (C0, DEL or C1): types and "
+                                "encodings are printable text", name)
     if (slots is not None and slots <= 0) or (size is not None and size <= 0):
         # The C library reads 0 as "the default"; here, as for the nerve
         # command, a size must be given as what it is (or left out).
@@ -522,13 +528,9 @@ def open(name: str, write: bool = False) -> Channel:
 
     The new handle's cursor is just before the oldest message present now:
     ``get()`` returns that message with ``missed`` 0, and ``missed`` counts
-    only messages this handle could have had and lost (overwritten after it
-    opened), never the history before it."""
-    ch = Channel(name, write)
-    tail = ch._stat().tail_seq
-    if tail > 1:
-        ch.seek(tail - 1)
-    return ch
+    only messages this handle could have had and did not get, never the
+    history before it opened (the C library's one meaning, nerve/chan.h)."""
+    return Channel(name, write)
 
 
 def unlink(name: str) -> None:

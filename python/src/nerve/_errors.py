@@ -17,12 +17,31 @@ from . import _nerve
 
 
 class Error(Exception):
-    """Base class of every nerve error."""
+    """Base class of every nerve error.
+
+    ``str(exc)`` is the one line every binding and the ``nerve`` command
+    print for a failure: ``NAME: CODE: detail`` (``CODE: detail`` without
+    a channel), the detail being the C library's (``nerve_err_detail``):
+    what was wrong, what would have been accepted, what to do."""
 
     #: The ``NERVE_E*`` code (negative), or 0 for the base class.
     code: int = 0
     #: The code's name without the prefix, e.g. ``"ECORRUPT"``.
     code_name: str = "UNKNOWN"
+    #: The channel the failure concerns, or None.
+    channel: Optional[str] = None
+    #: The library's detail of the failure, or None.
+    detail: Optional[str] = None
+
+    def __str__(self) -> str:
+        if self.detail is None:
+            return super().__str__()
+        head = ""
+        if self.channel is not None:
+            # A name that breaks the rule is quoted, as the C verbs do.
+            bad = "channel name" in self.detail
+            head = f"{self.channel!r}: " if bad else f"{self.channel}: "
+        return f"{head}{self.code_name}: {self.detail}"
 
 
 class SystemCallFailed(Error, OSError):
@@ -82,8 +101,9 @@ _TABLE = [
      "EDEADLK: this thread already holds the channel's writer lock (it has "
      "a reservation open on another handle of the channel)."),
     ("OtherPidNamespace", "EXDEV", (OSError,),
-     "EXDEV: the channel's writers run in another PID namespace; writers of "
-     "one channel must share one (readers may be anywhere)."),
+     "EXDEV: a writer of another PID namespace has the channel open; writers "
+     "that have one channel open at once must share one (readers may be "
+     "anywhere)."),
     ("CorruptChannel", "ECORRUPT", (),
      "ECORRUPT: the channel file is inconsistent."),
     ("VersionMismatch", "EVERSION", (),
@@ -101,7 +121,8 @@ _TABLE = [
     ("AbiMismatch", "EABI", (),
      "EABI: the channel was made by an incompatible platform or ABI."),
     ("DecodeFailed", "EDECODE", (),
-     "EDECODE: a message does not decode as the expected type (C++ codecs)."),
+     "EDECODE: a message does not decode as the expected type (C++ codecs, "
+     "nerve_tools.ros2_types)."),
 ]
 
 #: Every error class by its (negative) code, from the C library's own table.
@@ -132,6 +153,13 @@ __all__ = _build()
 
 def _make(code: int, message: str, name: Optional[str] = None) -> Error:
     """Build the exception for a C status (called by the native module)."""
+    exc = _make_plain(code, message, name)
+    exc.channel = name
+    exc.detail = message
+    return exc
+
+
+def _make_plain(code: int, message: str, name: Optional[str] = None) -> Error:
     cls = BY_CODE.get(code)
     if cls is None and -1000 < code < 0:
         # Any other errno, passed through by the library as -errno.

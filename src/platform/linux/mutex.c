@@ -16,8 +16,8 @@
  *     FUTEX_OWNER_DIED [| W]  free; its owner died holding it (the kernel
  *                             cleared the TID from the owner's robust list)
  *     TID | FUTEX_OWNER_DIED  the kernel handed a dead owner's lock to TID
- *   TIDs are in the PID namespace of the channel's writers (nerve refuses
- *   writers from another one at open: see nerve__pidns_id()).
+ *   TIDs are in the PID namespace of the channel's writers: the one
+ *   recorded in lock.pidns, which WRITERS' NAMESPACE below keeps true.
  *
  * LOCK: user-space CAS 0 -> TID; a word with OWNER_DIED and no TID is taken
  * by CAS too (recovered); a locker that is not real-time first spins a
@@ -46,7 +46,80 @@
  * UNLOCK: dequeue, then CAS TID -> 0, or FUTEX_UNLOCK_PI when lockers are
  * queued (the kernel hands the lock to the highest-priority one). Only the
  * owning thread can unlock a PI futex: chan.c refuses commit, abort and
- * close with a reservation from any other thread. */
+ * close with a reservation from any other thread.
+ *
+ * WRITERS' NAMESPACE (nerve__mutex_claim(); model/claim.pml). A TID means
+ * a thread only in one PID namespace: the kernel resolves the word's TID
+ * in the caller's namespace (FUTEX_LOCK_PI boosts and waits for whatever
+ * thread has that number there, or answers ESRCH, which a locker takes for
+ * a dead owner), writes a new owner's TID as the unlocker sees it
+ * (FUTEX_UNLOCK_PI), and the robust list clears a TID as the dying thread
+ * sees it. So the lockers of one word must share a PID namespace, and
+ * containers that share /dev/shm but not their PID namespace (Docker's
+ * default) would corrupt each other's lock. lock.pidns records the
+ * namespace whose threads the word may name; the claim keeps it true and
+ * hands the channel to another namespace as soon as no writer of the
+ * recorded one is left, with no manual step:
+ *   - every writer handle holds a shared open-file-description (OFD)
+ *     byte-range lock on byte NERVE__CLAIM_BYTE of the channel file from
+ *     its open to its close. The kernel drops it when the last descriptor
+ *     of that open goes, so also when the process dies by any means, in
+ *     any namespace: it is the liveness test that /proc cannot give across
+ *     namespaces (a container does not see the host's PIDs, and a
+ *     namespace's inode number is reused once it is gone);
+ *   - openers pass N2-N5 one at a time, holding an exclusive OFD lock on
+ *     byte NERVE__CLAIM_GATE, so that every other holder of the claim
+ *     byte is an admitted writer handle (never an opener midway);
+ *   N1  take the gate (F_OFD_SETLK F_WRLCK, not waiting). EAGAIN: another
+ *       opener is in N2-N5, a few system calls: retry for up to
+ *       NERVE__CLAIM_WAIT_NS (then NERVE_EXDEV: that opener is stopped);
+ *   N2  take the claim byte shared (cannot conflict: only a gate holder
+ *       takes it exclusively) and read pidns (acquire; SYNC(ns-claim));
+ *       0: set it to ours by CAS;
+ *   N3  convert the shared lock to exclusive, not waiting. EAGAIN: another
+ *       writer handle is open, an admitted one (the gate keeps openers
+ *       out): if pidns is ours, we are admitted beside it (go to N5,
+ *       keeping the shared lock); if it is another namespace's, drop both
+ *       locks and return NERVE_EXDEV. Success: no other writer handle is
+ *       open anywhere;
+ *   N4  so no thread can hold or wait for the word, and whatever TID it
+ *       names is stale (its owner died with its robust entry lost, or
+ *       lived in another namespace). Reset a non-zero word to
+ *       FUTEX_OWNER_DIED (free; the next locker recovers and validates the
+ *       ring). This is done even when pidns reads as ours: a namespace's
+ *       inode number is reused once it is gone, so a restarted container
+ *       may look like the dead one while the word still names the dead
+ *       one's PID 1 -- in the new namespace, likely its own writer. If
+ *       pidns is another namespace's, store ours with release:
+ *       SYNC(ns-claim), pairs with N2's acquire, so a writer that sees the
+ *       new owner also sees the reset word (when pidns stays, lockers
+ *       reach the reset word by their CAS, which reads its newest value);
+ *   N5  keep the claim byte shared (a downgrade never conflicts) and drop
+ *       the gate.
+ *   INVARIANT: every admitted writer handle -- every holder of the claim
+ *   byte outside the gate -- runs in namespace pidns (a writer without
+ *   /proc, id 0, is admitted unchecked, as before), and the word names no
+ *   thread but one of theirs. N3 admits only pidns's writers beside
+ *   others; pidns changes, and the word is reset, only in N4, under the
+ *   exclusive claim byte, when there is no other holder. Every thread that locks or waits
+ *   on the word does so through an admitted handle, so all of them share
+ *   one namespace: within it the lock keeps all its guarantees (mutual
+ *   exclusion, robust recovery, priority inheritance, the dead-owner check
+ *   of nerve check).
+ *   Two namespaces never write at once: the second is refused with
+ *   NERVE_EXDEV exactly while a writer handle of the first is open (a PI
+ *   word cannot be shared, see above; a lock without PI for mixed
+ *   namespaces would give up the real-time guarantee silently). Openers
+ *   of one new namespace that race to take a channel over all get it: the
+ *   gate makes the first take it and the others find it theirs in N2.
+ *   Any descriptor open for reading may take the claim byte shared, so a
+ *   local user who may only read the channel can keep it from passing to
+ *   another namespace (N3 then refuses as if a writer were open); it
+ *   cannot admit a second namespace or touch the admitted writers.
+ *   A death anywhere in N1-N5 leaves a state N1-N5 continue from: the
+ *   kernel drops the dead opener's OFD locks; a reset word is a recovered
+ *   lock whether or not pidns was stored; pidns is one word. Crash points
+ *   claim.exclusive, claim.after-reset and claim.after-ns (torture). */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,8 +136,10 @@
 #include <unistd.h>
 
 #include "../../atomics.h"
+#include "../../crashpoint.h"
 #include "../../platform.h"
 #include "../../shm.h"
+#include "../../timeconv.h"
 #include "nerve/chan.h"
 #include "nerve/errors.h"
 
@@ -122,6 +197,111 @@ uint64_t nerve__pidns_id(void)
     if (stat("/proc/self/ns/pid", &st) != 0)
         return 0;
     return (uint64_t)st.st_ino;
+}
+
+/* ---- the writers' namespace (WRITERS' NAMESPACE above) ---------------- */
+
+/* How long N1 waits for another opener's N2-N5. */
+#define NERVE__CLAIM_WAIT_NS 1000000000ll
+
+/* Set (F_RDLCK, F_WRLCK) or drop (F_UNLCK) this open file description's
+ * lock on byte `at` of the file, never waiting. 0 or -1 with errno. */
+static int ofd_lock(int fd, off_t at, short type)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl); /* l_pid must be 0 for OFD locks */
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = at;
+    fl.l_len = 1;
+    return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+/* Without OFD locks (Linux before 3.15) there is no takeover: the
+ * namespace record alone decides, as it did before the claim. */
+static int claim_by_record(struct nerve__shm_lock *l, uint64_t ns)
+{
+    if (ns == 0)
+        return 0;
+    uint64_t cur = nerve__load_acq(&l->pidns);
+    if (cur == 0 && nerve__cas_rlx(&l->pidns, &cur, ns))
+        return 0;
+    return cur == ns ? 0 : NERVE_EXDEV;
+}
+
+int nerve__mutex_claim(struct nerve__shm_lock *l, int fd, uint64_t ns)
+{
+    /* N1: the gate. */
+    int64_t give_up = -1;
+    while (ofd_lock(fd, NERVE__CLAIM_GATE, F_WRLCK) != 0) {
+        int e = errno;
+        if (e == EINVAL)
+            return claim_by_record(l, ns);
+        if (e != EAGAIN && e != EACCES && e != EINTR)
+            return nerve__err_from_errno(e);
+        int64_t now = mono_now();
+        if (give_up < 0) {
+            give_up = now + NERVE__CLAIM_WAIT_NS;
+        } else if (now >= give_up) {
+            return NERVE_EXDEV;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    /* N2: the claim byte, shared; only a gate holder takes it exclusively,
+     * and the gate is ours. */
+    int r = 0;
+    if (ofd_lock(fd, NERVE__CLAIM_BYTE, F_RDLCK) != 0) {
+        r = nerve__err_from_errno(errno);
+        goto out;
+    }
+    if (ns == 0)
+        goto out; /* no /proc: cannot tell, not checked (as before) */
+    /* SYNC(ns-claim) acquire: a takeover's word reset (N4) is visible to
+     * the writer that sees its namespace; pairs with N4's release. */
+    uint64_t cur = nerve__load_acq(&l->pidns);
+    /* Relaxed CAS: a first claim publishes nothing (the word is fresh). A
+     * failed CAS leaves the recorded namespace in cur. */
+    if (cur == 0 && nerve__cas_rlx(&l->pidns, &cur, ns))
+        cur = ns;
+    /* N3: is this the only writer handle? Any other holder of the byte is
+     * an admitted writer (the gate keeps openers out). */
+    if (ofd_lock(fd, NERVE__CLAIM_BYTE, F_WRLCK) != 0) {
+        int e = errno;
+        if (e != EAGAIN && e != EACCES) {
+            r = nerve__err_from_errno(e);
+        } else if (cur != ns) {
+            r = NERVE_EXDEV; /* writers of another namespace are open */
+        } else {
+            goto out; /* admitted beside the open writers of ours */
+        }
+        (void)ofd_lock(fd, NERVE__CLAIM_BYTE, F_UNLCK);
+        goto out;
+    }
+    NERVE_CRASHPOINT("claim.exclusive");
+    /* N4: no other writer handle is open anywhere, so no thread holds or
+     * waits for the word; any TID in it is stale -- also when the
+     * recorded namespace looks like ours, for an inode number is reused
+     * once its namespace is gone (a restarted container may get the old
+     * number while the word still names the old PID 1). */
+    if (nerve__load32_rlx(&l->word) != 0)
+        nerve__store32_rel(&l->word, FUTEX_OWNER_DIED);
+    NERVE_CRASHPOINT("claim.after-reset");
+    if (cur != ns) {
+        /* SYNC(ns-claim) release: the reset word is visible to any writer
+         * that reads this namespace in N2; pairs with N2's acquire. (When
+         * the namespace stays, later lockers reach the reset word by their
+         * CAS, which reads the newest value of the word.) */
+        nerve__store_rel(&l->pidns, ns);
+        r = 1;
+    }
+    NERVE_CRASHPOINT("claim.after-ns");
+    /* N5: keep the claim byte shared for the handle's life. */
+    if (ofd_lock(fd, NERVE__CLAIM_BYTE, F_RDLCK) != 0)
+        r = nerve__err_from_errno(errno);
+out:
+    (void)ofd_lock(fd, NERVE__CLAIM_GATE, F_UNLCK);
+    return r;
 }
 
 int nerve__mutex_init(struct nerve__shm_lock *l)
@@ -349,10 +529,13 @@ int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
                 struct timespec rt;
                 clock_gettime(CLOCK_REALTIME, &rt);
                 int64_t left = deadline - mono_now();
-                int64_t rnow = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
+                int64_t rnow = 0;
+                (void)nerve__ns_from_timespec(&rt, &rnow);
                 if (left < 0)
                     left = 0;
-                int64_t rdl = rnow + left;
+                /* Saturated: a deadline near INT64_MAX on the monotonic
+                 * clock is still far in the future on the real-time one. */
+                int64_t rdl = nerve__ns_add_sat(rnow, left);
                 ts.tv_sec = (time_t)(rdl / 1000000000);
                 ts.tv_nsec = (long)(rdl % 1000000000);
                 k = futex(&l->word, FUTEX_LOCK_PI, 0, &ts);
@@ -438,8 +621,25 @@ static int tid_alive(uint32_t tid)
     return 0;
 }
 
+/* Does an open file description other than fd's hold the claim byte, that
+ * is, is a writer handle open anywhere? 1 yes, 0 no, -1 cannot tell. */
+static int claim_held(int fd)
+{
+    if (fd < 0)
+        return -1;
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK; /* conflicts with any holder */
+    fl.l_whence = SEEK_SET;
+    fl.l_start = NERVE__CLAIM_BYTE;
+    fl.l_len = 1;
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+        return -1;
+    return fl.l_type != F_UNLCK;
+}
+
 int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
-                       char *msg, size_t len)
+                       int fd, char *msg, size_t len)
 {
     uint32_t v = nerve__load32_rlx((nerve__a32 *)&l->word);
     uint32_t owner = v & FUTEX_TID_MASK;
@@ -456,10 +656,21 @@ int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
         return NERVE__LOCK_DEAD;
     }
     if (!same_ns) {
+        /* The TID means nothing here, but the claim byte tells whether
+         * any writer handle, in any namespace, is open. */
+        int held = claim_held(fd);
+        if (held == 0) {
+            snprintf(msg, len,
+                     "held by thread %u of another PID namespace, which "
+                     "has no writer open: owner dead (the next writer "
+                     "takes the channel over)",
+                     owner);
+            return NERVE__LOCK_DEAD;
+        }
         snprintf(msg, len,
                  "held by thread %u of another PID namespace "
-                 "(cannot tell whether it is alive)",
-                 owner);
+                 "(cannot tell whether it is alive%s)",
+                 owner, held > 0 ? "; a writer has the channel open" : "");
         return NERVE__LOCK_HELD;
     }
     if (tid_alive(owner)) {

@@ -1,0 +1,45 @@
+# Packages as robot builders install them (issue 31 §8-9; docs/packaging.md):
+#   make package   the Debian packages (.deb), by CPack, in build-package/packages
+#   make wheels    the Python wheels of python/ and python-tools/, in dist/
+# test-package installs the .debs into a fresh root and builds and runs C,
+# C++ and Ach programs against them (scripts/test-package.sh); test-wheels
+# installs the wheels into a fresh venv and runs Python tests from outside
+# the source tree (scripts/test-wheels.sh).
+
+PKG_BUILD ?= build-package
+DIST ?= dist
+# dpkg-shlibdeps (dpkg-dev) and file: CPack's dependency scan; lintian
+# checks the packages. Installed by the package targets only, not by `deps`.
+PACKAGE_PKGS := dpkg-dev file lintian
+
+TEST_TARGETS += test-package test-wheels
+
+.PHONY: package package-deps wheels test-package test-wheels
+
+package-deps: deps
+	@scripts/deps.sh $(PACKAGE_PKGS)
+
+# Prefix /usr: Debian's multiarch LIBDIR (lib/x86_64-linux-gnu); no RUNPATH
+# in the packaged programs; only what the packages hold is built.
+package: package-deps
+	cmake -S . -B $(PKG_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
+	    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_RPATH=ON \
+	    -DNERVE_DEB_LAYOUT=ON -DNERVE_BUILD_TESTS=OFF \
+	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF
+	cmake --build $(PKG_BUILD) -j$(JOBS)
+	rm -rf $(PKG_BUILD)/packages
+	cd $(PKG_BUILD) && cpack -G DEB
+	@ls -1 $(PKG_BUILD)/packages/*.deb
+
+test-package: package
+	scripts/test-package.sh $(PKG_BUILD)/packages
+
+# The wheels are built with the pinned backends of each pyproject.toml in
+# $(DIST)/.venv-build (scripts/build-wheels.sh); the test installs them into
+# a fresh venv and runs the tests there, with the `nerve` command of the
+# regular build for the interop tests and the external verbs.
+wheels: deps
+	scripts/build-wheels.sh $(DIST)
+
+test-wheels: wheels build
+	scripts/test-wheels.sh $(DIST) $(abspath $(BUILD))/tools/nerve

@@ -1,0 +1,73 @@
+# The Rust crates (rust/: nerve-sys declares the C API, nerve is the safe
+# API; docs/rust.md). test-rust checks their formatting, runs clippy with
+# warnings as errors and their tests (unit, integration, the two-process
+# tests against the `nerve` command, the ABI check of nerve-sys against
+# include/nerve, and the doc tests) against the library of the CMake build,
+# which build.rs finds through NERVE_LIB_DIR. Cargo's output goes to
+# $(BUILD)/cargo, so the source tree stays clean. Without a cargo at least
+# as new as rust/Cargo.toml's rust-version the target says so and passes.
+#
+#   make test-rust     the above (part of `make test`), and the Rust bridge
+#                      (rust/nerve-bridge, the data path of `nerve bridge`):
+#                      built in release mode, its unit tests run, and the
+#                      program installed into the project venv as
+#                      nerve-bridge-rs, where `nerve bridge` finds it; the
+#                      bridge tests of test-tools then run against it
+#   make rust-bridge-install   only the last step
+#   make lint-rust-bridge      clippy over the bridge too (not in `make
+#                      test`: it checks zenoh's whole tree again, about
+#                      1.5 CPU-minutes)
+#   make bench-rust    the Rust API's overhead over the C API
+#                      (bench/results/rust-overhead.md)
+
+CARGO ?= cargo
+CARGO_ENV = NERVE_LIB_DIR=$(abspath $(BUILD)) NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
+    CARGO_TARGET_DIR=$(abspath $(BUILD))/cargo
+CARGO_MANIFEST := --manifest-path rust/Cargo.toml
+TEST_TARGETS += test-rust
+
+.PHONY: test-rust bench-rust rust-bridge-install lint-rust-bridge
+
+VENV ?= .venv
+RUST_BRIDGE_BIN := $(abspath $(BUILD))/cargo/release/nerve-bridge-rs
+
+test-rust: build
+	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml; then \
+	    set -e; \
+	    $(CARGO) fmt $(CARGO_MANIFEST) --all --check; \
+	    $(CARGO_ENV) $(CARGO) clippy $(CARGO_MANIFEST) --locked -j$(JOBS) \
+	        -p nerve-sys -p nerve --all-targets -- -D warnings; \
+	    $(CARGO_ENV) $(CARGO) test $(CARGO_MANIFEST) --locked -j$(JOBS) \
+	        -p nerve-sys -p nerve; \
+	    $(MAKE) --no-print-directory rust-bridge-install; \
+	    $(CARGO_ENV) $(CARGO) test $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
+	        -p nerve-bridge; \
+	fi
+	tests/shm_clean.sh after
+
+# The Rust bridge into the venv (beside the Python tools' nerve-bridge),
+# when cargo is new enough; otherwise nerve bridge keeps its Python data
+# path, and says so.
+rust-bridge-install: build
+	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml; then \
+	    set -e; \
+	    $(CARGO_ENV) $(CARGO) build $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
+	        -p nerve-bridge; \
+	    mkdir -p $(VENV)/bin; \
+	    install -m 0755 $(RUST_BRIDGE_BIN) $(VENV)/bin/nerve-bridge-rs; \
+	    echo "installed $(VENV)/bin/nerve-bridge-rs"; \
+	fi
+
+lint-rust-bridge: build
+	@rust/cargo-ok.sh $(CARGO) rust/Cargo.toml
+	$(CARGO_ENV) $(CARGO) clippy $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
+	    -p nerve-bridge --all-targets -- -D warnings
+
+bench-rust: build
+	@rust/cargo-ok.sh $(CARGO) rust/Cargo.toml
+	$(CARGO_ENV) $(CARGO) run $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
+	    -p nerve --example bench_overhead -- --rounds 1000 --batch 5000
+
+# The bridge tests (test-tools, test-bridge) run against the Rust data
+# path wherever it can be built.
+test-tools test-bridge: rust-bridge-install

