@@ -201,7 +201,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Bridge nerve channels (encoding cdr, type pkg/msg/Name) and ROS 2 topics, "
-                    "both ways, as CDR bytes passed through unchanged.")
+                    "both ways, as CDR bytes passed through unchanged.",
+        epilog="nerve ros2 exec [--lib PATH] [--rcl PATH] [--print] -- CMD [ARGS]: run a ROS 2 "
+               "program on rmw_nerve_cpp, its topics as nerve channels (docs/ros2.md#rmw_nerve).")
     p.add_argument("--domain", type=int, default=None, metavar="N",
                    help="ROS 2 domain (default: $ROS_DOMAIN_ID or 0)")
     p.add_argument("--to-ros", action="append", default=[], metavar="GLOB[:TOPIC]",
@@ -295,6 +297,12 @@ def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["exec"]:
+        # `nerve ros2 exec -- CMD`: run CMD on rmw_nerve_cpp (ros2_exec.py).
+        from .ros2_exec import main as exec_main
+
+        return exec_main(argv[1:])
     p = parser()
     args = p.parse_args(argv)
     if not args.to_ros and not args.from_ros:

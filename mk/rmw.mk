@@ -1,0 +1,32 @@
+# rmw_nerve_cpp (rmw_nerve/): ROS 2 nodes on nerve channels, built against
+# the Jazzy and the Kilted wheels' venvs of mk/ros2venv.mk and tested
+# through their real rclpy and rcl, each node started by `nerve-ros2-exec`
+# (tests/rmw).
+#
+#   make test-rmw   the venvs, the libraries, the tests (under a minute)
+
+TEST_TARGETS += test-rmw
+# nm -D (binutils) lists the rmw functions the tests compare.
+DEPS_PKGS += binutils
+
+.PHONY: test-rmw
+
+# mk/ros2venv.mk and mk/tools.mk are read after this file: their names for
+# the venv stamps are spelled out here (same defaults).
+ROS2_JAZZY_VENV ?= .venv-jazzy
+ROS2_KILTED_VENV ?= .venv-kilted
+RMW_TEST = PATH=$(CURDIR)/$(VENV)/bin:$(abspath $(BUILD))/tools:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
+    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini tests/rmw
+
+test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
+          $(VENV)/.nerve-tools-installed build
+	@# A build configured before the venvs existed skipped the libraries.
+	cmake -S . -B $(BUILD) -DNERVE_ROS2_PREFIX=$(abspath $(ROS2_JAZZY_VENV)) \
+	    -DNERVE_ROS2_KILTED_PREFIX=$(abspath $(ROS2_KILTED_VENV)) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS) --target rmw_nerve_cpp rmw_nerve_cpp_kilted
+	@echo "== rmw_nerve_cpp on ROS 2 Jazzy"
+	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/librmw_nerve_cpp.so \
+	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_JAZZY_VENV))/bin/python $(RMW_TEST)
+	@echo "== rmw_nerve_cpp on ROS 2 Kilted"
+	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/kilted/librmw_nerve_cpp.so \
+	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_KILTED_VENV))/bin/python $(RMW_TEST)

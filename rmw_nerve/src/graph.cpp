@@ -1,0 +1,403 @@
+// The ROS graph without a daemon: one channel per domain, "ros2-graph-d<N>",
+// in which every process (every rmw context) publishes, as one text
+// message, everything it has: its nodes and their publishers,
+// subscriptions, services and clients. It publishes again on every change
+// and at least every kHeartbeat, so the newest messages of the ring always
+// hold the state of every live context, and a new process learns the graph
+// by reading the ring from its oldest message.
+//
+// LIVENESS. A context that says goodbye leaves the view at once. One that
+// was killed says nothing: every reader drops it when its process no longer
+// exists (checked every kTick with kill(pid, 0), same PID namespace), and
+// in any case when nothing came from it for kLease. So a node killed with
+// kill -9 leaves every view within kTick (plus the time its parent takes to
+// reap it: a zombie still exists) and at most kLease + kTick after its last
+// heartbeat.
+//
+// The channel is an ordinary nerve channel: readers hold no lock, a writer
+// killed mid-put leaves nothing half-written, and `nerve cat
+// ros2-graph-d0` shows the text. A message that does not parse is ignored:
+// anyone who may write the channel could write anything.
+
+#include "rmw_nerve.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace rmw_nerve {
+
+static const int64_t kTick = 100 * 1000000LL;      // reader wake-up
+static const int64_t kHeartbeat = 500 * 1000000LL; // republish period
+static const int64_t kLease = 2000 * 1000000LL;    // silence that expires
+
+static const char kMagic[] = "nerve-rmw-graph";
+
+Graph::Graph(size_t domain, uint64_t ctx_id) : domain_(domain), ctx_id_(ctx_id)
+{
+}
+
+Graph::~Graph()
+{
+    stop();
+}
+
+static std::string hex(const uint8_t *p, size_t n)
+{
+    static const char d[] = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < n; i++) {
+        s += d[p[i] >> 4];
+        s += d[p[i] & 15];
+    }
+    return s;
+}
+
+static bool unhex(const std::string &s, uint8_t *p, size_t n)
+{
+    if (s.size() != 2 * n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(s.c_str() + 2 * i, "%2x", &v) != 1)
+            return false;
+        p[i] = uint8_t(v);
+    }
+    return true;
+}
+
+rmw_ret_t Graph::start()
+{
+    std::string name = graph_channel(domain_);
+    int r = chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20);
+    (void)r; // an existing graph channel of other geometry is fine
+    std::string why;
+    if (0 != chan_open_checked(name, "rmw_nerve/graph", NERVE_O_WRITE, &wr_,
+                               &why) ||
+        0 != chan_open_checked(name, "rmw_nerve/graph", NERVE_O_READ, &rd_,
+                               &why))
+        return fail(RMW_RET_ERROR, "rmw_nerve: graph channel '%s': %s",
+                    name.c_str(), why.c_str());
+    // Read what the ring holds now, so that the first query after init
+    // already sees the others.
+    std::vector<char> buf(64 * 1024);
+    int64_t now = mono_ns();
+    for (int i = 0; i < 100000; i++) {
+        struct nerve_get_info info;
+        int g = nerve_chan_get(rd_, buf.data(), buf.size(), 0, 0, &info,
+                               NERVE_GET_NEXT);
+        if (g == NERVE_EMSGSIZE) {
+            buf.resize(info.len);
+            continue;
+        }
+        if (g != 0)
+            break;
+        if (now - info.time_ns < kLease)
+            ingest(buf.data(), info.len, info.time_ns);
+    }
+    expire(now);
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        publish_locked();
+    }
+    thread_ = std::thread([this] { run(); });
+    return RMW_RET_OK;
+}
+
+void Graph::stop()
+{
+    if (stop_.exchange(true))
+        return;
+    if (thread_.joinable()) {
+        nerve_chan_cancel(rd_);
+        thread_.join();
+    }
+    if (wr_) {
+        std::string bye = std::string(kMagic) + " 1 " +
+                          hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8) +
+                          " " + std::to_string(getpid()) + " bye\n";
+        (void)nerve_chan_put(wr_, bye.data(), bye.size(), 100000000LL, nullptr,
+                             0);
+        nerve_chan_close(wr_);
+        wr_ = nullptr;
+    }
+    if (rd_) {
+        nerve_chan_close(rd_);
+        rd_ = nullptr;
+    }
+}
+
+void Graph::publish_locked()
+{
+    if (!wr_)
+        return;
+    std::ostringstream o;
+    o << kMagic << " 1 " << hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8)
+      << " " << getpid() << " live\n";
+    for (const auto &n : my_nodes_)
+        o << "N " << n.id << " " << n.name << " " << n.ns << " " << n.enclave
+          << "\n";
+    for (const auto &e : my_eps_)
+        o << "E " << char(e.kind) << " " << e.node_id << " "
+          << hex(e.gid.data, RMW_GID_STORAGE_SIZE) << " " << e.name << " "
+          << e.type << " " << int(e.qos.reliability) << " "
+          << int(e.qos.durability) << " " << int(e.qos.history) << " "
+          << e.qos.depth << " " << (e.ready ? 1 : 0) << " "
+          << int(e.hash.version) << ":"
+          << hex(e.hash.value, ROSIDL_TYPE_HASH_SIZE) << "\n";
+    std::string s = o.str();
+    int r = nerve_chan_put(wr_, s.data(), s.size(), 100000000LL, nullptr, 0);
+    if (r)
+        fprintf(stderr, "rmw_nerve: graph: cannot publish (%s)\n",
+                nerve_strerror(r));
+    last_pub_ns_ = mono_ns();
+}
+
+// Parse one context's message. Returns whether the view changed.
+bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
+{
+    std::istringstream in(std::string(buf, len));
+    std::string magic, ver, idhex, state;
+    int pid = 0;
+    if (!(in >> magic >> ver >> idhex >> pid >> state) || magic != kMagic ||
+        ver != "1")
+        return false;
+    uint64_t id;
+    if (!unhex(idhex, reinterpret_cast<uint8_t *>(&id), 8) || id == ctx_id_)
+        return false;
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state == "bye")
+        return remote_.erase(id) > 0;
+    if (state != "live")
+        return false;
+    Remote r;
+    r.pid = pid;
+    r.seen_ns = time_ns;
+    std::string tag;
+    while (in >> tag) {
+        if (tag == "N") {
+            NodeRec n;
+            if (!(in >> n.id >> n.name >> n.ns >> n.enclave))
+                return false;
+            r.nodes.push_back(n);
+        } else if (tag == "E") {
+            Endpoint e;
+            char k;
+            std::string gid;
+            int rel, dur, hist, ready;
+            size_t depth;
+            std::string hash;
+            if (!(in >> k >> e.node_id >> gid >> e.name >> e.type >> rel >>
+                  dur >> hist >> depth >> ready >> hash))
+                return false;
+            // "V:HEX": REP 2011 hash version and value (0: none).
+            if (hash.size() < 2 || hash[1] != ':' || hash[0] < '0' ||
+                hash[0] > '9' ||
+                !unhex(hash.substr(2), e.hash.value, ROSIDL_TYPE_HASH_SIZE))
+                return false;
+            e.hash.version = uint8_t(hash[0] - '0');
+            if (k != 'P' && k != 'S' && k != 'V' && k != 'C')
+                return false;
+            e.kind = Kind(k);
+            e.gid.implementation_identifier = kIdentifier;
+            if (!unhex(gid, e.gid.data, RMW_GID_STORAGE_SIZE))
+                return false;
+            e.qos = rmw_qos_profile_default;
+            e.qos.reliability = rmw_qos_reliability_policy_t(rel);
+            e.qos.durability = rmw_qos_durability_policy_t(dur);
+            e.qos.history = rmw_qos_history_policy_t(hist);
+            e.qos.depth = depth;
+            e.ready = ready != 0;
+            r.eps.push_back(e);
+        } else {
+            return false;
+        }
+    }
+    auto it = remote_.find(id);
+    bool same = false;
+    if (it != remote_.end() && it->second.nodes.size() == r.nodes.size() &&
+        it->second.eps.size() == r.eps.size()) {
+        same = true;
+        for (size_t i = 0; same && i < r.eps.size(); i++)
+            same = memcmp(it->second.eps[i].gid.data, r.eps[i].gid.data,
+                          RMW_GID_STORAGE_SIZE) == 0 &&
+                   it->second.eps[i].ready == r.eps[i].ready;
+        for (size_t i = 0; same && i < r.nodes.size(); i++)
+            same = it->second.nodes[i].id == r.nodes[i].id;
+    }
+    remote_[id] = std::move(r);
+    return !same;
+}
+
+bool Graph::expire(int64_t now)
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    bool changed = false;
+    for (auto it = remote_.begin(); it != remote_.end();) {
+        bool dead = now - it->second.seen_ns > kLease;
+        if (!dead && it->second.pid > 0 && kill(it->second.pid, 0) != 0 &&
+            errno == ESRCH)
+            dead = true;
+        if (dead) {
+            it = remote_.erase(it);
+            changed = true;
+        } else {
+            ++it;
+        }
+    }
+    return changed;
+}
+
+void Graph::changed()
+{
+    version_.fetch_add(1);
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (GuardCondition *g : watchers_)
+            g->triggered.store(true);
+    }
+    wake_waiters();
+}
+
+void Graph::run()
+{
+    std::vector<char> buf(64 * 1024);
+    int64_t last_tick = mono_ns();
+    while (!stop_.load()) {
+        struct nerve_get_info info;
+        int g = nerve_chan_get(rd_, buf.data(), buf.size(), 0, kTick, &info,
+                               NERVE_GET_NEXT | NERVE_F_WAIT);
+        bool ch = false;
+        if (g == NERVE_EMSGSIZE) {
+            if (info.len > (64u << 20))
+                nerve_chan_seek(rd_, nerve_chan_cursor(rd_) + 1);
+            else
+                buf.resize(info.len);
+            continue;
+        }
+        if (g == NERVE_ECANCELED)
+            break;
+        if (g == 0)
+            ch = ingest(buf.data(), info.len, info.time_ns);
+        int64_t now = mono_ns();
+        if (now - last_tick >= kTick) {
+            last_tick = now;
+            ch = expire(now) || ch;
+        }
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (dirty_ || now - last_pub_ns_ >= kHeartbeat) {
+                dirty_ = false;
+                publish_locked();
+            }
+        }
+        if (ch)
+            changed();
+    }
+}
+
+void Graph::add_node(const NodeRec &n)
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        my_nodes_.push_back(n);
+        publish_locked();
+    }
+    changed();
+}
+
+void Graph::remove_node(uint64_t id)
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (auto it = my_nodes_.begin(); it != my_nodes_.end(); ++it)
+            if (it->id == id) {
+                my_nodes_.erase(it);
+                break;
+            }
+        publish_locked();
+    }
+    changed();
+}
+
+void Graph::add_endpoint(const Endpoint &e)
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        my_eps_.push_back(e);
+        publish_locked();
+    }
+    changed();
+}
+
+void Graph::update_endpoint(const rmw_gid_t &gid, bool ready)
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (auto &e : my_eps_)
+            if (memcmp(e.gid.data, gid.data, RMW_GID_STORAGE_SIZE) == 0)
+                e.ready = ready;
+        publish_locked();
+    }
+    changed();
+}
+
+void Graph::remove_endpoint(const rmw_gid_t &gid)
+{
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (auto it = my_eps_.begin(); it != my_eps_.end(); ++it)
+            if (memcmp(it->gid.data, gid.data, RMW_GID_STORAGE_SIZE) == 0) {
+                my_eps_.erase(it);
+                break;
+            }
+        publish_locked();
+    }
+    changed();
+}
+
+void Graph::watch(GuardCondition *g)
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    watchers_.push_back(g);
+}
+
+void Graph::unwatch(GuardCondition *g)
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto it = watchers_.begin(); it != watchers_.end(); ++it)
+        if (*it == g) {
+            watchers_.erase(it);
+            break;
+        }
+}
+
+Graph::Snapshot Graph::snapshot()
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    Snapshot s;
+    auto add = [&s](const std::vector<NodeRec> &nodes,
+                    const std::vector<Endpoint> &eps) {
+        for (const auto &n : nodes)
+            s.nodes.push_back(n);
+        for (const auto &e : eps) {
+            s.eps.push_back(e);
+            for (const auto &n : nodes)
+                if (n.id == e.node_id) {
+                    s.eps.back().node_name = n.name;
+                    s.eps.back().node_ns = n.ns;
+                }
+        }
+    };
+    add(my_nodes_, my_eps_);
+    for (const auto &kv : remote_)
+        add(kv.second.nodes, kv.second.eps);
+    return s;
+}
+
+} // namespace rmw_nerve

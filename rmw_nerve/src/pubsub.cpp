@@ -1,0 +1,833 @@
+// Publishers and subscriptions: one nerve channel per topic.
+//
+// A publisher creates its topic's channel at its first publish, sized from
+// that message (the largest CDR size for a bounded type): slots = the QoS
+// depth, data ring = 2 x depth x size, at least 64 KiB and at most 64 MiB
+// unless one message needs more; NERVE_RMW_DATA_SIZE (bytes) overrides the
+// data ring. Creating the channel marks the publisher "ready" in the
+// graph, which wakes the subscriptions that wait for the channel to
+// appear. A channel that already exists (another publisher's, `nerve ros2`'s,
+// a nerve program's) is used as it is when its type and encoding are
+// right, and refused with a clear error otherwise.
+//
+// A typed publish serialises straight into a reservation in the ring (one
+// pass over the message, no staging buffer); a take deserialises straight
+// from a zero-copy view of the ring and then validates the view, so a
+// message overwritten while it was read is dropped and counted as lost.
+
+#include "rmw_nerve.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <rmw/event.h>
+#include <rmw/qos_profiles.h>
+#include <rmw/serialized_message.h>
+
+using namespace rmw_nerve;
+
+namespace rmw_nerve {
+
+static const char *encoding_of(const std::string &type)
+{
+    if (type.rfind("rmw_nerve/", 0) == 0)
+        return "text";
+    if (type.find("/srv/") != std::string::npos)
+        return "rmw_nerve-service"; // 32-byte header, then CDR: service.cpp
+    return "cdr";
+}
+
+int chan_create_for(const std::string &name, const std::string &type,
+                    const std::string &schema, uint64_t slots,
+                    uint64_t data_size)
+{
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.flags = NERVE_C_EXIST_OK;
+    o.slots = slots;
+    o.data_size = data_size;
+    o.type = type.c_str();
+    o.encoding = encoding_of(type);
+    o.schema = schema.empty() ? nullptr : schema.c_str();
+    o.schema_len = schema.size();
+    return nerve_chan_create(name.c_str(), &o);
+}
+
+int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
+                      nerve_chan **out, std::string *why)
+{
+    nerve_chan *c = nullptr;
+    int r = nerve_chan_open(name.c_str(), flags, &c);
+    if (r) {
+        *why = std::string(nerve_err_name(r)) + ": " + nerve_strerror(r);
+        return r;
+    }
+    struct nerve_meta m;
+    if (nerve_chan_meta(c, &m) != 0 || !m.type || !m.encoding ||
+        strcmp(m.type, type) != 0 ||
+        strcmp(m.encoding, encoding_of(type)) != 0) {
+        char b[400];
+        snprintf(b, sizeof b,
+                 "the channel carries type '%s' encoding '%s', not type '%s' "
+                 "encoding '%s'",
+                 m.type ? m.type : "", m.encoding ? m.encoding : "", type,
+                 encoding_of(type));
+        *why = b;
+        nerve_chan_close(c);
+        return NERVE_EMISMATCH;
+    }
+    *out = c;
+    return 0;
+}
+
+static bool duration_set(rmw_time_t t)
+{
+    bool zero = t.sec == 0 && t.nsec == 0;
+    // RMW_DURATION_INFINITE and RMW_QOS_*_BEST_AVAILABLE: not set.
+    bool inf = t.sec == 9223372036ULL && t.nsec >= 854775806ULL;
+    return !(zero || inf);
+}
+
+rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
+                      const char *what, const char *name)
+{
+    if (!in)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: qos is NULL");
+    *out = *in;
+    if (in->history == RMW_QOS_POLICY_HISTORY_KEEP_ALL)
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: %s '%s': QoS history KEEP_ALL is refused: "
+                    "it needs a publisher that waits for its slowest reader, "
+                    "and nerve publishers never wait (the ring keeps the "
+                    "newest messages). Use KEEP_LAST with a depth.",
+                    what, name);
+    // Lifespan is accepted and not enforced (rcl's /rosout publisher asks
+    // for 10 s): a ring drops messages by count, not age. A deadline would
+    // promise an event nobody raises, so it is refused.
+    if (duration_set(in->deadline))
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: %s '%s': QoS deadline is not supported", what,
+                    name);
+    out->history = RMW_QOS_POLICY_HISTORY_KEEP_LAST;
+    if (out->depth == 0)
+        out->depth = 10;
+    if (out->depth > (1u << 20))
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: %s '%s': QoS depth %zu is more than a ring's "
+                    "%u slots",
+                    what, name, out->depth, 1u << 20);
+    if (out->reliability != RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT)
+        out->reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
+    if (out->durability != RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL)
+        out->durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
+    if (out->liveliness != RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC)
+        out->liveliness = RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
+    return RMW_RET_OK;
+}
+
+// Keep-last: never more than `depth` messages pending. Ones skipped count
+// as lost, as do ones the ring overwrote before this reader came to them.
+void sub_count_lost(Subscription *s)
+{
+    if (!s->ch)
+        return;
+    struct nerve_stats st;
+    if (nerve_chan_stat(s->ch, &st) != 0)
+        return;
+    uint64_t cur = nerve_chan_cursor(s->ch);
+    uint64_t keep_from = st.tail_seq; // oldest still readable
+    if (st.head_seq >= s->qos.depth &&
+        st.head_seq - s->qos.depth + 1 > keep_from)
+        keep_from = st.head_seq - s->qos.depth + 1;
+    if (cur + 1 < keep_from) {
+        s->lost_total += keep_from - cur - 1;
+        nerve_chan_seek(s->ch, keep_from - 1);
+    }
+}
+
+bool sub_open(Subscription *s)
+{
+    if (s->ch)
+        return true;
+    if (s->refused)
+        return false;
+    std::string why;
+    int r = chan_open_checked(s->chan_name, s->type.name.c_str(), NERVE_O_READ,
+                              &s->ch, &why);
+    if (r == 0) {
+        // The channel did not exist when the subscription was made: every
+        // message in it came later, so all are this subscription's, and
+        // those already overwritten count as lost (a new handle's cursor
+        // would treat them as history).
+        nerve_chan_seek(s->ch, 0);
+        return true;
+    }
+    if (r != NERVE_ENOENT) {
+        s->refused = true;
+        fprintf(stderr,
+                "rmw_nerve: subscription to '%s': channel '%s' refused: %s\n",
+                s->topic.c_str(), s->chan_name.c_str(), why.c_str());
+    }
+    return false;
+}
+
+bool note_other_types(Node *node, const std::string &topic,
+                      const std::string &type, Kind other,
+                      std::set<std::string> *seen, size_t reported,
+                      uint64_t *version)
+{
+    uint64_t v = node->ctx->graph->version();
+    if (v == *version)
+        return seen->size() > reported;
+    *version = v;
+    auto snap = node->ctx->graph->snapshot();
+    for (const auto &e : snap.eps)
+        if (e.kind == other && e.name == topic && e.type != type)
+            seen->insert(std::string(reinterpret_cast<const char *>(e.gid.data),
+                                     RMW_GID_STORAGE_SIZE));
+    return seen->size() > reported;
+}
+
+bool sub_ready(Subscription *s)
+{
+    if (!sub_open(s))
+        return false;
+    struct nerve_stats st;
+    if (nerve_chan_stat(s->ch, &st) != 0)
+        return false;
+    return st.head_seq > nerve_chan_cursor(s->ch);
+}
+
+} // namespace rmw_nerve
+
+namespace rmw_nerve {
+uint64_t env_size(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end == 'K' || *end == 'k')
+        n <<= 10;
+    else if (*end == 'M' || *end == 'm')
+        n <<= 20;
+    else if (*end == 'G' || *end == 'g')
+        n <<= 30;
+    return n;
+}
+} // namespace rmw_nerve
+
+// Create (or find) the publisher's channel for a first message of `size`.
+static rmw_ret_t pub_channel(Publisher *p, size_t size)
+{
+    if (p->ch)
+        return RMW_RET_OK;
+    uint64_t msg = p->type.bounded ? p->type.max_size + 4 : size;
+    uint64_t data = 2 * uint64_t(p->qos.depth) * msg;
+    if (data < (64u << 10))
+        data = 64u << 10;
+    if (data > (64u << 20))
+        data = 64u << 20;
+    if (data < 2 * msg)
+        data = 2 * msg;
+    if (uint64_t e = env_size("NERVE_RMW_DATA_SIZE"))
+        data = e;
+    int r = chan_create_for(p->chan_name, p->type.name, p->type.schema,
+                            p->qos.depth, data);
+    if (r && r != NERVE_EMISMATCH)
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: publisher on '%s': cannot create channel "
+                    "'%s': %s",
+                    p->topic.c_str(), p->chan_name.c_str(), nerve_strerror(r));
+    std::string why;
+    if (0 != chan_open_checked(p->chan_name, p->type.name.c_str(),
+                               NERVE_O_WRITE, &p->ch, &why))
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: publisher on '%s': channel '%s': %s",
+                    p->topic.c_str(), p->chan_name.c_str(), why.c_str());
+    p->node->ctx->graph->update_endpoint(p->gid, true);
+    return RMW_RET_OK;
+}
+
+static rmw_ret_t put_error(Publisher *p, int r, size_t len)
+{
+    if (r == NERVE_EMSGSIZE) {
+        struct nerve_stats st {};
+        (void)nerve_chan_stat(p->ch, &st);
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: publish on '%s': a message of %zu bytes does "
+                    "not fit channel '%s' (data ring %" PRIu64
+                    " bytes; set NERVE_RMW_DATA_SIZE, or remove the channel "
+                    "so that it is made again for this size)",
+                    p->topic.c_str(), len, p->chan_name.c_str(), st.data_size);
+    }
+    return fail(RMW_RET_ERROR, "rmw_nerve: publish on '%s': %s",
+                p->topic.c_str(), nerve_strerror(r));
+}
+
+static void fill_info(rmw_message_info_t *mi, const struct nerve_get_info &in)
+{
+    if (!mi)
+        return;
+    *mi = rmw_get_zero_initialized_message_info();
+    mi->source_timestamp = in.time_ns + (real_ns() - mono_ns());
+    mi->received_timestamp = real_ns();
+    mi->publication_sequence_number = in.seq;
+    mi->reception_sequence_number = in.seq;
+    mi->publisher_gid.implementation_identifier = kIdentifier;
+    mi->from_intra_process = false;
+}
+
+#define CHECK_HANDLE(h, what)                                                  \
+    do {                                                                       \
+        if (!(h) || !(h)->data)                                                \
+            return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: %s is NULL",     \
+                        what);                                                 \
+        if (strcmp((h)->implementation_identifier ?: "", kIdentifier) != 0)    \
+            return fail(RMW_RET_INCORRECT_RMW_IMPLEMENTATION,                  \
+                        "rmw_nerve: %s belongs to %s", what,                   \
+                        (h)->implementation_identifier);                       \
+    } while (0)
+
+extern "C" {
+
+// ---- publishers -----------------------------------------------------------
+
+rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
+                                      const rosidl_message_type_support_t *ts,
+                                      const char *topic_name,
+                                      const rmw_qos_profile_t *qos,
+                                      const rmw_publisher_options_t *options)
+{
+    if (!node || !node->data || !ts || !topic_name || !options) {
+        fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+        return nullptr;
+    }
+    Node *n = static_cast<Node *>(node->data);
+    auto *p = new Publisher;
+    p->node = n;
+    p->topic = topic_name;
+    if (qos_resolve(qos, &p->qos, "publisher", topic_name) != RMW_RET_OK ||
+        !msg_type(ts, &p->type) ||
+        !topic_channel(n->ctx->domain, topic_name, "", &p->chan_name)) {
+        delete p;
+        return nullptr;
+    }
+    // An existing channel of another type is refused now, not at publish.
+    {
+        nerve_chan *c = nullptr;
+        std::string why;
+        int r = chan_open_checked(p->chan_name, p->type.name.c_str(),
+                                  NERVE_O_WRITE, &c, &why);
+        if (r == 0) {
+            p->ch = c;
+        } else if (r != NERVE_ENOENT) {
+            fail(RMW_RET_ERROR,
+                 "rmw_nerve: publisher on '%s': channel '%s': %s", topic_name,
+                 p->chan_name.c_str(), why.c_str());
+            delete p;
+            return nullptr;
+        }
+    }
+    p->gid = n->ctx->new_gid();
+    auto *pub = new rmw_publisher_t;
+    pub->implementation_identifier = kIdentifier;
+    pub->data = p;
+    pub->topic_name = strdup(topic_name);
+    pub->options = *options;
+    pub->can_loan_messages = false;
+    Endpoint e;
+    e.kind = Kind::Pub;
+    e.node_id = n->id;
+    e.gid = p->gid;
+    e.name = topic_name;
+    e.type = p->type.name;
+    e.qos = p->qos;
+    e.hash = p->type.hash;
+    e.ready = p->ch != nullptr;
+    n->ctx->graph->add_endpoint(e);
+    return pub;
+}
+
+rmw_ret_t rmw_destroy_publisher(rmw_node_t *node, rmw_publisher_t *pub)
+{
+    CHECK_HANDLE(node, "node");
+    CHECK_HANDLE(pub, "publisher");
+    auto *p = static_cast<Publisher *>(pub->data);
+    p->node->ctx->graph->remove_endpoint(p->gid);
+    if (p->ch)
+        nerve_chan_close(p->ch);
+    free(const_cast<char *>(pub->topic_name));
+    delete p;
+    delete pub;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publish(const rmw_publisher_t *pub, const void *msg,
+                      rmw_publisher_allocation_t *allocation)
+{
+    (void)allocation;
+    CHECK_HANDLE(pub, "publisher");
+    if (!msg)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: message is NULL");
+    auto *p = static_cast<Publisher *>(pub->data);
+    std::lock_guard<std::mutex> lk(p->mu);
+    size_t len = serialized_size(p->type, msg);
+    rmw_ret_t rr = pub_channel(p, len);
+    if (rr != RMW_RET_OK)
+        return rr;
+    void *dst = nullptr;
+    int r = nerve_chan_reserve(p->ch, len, NERVE_FOREVER, &dst, 0);
+    if (r)
+        return put_error(p, r, len);
+    long n = serialize(p->type, msg, dst, len);
+    if (n < 0) {
+        (void)nerve_chan_abort(p->ch);
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: publish on '%s': cannot serialise the %s",
+                    p->topic.c_str(), p->type.name.c_str());
+    }
+    r = nerve_chan_commit(p->ch, size_t(n), nullptr);
+    if (r)
+        return put_error(p, r, len);
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *pub,
+                                         const rmw_serialized_message_t *m,
+                                         rmw_publisher_allocation_t *allocation)
+{
+    (void)allocation;
+    CHECK_HANDLE(pub, "publisher");
+    if (!m || (!m->buffer && m->buffer_length))
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: message is NULL");
+    auto *p = static_cast<Publisher *>(pub->data);
+    std::lock_guard<std::mutex> lk(p->mu);
+    rmw_ret_t rr = pub_channel(p, m->buffer_length);
+    if (rr != RMW_RET_OK)
+        return rr;
+    int r = nerve_chan_put(p->ch, m->buffer, m->buffer_length, NERVE_FOREVER,
+                           nullptr, 0);
+    return r ? put_error(p, r, m->buffer_length) : RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publisher_count_matched_subscriptions(const rmw_publisher_t *pub,
+                                                    size_t *count)
+{
+    CHECK_HANDLE(pub, "publisher");
+    if (!count)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: count is NULL");
+    auto *p = static_cast<Publisher *>(pub->data);
+    auto s = p->node->ctx->graph->snapshot();
+    size_t c = 0;
+    for (const auto &e : s.eps)
+        c += e.kind == Kind::Sub && e.name == p->topic;
+    *count = c;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publisher_get_actual_qos(const rmw_publisher_t *pub,
+                                       rmw_qos_profile_t *qos)
+{
+    CHECK_HANDLE(pub, "publisher");
+    if (!qos)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: qos is NULL");
+    *qos = static_cast<Publisher *>(pub->data)->qos;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_get_gid_for_publisher(const rmw_publisher_t *pub, rmw_gid_t *gid)
+{
+    CHECK_HANDLE(pub, "publisher");
+    if (!gid)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: gid is NULL");
+    *gid = static_cast<Publisher *>(pub->data)->gid;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publisher_assert_liveliness(const rmw_publisher_t *pub)
+{
+    CHECK_HANDLE(pub, "publisher");
+    return RMW_RET_OK; // liveliness is the process's: see the graph
+}
+
+rmw_ret_t rmw_publisher_wait_for_all_acked(const rmw_publisher_t *pub,
+                                           rmw_time_t wait_timeout)
+{
+    (void)wait_timeout;
+    CHECK_HANDLE(pub, "publisher");
+    // A put is complete when it returns: the message is in the ring, where
+    // every reader finds it; nothing is acknowledged later.
+    return RMW_RET_OK;
+}
+
+// ---- serialisation --------------------------------------------------------
+
+rmw_ret_t rmw_serialize(const void *msg,
+                        const rosidl_message_type_support_t *ts,
+                        rmw_serialized_message_t *out)
+{
+    if (!msg || !ts || !out)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    MsgType t;
+    if (!msg_type(ts, &t))
+        return RMW_RET_ERROR;
+    size_t len = serialized_size(t, msg);
+    if (out->buffer_capacity < len &&
+        rmw_serialized_message_resize(out, len) != RMW_RET_OK)
+        return fail(RMW_RET_BAD_ALLOC, "rmw_nerve: out of memory");
+    long n = serialize(t, msg, out->buffer, out->buffer_capacity);
+    if (n < 0)
+        return fail(RMW_RET_ERROR, "rmw_nerve: cannot serialise the %s",
+                    t.name.c_str());
+    out->buffer_length = size_t(n);
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_deserialize(const rmw_serialized_message_t *in,
+                          const rosidl_message_type_support_t *ts, void *msg)
+{
+    if (!in || !ts || !msg)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    MsgType t;
+    if (!msg_type(ts, &t))
+        return RMW_RET_ERROR;
+    if (!deserialize(t, in->buffer, in->buffer_length, msg))
+        return fail(RMW_RET_ERROR, "rmw_nerve: the bytes are not a CDR %s",
+                    t.name.c_str());
+    return RMW_RET_OK;
+}
+
+// ---- subscriptions --------------------------------------------------------
+
+rmw_subscription_t *
+rmw_create_subscription(const rmw_node_t *node,
+                        const rosidl_message_type_support_t *ts,
+                        const char *topic_name, const rmw_qos_profile_t *qos,
+                        const rmw_subscription_options_t *options)
+{
+    if (!node || !node->data || !ts || !topic_name || !options) {
+        fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+        return nullptr;
+    }
+    Node *n = static_cast<Node *>(node->data);
+    auto *s = new Subscription;
+    s->node = n;
+    s->topic = topic_name;
+    if (qos_resolve(qos, &s->qos, "subscription", topic_name) != RMW_RET_OK ||
+        !msg_type(ts, &s->type) ||
+        !topic_channel(n->ctx->domain, topic_name, "", &s->chan_name)) {
+        delete s;
+        return nullptr;
+    }
+    std::string why;
+    int r = chan_open_checked(s->chan_name, s->type.name.c_str(), NERVE_O_READ,
+                              &s->ch, &why);
+    if (r == 0) {
+        // Volatile: only what is published from now on. Transient local:
+        // also the newest `depth` messages the ring still holds.
+        struct nerve_stats st;
+        if (nerve_chan_stat(s->ch, &st) == 0) {
+            uint64_t from = st.head_seq;
+            if (s->qos.durability ==
+                RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL) {
+                from =
+                    st.head_seq > s->qos.depth ? st.head_seq - s->qos.depth : 0;
+                if (st.tail_seq > 0 && from < st.tail_seq - 1)
+                    from = st.tail_seq - 1;
+            }
+            nerve_chan_seek(s->ch, from);
+        }
+    } else if (r != NERVE_ENOENT) {
+        fail(RMW_RET_ERROR, "rmw_nerve: subscription to '%s': channel '%s': %s",
+             topic_name, s->chan_name.c_str(), why.c_str());
+        delete s;
+        return nullptr;
+    }
+    s->gid = n->ctx->new_gid();
+    auto *sub = new rmw_subscription_t;
+    sub->implementation_identifier = kIdentifier;
+    sub->data = s;
+    sub->topic_name = strdup(topic_name);
+    sub->options = *options;
+    sub->can_loan_messages = false;
+    sub->is_cft_enabled = false;
+    Endpoint e;
+    e.kind = Kind::Sub;
+    e.node_id = n->id;
+    e.gid = s->gid;
+    e.name = topic_name;
+    e.type = s->type.name;
+    e.qos = s->qos;
+    e.hash = s->type.hash;
+    n->ctx->graph->add_endpoint(e);
+    return sub;
+}
+
+rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *sub)
+{
+    CHECK_HANDLE(node, "node");
+    CHECK_HANDLE(sub, "subscription");
+    auto *s = static_cast<Subscription *>(sub->data);
+    s->node->ctx->graph->remove_endpoint(s->gid);
+    if (s->ch)
+        nerve_chan_close(s->ch);
+    free(const_cast<char *>(sub->topic_name));
+    delete s;
+    delete sub;
+    return RMW_RET_OK;
+}
+
+static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
+                            bool *taken, rmw_message_info_t *mi)
+{
+    CHECK_HANDLE(sub, "subscription");
+    if (!msg || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *s = static_cast<Subscription *>(sub->data);
+    std::lock_guard<std::mutex> lk(s->mu);
+    *taken = false;
+    if (!sub_open(s))
+        return RMW_RET_OK;
+    sub_count_lost(s);
+    for (int attempt = 0; attempt < 64; attempt++) {
+        struct nerve_view v;
+        int r = nerve_chan_view(s->ch, 0, 0, &v, NERVE_GET_NEXT);
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK;
+        if (r)
+            return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
+                        s->topic.c_str(), nerve_strerror(r));
+        s->lost_total += v.info.missed;
+        bool ok = deserialize(s->type, v.data, v.info.len, msg);
+        if (nerve_chan_view_check(s->ch, &v) != 0) {
+            s->lost_total++; // overwritten while it was read
+            continue;
+        }
+        if (!ok) {
+            if (s->corrupt++ == 0)
+                fprintf(stderr,
+                        "rmw_nerve: subscription to '%s': message %" PRIu64
+                        " of channel '%s' is not a CDR %s; skipped (and so "
+                        "will be any other such message)\n",
+                        s->topic.c_str(), v.info.seq, s->chan_name.c_str(),
+                        s->type.name.c_str());
+            continue;
+        }
+        fill_info(mi, v.info);
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_take(const rmw_subscription_t *sub, void *msg, bool *taken,
+                   rmw_subscription_allocation_t *allocation)
+{
+    (void)allocation;
+    return take_typed(sub, msg, taken, nullptr);
+}
+
+rmw_ret_t rmw_take_with_info(const rmw_subscription_t *sub, void *msg,
+                             bool *taken, rmw_message_info_t *info,
+                             rmw_subscription_allocation_t *allocation)
+{
+    (void)allocation;
+    if (!info)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: info is NULL");
+    return take_typed(sub, msg, taken, info);
+}
+
+rmw_ret_t rmw_take_sequence(const rmw_subscription_t *sub, size_t count,
+                            rmw_message_sequence_t *msgs,
+                            rmw_message_info_sequence_t *infos, size_t *taken,
+                            rmw_subscription_allocation_t *allocation)
+{
+    (void)allocation;
+    if (!msgs || !infos || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    if (count == 0 || count > msgs->capacity || count > infos->capacity)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: bad count");
+    *taken = 0;
+    for (size_t i = 0; i < count; i++) {
+        bool t = false;
+        rmw_ret_t r = take_typed(sub, msgs->data[i], &t, &infos->data[i]);
+        if (r != RMW_RET_OK)
+            return r;
+        if (!t)
+            break;
+        (*taken)++;
+    }
+    msgs->size = *taken;
+    infos->size = *taken;
+    return RMW_RET_OK;
+}
+
+static rmw_ret_t take_serialized(const rmw_subscription_t *sub,
+                                 rmw_serialized_message_t *m, bool *taken,
+                                 rmw_message_info_t *mi)
+{
+    CHECK_HANDLE(sub, "subscription");
+    if (!m || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *s = static_cast<Subscription *>(sub->data);
+    std::lock_guard<std::mutex> lk(s->mu);
+    *taken = false;
+    if (!sub_open(s))
+        return RMW_RET_OK;
+    sub_count_lost(s);
+    for (int attempt = 0; attempt < 64; attempt++) {
+        struct nerve_get_info info;
+        int r = nerve_chan_get(s->ch, m->buffer, m->buffer_capacity, 0, 0,
+                               &info, NERVE_GET_NEXT);
+        if (r == NERVE_EMSGSIZE) {
+            if (rmw_serialized_message_resize(m, info.len) != RMW_RET_OK)
+                return fail(RMW_RET_BAD_ALLOC, "rmw_nerve: out of memory");
+            continue;
+        }
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK;
+        if (r)
+            return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
+                        s->topic.c_str(), nerve_strerror(r));
+        s->lost_total += info.missed;
+        m->buffer_length = info.len;
+        fill_info(mi, info);
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_take_serialized_message(const rmw_subscription_t *sub,
+                                      rmw_serialized_message_t *m, bool *taken,
+                                      rmw_subscription_allocation_t *allocation)
+{
+    (void)allocation;
+    return take_serialized(sub, m, taken, nullptr);
+}
+
+rmw_ret_t rmw_take_serialized_message_with_info(
+    const rmw_subscription_t *sub, rmw_serialized_message_t *m, bool *taken,
+    rmw_message_info_t *info, rmw_subscription_allocation_t *allocation)
+{
+    (void)allocation;
+    if (!info)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: info is NULL");
+    return take_serialized(sub, m, taken, info);
+}
+
+rmw_ret_t
+rmw_subscription_count_matched_publishers(const rmw_subscription_t *sub,
+                                          size_t *count)
+{
+    CHECK_HANDLE(sub, "subscription");
+    if (!count)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: count is NULL");
+    auto *s = static_cast<Subscription *>(sub->data);
+    auto snap = s->node->ctx->graph->snapshot();
+    size_t c = 0;
+    for (const auto &e : snap.eps)
+        c += e.kind == Kind::Pub && e.name == s->topic;
+    *count = c;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_subscription_get_actual_qos(const rmw_subscription_t *sub,
+                                          rmw_qos_profile_t *qos)
+{
+    CHECK_HANDLE(sub, "subscription");
+    if (!qos)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: qos is NULL");
+    *qos = static_cast<Subscription *>(sub->data)->qos;
+    return RMW_RET_OK;
+}
+
+// ---- events ---------------------------------------------------------------
+
+bool rmw_event_type_is_supported(rmw_event_type_t t)
+{
+    return t == RMW_EVENT_MESSAGE_LOST ||
+           t == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE ||
+           t == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
+}
+
+rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
+                                      const rmw_subscription_t *sub,
+                                      rmw_event_type_t t)
+{
+    CHECK_HANDLE(sub, "subscription");
+    if (!ev)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
+    if (t != RMW_EVENT_MESSAGE_LOST &&
+        t != RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE)
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: subscription event type %d is not supported "
+                    "(message lost and incompatible type are)",
+                    int(t));
+    // No allocation: rmw_event_fini() (librmw) frees nothing.
+    auto *s = static_cast<Subscription *>(sub->data);
+    s->has_lost_event = true;
+    ev->implementation_identifier = kIdentifier;
+    ev->data = s;
+    ev->event_type = t;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publisher_event_init(rmw_event_t *ev, const rmw_publisher_t *pub,
+                                   rmw_event_type_t t)
+{
+    CHECK_HANDLE(pub, "publisher");
+    if (!ev)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
+    if (t != RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE)
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: publisher event type %d is not supported "
+                    "(incompatible type is)",
+                    int(t));
+    ev->implementation_identifier = kIdentifier;
+    ev->data = pub->data; // a Publisher; nothing allocated
+    ev->event_type = t;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
+{
+    CHECK_HANDLE(ev, "event");
+    if (!info || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    if (ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE ||
+        ev->event_type == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
+        bool is_pub = ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
+        auto *p = is_pub ? static_cast<Publisher *>(ev->data) : nullptr;
+        auto *s = is_pub ? nullptr : static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(is_pub ? p->mu : s->mu);
+        auto &seen = is_pub ? p->other_types : s->other_types;
+        size_t &reported =
+            is_pub ? p->other_types_reported : s->other_types_reported;
+        (void)note_other_types(
+            is_pub ? p->node : s->node, is_pub ? p->topic : s->topic,
+            is_pub ? p->type.name : s->type.name,
+            is_pub ? Kind::Sub : Kind::Pub, &seen, reported,
+            is_pub ? &p->other_types_graph : &s->other_types_graph);
+        auto *st = static_cast<rmw_incompatible_type_status_t *>(info);
+        st->total_count = int32_t(seen.size());
+        st->total_count_change = int32_t(seen.size() - reported);
+        reported = seen.size();
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    auto *s = static_cast<Subscription *>(ev->data);
+    std::lock_guard<std::mutex> lk(s->mu);
+    sub_count_lost(s);
+    auto *st = static_cast<rmw_message_lost_status_t *>(info);
+    st->total_count = s->lost_total;
+    st->total_count_change = s->lost_total - s->lost_reported;
+    s->lost_reported = s->lost_total;
+    *taken = true;
+    return RMW_RET_OK;
+}
+
+} // extern "C"

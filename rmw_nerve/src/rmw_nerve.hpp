@@ -1,0 +1,267 @@
+// rmw_nerve_cpp: ROS 2's middleware interface (rmw, Jazzy) on nerve channels.
+//
+// Map of the library (one job per file):
+//   rmw_nerve.hpp      the objects behind every rmw handle, shared helpers
+//   names.cpp          domain + ROS name -> channel name; type names, schema
+//   init.cpp           init options, contexts, nodes, guard conditions
+//   graph.cpp          the ROS graph in one shared-memory channel per domain
+//   pubsub.cpp         publishers, subscriptions, (de)serialisation, events
+//   service.cpp        services and clients
+//   wait.cpp           wait sets: one futex wait over every channel involved
+//   unsupported.cpp    what rmw_nerve does not offer: RMW_RET_UNSUPPORTED
+//
+// rmw_nerve uses only nerve's public C API and the headers and libraries
+// of a ROS 2 installation (rmw, rcutils, rosidl, Fast CDR).
+
+#ifndef RMW_NERVE_HPP
+#define RMW_NERVE_HPP
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nerve/chan.h>
+#include <nerve/errors.h>
+#include <rmw/error_handling.h>
+#include <rmw/rmw.h>
+#include <rmw/types.h>
+#include <rosidl_runtime_c/type_hash.h>
+#include <rosidl_typesupport_fastrtps_cpp/message_type_support.h>
+
+namespace rmw_nerve {
+
+extern const char *const kIdentifier; // "rmw_nerve_cpp"
+
+// Set the rmw error string (formatted) and return `ret`.
+rmw_ret_t fail(rmw_ret_t ret, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+// Drop a status that cannot be acted on (cleanup paths).
+inline void ignore(rmw_ret_t)
+{
+}
+inline void ignore_nerve(int)
+{
+}
+
+// Bytes from an environment variable ("64K", "8M", ...); 0 when unset.
+uint64_t env_size(const char *name);
+
+int64_t mono_ns();
+int64_t real_ns();
+
+// ---- names (names.cpp) ----------------------------------------------------
+
+// Channel of ROS topic `topic` (a full name, "/a/b") in `domain`: "a.b" in
+// domain 0 (what `nerve ros2` uses), "ros2-d<N>.a.b" in domain N > 0.
+// A '-' never occurs in a ROS name, so no topic of one domain can map to a
+// channel of another or to a service or graph channel. Returns false (and
+// sets the rmw error) when the name does not fit a channel name.
+bool topic_channel(size_t domain, const char *topic, const char *suffix,
+                   std::string *out);
+std::string graph_channel(size_t domain);
+
+struct MsgType {
+    const message_type_support_callbacks_t *cb = nullptr;
+    const rosidl_message_type_support_t *ts = nullptr; // the caller's handle
+    std::string name;                                  // pkg/msg/Name
+    std::string schema; // ros2msg text (may be empty)
+    bool bounded = false;
+    size_t max_size = 0;       // bounded types: the largest CDR body
+    rosidl_type_hash_t hash{}; // REP 2011 type hash (version 0: unknown)
+};
+
+// Resolve the Fast CDR callbacks (C or C++ typesupport) of `ts`.
+bool msg_type(const rosidl_message_type_support_t *ts, MsgType *out);
+
+// CDR with encapsulation into buf[0..cap) -> bytes written, or -1.
+long serialize(const MsgType &t, const void *msg, void *buf, size_t cap);
+size_t serialized_size(const MsgType &t, const void *msg); // incl. 4 bytes
+bool deserialize(const MsgType &t, const void *buf, size_t len, void *msg);
+
+// ---- wake-ups (wait.cpp) --------------------------------------------------
+
+// Wake every rmw_wait that is waiting now (guard trigger, graph change).
+void wake_waiters();
+
+struct GuardCondition {
+    std::atomic<bool> triggered{false};
+};
+
+// ---- graph (graph.cpp) ----------------------------------------------------
+
+enum class Kind : char { Pub = 'P', Sub = 'S', Srv = 'V', Cli = 'C' };
+
+struct Endpoint {
+    Kind kind;
+    uint64_t node_id = 0;
+    rmw_gid_t gid{};
+    std::string name; // ROS name (topic or service)
+    std::string type; // pkg/msg/Name or pkg/srv/Name
+    rmw_qos_profile_t qos{};
+    rosidl_type_hash_t hash{};      // topics: the type's hash (version 0: none)
+    bool ready = false;             // publishers: the channel exists
+    std::string node_name, node_ns; // filled by Graph::snapshot()
+};
+
+struct NodeRec {
+    uint64_t id = 0;
+    std::string name, ns, enclave;
+};
+
+struct Context;
+
+// One process-wide view per domain of every context's nodes and endpoints.
+class Graph {
+public:
+    Graph(size_t domain, uint64_t ctx_id);
+    ~Graph();
+    rmw_ret_t start(); // open the channel, read what it holds, start thread
+    void stop();       // say goodbye and join the thread
+
+    void add_node(const NodeRec &n);
+    void remove_node(uint64_t id);
+    void add_endpoint(const Endpoint &e);
+    void update_endpoint(const rmw_gid_t &gid, bool ready);
+    void remove_endpoint(const rmw_gid_t &gid);
+
+    // Guard conditions to trigger on every change of the view.
+    void watch(GuardCondition *g);
+    void unwatch(GuardCondition *g);
+
+    // A snapshot of the whole view: nodes and endpoints of all live contexts.
+    struct Snapshot {
+        std::vector<NodeRec> nodes;
+        std::vector<Endpoint> eps;
+    };
+    Snapshot snapshot();
+    uint64_t version() const
+    {
+        return version_.load();
+    }
+
+private:
+    void publish_locked();
+    void run();
+    bool ingest(const char *buf, size_t len, int64_t time_ns);
+    bool expire(int64_t now);
+    void changed();
+
+    size_t domain_;
+    uint64_t ctx_id_;
+    nerve_chan *wr_ = nullptr, *rd_ = nullptr;
+    std::mutex mu_;
+    std::vector<NodeRec> my_nodes_;
+    std::vector<Endpoint> my_eps_;
+    struct Remote {
+        int pid = 0;
+        int64_t seen_ns = 0;
+        std::vector<NodeRec> nodes;
+        std::vector<Endpoint> eps;
+    };
+    std::map<uint64_t, Remote> remote_;
+    std::vector<GuardCondition *> watchers_;
+    std::atomic<uint64_t> version_{0};
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+    bool dirty_ = false;
+    int64_t last_pub_ns_ = 0;
+};
+
+struct Context {
+    uint64_t id = 0;
+    size_t domain = 0;
+    std::atomic<uint64_t> next_entity{1};
+    std::unique_ptr<Graph> graph;
+    bool shut_down = false;
+    rmw_gid_t new_gid(); // ctx id + counter
+};
+
+struct Node {
+    Context *ctx = nullptr;
+    uint64_t id = 0;
+    rmw_guard_condition_t *graph_guard = nullptr;
+};
+
+// ---- publishers and subscriptions (pubsub.cpp) ----------------------------
+
+struct Publisher {
+    Node *node = nullptr;
+    MsgType type;
+    std::string topic, chan_name;
+    rmw_qos_profile_t qos{};
+    rmw_gid_t gid{};
+    std::mutex mu; // one put at a time per handle
+    nerve_chan *ch = nullptr;
+    std::set<std::string> other_types;  // [mu] endpoints seen with another type
+    size_t other_types_reported = 0;    // [mu]
+    uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
+};
+
+struct Subscription {
+    Node *node = nullptr;
+    MsgType type;
+    std::string topic, chan_name;
+    rmw_qos_profile_t qos{};
+    rmw_gid_t gid{};
+    // Taken by take, take_event and rmw_wait's readiness checks: rclpy's
+    // multi-threaded executor takes in worker threads while another waits.
+    std::mutex mu;
+    nerve_chan *ch = nullptr;
+    bool refused = false; // the channel under the name is not this topic's
+    uint64_t lost_total = 0, lost_reported = 0;
+    uint64_t corrupt = 0;
+    bool has_lost_event = false;
+    std::set<std::string> other_types;  // [mu] endpoints seen with another type
+    size_t other_types_reported = 0;    // [mu]
+    uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
+};
+
+// Incompatible-type events: record the endpoints of the other side on
+// `topic` whose type is not `type` into *seen (by GID). Returns whether
+// there are some not yet reported. Caller holds the entity's mutex.
+// Looks at the graph only when it changed since *version.
+bool note_other_types(Node *node, const std::string &topic,
+                      const std::string &type, Kind other,
+                      std::set<std::string> *seen, size_t reported,
+                      uint64_t *version);
+
+// Open the subscription's channel if it exists now (false while it does
+// not). A channel of another type or encoding is refused once, loudly.
+bool sub_open(Subscription *s);
+// Messages waiting after the cursor (after keep-last trimming).
+bool sub_ready(Subscription *s);
+// Messages the ring overwrote before this reader took them, counted now.
+void sub_count_lost(Subscription *s);
+
+// Check and resolve a QoS profile. Returns RMW_RET_OK or sets the error.
+rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
+                      const char *what, const char *name);
+
+// Channel helpers shared by topics and services.
+// 0, or a nerve error (NERVE_ENOENT: no channel yet), or NERVE_EMISMATCH
+// (the channel's type or encoding is not this one's); *why says which.
+int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
+                      nerve_chan **out, std::string *why);
+int chan_create_for(const std::string &name, const std::string &type,
+                    const std::string &schema, uint64_t slots,
+                    uint64_t data_size);
+
+// ---- services (service.cpp) ------------------------------------------------
+
+struct Service;
+struct Client;
+bool srv_ready(Service *s);
+bool cli_ready(Client *c);
+nerve_chan *srv_chan(Service *s);
+nerve_chan *cli_chan(Client *c);
+
+} // namespace rmw_nerve
+
+#endif

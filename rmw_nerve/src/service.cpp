@@ -1,0 +1,497 @@
+// Services and clients: two channels per service, "<svc>-req" (every
+// client writes, the server reads) and "<svc>-rep" (the server writes,
+// every client reads and keeps what is addressed to it), named as topics
+// are ('-' never occurs in a ROS name, so no topic can collide with them).
+// Each message is a 32-byte header then the CDR bytes (encoding
+// "rmw_nerve-service"):
+//
+//   0   16  client GID (the request's writer)
+//   16   8  sequence number the client gave the request (int64, host order)
+//   24   8  source time, CLOCK_REALTIME ns (int64, host order)
+//   32   .  CDR, with its encapsulation header
+//
+// Sequence numbers count from 1 per client. A client sends only while the
+// graph shows a server for its service; otherwise rmw_send_request fails
+// with an error, so a client whose server is gone is told so instead of
+// waiting for a reply that cannot come. Requests are lost only if the
+// server falls a whole ring (max(depth, 64) slots) behind.
+
+#include "rmw_nerve.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include <rosidl_runtime_c/service_type_support_struct.h>
+#include <rosidl_typesupport_fastrtps_cpp/service_type_support.h>
+
+using namespace rmw_nerve;
+
+namespace rmw_nerve {
+
+static const size_t kHdr = 32;
+
+struct SrvTypes {
+    MsgType req, rep;
+    std::string name; // pkg/srv/Name
+};
+
+static bool srv_types(const rosidl_service_type_support_t *ts, SrvTypes *out)
+{
+    const rosidl_service_type_support_t *h =
+        get_service_typesupport_handle(ts, "rosidl_typesupport_fastrtps_c");
+    if (!h) {
+        rcutils_reset_error();
+        h = get_service_typesupport_handle(ts,
+                                           "rosidl_typesupport_fastrtps_cpp");
+    }
+    if (!h) {
+        rcutils_reset_error();
+        fail(RMW_RET_UNSUPPORTED,
+             "rmw_nerve: service type support '%s' has no Fast CDR callbacks",
+             ts->typesupport_identifier);
+        return false;
+    }
+    auto *cb = static_cast<const service_type_support_callbacks_t *>(h->data);
+    if (!msg_type(cb->request_members_, &out->req) ||
+        !msg_type(cb->response_members_, &out->rep))
+        return false;
+    std::string ns = cb->service_namespace_;
+    for (size_t i; (i = ns.find("::")) != std::string::npos;)
+        ns.replace(i, 2, "/");
+    out->name = ns + "/" + cb->service_name_;
+    return true;
+}
+
+struct Service {
+    Node *node = nullptr;
+    SrvTypes t;
+    std::string name, req_name, rep_name;
+    rmw_qos_profile_t qos{};
+    rmw_gid_t gid{};
+    nerve_chan *req = nullptr, *rep = nullptr;
+    std::mutex mu;
+};
+
+struct Client {
+    Node *node = nullptr;
+    SrvTypes t;
+    std::string name, req_name, rep_name;
+    rmw_qos_profile_t qos{};
+    rmw_gid_t gid{};
+    nerve_chan *req = nullptr, *rep = nullptr;
+    int64_t next_seq = 1;
+    std::mutex mu;
+};
+
+bool srv_ready(Service *s)
+{
+    struct nerve_stats st;
+    return nerve_chan_stat(s->req, &st) == 0 &&
+           st.head_seq > nerve_chan_cursor(s->req);
+}
+
+static bool cli_open(Client *c)
+{
+    if (c->rep)
+        return true;
+    std::string why;
+    if (0 != chan_open_checked(c->rep_name, c->t.rep.name.c_str(), NERVE_O_READ,
+                               &c->rep, &why))
+        return false;
+    struct nerve_stats st;
+    if (nerve_chan_stat(c->rep, &st) == 0)
+        nerve_chan_seek(c->rep, st.head_seq); // only replies from now on
+    return true;
+}
+
+bool cli_ready(Client *c)
+{
+    if (!cli_open(c))
+        return false;
+    struct nerve_stats st;
+    return nerve_chan_stat(c->rep, &st) == 0 &&
+           st.head_seq > nerve_chan_cursor(c->rep);
+}
+
+nerve_chan *srv_chan(Service *s)
+{
+    return s->req;
+}
+nerve_chan *cli_chan(Client *c)
+{
+    return cli_open(c) ? c->rep : nullptr;
+}
+
+// Every rclpy node serves seven parameter services: their rings are kept
+// small (256 KiB each unless a bounded type needs more for 64 messages;
+// NERVE_RMW_SERVICE_SIZE sets it), and a larger request or reply fails
+// with an error that says so.
+static uint64_t ring_bytes(const MsgType &t)
+{
+    if (uint64_t e = env_size("NERVE_RMW_SERVICE_SIZE"))
+        return e;
+    uint64_t d = t.bounded ? 64 * (t.max_size + kHdr + 4) : (256u << 10);
+    if (d < (64u << 10))
+        d = 64u << 10;
+    if (d > (16u << 20))
+        d = 16u << 20;
+    return d;
+}
+
+// Put header + CDR of msg into ch.
+static rmw_ret_t put_framed(nerve_chan *ch, const MsgType &t,
+                            const uint8_t *gid, int64_t seq, const void *msg,
+                            const std::string &what)
+{
+    size_t len = kHdr + serialized_size(t, msg);
+    void *dst = nullptr;
+    int r = nerve_chan_reserve(ch, len, NERVE_FOREVER, &dst, 0);
+    if (r == NERVE_EMSGSIZE)
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: %s: %zu bytes do not fit channel '%s' (set "
+                    "NERVE_RMW_SERVICE_SIZE before the server starts, or "
+                    "remove the channel)",
+                    what.c_str(), len, nerve_chan_name(ch));
+    if (r)
+        return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
+                    nerve_strerror(r));
+    auto *d = static_cast<uint8_t *>(dst);
+    int64_t now = real_ns();
+    memcpy(d, gid, 16);
+    memcpy(d + 16, &seq, 8);
+    memcpy(d + 24, &now, 8);
+    long n = serialize(t, msg, d + kHdr, len - kHdr);
+    if (n < 0) {
+        (void)nerve_chan_abort(ch);
+        return fail(RMW_RET_ERROR, "rmw_nerve: %s: cannot serialise the %s",
+                    what.c_str(), t.name.c_str());
+    }
+    r = nerve_chan_commit(ch, kHdr + size_t(n), nullptr);
+    if (r)
+        return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
+                    nerve_strerror(r));
+    return RMW_RET_OK;
+}
+
+// Take the next message of ch addressed to `want` (any when NULL).
+static rmw_ret_t take_framed(nerve_chan *ch, const MsgType &t,
+                             const uint8_t *want, void *msg,
+                             rmw_service_info_t *hdr, bool *taken,
+                             const std::string &what)
+{
+    *taken = false;
+    for (int attempt = 0; attempt < 1024; attempt++) {
+        struct nerve_view v;
+        int r = nerve_chan_view(ch, 0, 0, &v, NERVE_GET_NEXT);
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK;
+        if (r)
+            return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
+                        nerve_strerror(r));
+        if (v.info.len < kHdr + 4) {
+            fprintf(stderr,
+                    "rmw_nerve: %s: message %" PRIu64
+                    " too short for a service message; skipped\n",
+                    what.c_str(), v.info.seq);
+            continue;
+        }
+        const auto *d = static_cast<const uint8_t *>(v.data);
+        rmw_service_info_t h{};
+        memcpy(h.request_id.writer_guid, d, 16);
+        memcpy(&h.request_id.sequence_number, d + 16, 8);
+        memcpy(&h.source_timestamp, d + 24, 8);
+        if (want && memcmp(want, d, 16) != 0) {
+            continue; // another client's reply
+        }
+        bool ok = deserialize(t, d + kHdr, v.info.len - kHdr, msg);
+        if (nerve_chan_view_check(ch, &v) != 0)
+            continue;
+        if (!ok) {
+            fprintf(stderr,
+                    "rmw_nerve: %s: message %" PRIu64
+                    " is not a CDR %s; skipped\n",
+                    what.c_str(), v.info.seq, t.name.c_str());
+            continue;
+        }
+        h.received_timestamp = real_ns();
+        *hdr = h;
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    return RMW_RET_OK;
+}
+
+static bool server_exists(Node *n, const std::string &name)
+{
+    auto s = n->ctx->graph->snapshot();
+    for (const auto &e : s.eps)
+        if (e.kind == Kind::Srv && e.name == name)
+            return true;
+    return false;
+}
+
+} // namespace rmw_nerve
+
+#define CHECK_HANDLE(h, what)                                                  \
+    do {                                                                       \
+        if (!(h) || !(h)->data)                                                \
+            return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: %s is NULL",     \
+                        what);                                                 \
+        if (strcmp((h)->implementation_identifier ?: "", kIdentifier) != 0)    \
+            return fail(RMW_RET_INCORRECT_RMW_IMPLEMENTATION,                  \
+                        "rmw_nerve: %s belongs to %s", what,                   \
+                        (h)->implementation_identifier);                       \
+    } while (0)
+
+extern "C" {
+
+rmw_service_t *rmw_create_service(const rmw_node_t *node,
+                                  const rosidl_service_type_support_t *ts,
+                                  const char *service_name,
+                                  const rmw_qos_profile_t *qos)
+{
+    if (!node || !node->data || !ts || !service_name) {
+        fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+        return nullptr;
+    }
+    Node *n = static_cast<Node *>(node->data);
+    auto *s = new Service;
+    s->node = n;
+    s->name = service_name;
+    if (qos_resolve(qos, &s->qos, "service", service_name) != RMW_RET_OK ||
+        !srv_types(ts, &s->t) ||
+        !topic_channel(n->ctx->domain, service_name, "-req", &s->req_name) ||
+        !topic_channel(n->ctx->domain, service_name, "-rep", &s->rep_name)) {
+        delete s;
+        return nullptr;
+    }
+    uint64_t slots = s->qos.depth < 64 ? 64 : s->qos.depth;
+    (void)chan_create_for(s->req_name, s->t.req.name, s->t.req.schema, slots,
+                          ring_bytes(s->t.req));
+    (void)chan_create_for(s->rep_name, s->t.rep.name, s->t.rep.schema, slots,
+                          ring_bytes(s->t.rep));
+    std::string why;
+    if (0 != chan_open_checked(s->req_name, s->t.req.name.c_str(), NERVE_O_READ,
+                               &s->req, &why) ||
+        0 != chan_open_checked(s->rep_name, s->t.rep.name.c_str(),
+                               NERVE_O_WRITE, &s->rep, &why)) {
+        fail(RMW_RET_ERROR, "rmw_nerve: service '%s': %s", service_name,
+             why.c_str());
+        if (s->req)
+            nerve_chan_close(s->req);
+        delete s;
+        return nullptr;
+    }
+    struct nerve_stats st;
+    if (nerve_chan_stat(s->req, &st) == 0)
+        nerve_chan_seek(s->req, st.head_seq); // not a dead server's requests
+    s->gid = n->ctx->new_gid();
+    auto *srv = new rmw_service_t;
+    srv->implementation_identifier = kIdentifier;
+    srv->data = s;
+    srv->service_name = strdup(service_name);
+    Endpoint e;
+    e.kind = Kind::Srv;
+    e.node_id = n->id;
+    e.gid = s->gid;
+    e.name = service_name;
+    e.type = s->t.name;
+    e.qos = s->qos;
+    e.ready = true;
+    n->ctx->graph->add_endpoint(e);
+    return srv;
+}
+
+rmw_ret_t rmw_destroy_service(rmw_node_t *node, rmw_service_t *srv)
+{
+    CHECK_HANDLE(node, "node");
+    CHECK_HANDLE(srv, "service");
+    auto *s = static_cast<Service *>(srv->data);
+    s->node->ctx->graph->remove_endpoint(s->gid);
+    nerve_chan_close(s->req);
+    nerve_chan_close(s->rep);
+    free(const_cast<char *>(srv->service_name));
+    delete s;
+    delete srv;
+    return RMW_RET_OK;
+}
+
+rmw_client_t *rmw_create_client(const rmw_node_t *node,
+                                const rosidl_service_type_support_t *ts,
+                                const char *service_name,
+                                const rmw_qos_profile_t *qos)
+{
+    if (!node || !node->data || !ts || !service_name) {
+        fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+        return nullptr;
+    }
+    Node *n = static_cast<Node *>(node->data);
+    auto *c = new Client;
+    c->node = n;
+    c->name = service_name;
+    if (qos_resolve(qos, &c->qos, "client", service_name) != RMW_RET_OK ||
+        !srv_types(ts, &c->t) ||
+        !topic_channel(n->ctx->domain, service_name, "-req", &c->req_name) ||
+        !topic_channel(n->ctx->domain, service_name, "-rep", &c->rep_name)) {
+        delete c;
+        return nullptr;
+    }
+    (void)cli_open(c);
+    c->gid = n->ctx->new_gid();
+    auto *cli = new rmw_client_t;
+    cli->implementation_identifier = kIdentifier;
+    cli->data = c;
+    cli->service_name = strdup(service_name);
+    Endpoint e;
+    e.kind = Kind::Cli;
+    e.node_id = n->id;
+    e.gid = c->gid;
+    e.name = service_name;
+    e.type = c->t.name;
+    e.qos = c->qos;
+    n->ctx->graph->add_endpoint(e);
+    return cli;
+}
+
+rmw_ret_t rmw_destroy_client(rmw_node_t *node, rmw_client_t *cli)
+{
+    CHECK_HANDLE(node, "node");
+    CHECK_HANDLE(cli, "client");
+    auto *c = static_cast<Client *>(cli->data);
+    c->node->ctx->graph->remove_endpoint(c->gid);
+    if (c->req)
+        nerve_chan_close(c->req);
+    if (c->rep)
+        nerve_chan_close(c->rep);
+    free(const_cast<char *>(cli->service_name));
+    delete c;
+    delete cli;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_send_request(const rmw_client_t *cli, const void *req,
+                           int64_t *seq)
+{
+    CHECK_HANDLE(cli, "client");
+    if (!req || !seq)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *c = static_cast<Client *>(cli->data);
+    std::lock_guard<std::mutex> lk(c->mu);
+    if (!server_exists(c->node, c->name))
+        return fail(RMW_RET_ERROR,
+                    "rmw_nerve: request to '%s': no server for this service "
+                    "(none in the graph of domain %zu)",
+                    c->name.c_str(), c->node->ctx->domain);
+    std::string why;
+    if (!cli_open(c) ||
+        (!c->req && 0 != chan_open_checked(c->req_name, c->t.req.name.c_str(),
+                                           NERVE_O_WRITE, &c->req, &why)))
+        return fail(RMW_RET_ERROR, "rmw_nerve: request to '%s': %s",
+                    c->name.c_str(),
+                    why.empty() ? "no reply channel" : why.c_str());
+    int64_t s = c->next_seq;
+    rmw_ret_t r = put_framed(c->req, c->t.req, c->gid.data, s, req,
+                             "request to '" + c->name + "'");
+    if (r == RMW_RET_OK) {
+        c->next_seq++;
+        *seq = s;
+    }
+    return r;
+}
+
+rmw_ret_t rmw_take_request(const rmw_service_t *srv, rmw_service_info_t *hdr,
+                           void *req, bool *taken)
+{
+    CHECK_HANDLE(srv, "service");
+    if (!hdr || !req || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *s = static_cast<Service *>(srv->data);
+    return take_framed(s->req, s->t.req, nullptr, req, hdr, taken,
+                       "service '" + s->name + "'");
+}
+
+rmw_ret_t rmw_send_response(const rmw_service_t *srv, rmw_request_id_t *id,
+                            void *rep)
+{
+    CHECK_HANDLE(srv, "service");
+    if (!id || !rep)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *s = static_cast<Service *>(srv->data);
+    std::lock_guard<std::mutex> lk(s->mu);
+    return put_framed(s->rep, s->t.rep, id->writer_guid, id->sequence_number,
+                      rep, "reply of '" + s->name + "'");
+}
+
+rmw_ret_t rmw_take_response(const rmw_client_t *cli, rmw_service_info_t *hdr,
+                            void *rep, bool *taken)
+{
+    CHECK_HANDLE(cli, "client");
+    if (!hdr || !rep || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *c = static_cast<Client *>(cli->data);
+    *taken = false;
+    if (!cli_open(c))
+        return RMW_RET_OK;
+    return take_framed(c->rep, c->t.rep, c->gid.data, rep, hdr, taken,
+                       "client of '" + c->name + "'");
+}
+
+rmw_ret_t rmw_service_server_is_available(const rmw_node_t *node,
+                                          const rmw_client_t *cli,
+                                          bool *available)
+{
+    CHECK_HANDLE(node, "node");
+    CHECK_HANDLE(cli, "client");
+    if (!available)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    auto *c = static_cast<Client *>(cli->data);
+    *available = server_exists(c->node, c->name) && cli_open(c);
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_get_gid_for_client(const rmw_client_t *cli, rmw_gid_t *gid)
+{
+    CHECK_HANDLE(cli, "client");
+    if (!gid)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: gid is NULL");
+    *gid = static_cast<Client *>(cli->data)->gid;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_client_request_publisher_get_actual_qos(const rmw_client_t *cli,
+                                                      rmw_qos_profile_t *qos)
+{
+    CHECK_HANDLE(cli, "client");
+    if (!qos)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: qos is NULL");
+    *qos = static_cast<Client *>(cli->data)->qos;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t
+rmw_client_response_subscription_get_actual_qos(const rmw_client_t *cli,
+                                                rmw_qos_profile_t *qos)
+{
+    return rmw_client_request_publisher_get_actual_qos(cli, qos);
+}
+
+rmw_ret_t
+rmw_service_request_subscription_get_actual_qos(const rmw_service_t *srv,
+                                                rmw_qos_profile_t *qos)
+{
+    CHECK_HANDLE(srv, "service");
+    if (!qos)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: qos is NULL");
+    *qos = static_cast<Service *>(srv->data)->qos;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t
+rmw_service_response_publisher_get_actual_qos(const rmw_service_t *srv,
+                                              rmw_qos_profile_t *qos)
+{
+    return rmw_service_request_subscription_get_actual_qos(srv, qos);
+}
+
+} // extern "C"

@@ -1,0 +1,286 @@
+// Wait sets: one futex wait (nerve_chan_wait_any, the kernel's multi-futex
+// wait) over the channels of every subscription, service, client and event
+// in the set, plus the wait set's own "wake" channel.
+//
+// Guard conditions live in process memory. To wake a wait, a trigger sets
+// the guard's flag and then puts one byte into the wake channel of every
+// wait set that is waiting at that moment (the same for a change of the
+// graph). Wake channels are private: created under a unique name, opened,
+// and unlinked at once, so no file is left behind, also after kill -9; a
+// process keeps a pool of them for its wait sets.
+//
+// LOST WAKE-UP. A wait registers itself (under g_mu) and sets its wake
+// cursor to the channel's newest message before it looks at any guard
+// flag; a trigger sets the flag before it takes g_mu to put. So either the
+// wait sees the flag, or the trigger's put comes after the registration
+// and the wake channel has a message after the cursor, which makes the
+// futex wait return at once.
+
+#include "rmw_nerve.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace rmw_nerve;
+
+namespace rmw_nerve {
+struct Service;
+struct Client;
+} // namespace rmw_nerve
+
+namespace {
+
+struct WaitSet {
+    nerve_chan *wake = nullptr;
+};
+
+// Never destroyed: the graph thread of a context the program did not shut
+// down may still ring wake channels while static destructors run at exit.
+std::mutex &g_mu = *new std::mutex;
+std::vector<WaitSet *> &g_waiting = *new std::vector<WaitSet *>; // [g_mu]
+std::vector<nerve_chan *> &g_pool =
+    *new std::vector<nerve_chan *>; // [g_mu] idle
+unsigned g_made = 0;                // [g_mu]
+
+nerve_chan *wake_get()
+{
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (!g_pool.empty()) {
+        nerve_chan *c = g_pool.back();
+        g_pool.pop_back();
+        return c;
+    }
+    std::string name = "rmw-nerve-wake-" + std::to_string(getpid()) + "-" +
+                       std::to_string(g_made++) + "-" +
+                       std::to_string(mono_ns());
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.slots = 4;
+    o.data_size = 4096;
+    o.mode = 0600;
+    o.type = "rmw_nerve/wake";
+    o.encoding = "raw";
+    if (nerve_chan_create(name.c_str(), &o) != 0)
+        return nullptr;
+    nerve_chan *c = nullptr;
+    int r = nerve_chan_open(name.c_str(), NERVE_O_WRITE, &c);
+    (void)nerve_chan_unlink(name.c_str());
+    return r == 0 ? c : nullptr;
+}
+
+void unregister(WaitSet *ws)
+{
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_waiting.erase(std::remove(g_waiting.begin(), g_waiting.end(), ws),
+                    g_waiting.end());
+}
+
+} // namespace
+
+namespace rmw_nerve {
+void wake_waiters()
+{
+    static const char one = 1;
+    std::lock_guard<std::mutex> lk(g_mu);
+    for (WaitSet *ws : g_waiting)
+        (void)nerve_chan_put(ws->wake, &one, 1, NERVE_FOREVER, nullptr, 0);
+}
+} // namespace rmw_nerve
+
+extern "C" {
+
+rmw_wait_set_t *rmw_create_wait_set(rmw_context_t *context,
+                                    size_t max_conditions)
+{
+    (void)max_conditions;
+    if (!context || !context->impl) {
+        fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: context not init");
+        return nullptr;
+    }
+    auto *ws = new WaitSet;
+    ws->wake = wake_get();
+    if (!ws->wake) {
+        delete ws;
+        fail(RMW_RET_ERROR,
+             "rmw_nerve: cannot create a wait set's wake channel in "
+             "/dev/shm");
+        return nullptr;
+    }
+    auto *w = new rmw_wait_set_t;
+    w->implementation_identifier = kIdentifier;
+    w->guard_conditions = nullptr;
+    w->data = ws;
+    return w;
+}
+
+rmw_ret_t rmw_destroy_wait_set(rmw_wait_set_t *w)
+{
+    if (!w || !w->data)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: wait set is NULL");
+    auto *ws = static_cast<WaitSet *>(w->data);
+    unregister(ws);
+    {
+        std::lock_guard<std::mutex> lk(g_mu);
+        g_pool.push_back(ws->wake);
+    }
+    delete ws;
+    delete w;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
+                   rmw_services_t *srvs, rmw_clients_t *clis, rmw_events_t *evs,
+                   rmw_wait_set_t *w, const rmw_time_t *timeout)
+{
+    if (!w || !w->data)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: wait set is NULL");
+    auto *ws = static_cast<WaitSet *>(w->data);
+    bool forever = timeout == nullptr;
+    int64_t deadline = 0;
+    if (!forever) {
+        int64_t t =
+            int64_t(timeout->sec) * 1000000000LL + int64_t(timeout->nsec);
+        if (timeout->sec >= 9223372036ULL)
+            forever = true;
+        else
+            deadline = mono_ns() + t;
+    }
+    size_t ns = subs ? subs->subscriber_count : 0;
+    size_t ng = gcs ? gcs->guard_condition_count : 0;
+    size_t nv = srvs ? srvs->service_count : 0;
+    size_t nc = clis ? clis->client_count : 0;
+    size_t ne = evs ? evs->event_count : 0;
+    std::vector<char> rs(ns), rg(ng), rv(nv), rc(nc), re(ne);
+    for (;;) {
+        {
+            std::lock_guard<std::mutex> lk(g_mu);
+            g_waiting.push_back(ws);
+            struct nerve_stats st;
+            if (nerve_chan_stat(ws->wake, &st) == 0)
+                nerve_chan_seek(ws->wake, st.head_seq);
+        }
+        bool any = false;
+        for (size_t i = 0; i < ns; i++) {
+            auto *s = static_cast<Subscription *>(subs->subscribers[i]);
+            rs[i] = 0;
+            if (s) {
+                std::lock_guard<std::mutex> lk(s->mu);
+                rs[i] = sub_ready(s);
+            }
+            any |= rs[i];
+        }
+        for (size_t i = 0; i < ng; i++)
+            any |= rg[i] =
+                gcs->guard_conditions[i] &&
+                static_cast<GuardCondition *>(gcs->guard_conditions[i])
+                    ->triggered.load();
+        for (size_t i = 0; i < nv; i++)
+            any |= rv[i] = srvs->services[i] &&
+                           srv_ready(static_cast<Service *>(srvs->services[i]));
+        for (size_t i = 0; i < nc; i++)
+            any |= rc[i] = clis->clients[i] &&
+                           cli_ready(static_cast<Client *>(clis->clients[i]));
+        for (size_t i = 0; i < ne; i++) {
+            auto *ev = static_cast<rmw_event_t *>(evs->events[i]);
+            re[i] = 0;
+            if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST) {
+                auto *s = static_cast<Subscription *>(ev->data);
+                std::lock_guard<std::mutex> lk(s->mu);
+                sub_count_lost(s);
+                re[i] = s->lost_total > s->lost_reported;
+            } else if (ev && ev->event_type ==
+                                 RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
+                // Woken by graph changes (wake_waiters) like guards.
+                auto *s = static_cast<Subscription *>(ev->data);
+                std::lock_guard<std::mutex> lk(s->mu);
+                re[i] = note_other_types(
+                    s->node, s->topic, s->type.name, Kind::Pub, &s->other_types,
+                    s->other_types_reported, &s->other_types_graph);
+            } else if (ev && ev->event_type ==
+                                 RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE) {
+                auto *p = static_cast<Publisher *>(ev->data);
+                std::lock_guard<std::mutex> lk(p->mu);
+                re[i] = note_other_types(
+                    p->node, p->topic, p->type.name, Kind::Sub, &p->other_types,
+                    p->other_types_reported, &p->other_types_graph);
+            }
+            any |= re[i];
+        }
+        int64_t now = mono_ns();
+        bool expired = !forever && now >= deadline;
+        if (any || expired) {
+            unregister(ws);
+            for (size_t i = 0; i < ns; i++)
+                if (!rs[i])
+                    subs->subscribers[i] = nullptr;
+            for (size_t i = 0; i < ng; i++) {
+                if (!rg[i])
+                    gcs->guard_conditions[i] = nullptr;
+                else
+                    static_cast<GuardCondition *>(gcs->guard_conditions[i])
+                        ->triggered.store(false);
+            }
+            for (size_t i = 0; i < nv; i++)
+                if (!rv[i])
+                    srvs->services[i] = nullptr;
+            for (size_t i = 0; i < nc; i++)
+                if (!rc[i])
+                    clis->clients[i] = nullptr;
+            for (size_t i = 0; i < ne; i++)
+                if (!re[i])
+                    evs->events[i] = nullptr;
+            return any ? RMW_RET_OK : RMW_RET_TIMEOUT;
+        }
+        // Wait on every channel involved. Past NERVE_WAIT_MAX channels, the
+        // rest are looked at again every millisecond.
+        std::vector<nerve_chan *> chans;
+        bool overflow = false;
+        auto add = [&chans, &overflow](nerve_chan *c) {
+            if (!c || std::find(chans.begin(), chans.end(), c) != chans.end())
+                return;
+            if (chans.size() < NERVE_WAIT_MAX)
+                chans.push_back(c);
+            else
+                overflow = true;
+        };
+        add(ws->wake);
+        for (size_t i = 0; i < ns; i++)
+            add(static_cast<Subscription *>(subs->subscribers[i])->ch);
+        for (size_t i = 0; i < nv; i++)
+            add(srv_chan(static_cast<Service *>(srvs->services[i])));
+        for (size_t i = 0; i < nc; i++)
+            add(cli_chan(static_cast<Client *>(clis->clients[i])));
+        for (size_t i = 0; i < ne; i++) {
+            auto *ev = static_cast<rmw_event_t *>(evs->events[i]);
+            if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST)
+                add(static_cast<Subscription *>(ev->data)->ch);
+        }
+        // A subscription or client whose channel does not exist yet learns
+        // of it from the graph when an rmw_nerve publisher or server makes
+        // it; one made by anything else (`nerve ros2 --from-ros`, a nerve
+        // program) is looked for again every 100 ms.
+        bool unopened = false;
+        for (size_t i = 0; i < ns; i++) {
+            auto *s = static_cast<Subscription *>(subs->subscribers[i]);
+            unopened |= s->ch == nullptr && !s->refused;
+        }
+        for (size_t i = 0; i < nc; i++)
+            unopened |=
+                cli_chan(static_cast<Client *>(clis->clients[i])) == nullptr;
+        int64_t wait_ns = forever ? NERVE_FOREVER : deadline - now;
+        if (overflow && (forever || wait_ns > 1000000))
+            wait_ns = 1000000;
+        if (unopened && (forever || wait_ns > 100000000))
+            wait_ns = 100000000;
+        uint64_t ready[1] = {0};
+        int r =
+            nerve_chan_wait_any(chans.data(), chans.size(), wait_ns, ready, 0);
+        unregister(ws);
+        if (r < 0 && r != NERVE_ETIMEDOUT)
+            return fail(RMW_RET_ERROR, "rmw_nerve: wait: %s",
+                        nerve_strerror(r));
+    }
+}
+
+} // extern "C"

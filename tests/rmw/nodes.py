@@ -1,0 +1,381 @@
+"""ROS 2 nodes for the rmw_nerve tests, run by test_rmw_nerve.py with the
+Jazzy wheels' Python under `nerve-ros2-exec`: python nodes.py ROLE [ARGS].
+
+Each role prints "ready" when the test may go on, and at the end one line
+of JSON with what it saw. Every wait is bounded."""
+
+import json
+import os
+import sys
+import time
+
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+W, H = 1920, 1080
+CLOUD_POINTS = 65536  # x 16 bytes = 1 MiB
+
+
+def say(obj):
+    print(obj if isinstance(obj, str) else json.dumps(obj), flush=True)
+
+
+def spin_until(node, cond, limit=30.0):
+    end = time.monotonic() + limit
+    while not cond() and time.monotonic() < end:
+        rclpy.spin_once(node, timeout_sec=0.05)
+    return cond()
+
+
+def sockets(pid="self"):
+    """(sockets, UDP sockets) among the process's file descriptors."""
+    inodes = set()
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            t = os.readlink(f"{fd_dir}/{fd}")
+        except OSError:
+            continue
+        if t.startswith("socket:["):
+            inodes.add(t[8:-1])
+    udp = 0
+    for f in ("udp", "udp6"):
+        with open(f"/proc/{pid}/net/{f}") as fh:
+            for line in fh.readlines()[1:]:
+                if line.split()[9] in inodes:
+                    udp += 1
+    return len(inodes), udp
+
+
+def make_types():
+    from sensor_msgs.msg import Image, Imu, PointCloud2, PointField
+    from std_msgs.msg import String
+
+    s = String(data="hello nerve \u00e9")
+    imu = Imu()
+    imu.header.frame_id = "imu_link"
+    imu.header.stamp.sec, imu.header.stamp.nanosec = 1234, 5678
+    imu.orientation.x, imu.orientation.w = 0.25, 0.75
+    imu.angular_velocity.z = -1.5
+    imu.linear_acceleration.x = 9.81
+    imu.orientation_covariance = [float(i) for i in range(9)]
+    pc = PointCloud2()
+    pc.header.frame_id = "lidar"
+    pc.height, pc.width = 1, CLOUD_POINTS
+    pc.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                 for i, n in enumerate("xyzi")]
+    pc.point_step, pc.row_step = 16, 16 * CLOUD_POINTS
+    pc.data = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (CLOUD_POINTS // 16)
+    img = Image()
+    img.header.frame_id = "camera"
+    img.height, img.width, img.encoding, img.step = H, W, "rgb8", 3 * W
+    img.data = bytes(range(1, 252)) * (3 * W * H // 251) + bytes(3 * W * H % 251)
+    return {"/t/string": s, "/t/imu": imu, "/t/cloud": pc, "/t/image": img}
+
+
+def role_types_pub():
+    rclpy.init()
+    n = Node("types_pub")
+    msgs = make_types()
+    pubs = [n.create_publisher(type(m), t, LATCHED) for t, m in msgs.items()]
+    for p, m in zip(pubs, msgs.values()):
+        p.publish(m)
+    say("ready")
+    sys.stdin.readline()  # until the test closes stdin
+    say({"sockets": sockets()})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_types_sub():
+    rclpy.init()
+    n = Node("types_sub")
+    want = make_types()
+    got = {}
+    for t, m in want.items():
+        n.create_subscription(type(m), t, lambda msg, t=t: got.setdefault(t, msg), LATCHED)
+    spin_until(n, lambda: len(got) == len(want))
+    equal = {t: (t in got and got[t] == m) for t, m in want.items()}
+    say({"equal": equal, "sockets": sockets(), "rmw": rclpy.get_rmw_implementation_identifier()})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_multi_pub(name, count):
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("multi_pub_" + name)
+    p = n.create_publisher(String, "/multi", 100)
+    ok = spin_until(n, lambda: n.count_subscribers("/multi") >= 2)
+    for i in range(int(count)):
+        p.publish(String(data=f"{name}-{i}"))
+    say({"saw_subscribers": ok})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_multi_sub(count):
+    from rclpy.executors import MultiThreadedExecutor
+    from std_msgs.msg import String
+
+    rclpy.init()
+    ex = MultiThreadedExecutor(num_threads=4)  # takes in worker threads
+    got = [[], []]
+    nodes = []
+    for k in range(2):
+        nd = Node(f"multi_sub_{k}")
+        nd.create_subscription(String, "/multi", lambda m, k=k: got[k].append(m.data), 100)
+        ex.add_node(nd)
+        nodes.append(nd)
+    say("ready")
+    want = 2 * int(count)
+    end = time.monotonic() + 30
+    while min(len(g) for g in got) < want and time.monotonic() < end:
+        ex.spin_once(timeout_sec=0.05)
+    say({"got": got})
+    rclpy.shutdown()
+
+
+def role_lost():
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("lost")
+    events = []
+    got = []
+    cbs = SubscriptionEventCallbacks(message_lost=lambda e: events.append(
+        (e.total_count, e.total_count_change)))
+    qos = QoSProfile(depth=4, history=HistoryPolicy.KEEP_LAST)
+    n.create_subscription(String, "/lost", lambda m: got.append(m.data), qos,
+                          event_callbacks=cbs)
+    p = n.create_publisher(String, "/lost", qos)
+    for i in range(20):
+        p.publish(String(data=str(i)))
+    spin_until(n, lambda: len(got) >= 4 and events, limit=10)
+    for _ in range(5):
+        rclpy.spin_once(n, timeout_sec=0.05)
+    say({"got": got, "events": events})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_qos_refuse():
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("qos_refuse")
+    errors = {}
+    keep_all = QoSProfile(depth=10, history=HistoryPolicy.KEEP_ALL)
+    for kind, make in (("pub", n.create_publisher), ("sub", None)):
+        try:
+            if kind == "pub":
+                make(String, "/refused", keep_all)
+            else:
+                n.create_subscription(String, "/refused", lambda m: None, keep_all)
+            errors[kind] = None
+        except Exception as e:  # noqa: BLE001 - the message is the point
+            errors[kind] = str(e)
+    say({"errors": errors, "topics": [t for t, _ in n.get_topic_names_and_types()]})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_param_server():
+    rclpy.init()
+    n = Node("pserver")
+    n.declare_parameter("gain", 1.5)
+    n.declare_parameter("label", "x")
+    say("ready")
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        rclpy.spin_once(n, timeout_sec=0.1)
+
+
+def role_param_client():
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+
+    rclpy.init()
+    n = Node("pclient")
+    out = {}
+
+    def call(srv_type, name, req):
+        cli = n.create_client(srv_type, name)
+        if not cli.wait_for_service(timeout_sec=10):
+            return None
+        fut = cli.call_async(req)
+        rclpy.spin_until_future_complete(n, fut, timeout_sec=10)
+        return fut.result()
+
+    r = call(ListParameters, "/pserver/list_parameters", ListParameters.Request())
+    out["list"] = sorted(r.result.names) if r else None
+    r = call(GetParameters, "/pserver/get_parameters", GetParameters.Request(names=["gain"]))
+    out["get"] = r.values[0].double_value if r else None
+    v = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=2.5)
+    r = call(SetParameters, "/pserver/set_parameters",
+             SetParameters.Request(parameters=[Parameter(name="gain", value=v)]))
+    out["set"] = r.results[0].successful if r else None
+    r = call(GetParameters, "/pserver/get_parameters", GetParameters.Request(names=["gain"]))
+    out["get_after_set"] = r.values[0].double_value if r else None
+    out["nodes_before"] = sorted(nm for nm, _ in n.get_node_names_and_namespaces())
+    out["services_of_server"] = sorted(
+        s for s, _ in n.get_service_names_and_types_by_node("pserver", "/"))
+    cli = n.create_client(GetParameters, "/pserver/get_parameters")
+    say(json.dumps({"phase": "kill"}))
+    sys.stdin.readline()  # the test killed the server with SIGKILL
+    t0 = time.monotonic()
+    gone = spin_until(n, lambda: "pserver" not in [nm for nm, _ in
+                                                   n.get_node_names_and_namespaces()],
+                      limit=20)
+    out["gone"] = gone
+    out["gone_after_s"] = round(time.monotonic() - t0, 3)
+    out["service_ready_after_kill"] = cli.service_is_ready()
+    try:
+        cli.call_async(GetParameters.Request(names=["gain"]))
+        out["call_after_kill"] = "no error"
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        out["call_after_kill"] = str(e)
+    say(out)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_graph():
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("watcher")
+    out = {}
+
+    def counts():
+        return n.count_publishers("/g/topic"), n.count_subscribers("/g/topic")
+
+    say("ready")
+    spin_until(n, lambda: counts() == (1, 1), limit=20)
+    out["with_other"] = counts()
+    info = n.get_publishers_info_by_topic("/g/topic")
+    out["pub_info"] = [(i.node_name, i.node_namespace, i.topic_type) for i in info]
+    out["pub_hash"] = [str(i.topic_type_hash) for i in info]
+    out["topics"] = dict((t, ty) for t, ty in n.get_topic_names_and_types())
+    say(json.dumps({"phase": "kill"}))
+    sys.stdin.readline()
+    t0 = time.monotonic()
+    spin_until(n, lambda: counts() == (0, 0), limit=20)
+    out["after_kill"] = counts()
+    out["after_kill_s"] = round(time.monotonic() - t0, 3)
+    out["nodes_after"] = sorted(nm for nm, _ in n.get_node_names_and_namespaces())
+    n.create_publisher(String, "/g/own", 1)
+    out["own_topic"] = "/g/own" in dict(n.get_topic_names_and_types())
+    # The killed node's topic (its channel) keeps working for the others.
+    got = []
+    n.create_subscription(String, "/g/topic", lambda m: got.append(m.data), 10)
+    p = n.create_publisher(String, "/g/topic", 10)
+    p.publish(String(data="after"))
+    spin_until(n, lambda: "after" in got, limit=10)
+    out["after_kill_got"] = got
+    say(out)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_graph_other():
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("other", namespace="/ns1")
+    p = n.create_publisher(String, "/g/topic", 1)
+    n.create_subscription(String, "/g/topic", lambda m: None, 1)
+    p.publish(String(data="before"))  # the channel is this node's
+    say("ready")
+    end = time.monotonic() + 120
+    while time.monotonic() < end:
+        rclpy.spin_once(n, timeout_sec=0.1)
+
+
+def role_bad():
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("bad")
+    out = {}
+    for kind in ("sub", "pub"):
+        try:
+            if kind == "sub":
+                n.create_subscription(String, "/foreign", lambda m: None, 10)
+            else:
+                n.create_publisher(String, "/foreign", 10)
+            out[kind] = None
+        except Exception as e:  # noqa: BLE001 - the message is the point
+            out[kind] = str(e)
+    got = []
+    n.create_subscription(String, "/corrupt", lambda m: got.append(m.data), 10)
+    late = []  # its channel is made later, by a nerve program
+    n.create_subscription(String, "/late", lambda m: late.append(m.data), 10)
+    # Another node's type on the same topic: refused, not mixed.
+    from std_msgs.msg import Int32
+
+    try:
+        n.create_publisher(Int32, "/corrupt", 10)
+        out["other_type"] = None
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        out["other_type"] = str(e)
+    say("ready")
+    spin_until(n, lambda: "valid" in got and late, limit=20)
+    out["corrupt_got"] = got
+    out["late_got"] = late
+    say(out)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_type_mismatch():
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+    from rclpy.executors import SingleThreadedExecutor
+    from std_msgs.msg import Int32, String
+
+    def status(e):
+        # rclpy (Jazzy, Kilted) binds only total_count_change of this status.
+        return getattr(e, "total_count_change", None)
+
+    rclpy.init()
+    a, b = Node("mm_pub"), Node("mm_sub")
+    ev = {"pub": [], "sub": []}
+    a.create_publisher(Int32, "/mm", 10, event_callbacks=PublisherEventCallbacks(
+        incompatible_type=lambda e: ev["pub"].append(status(e))))
+    b.create_subscription(String, "/mm", lambda m: None, 10,
+                          event_callbacks=SubscriptionEventCallbacks(
+                              incompatible_type=lambda e: ev["sub"].append(status(e))))
+    ex = SingleThreadedExecutor()
+    ex.add_node(a)
+    ex.add_node(b)
+    end = time.monotonic() + 20
+    while not (ev["pub"] and ev["sub"]) and time.monotonic() < end:
+        ex.spin_once(timeout_sec=0.05)
+    say(ev)
+    rclpy.shutdown()
+
+
+def role_init_only():
+    try:
+        rclpy.init()
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        say({"init": str(e)})
+        return
+    n = Node("init_only")
+    say({"init": None, "nodes": [nm for nm, _ in n.get_node_names_and_namespaces()]})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    globals()["role_" + sys.argv[1]](*sys.argv[2:])

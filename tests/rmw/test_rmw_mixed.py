@@ -1,0 +1,143 @@
+"""A mixed system: an rclpy node on rmw_nerve_cpp and one on
+rmw_fastrtps_cpp (DDS) exchange messages through `nerve ros2`, the DDS
+bridge of issue 24, with no translation: the bridge reads and writes the
+channels rmw_nerve uses. Skipped (saying why) where `nerve ros2` or its
+native data path (nerve-ros2-dds, needs Cyclone DDS) is not there.
+
+DDS stays on loopback: Cyclone DDS and Fast DDS get unicast-only
+configurations with 127.0.0.1 as their peer, multicast off."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nerve
+
+HERE = Path(__file__).parent
+LIB = os.environ.get("NERVE_RMW_LIB", "")
+PY = os.environ.get("NERVE_ROS2_PYTHON", "")
+
+try:
+    from nerve_tools import ros2 as _ros2  # the DDS bridge (issue 24)
+
+    NATIVE = _ros2.find_native()
+except ImportError:
+    _ros2, NATIVE = None, None
+
+if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
+    pytest.skip("needs NERVE_RMW_LIB and NERVE_ROS2_PYTHON (make test-rmw)",
+                allow_module_level=True)
+if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
+    pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
+                allow_module_level=True)
+
+CYCLONE_XML = """<CycloneDDS><Domain id="any"><General>
+<Interfaces><NetworkInterface address="127.0.0.1"/></Interfaces>
+<AllowMulticast>false</AllowMulticast></General>
+<Discovery><Peers><Peer address="127.0.0.1"/></Peers>
+<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>30</MaxAutoParticipantIndex>
+</Discovery></Domain></CycloneDDS>
+"""
+# Fast DDS 2.14 (Jazzy) calls the filter interfaceWhiteList, Fast DDS 3
+# (Kilted) interfaces/allowlist; both pin the locators to 127.0.0.1.
+FILTER = {"2": "<interfaceWhiteList><address>127.0.0.1</address></interfaceWhiteList>",
+          "3": '<interfaces><allowlist><interface name="127.0.0.1"/></allowlist></interfaces>'}
+FASTDDS_XML = """<?xml version="1.0" encoding="UTF-8" ?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <transport_descriptors><transport_descriptor>
+    <transport_id>udp_lo</transport_id><type>UDPv4</type>{filter}
+    <maxInitialPeersRange>30</maxInitialPeersRange>
+  </transport_descriptor></transport_descriptors>
+  <participant profile_name="nerve_lo" is_default_profile="true"><rtps>
+    <userTransports><transport_id>udp_lo</transport_id></userTransports>
+    <useBuiltinTransports>false</useBuiltinTransports>
+    <builtin>
+      <metatrafficUnicastLocatorList><locator><udpv4><address>127.0.0.1</address></udpv4></locator>
+      </metatrafficUnicastLocatorList>
+      <initialPeersList><locator><udpv4><address>127.0.0.1</address></udpv4></locator>
+      </initialPeersList>
+    </builtin>
+    <defaultUnicastLocatorList><locator><udpv4><address>127.0.0.1</address></udpv4></locator>
+    </defaultUnicastLocatorList>
+  </rtps></participant>
+</profiles>
+"""
+
+PEER = r'''
+import json, sys, time, rclpy
+from rclpy.node import Node
+from std_msgs.msg import String
+sub_topic, pub_topic, word = sys.argv[1:4]
+rclpy.init()
+n = Node("mixed_" + word, start_parameter_services=False, enable_rosout=False)
+got = []
+n.create_subscription(String, sub_topic, lambda m: got.append(m.data), 10)
+p = n.create_publisher(String, pub_topic, 10)
+end = time.monotonic() + 40
+i = 0
+while time.monotonic() < end and len(got) < 3:
+    rclpy.spin_once(n, timeout_sec=0.1)
+    i += 1
+    p.publish(String(data=f"{word} {i}"))
+# Keep publishing a little so that the other side gets its three too.
+for _ in range(20):
+    rclpy.spin_once(n, timeout_sec=0.1)
+    i += 1
+    p.publish(String(data=f"{word} {i}"))
+print(json.dumps({"got": got[:3], "rmw": rclpy.get_rmw_implementation_identifier()}), flush=True)
+'''
+
+
+def test_rmw_nerve_and_fastrtps_through_nerve_ros2(tmp_path):
+    domain = random.randint(1000, 60000)  # rmw_nerve's
+    dds_domain = random.randint(1, 232)  # the DDS side's
+    tag = f"mx{random.randint(0, 1 << 30)}"
+    chatter, back = f"ros2-d{domain}.{tag}.chatter", f"ros2-d{domain}.{tag}.back"
+    (tmp_path / "cyclone.xml").write_text(CYCLONE_XML)
+    fast_major = "3" if "kilted" in PY else "2"
+    (tmp_path / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FILTER[fast_major]))
+    base = dict(os.environ, PYTHONUNBUFFERED="1", ROS_LOG_DIR=str(tmp_path / "log"))
+    for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS"):
+        base.pop(k, None)
+    bridge_env = dict(base, CYCLONEDDS_URI=f"file://{tmp_path}/cyclone.xml")
+    fast_env = dict(base, ROS_DOMAIN_ID=str(dds_domain), RMW_IMPLEMENTATION="rmw_fastrtps_cpp",
+                    FASTRTPS_DEFAULT_PROFILES_FILE=str(tmp_path / "fastdds.xml"),
+                    FASTDDS_DEFAULT_PROFILES_FILE=str(tmp_path / "fastdds.xml"))
+    nerve_env = dict(base, ROS_DOMAIN_ID=str(domain))
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "nerve_tools.ros2", "--domain", str(dds_domain),
+         "--to-ros", f"{chatter}:/{tag}/chatter", "--from-ros", f"/{tag}/back:{back}"],
+        env=bridge_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    try:
+        fast = subprocess.Popen([PY, "-c", PEER, f"/{tag}/chatter", f"/{tag}/back", "fast"],
+                                env=fast_env, stdout=subprocess.PIPE, text=True)
+        mine = subprocess.Popen([sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--",
+                                 PY, "-c", PEER, f"/{tag}/back", f"/{tag}/chatter", "nerve"],
+                                env=nerve_env, stdout=subprocess.PIPE, text=True)
+        out_mine = mine.communicate(timeout=90)[0]
+        out_fast = fast.communicate(timeout=90)[0]
+    finally:
+        os.killpg(bridge.pid, signal.SIGINT)
+        try:
+            log = bridge.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(bridge.pid, signal.SIGKILL)
+            log = bridge.communicate()[0]
+        for info in nerve.list_channels():
+            if info.name.startswith(f"ros2-d{domain}.") or info.name == f"ros2-graph-d{domain}":
+                nerve.unlink(info.name)
+    r_mine, r_fast = json.loads(out_mine.splitlines()[-1]), json.loads(out_fast.splitlines()[-1])
+    assert r_mine["rmw"] == "rmw_nerve_cpp" and r_fast["rmw"] == "rmw_fastrtps_cpp"
+    assert len(r_fast["got"]) == 3 and all(g.startswith("nerve ") for g in r_fast["got"]), log
+    assert len(r_mine["got"]) == 3 and all(g.startswith("fast ") for g in r_mine["got"]), log
+
+

@@ -1,0 +1,299 @@
+"""rmw_nerve_cpp through the real rclpy and rcl of the ROS 2 Jazzy wheels,
+each node started with nerve-ros2-exec (`nerve ros2 exec`).
+
+Needs NERVE_RMW_LIB (the built librmw_nerve_cpp.so) and NERVE_ROS2_PYTHON
+(the Python of .venv-jazzy); `make test-rmw` sets both. Every test runs on
+its own ROS domain, so its channels are ros2-d<N>.*, removed afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import nerve
+
+HERE = Path(__file__).parent
+LIB = os.environ.get("NERVE_RMW_LIB", "")
+PY = os.environ.get("NERVE_ROS2_PYTHON", "")
+
+if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
+    pytest.skip("rmw_nerve tests need NERVE_RMW_LIB and NERVE_ROS2_PYTHON "
+                "(make test-rmw: the Jazzy wheels' venv and the built library)",
+                allow_module_level=True)
+
+EXEC = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--"]
+
+
+@pytest.fixture
+def domain():
+    d = random.randint(1000, 60000)
+    yield d
+    for info in nerve.list_channels():
+        if info.name.startswith(f"ros2-d{d}.") or info.name == f"ros2-graph-d{d}":
+            try:
+                nerve.unlink(info.name)
+            except nerve.Error:
+                pass
+
+
+def node(domain: int, role: str, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain), PYTHONUNBUFFERED="1")
+    return subprocess.Popen([*EXEC, PY, str(HERE / "nodes.py"), role, *args], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def expect(p: subprocess.Popen, what: str) -> str:
+    line = p.stdout.readline()
+    if what not in line:
+        p.kill()
+        out, err = p.communicate(timeout=30)
+        raise AssertionError(f"expected {what!r}, got {line!r}{out}\nstderr:\n{err}")
+    return line
+
+
+def result(p: subprocess.Popen, stdin: str = "") -> dict:
+    out, err = p.communicate(stdin, timeout=90)
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    assert p.returncode == 0 and lines, f"exit {p.returncode}\n{out}\nstderr:\n{err}"
+    d = json.loads(lines[-1])
+    d["_stderr"] = err
+    return d
+
+
+def test_every_rmw_function_is_defined():
+    fastrtps = Path(PY).parent.parent / "lib" / "librmw_fastrtps_cpp.so"
+
+    def rmw_symbols(path):
+        out = subprocess.run(["nm", "-D", "--defined-only", str(path)], check=True,
+                             capture_output=True, text=True).stdout
+        return {ln.split()[-1] for ln in out.splitlines() if ln.split()[-1].startswith("rmw_")}
+
+    missing = rmw_symbols(fastrtps) - rmw_symbols(LIB)
+    assert not missing, f"would fall through to Fast DDS: {sorted(missing)}"
+
+
+def test_exec_preloads_where_rcl_links_an_rmw():
+    out = subprocess.run([*EXEC[:-1], "--print", "--", PY], check=True, capture_output=True,
+                         text=True).stdout
+    assert "librmw_fastrtps_cpp.so (NEEDED): preloading" in out
+    assert "RMW_IMPLEMENTATION=rmw_nerve_cpp" in out
+    assert f"LD_PRELOAD={Path(LIB).resolve()}" in out
+    # The same through the ros2 verb: `nerve ros2 exec`.
+    verb = subprocess.run([sys.executable, "-m", "nerve_tools.ros2", "exec", "--lib", LIB,
+                           "--print", "--", PY], check=True, capture_output=True, text=True).stdout
+    assert verb == out
+
+
+def test_types_exact_late_joiner_no_dds(domain):
+    pub = node(domain, "types_pub")
+    expect(pub, "ready")
+    # The subscriber starts after everything was published: transient local
+    # hands it the newest message of each ring.
+    sub = result(node(domain, "types_sub"))
+    assert sub["rmw"] == "rmw_nerve_cpp"
+    assert sub["equal"] == {"/t/string": True, "/t/imu": True, "/t/cloud": True,
+                            "/t/image": True}
+    assert sub["sockets"] == [0, 0], "the subscriber opened sockets (DDS?)"
+    with nerve.open(f"ros2-d{domain}.t.imu") as ch:
+        meta = ch.metadata
+        assert (meta.type, meta.encoding) == ("sensor_msgs/msg/Imu", "cdr")
+        assert "MSG: std_msgs/Header" in meta.schema.decode()
+        msg = ch.get()
+        assert bytes(msg.data[:4]) == b"\x00\x01\x00\x00"
+    with nerve.open(f"ros2-d{domain}.t.string") as ch:
+        # CDR of std_msgs/String: length (with NUL) then the UTF-8 bytes.
+        text = "hello nerve \u00e9".encode()
+        assert bytes(ch.get().data) == (b"\x00\x01\x00\x00" + (len(text) + 1).to_bytes(4, "little")
+                                        + text + b"\x00")
+    pubres = result(pub, "\n")
+    assert pubres["sockets"] == [0, 0], "the publisher opened sockets (DDS?)"
+
+
+def test_nerve_tools_see_the_topics(domain, tmp_path):
+    pub = node(domain, "types_pub")
+    expect(pub, "ready")
+    try:
+        bindir = Path(sys.executable).parent
+        echo = subprocess.run([str(bindir / "nerve-echo"), f"ros2-d{domain}.t.imu", "--all",
+                               "-n", "1", "--timeout", "20", "--json"],
+                              capture_output=True, text=True, timeout=60)
+        assert echo.returncode == 0, echo.stderr
+        value = json.loads(echo.stdout.splitlines()[0])["value"]
+        assert value["header"]["frame_id"] == "imu_link"
+        assert value["linear_acceleration"]["x"] == 9.81
+        out = tmp_path / "t.mcap"
+        rec = subprocess.run([str(bindir / "nerve-record"), f"ros2-d{domain}.t.string",
+                              "--from-start", "--count", "1", "-q", "-o", str(out)],
+                             capture_output=True, text=True, timeout=60)
+        assert rec.returncode == 0, rec.stderr
+        from mcap.reader import make_reader
+
+        with open(out, "rb") as f:
+            msgs = list(make_reader(f).iter_messages())
+        assert len(msgs) == 1
+        schema, channel, _ = msgs[0]
+        assert schema.name == "std_msgs/msg/String" and schema.encoding == "ros2msg"
+        assert channel.message_encoding == "cdr"
+    finally:
+        result(pub, "\n")
+
+
+def test_several_publishers_and_subscriptions(domain):
+    sub = node(domain, "multi_sub", "50")
+    expect(sub, "ready")
+    pubs = [node(domain, "multi_pub", name, "50") for name in "AB"]
+    for p in pubs:
+        assert result(p)["saw_subscribers"]
+    got = result(sub)["got"]
+    for g in got:  # each subscription: every message of both, each in order
+        assert [x for x in g if x[0] == "A"] == [f"A-{i}" for i in range(50)]
+        assert [x for x in g if x[0] == "B"] == [f"B-{i}" for i in range(50)]
+
+
+def test_message_lost_event(domain):
+    r = result(node(domain, "lost"))
+    # depth 4, 20 published before the first take: the newest 4 arrive and
+    # the event counts the 16 the ring overwrote.
+    assert r["got"] == ["16", "17", "18", "19"]
+    assert r["events"] and r["events"][-1][0] == 16 and sum(e[1] for e in r["events"]) == 16
+
+
+def test_incompatible_type_events(domain):
+    # A publisher of Int32 and a subscription of String on one topic: both
+    # get the incompatible-type event once, for the one other endpoint.
+    r = result(node(domain, "type_mismatch"))
+    assert r["pub"] == [1] and r["sub"] == [1]
+
+
+def test_keep_all_is_refused(domain):
+    r = result(node(domain, "qos_refuse"))
+    assert "KEEP_ALL is refused" in r["errors"]["pub"]
+    # Jazzy's rcl replaces the subscription's error by one of its own
+    # cleanup (it prints the first, which is rmw_nerve's, on stderr).
+    assert r["errors"]["sub"] is not None
+    said = "subscription '/refused': QoS history KEEP_ALL is refused"
+    assert said in r["errors"]["sub"] or said in r["_stderr"]
+    assert "/refused" not in r["topics"]
+
+
+def test_parameter_services_and_a_killed_server(domain):
+    srv = node(domain, "param_server")
+    expect(srv, "ready")
+    cli = node(domain, "param_client")
+    try:
+        expect(cli, "kill")
+        srv.send_signal(signal.SIGKILL)
+        srv.wait(timeout=30)  # reaped: a zombie still "exists"
+        r = result(cli, "\n")
+    finally:
+        srv.kill()
+        srv.communicate()
+    assert r["list"] == ["gain", "label", "start_type_description_service", "use_sim_time"]
+    assert r["get"] == 1.5 and r["set"] is True and r["get_after_set"] == 2.5
+    assert r["nodes_before"] == ["pclient", "pserver"]
+    assert "/pserver/get_parameters" in r["services_of_server"]
+    assert r["gone"], "the killed server stayed in the graph"
+    assert r["service_ready_after_kill"] is False
+    assert "no server for this service" in r["call_after_kill"]
+
+
+def test_graph_changes_and_kill(domain):
+    watcher = node(domain, "graph")
+    expect(watcher, "ready")
+    other = node(domain, "graph_other")
+    try:
+        expect(other, "ready")
+        expect(watcher, "kill")
+        other.send_signal(signal.SIGKILL)
+        other.wait(timeout=30)
+        r = result(watcher, "\n")
+    finally:
+        other.kill()
+        other.communicate()
+    assert r["with_other"] == [1, 1]
+    assert r["pub_info"] == [["other", "/ns1", "std_msgs/msg/String"]]
+    # REP 2011 hash of std_msgs/msg/String (Jazzy's type description).
+    assert len(r["pub_hash"]) == 1 and r["pub_hash"][0].startswith("RIHS01_")
+    assert r["pub_hash"][0] != "RIHS01_" + "0" * 64
+    assert r["topics"]["/g/topic"] == ["std_msgs/msg/String"]
+    assert r["after_kill"] == [0, 0]
+    assert r["nodes_after"] == ["watcher"]
+    assert r["own_topic"]
+    assert r["after_kill_got"] == ["after"]
+
+
+def test_foreign_and_corrupt_channels(domain):
+    foreign = nerve.create(f"ros2-d{domain}.foreign", slots=4, size=4096, type="foo/msg/Bar",
+                           encoding="raw")
+    foreign.close()
+    corrupt = nerve.create(f"ros2-d{domain}.corrupt", slots=16, size=65536,
+                           type="std_msgs/msg/String", encoding="cdr")
+    bad = node(domain, "bad")
+    try:
+        expect(bad, "ready")
+        corrupt.put(b"\x00\x01\x00\x00\xff\xff\xff\x7fnot a string")  # length past the end
+        corrupt.put(b"\x01")  # shorter than an encapsulation header
+        valid = b"valid"
+        corrupt.put(b"\x00\x01\x00\x00" + (len(valid) + 1).to_bytes(4, "little") + valid + b"\0")
+        # A channel that appears after the subscription, made by no ROS node.
+        with nerve.create(f"ros2-d{domain}.late", slots=4, size=4096, type="std_msgs/msg/String",
+                          encoding="cdr") as late:
+            late.put(b"\x00\x01\x00\x00\x05\x00\x00\x00late\x00")
+        r = result(bad)
+    finally:
+        corrupt.close()
+    # The subscription's message may reach stderr only (test_keep_all_is_refused).
+    assert r["sub"] is not None
+    said = ("subscription to '/foreign': channel 'ros2-d%d.foreign': the channel carries type "
+            "'foo/msg/Bar' encoding 'raw', not type 'std_msgs/msg/String'" % domain)
+    assert said in r["sub"] or said in r["_stderr"]
+    assert "carries type 'foo/msg/Bar' encoding 'raw'" in r["pub"]
+    assert r["corrupt_got"] == ["valid"]
+    assert r["late_got"] == ["late"]
+    assert ("carries type 'std_msgs/msg/String' encoding 'cdr', not type 'std_msgs/msg/Int32'"
+            in r["other_type"])
+    assert "is not a CDR std_msgs/msg/String; skipped" in r["_stderr"]
+
+
+
+
+def test_domains_do_not_see_each_other(domain):
+    other = node(domain + 1, "graph_other")  # domain + 1: cleaned up below
+    try:
+        expect(other, "ready")
+        r = result(node(domain, "init_only"))
+    finally:
+        other.kill()
+        other.communicate()
+        for info in nerve.list_channels():
+            if info.name.startswith(f"ros2-d{domain + 1}.") or info.name == f"ros2-graph-d{domain + 1}":
+                nerve.unlink(info.name)
+    assert r["init"] is None and r["nodes"] == ["init_only"]
+
+
+def test_graph_channel_garbage_and_foreign(domain):
+    # Garbage in the graph channel (anyone who may write it could write
+    # anything) is ignored; the node starts and sees itself.
+    g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=4 << 20, type="rmw_nerve/graph",
+                     encoding="text")
+    g.put(b"nerve-rmw-graph 1 zz 1 live\nE X")
+    g.put(b"\xff\xfe garbage")
+    g.put(b"nerve-rmw-graph 1 0123456789abcdef 1 live\nN 1 ghost / /\nE P 1 00 /t x 1 1 1 1 1\n")
+    g.close()
+    r = result(node(domain, "init_only"))
+    assert r["init"] is None and r["nodes"] == ["init_only"]
+    # A channel of another kind under the graph's name: init fails, saying so.
+    nerve.unlink(f"ros2-graph-d{domain}")
+    nerve.create(f"ros2-graph-d{domain}", slots=4, size=4096, type="foo/msg/Bar",
+                 encoding="raw").close()
+    r = result(node(domain, "init_only"))
+    assert ("graph channel 'ros2-graph-d%d': the channel carries type 'foo/msg/Bar'" % domain
+            in r["init"])
