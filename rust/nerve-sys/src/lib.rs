@@ -264,6 +264,7 @@ pub const NERVE_ABI_VERSION: u32 = 1;
 extern "C" {
     pub fn nerve_strerror(err: c_int) -> *const c_char;
     pub fn nerve_err_name(err: c_int) -> *const c_char;
+    pub fn nerve_err_detail(err: c_int) -> *const c_char;
 
     pub fn nerve_clock_now_ns() -> i64;
     pub fn nerve_clock_to_realtime_ns(mono_ns: i64) -> i64;

@@ -128,6 +128,20 @@ impl Error {
         unsafe { static_str(sys::nerve_strerror(self.code())) }
     }
 
+    /// The library's detail of this thread's last failure with this code
+    /// (`nerve_err_detail`): the rule a name broke, a file's mode and owner,
+    /// both types of a mismatch, the sizes of a message that does not fit;
+    /// [`Error::message`] where none was recorded. The detail belongs to the
+    /// thread: ask on the thread that got the error, before its next nerve
+    /// call (every binding and `nerve` verb shows the same text).
+    pub fn detail(self) -> String {
+        // SAFETY: nerve_err_detail returns a NUL-terminated string, valid
+        // until this thread's next nerve call; it is copied here at once.
+        unsafe { CStr::from_ptr(sys::nerve_err_detail(self.code())) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// The errno this error stands for, where it is one (`NERVE_EAGAIN` is
     /// `-EAGAIN`); `None` for nerve's own codes (`Corrupt` ...).
     pub fn raw_os_error(self) -> Option<i32> {

@@ -105,6 +105,11 @@ fn bad_names_and_metadata_are_errors() {
     assert_eq!(nerve::name_check("ok.name-1_2"), Ok(()));
     assert_eq!(nerve::name_check(".hidden"), Err(Error::Inval));
     assert_eq!(nerve::name_check("a/b"), Err(Error::Inval));
+    // The library's detail names the rule the name broke, as the C verbs
+    // and the Python binding show it.
+    let detail = Error::Inval.detail();
+    assert_ne!(detail, Error::Inval.message(), "{detail}");
+    assert!(detail.contains('/'), "{detail}");
     assert_eq!(
         nerve::name_check(&"x".repeat(nerve::NAME_MAX + 1)),
         Err(Error::NameTooLong)
