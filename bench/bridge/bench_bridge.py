@@ -28,7 +28,9 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +43,10 @@ from netns import Net, wait_for  # noqa: E402
 PEERS = str(Path(__file__).with_name("peers.py"))
 PY = sys.executable
 BRIDGE = shutil.which("nerve-bridge") or str(Path(PY).parent / "nerve-bridge")
+# The bare Rust Zenoh peer (rust/nerve-bridge/src/bin/zenoh_peer.rs, built by
+# `make bench-bridge-peer`): the same zenoh crate and features as the Rust
+# bridge, the same output as peers.py's zpub / zsub.
+RPEER = shutil.which("nerve-zenoh-peer") or str(Path(PY).parent / "nerve-zenoh-peer")
 
 
 def pct(v: List[int], p: float) -> float:
@@ -53,6 +59,26 @@ def pct(v: List[int], p: float) -> float:
 def cpu_s(pid: int) -> float:
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def threads_ns(pid: int) -> Dict[str, int]:
+    """CPU time of each thread of a process, nanoseconds (schedstat), summed
+    over threads of the same name with trailing digits and the channel
+    name dropped (tx-0, tx-1 -> tx; export-bench.sm -> export)."""
+    out: Dict[str, int] = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            comm = open(f"/proc/{pid}/task/{t}/comm").read().strip()
+            ns = int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+        except OSError:
+            continue  # the thread ended
+        name = comm.split("-")[0] if comm.startswith("export-") else comm.rstrip("0123456789").rstrip("-")
+        out[name] = out.get(name, 0) + ns
+    return out
+
+
+def proc_ns(pid: int) -> int:
+    return sum(threads_ns(pid).values())
 
 
 def run_pair(h_recv, recv_argv, h_send, send_argv, log: Path, timeout: float = 240) -> Dict:
@@ -79,6 +105,7 @@ PHASES = {
 # programs on one host (writer -> channel -> reader), on a channel no
 # bridge touches. The bridge path has two such hops more than bare Zenoh.
 HOP = {"lat64": "hop.small", "lat1m": "hop.big"}
+IDLE_S = 1.0  # how long the bridges' idle CPU is sampled before each bridge run
 
 
 def pinned(cpu: Optional[int], argv: List[str]) -> List[str]:
@@ -102,6 +129,12 @@ def main() -> int:
     ap.add_argument("--poll", type=float, default=0, metavar="USEC",
                     help="the exporting bridge runs with --poll USEC and every nerve reader of the latency "
                          "phases (bridge path and hop) waits with the same lead and spin")
+    ap.add_argument("--perf", type=Path, metavar="DIR",
+                    help="record each bridge with `perf record -e cpu-clock -g` over the bridge runs of thr64, "
+                         "into DIR/{export,import}-rN.data")
+    ap.add_argument("--no-rust-peer", action="store_true",
+                    help="leave out the bare Rust Zenoh subscriber in thr64 (nerve-zenoh-peer; left out anyway "
+                         "when it is not installed)")
     ap.add_argument("--note", default="", help="a line about the conditions, put in the report")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -113,6 +146,10 @@ def main() -> int:
         print(f"bench_bridge: unknown phase {bad} (known: {', '.join(PHASES)}) or rounds < 1", file=sys.stderr)
         return 2
     q = 0 if args.quick else 1
+    rpeer = None if args.no_rust_peer or not os.access(RPEER, os.X_OK) else RPEER
+    if "thr64" in phases and not rpeer and not args.no_rust_peer:
+        print(f"bench_bridge: {RPEER} not installed (make bench-bridge-peer): no bare Rust subscriber",
+              file=sys.stderr)
     c_send, c_recv = (0, 1) if args.pin and (os.cpu_count() or 1) >= 2 else (None, None)
     ex = ["express"] if args.express else []
     load0 = os.getloadavg()
@@ -149,7 +186,11 @@ def main() -> int:
                 ch, size, ns, rate, mode = PHASES[tag]
                 rp = pol if mode != "poll" else []  # the reader's lead and spin
                 n = ns[q] if tag != "img" or not args.quick else 300
-                order = ["bare", "bridge"] if r % 2 == 0 else ["bridge", "bare"]
+                order = ["bare", "bridge"]
+                if tag == "thr64" and rpeer:
+                    order = ["bare", "rsub", "bridge", "rust"]
+                if r % 2:
+                    order.reverse()
                 if tag in HOP:
                     order.append("hop")
                 for path in order:
@@ -158,16 +199,47 @@ def main() -> int:
                         out = run_pair(h2, pinned(c_recv, [PY, PEERS, "zsub", ep_z, str(n), "2"]), h1,
                                        pinned(c_send, [PY, PEERS, "zpub", ep_z, str(n), str(size), str(rate), *ex]),
                                        tmp / f"z-{tag}.log")
+                    elif path in ("rsub", "rust"):
+                        # A bare Rust subscriber, fed by the Python publisher (rsub) or
+                        # the Rust one (rust).
+                        pub = [rpeer] if path == "rust" else [PY, PEERS]
+                        out = run_pair(h2, pinned(c_recv, [rpeer, "zsub", ep_z, str(n), "2"]), h1,
+                                       pinned(c_send, [*pub, "zpub", ep_z, str(n), str(size), str(rate), *ex]),
+                                       tmp / f"r-{tag}.log")
                     elif path == "hop":
                         out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", HOP[tag], str(n), "3", mode, *rp]), h2,
                                        pinned(c_send, [PY, PEERS, "nwrite", HOP[tag], str(n), str(size), str(rate),
                                                        "0.5"]), tmp / f"h-{tag}.log")
                     else:
+                        # The bridges' idle CPU rate just before (their scans and
+                        # wake-ups), to subtract from the phase's CPU.
+                        i0 = (proc_ns(b1.pid), proc_ns(b2.pid), time.monotonic_ns())
+                        time.sleep(IDLE_S)
+                        i1 = (proc_ns(b1.pid), proc_ns(b2.pid), time.monotonic_ns())
+                        th0 = (threads_ns(b1.pid), threads_ns(b2.pid), time.monotonic_ns())
+                        perf = []
+                        if args.perf and tag == "thr64":
+                            args.perf.mkdir(parents=True, exist_ok=True)
+                            perf = [subprocess.Popen(
+                                ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g", "-p", str(b.pid),
+                                 "-o", str(args.perf / f"{side}-r{r + 1}.data")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                for side, b in (("export", b1), ("import", b2))]
+                            time.sleep(1)  # perf attached
                         c0 = (cpu_s(b1.pid), cpu_s(b2.pid), time.monotonic())
                         out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", ch, str(n), "3", mode, *rp]), h1,
                                        pinned(c_send, [PY, PEERS, "nwrite", ch, str(n), str(size), str(rate), "0.5"]),
                                        tmp / f"n-{tag}.log")
                         c1 = (cpu_s(b1.pid), cpu_s(b2.pid), time.monotonic())
+                        th1 = (threads_ns(b1.pid), threads_ns(b2.pid), time.monotonic_ns())
+                        for p in perf:
+                            p.send_signal(signal.SIGINT)
+                            p.wait(timeout=60)
+                        idle = [(i1[k] - i0[k]) / (i1[2] - i0[2]) for k in (0, 1)]  # CPU s per s
+                        out["bridge_threads"] = {
+                            side: {"threads_ns": {k: th1[j].get(k, 0) - th0[j].get(k, 0) for k in th1[j]},
+                                   "idle_ns": idle[j] * (th1[2] - th0[2])}
+                            for j, side in enumerate(("export", "import"))}
                         wall = c1[2] - c0[2]
                         out["bridge_cpu"] = {"export": 100 * (c1[0] - c0[0]) / wall,
                                              "import": 100 * (c1[1] - c0[1]) / wall, "wall_s": wall}
@@ -276,28 +348,77 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
                      f"{spread([f / z for f, z in zip(floor, zp)])} | {', '.join(f'{v:.0f}' for v in floor)} |")
         L.append("")
     if "thr64" in phases:
+        rust = all("rsub.thr64" in res for res in rounds)
         L += ["## Throughput of 64 B messages (sender as fast as it can, DROP)", "",
-              "Receive rate = messages received / time from the first to the last. The Zenoh subscriber counts "
-              "in its callback; the nerve reader (another process on the receiving host) polls the imported "
-              "channel every 0.2 ms. CPU: microseconds of CPU time per message of each program (all its "
-              "threads), the bridges' including their idle work over the phase.", "",
-              "| round | bare: received | bare msg/s | bridge: received (gaps) | bridge msg/s | ratio | "
-              "CPU µs/msg: pub, sub | writer, export bridge, import bridge, reader |",
-              "|---|---|---|---|---|---|---|---|"]
-        ratios = []
+              "Receive rate = messages received / time from the first to the last. The Zenoh subscribers count "
+              "in their callback; the nerve reader (another process on the receiving host) polls the imported "
+              "channel every 0.2 ms. Send rate = messages / the sender's time from its first to its last call. "
+              "CPU: microseconds of CPU time per message of each program (all its threads), the bridges' "
+              "including their idle work over the phase.", ""]
+        if rust:
+            L += ["Bare Rust: `nerve-zenoh-peer` (rust/nerve-bridge/src/bin/zenoh_peer.rs, the Rust bridge's zenoh "
+                  "crate and features) as the subscriber, fed by the Python publisher (Py -> Rust) or by its own "
+                  "Rust publisher (Rust -> Rust). Ratio columns: the bridge's receive rate over each baseline's.", ""]
+        hdr = "| round | bare Py -> Py: received, msg/s (send msg/s) |"
+        if rust:
+            hdr += " bare Py -> Rust: received, msg/s (send msg/s) | bare Rust -> Rust: received, msg/s (send msg/s) |"
+        hdr += " bridge: received, msg/s (send msg/s) | bridge / Py sub |"
+        if rust:
+            hdr += " bridge / Rust sub (Py pub) | bridge / Rust -> Rust |"
+        hdr += " CPU µs/msg: pub, sub | writer, export bridge, import bridge, reader |"
+        L += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
+        ratios: Dict[str, List[float]] = {"bare": [], "rsub": [], "rust": []}
+        f = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+
+        def cell(x: Dict) -> str:
+            return (f"{x['received']} of {x['sender']['sent']}, {rate_of(x):.0f} "
+                    f"({x['sender']['sent'] / x['sender']['send_s']:.0f})")
+
         for i, res in enumerate(rounds):
             z, nb = res["bare.thr64"], res["bridge.thr64"]
-            zr, nr = rate_of(z), rate_of(nb)
-            ratios.append(nr / zr)
+            nr = rate_of(nb)
             n = nb["sender"]["sent"]
             bc = nb["bridge_cpu"]
             cpu_b = [bc["export"] / 100 * bc["wall_s"] * 1e6 / n, bc["import"] / 100 * bc["wall_s"] * 1e6 / n]
-            f = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-            L.append(f"| {i + 1} | {z['received']} of {z['sender']['sent']} | {zr:.0f} | {nb['received']} of {n} "
-                     f"| {nr:.0f} | {nr / zr:.2f} | {f(z['sender'].get('cpu_us_per_msg'))}, "
-                     f"{f(z.get('cpu_us_per_msg'))} | {f(nb['sender'].get('cpu_us_per_msg'))}, {cpu_b[0]:.2f}, "
-                     f"{cpu_b[1]:.2f}, {f(nb.get('cpu_us_per_msg'))} |")
-        L += ["", f"Median ratio: {spread(ratios)}.", ""]
+            row = f"| {i + 1} | {cell(z)} |"
+            if rust:
+                row += f" {cell(res['rsub.thr64'])} | {cell(res['rust.thr64'])} |"
+            row += f" {cell(nb)} |"
+            for k in ("bare", "rsub", "rust") if rust else ("bare",):
+                ratios[k].append(nr / rate_of(res[f"{k}.thr64"]))
+                row += f" {ratios[k][-1]:.2f} |"
+            L.append(row + f" {f(z['sender'].get('cpu_us_per_msg'))}, {f(z.get('cpu_us_per_msg'))} | "
+                     f"{f(nb['sender'].get('cpu_us_per_msg'))}, {cpu_b[0]:.2f}, {cpu_b[1]:.2f}, "
+                     f"{f(nb.get('cpu_us_per_msg'))} |")
+        L += ["", f"Median ratio, bridge / bare Python subscriber: {spread(ratios['bare'])}."]
+        if rust:
+            L += [f"Median ratio, bridge / bare Rust subscriber fed by the Python publisher: {spread(ratios['rsub'])}; "
+                  f"/ bare Rust publisher -> Rust subscriber: {spread(ratios['rust'])}."]
+            rs = [r["rsub.thr64"].get("cpu_us_per_msg") for r in rounds]
+            rr = [r["rust.thr64"].get("cpu_us_per_msg") for r in rounds]
+            rp = [r["rust.thr64"]["sender"].get("cpu_us_per_msg") for r in rounds]
+            L += [f"CPU µs/msg of the bare Rust subscriber (Py pub / Rust pub): {', '.join(f(v) for v in rs)} / "
+                  f"{', '.join(f(v) for v in rr)}; of the Rust publisher: {', '.join(f(v) for v in rp)}."]
+        L.append("")
+        if all("bridge_threads" in res["bridge.thr64"] for res in rounds):
+            L += ["### Where each bridge's CPU goes in thr64, per message", "",
+                  "CPU time of each thread of the bridge process over the bridge run (schedstat, ns resolution), "
+                  "summed by thread name (digits dropped; `export`: the exporter's thread per channel; the others "
+                  "are Zenoh's runtime threads), divided by the messages sent. `net` subtracts the bridge's idle "
+                  f"CPU rate sampled over {IDLE_S:g} s just before the run (scans, timed wake-ups), scaled to the "
+                  "run's wall time. µs per message.", "",
+                  "| round | bridge | all threads | idle share | net | by thread |", "|---|---|---|---|---|---|"]
+            for i, res in enumerate(rounds):
+                nb = res["bridge.thr64"]
+                n = nb["sender"]["sent"]
+                for side in ("export", "import"):
+                    t = nb["bridge_threads"][side]
+                    tot = sum(t["threads_ns"].values())
+                    parts = ", ".join(f"{k} {v / 1e3 / n:.3f}" for k, v in
+                                      sorted(t["threads_ns"].items(), key=lambda kv: -kv[1]) if v / 1e3 / n >= 0.005)
+                    L.append(f"| {i + 1} | {side} | {tot / 1e3 / n:.3f} | {t['idle_ns'] / 1e3 / n:.3f} | "
+                             f"{(tot - t['idle_ns']) / 1e3 / n:.3f} | {parts} |")
+            L.append("")
     if "img" in phases:
         L += ["## 1080p RGB frames (6,220,800 B) at 30 Hz", "",
               "| round | path | sent | received | lost | p50 ms | p99 ms | max ms |",
