@@ -10,6 +10,11 @@
 //!
 //!     nerve-zenoh-peer zsub LISTEN_EP N IDLE_S
 //!     nerve-zenoh-peer zpub CONNECT_EP N SIZE RATE_HZ [express]
+//!     nerve-zenoh-peer nwrite CHANNEL N SIZE RATE_HZ WAIT_S
+//!
+//! `nwrite` is peers.py's nerve writer in Rust (the `nerve` crate): the
+//! bridge path's sender without Python's cost per message, to tell the
+//! bridges' own rate from the sender's.
 //!
 //! Times are CLOCK_MONOTONIC (both hosts of the benchmark are namespaces of
 //! one machine); the publisher's send time and index travel in the
@@ -203,6 +208,36 @@ fn zpub(connect: &str, n: usize, size: usize, rate: f64, express: bool) {
     std::process::exit(0);
 }
 
+fn nwrite(name: &str, n: usize, size: usize, rate: f64, wait_s: f64) {
+    let mut w = nerve::Channel::open(name, nerve::Access::Write)
+        .unwrap_or_else(|e| panic!("open {name}: {e}"));
+    std::thread::sleep(Duration::from_secs_f64(wait_s));
+    let mut body = vec![0x5au8; size.max(8)];
+    body.truncate(size);
+    let c0 = cpu_ns();
+    let t0 = now_ns();
+    for i in 0..n {
+        if rate > 0.0 {
+            let due = t0 + (i as f64 * 1e9 / rate) as i64;
+            let d = due - now_ns();
+            if d > 0 {
+                std::thread::sleep(Duration::from_nanos(d as u64));
+            }
+        }
+        if body.len() >= 8 {
+            body[..8].copy_from_slice(&(i as i64).to_le_bytes());
+        }
+        w.put(&body).unwrap_or_else(|e| panic!("put: {e}"));
+    }
+    let t1 = now_ns();
+    let cpu = cpu_ns() - c0;
+    println!(
+        "{}",
+        serde_json::json!({"sent": n, "send_s": (t1 - t0) as f64 / 1e9,
+                           "cpu_us_per_msg": cpu as f64 / 1e3 / n as f64})
+    );
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
     let num = |i: usize| -> f64 {
@@ -219,13 +254,17 @@ fn main() {
             num(4),
             a.get(5).map(String::as_str) == Some("express"),
         ),
+        Some("nwrite") if a.len() == 6 => {
+            nwrite(&a[1], num(2) as usize, num(3) as usize, num(4), num(5))
+        }
         _ => usage(),
     }
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: nerve-zenoh-peer zsub LISTEN_EP N IDLE_S | zpub CONNECT_EP N SIZE RATE_HZ [express]"
+        "usage: nerve-zenoh-peer zsub LISTEN_EP N IDLE_S | zpub CONNECT_EP N SIZE RATE_HZ [express] \
+         | nwrite CHANNEL N SIZE RATE_HZ WAIT_S"
     );
     std::process::exit(2);
 }
