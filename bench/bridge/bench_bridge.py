@@ -145,6 +145,10 @@ def main() -> int:
     ap.add_argument("--perf", type=Path, metavar="DIR",
                     help="record each bridge with `perf record -e cpu-clock -g` over the bridge runs of thr64, "
                          "into DIR/PATH-{export,import}-rN.data")
+    ap.add_argument("--callgrind", type=Path, metavar="DIR",
+                    help="run the Rust bridges (nerve-bridge-rs, not through the launcher) under valgrind's "
+                         "callgrind, writing DIR/{export,import}.callgrind at the end: instruction counts by "
+                         "function over the whole run (use with --quick --rounds 1 --phases thr64 --no-rust-peer)")
     ap.add_argument("--no-rust-peer", action="store_true",
                     help="leave out the bare Rust Zenoh subscriber in thr64 (nerve-zenoh-peer; left out anyway "
                          "when it is not installed)")
@@ -187,12 +191,22 @@ def main() -> int:
               "print(1)")
         bargs = ["--stats", "5", *(["--express"] if args.express else [])]
         pol = [str(args.poll)] if args.poll else []
-        b1 = h1.spawn(*pinned(c_send, [BRIDGE, "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*", *bargs,
-                                       *(["--poll", *pol] if pol else [])]),
+        def bridge(side: str) -> List[str]:
+            if not args.callgrind:
+                return [BRIDGE]
+            rs = shutil.which("nerve-bridge-rs") or str(Path(PY).parent / "nerve-bridge-rs")
+            return ["valgrind", "--tool=callgrind", "--dump-instr=no",
+                    f"--callgrind-out-file={args.callgrind.resolve()}/{side}.callgrind", rs]
+
+        if args.callgrind:
+            args.callgrind.mkdir(parents=True, exist_ok=True)
+        b1 = h1.spawn(*pinned(c_send, [*bridge("export"), "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*",
+                                       *bargs, *(["--poll", *pol] if pol else [])]),
                       log=tmp / "b1.log")
-        b2 = h2.spawn(*pinned(c_recv, [BRIDGE, "--connect", f"tcp/{h1.addr}:7447", "--import", "bench.*",
+        b2 = h2.spawn(*pinned(c_recv, [*bridge("import"), "--connect", f"tcp/{h1.addr}:7447", "--import", "bench.*",
                                        *bargs]), log=tmp / "b2.log")
-        wait_for(lambda: (tmp / "b2.log").read_text().count("importing") >= 3, 30, "bridges")
+        wait_for(lambda: (tmp / "b2.log").read_text().count("importing") >= 3, 180 if args.callgrind else 30,
+                 "bridges")
         for r in range(args.rounds):
             res: Dict[str, Dict] = {}
             for tag in phases:
@@ -269,7 +283,7 @@ def main() -> int:
         b1.terminate()
         b2.terminate()
         for name, p in (("export", b1), ("import", b2)):
-            out, _ = p.communicate(timeout=20)
+            out, _ = p.communicate(timeout=180 if args.callgrind else 20)
             lines = [ln for ln in out.splitlines() if ln.startswith("{")]
             stats[name] = json.loads(lines[-1]) if lines else {}
     finally:
