@@ -19,6 +19,11 @@
 #                      1.5 CPU-minutes)
 #   make bench-rust    the Rust API's overhead over the C API
 #                      (bench/results/rust-overhead.md)
+#   make bench-bridge-peer   the bare Rust Zenoh peer of bench_bridge.py
+#                      (nerve-zenoh-peer, feature bench-peer of
+#                      rust/nerve-bridge; not built by `make test`), installed
+#                      into the venv beside nerve-bridge-rs; bench-bridge
+#                      runs it
 
 CARGO ?= cargo
 CARGO_ENV = NERVE_LIB_DIR=$(abspath $(BUILD)) NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
@@ -26,7 +31,7 @@ CARGO_ENV = NERVE_LIB_DIR=$(abspath $(BUILD)) NERVE_CLI=$(abspath $(BUILD))/tool
 CARGO_MANIFEST := --manifest-path rust/Cargo.toml
 TEST_TARGETS += test-rust
 
-.PHONY: test-rust bench-rust rust-bridge-install lint-rust-bridge
+.PHONY: test-rust bench-rust rust-bridge-install lint-rust-bridge bench-bridge-peer
 
 VENV ?= .venv
 RUST_BRIDGE_BIN := $(abspath $(BUILD))/cargo/release/nerve-bridge-rs
@@ -57,6 +62,19 @@ rust-bridge-install: build
 	    install -m 0755 $(RUST_BRIDGE_BIN) $(VENV)/bin/nerve-bridge-rs; \
 	    echo "installed $(VENV)/bin/nerve-bridge-rs"; \
 	fi
+
+# The same release profile and zenoh features as rust-bridge-install, so
+# only nerve-bridge itself is compiled again for the feature.
+bench-bridge-peer: rust-bridge-install
+	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml; then \
+	    set -e; \
+	    $(CARGO_ENV) $(CARGO) build $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
+	        -p nerve-bridge --features bench-peer --bin nerve-zenoh-peer; \
+	    install -m 0755 $(abspath $(BUILD))/cargo/release/nerve-zenoh-peer $(VENV)/bin/nerve-zenoh-peer; \
+	    echo "installed $(VENV)/bin/nerve-zenoh-peer"; \
+	fi
+
+bench-bridge: bench-bridge-peer
 
 lint-rust-bridge: build
 	@rust/cargo-ok.sh $(CARGO) rust/Cargo.toml

@@ -18,7 +18,12 @@ bridge path (bare Zenoh + two blocking nerve hops, measured in the same
 round), throughput of 64 B messages (a burst as fast as the sender can)
 with the CPU time per message of every program, 1080p RGB frames
 (6,220,800 B) at 30 Hz for 60 s with the loss count, and the CPU use of
-each bridge process in each phase. Needs root (namespaces)."""
+each bridge process in each phase. Where `nerve-zenoh-peer` is installed
+(make bench-bridge-peer: a bare Rust Zenoh publisher / subscriber and a Rust
+nerve writer on the Rust bridge's zenoh crate), the throughput phase also
+runs a bare Rust subscriber fed by the Python and by the Rust publisher, and
+the bridge path fed by the Rust writer, and splits each bridge's CPU by
+thread. Needs root (namespaces)."""
 
 from __future__ import annotations
 
@@ -28,7 +33,9 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,6 +48,10 @@ from netns import Net, wait_for  # noqa: E402
 PEERS = str(Path(__file__).with_name("peers.py"))
 PY = sys.executable
 BRIDGE = shutil.which("nerve-bridge") or str(Path(PY).parent / "nerve-bridge")
+# The bare Rust Zenoh peer (rust/nerve-bridge/src/bin/zenoh_peer.rs, built by
+# `make bench-bridge-peer`): the same zenoh crate and features as the Rust
+# bridge, the same output as peers.py's zpub / zsub.
+RPEER = shutil.which("nerve-zenoh-peer") or str(Path(PY).parent / "nerve-zenoh-peer")
 
 
 def pct(v: List[int], p: float) -> float:
@@ -53,6 +64,34 @@ def pct(v: List[int], p: float) -> float:
 def cpu_s(pid: int) -> float:
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def threads(pid: int) -> Dict[str, List[int]]:
+    """[CPU time in nanoseconds (schedstat), voluntary context switches
+    (the times it slept), involuntary ones (preempted), minor page faults]
+    of each thread of a process, summed over threads of the same name with
+    trailing digits and the channel name dropped (tx-0, tx-1 -> tx;
+    export-bench.sm -> export)."""
+    out: Dict[str, List[int]] = {}
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            comm = open(f"/proc/{pid}/task/{t}/comm").read().strip()
+            ns = int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+            st = {ln.split(":")[0]: ln.split()[1] for ln in open(f"/proc/{pid}/task/{t}/status")
+                  if ln.endswith("ctxt_switches\n") or "ctxt_switches:" in ln}
+            flt = int(open(f"/proc/{pid}/task/{t}/stat").read().rsplit(")", 1)[1].split()[7])
+            row = [ns, int(st["voluntary_ctxt_switches"]), int(st["nonvoluntary_ctxt_switches"]), flt]
+        except (OSError, KeyError, IndexError, ValueError):
+            continue  # the thread ended
+        name = comm.split("-")[0] if comm.startswith("export-") else comm.rstrip("0123456789").rstrip("-")
+        v = out.setdefault(name, [0, 0, 0, 0])
+        for k in range(4):
+            v[k] += row[k]
+    return out
+
+
+def proc_ns(pid: int) -> int:
+    return sum(v[0] for v in threads(pid).values())
 
 
 def run_pair(h_recv, recv_argv, h_send, send_argv, log: Path, timeout: float = 240) -> Dict:
@@ -79,6 +118,7 @@ PHASES = {
 # programs on one host (writer -> channel -> reader), on a channel no
 # bridge touches. The bridge path has two such hops more than bare Zenoh.
 HOP = {"lat64": "hop.small", "lat1m": "hop.big"}
+IDLE_S = 1.0  # how long the bridges' idle CPU is sampled before each bridge run
 
 
 def pinned(cpu: Optional[int], argv: List[str]) -> List[str]:
@@ -102,6 +142,16 @@ def main() -> int:
     ap.add_argument("--poll", type=float, default=0, metavar="USEC",
                     help="the exporting bridge runs with --poll USEC and every nerve reader of the latency "
                          "phases (bridge path and hop) waits with the same lead and spin")
+    ap.add_argument("--perf", type=Path, metavar="DIR",
+                    help="record each bridge with `perf record -e cpu-clock -g` over the bridge runs of thr64, "
+                         "into DIR/PATH-{export,import}-rN.data")
+    ap.add_argument("--callgrind", type=Path, metavar="DIR",
+                    help="run the Rust bridges (nerve-bridge-rs, not through the launcher) under valgrind's "
+                         "callgrind, writing DIR/{export,import}.callgrind at the end: instruction counts by "
+                         "function over the whole run (use with --quick --rounds 1 --phases thr64 --no-rust-peer)")
+    ap.add_argument("--no-rust-peer", action="store_true",
+                    help="leave out the bare Rust Zenoh subscriber in thr64 (nerve-zenoh-peer; left out anyway "
+                         "when it is not installed)")
     ap.add_argument("--note", default="", help="a line about the conditions, put in the report")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -113,6 +163,10 @@ def main() -> int:
         print(f"bench_bridge: unknown phase {bad} (known: {', '.join(PHASES)}) or rounds < 1", file=sys.stderr)
         return 2
     q = 0 if args.quick else 1
+    rpeer = None if args.no_rust_peer or not os.access(RPEER, os.X_OK) else RPEER
+    if "thr64" in phases and not rpeer and not args.no_rust_peer:
+        print(f"bench_bridge: {RPEER} not installed (make bench-bridge-peer): no bare Rust subscriber",
+              file=sys.stderr)
     c_send, c_recv = (0, 1) if args.pin and (os.cpu_count() or 1) >= 2 else (None, None)
     ex = ["express"] if args.express else []
     load0 = os.getloadavg()
@@ -137,19 +191,33 @@ def main() -> int:
               "print(1)")
         bargs = ["--stats", "5", *(["--express"] if args.express else [])]
         pol = [str(args.poll)] if args.poll else []
-        b1 = h1.spawn(*pinned(c_send, [BRIDGE, "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*", *bargs,
-                                       *(["--poll", *pol] if pol else [])]),
+        def bridge(side: str) -> List[str]:
+            if not args.callgrind:
+                return [BRIDGE]
+            rs = shutil.which("nerve-bridge-rs") or str(Path(PY).parent / "nerve-bridge-rs")
+            return ["valgrind", "--tool=callgrind", "--dump-instr=no",
+                    f"--callgrind-out-file={args.callgrind.resolve()}/{side}.callgrind", rs]
+
+        if args.callgrind:
+            args.callgrind.mkdir(parents=True, exist_ok=True)
+        b1 = h1.spawn(*pinned(c_send, [*bridge("export"), "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*",
+                                       *bargs, *(["--poll", *pol] if pol else [])]),
                       log=tmp / "b1.log")
-        b2 = h2.spawn(*pinned(c_recv, [BRIDGE, "--connect", f"tcp/{h1.addr}:7447", "--import", "bench.*",
+        b2 = h2.spawn(*pinned(c_recv, [*bridge("import"), "--connect", f"tcp/{h1.addr}:7447", "--import", "bench.*",
                                        *bargs]), log=tmp / "b2.log")
-        wait_for(lambda: (tmp / "b2.log").read_text().count("importing") >= 3, 30, "bridges")
+        wait_for(lambda: (tmp / "b2.log").read_text().count("importing") >= 3, 180 if args.callgrind else 30,
+                 "bridges")
         for r in range(args.rounds):
             res: Dict[str, Dict] = {}
             for tag in phases:
                 ch, size, ns, rate, mode = PHASES[tag]
                 rp = pol if mode != "poll" else []  # the reader's lead and spin
                 n = ns[q] if tag != "img" or not args.quick else 300
-                order = ["bare", "bridge"] if r % 2 == 0 else ["bridge", "bare"]
+                order = ["bare", "bridge"]
+                if tag == "thr64" and rpeer:
+                    order = ["bare", "rsub", "bridge", "rust", "bridgerw"]
+                if r % 2:
+                    order.reverse()
                 if tag in HOP:
                     order.append("hop")
                 for path in order:
@@ -158,16 +226,54 @@ def main() -> int:
                         out = run_pair(h2, pinned(c_recv, [PY, PEERS, "zsub", ep_z, str(n), "2"]), h1,
                                        pinned(c_send, [PY, PEERS, "zpub", ep_z, str(n), str(size), str(rate), *ex]),
                                        tmp / f"z-{tag}.log")
+                    elif path in ("rsub", "rust"):
+                        # A bare Rust subscriber, fed by the Python publisher (rsub) or
+                        # the Rust one (rust).
+                        pub = [rpeer] if path == "rust" else [PY, PEERS]
+                        out = run_pair(h2, pinned(c_recv, [rpeer, "zsub", ep_z, str(n), "2"]), h1,
+                                       pinned(c_send, [*pub, "zpub", ep_z, str(n), str(size), str(rate), *ex]),
+                                       tmp / f"r-{tag}.log")
                     elif path == "hop":
                         out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", HOP[tag], str(n), "3", mode, *rp]), h2,
                                        pinned(c_send, [PY, PEERS, "nwrite", HOP[tag], str(n), str(size), str(rate),
                                                        "0.5"]), tmp / f"h-{tag}.log")
                     else:
+                        # The bridges' idle CPU rate just before (their scans and
+                        # wake-ups), to subtract from the phase's CPU.
+                        i0 = (proc_ns(b1.pid), proc_ns(b2.pid), time.monotonic_ns())
+                        time.sleep(IDLE_S)
+                        i1 = (proc_ns(b1.pid), proc_ns(b2.pid), time.monotonic_ns())
+                        th0 = (threads(b1.pid), threads(b2.pid), time.monotonic_ns())
+                        perf = []
+                        if args.perf and tag == "thr64":
+                            args.perf.mkdir(parents=True, exist_ok=True)
+                            perf = [subprocess.Popen(
+                                ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g", "-p", str(b.pid),
+                                 "-o", str(args.perf / f"{path}-{side}-r{r + 1}.data")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                for side, b in (("export", b1), ("import", b2))]
+                            time.sleep(1)  # perf attached
                         c0 = (cpu_s(b1.pid), cpu_s(b2.pid), time.monotonic())
+                        # bridgerw: the same path with the Rust nerve writer of
+                        # nerve-zenoh-peer, to tell the bridges' rate from the sender's.
+                        wr = [rpeer] if path == "bridgerw" else [PY, PEERS]
                         out = run_pair(h2, pinned(c_recv, [PY, PEERS, "nread", ch, str(n), "3", mode, *rp]), h1,
-                                       pinned(c_send, [PY, PEERS, "nwrite", ch, str(n), str(size), str(rate), "0.5"]),
+                                       pinned(c_send, [*wr, "nwrite", ch, str(n), str(size), str(rate), "0.5"]),
                                        tmp / f"n-{tag}.log")
                         c1 = (cpu_s(b1.pid), cpu_s(b2.pid), time.monotonic())
+                        th1 = (threads(b1.pid), threads(b2.pid), time.monotonic_ns())
+                        for p in perf:
+                            p.send_signal(signal.SIGINT)
+                            p.wait(timeout=60)
+                        idle = [(i1[k] - i0[k]) / (i1[2] - i0[2]) for k in (0, 1)]  # CPU s per s
+                        out["bridge_threads"] = {
+                            side: {"threads_ns": {k: v[0] - th0[j].get(k, [0, 0])[0] for k, v in th1[j].items()},
+                                   "threads_sw": {k: v[1] - th0[j].get(k, [0, 0])[1] for k, v in th1[j].items()},
+                                   "threads_preempted": {k: v[2] - th0[j].get(k, [0] * 4)[2]
+                                                         for k, v in th1[j].items()},
+                                   "threads_minflt": {k: v[3] - th0[j].get(k, [0] * 4)[3] for k, v in th1[j].items()},
+                                   "idle_ns": idle[j] * (th1[2] - th0[2])}
+                            for j, side in enumerate(("export", "import"))}
                         wall = c1[2] - c0[2]
                         out["bridge_cpu"] = {"export": 100 * (c1[0] - c0[0]) / wall,
                                              "import": 100 * (c1[1] - c0[1]) / wall, "wall_s": wall}
@@ -177,7 +283,7 @@ def main() -> int:
         b1.terminate()
         b2.terminate()
         for name, p in (("export", b1), ("import", b2)):
-            out, _ = p.communicate(timeout=20)
+            out, _ = p.communicate(timeout=180 if args.callgrind else 20)
             lines = [ln for ln in out.splitlines() if ln.startswith("{")]
             stats[name] = json.loads(lines[-1]) if lines else {}
     finally:
@@ -221,6 +327,12 @@ def spread(v: List[float]) -> str:
 
 def rate_of(x: Dict) -> float:
     return x["received"] / (x["span_ns"] / 1e9) if x.get("span_ns") else float("nan")
+
+
+def per_msg(t: Dict, key: str, n: int) -> str:
+    """Counts of each thread per message, the larger first."""
+    return ", ".join(f"{k} {v / n:.4f}" for k, v in sorted(t.get(key, {}).items(), key=lambda kv: -kv[1])
+                     if v / n >= 0.0005) or "–"
 
 
 def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, load0, load1,
@@ -276,28 +388,96 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
                      f"{spread([f / z for f, z in zip(floor, zp)])} | {', '.join(f'{v:.0f}' for v in floor)} |")
         L.append("")
     if "thr64" in phases:
+        rust = all("rsub.thr64" in res for res in rounds)
+        rw = all("bridgerw.thr64" in res for res in rounds)
         L += ["## Throughput of 64 B messages (sender as fast as it can, DROP)", "",
-              "Receive rate = messages received / time from the first to the last. The Zenoh subscriber counts "
-              "in its callback; the nerve reader (another process on the receiving host) polls the imported "
-              "channel every 0.2 ms. CPU: microseconds of CPU time per message of each program (all its "
-              "threads), the bridges' including their idle work over the phase.", "",
-              "| round | bare: received | bare msg/s | bridge: received (gaps) | bridge msg/s | ratio | "
-              "CPU µs/msg: pub, sub | writer, export bridge, import bridge, reader |",
-              "|---|---|---|---|---|---|---|---|"]
-        ratios = []
+              "Receive rate = messages received / time from the first to the last. The Zenoh subscribers count "
+              "in their callback; the nerve reader (another process on the receiving host) polls the imported "
+              "channel every 0.2 ms. Send rate = messages / the sender's time from its first to its last call. "
+              "CPU: microseconds of CPU time per message of each program (all its threads), the bridges' "
+              "including their idle work over the phase.", ""]
+        if rust:
+            L += ["Bare Rust: `nerve-zenoh-peer` (rust/nerve-bridge/src/bin/zenoh_peer.rs, the Rust bridge's zenoh "
+                  "crate and features) as the subscriber, fed by the Python publisher (Py -> Rust) or by its own "
+                  "Rust publisher (Rust -> Rust). Ratio columns: the bridge's receive rate over each baseline's.", ""]
+        hdr = "| round | bare Py -> Py: received, msg/s (send msg/s) |"
+        if rust:
+            hdr += " bare Py -> Rust: received, msg/s (send msg/s) | bare Rust -> Rust: received, msg/s (send msg/s) |"
+        hdr += " bridge: received, msg/s (send msg/s) | bridge / Py sub |"
+        if rust:
+            hdr += " bridge / Rust sub (Py pub) | bridge / Rust -> Rust |"
+        if rw:
+            hdr += " bridge, Rust writer: received, msg/s (send msg/s) | that / Rust -> Rust |"
+        hdr += " CPU µs/msg: pub, sub | writer, export bridge, import bridge, reader |"
+        L += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
+        ratios: Dict[str, List[float]] = {"bare": [], "rsub": [], "rust": [], "rw": []}
+        f = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+
+        def cell(x: Dict) -> str:
+            return (f"{x['received']} of {x['sender']['sent']}, {rate_of(x):.0f} "
+                    f"({x['sender']['sent'] / x['sender']['send_s']:.0f})")
+
         for i, res in enumerate(rounds):
             z, nb = res["bare.thr64"], res["bridge.thr64"]
-            zr, nr = rate_of(z), rate_of(nb)
-            ratios.append(nr / zr)
+            nr = rate_of(nb)
             n = nb["sender"]["sent"]
             bc = nb["bridge_cpu"]
             cpu_b = [bc["export"] / 100 * bc["wall_s"] * 1e6 / n, bc["import"] / 100 * bc["wall_s"] * 1e6 / n]
-            f = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
-            L.append(f"| {i + 1} | {z['received']} of {z['sender']['sent']} | {zr:.0f} | {nb['received']} of {n} "
-                     f"| {nr:.0f} | {nr / zr:.2f} | {f(z['sender'].get('cpu_us_per_msg'))}, "
-                     f"{f(z.get('cpu_us_per_msg'))} | {f(nb['sender'].get('cpu_us_per_msg'))}, {cpu_b[0]:.2f}, "
-                     f"{cpu_b[1]:.2f}, {f(nb.get('cpu_us_per_msg'))} |")
-        L += ["", f"Median ratio: {spread(ratios)}.", ""]
+            row = f"| {i + 1} | {cell(z)} |"
+            if rust:
+                row += f" {cell(res['rsub.thr64'])} | {cell(res['rust.thr64'])} |"
+            row += f" {cell(nb)} |"
+            for k in ("bare", "rsub", "rust") if rust else ("bare",):
+                ratios[k].append(nr / rate_of(res[f"{k}.thr64"]))
+                row += f" {ratios[k][-1]:.2f} |"
+            if rw:
+                x = res["bridgerw.thr64"]
+                ratios["rw"].append(rate_of(x) / rate_of(res["rust.thr64"]))
+                row += f" {cell(x)} | {ratios['rw'][-1]:.2f} |"
+            L.append(row + f" {f(z['sender'].get('cpu_us_per_msg'))}, {f(z.get('cpu_us_per_msg'))} | "
+                     f"{f(nb['sender'].get('cpu_us_per_msg'))}, {cpu_b[0]:.2f}, {cpu_b[1]:.2f}, "
+                     f"{f(nb.get('cpu_us_per_msg'))} |")
+        L += ["", f"Median ratio, bridge / bare Python subscriber: {spread(ratios['bare'])}."]
+        if rust:
+            L += [f"Median ratio, bridge / bare Rust subscriber fed by the Python publisher: {spread(ratios['rsub'])}; "
+                  f"/ bare Rust publisher -> Rust subscriber: {spread(ratios['rust'])}."]
+        if rw:
+            L += ["With the Rust nerve writer as the bridge path's sender (nerve-zenoh-peer nwrite), bridge / bare "
+                  f"Rust publisher -> Rust subscriber: {spread(ratios['rw'])}."]
+        if rust:
+            rs = [r["rsub.thr64"].get("cpu_us_per_msg") for r in rounds]
+            rr = [r["rust.thr64"].get("cpu_us_per_msg") for r in rounds]
+            rp = [r["rust.thr64"]["sender"].get("cpu_us_per_msg") for r in rounds]
+            L += [f"CPU µs/msg of the bare Rust subscriber (Py pub / Rust pub): {', '.join(f(v) for v in rs)} / "
+                  f"{', '.join(f(v) for v in rr)}; of the Rust publisher: {', '.join(f(v) for v in rp)}."]
+        L.append("")
+        sides = [p for p in ("bridge", "bridgerw") if all(f"{p}.thr64" in res for res in rounds)]
+        if all("bridge_threads" in res["bridge.thr64"] for res in rounds):
+            L += ["### Where each bridge's CPU goes in thr64, per message", "",
+                  "CPU time of each thread of the bridge process over the bridge run (schedstat, ns resolution), "
+                  "summed by thread name (digits dropped; `export`: the exporter's thread per channel; the others "
+                  "are Zenoh's runtime threads), divided by the messages sent. `net` subtracts the bridge's idle "
+                  f"CPU rate sampled over {IDLE_S:g} s just before the run (scans, timed wake-ups), scaled to the "
+                  "run's wall time. µs per message. Sleeps: voluntary context switches of the thread per message "
+                  "(each one a sleep and a wake-up; for `export`, a wait on the channel that found it empty); "
+                  "preempted: involuntary ones; faults: minor page faults. Per message, the threads at or above "
+                  "0.0005.", "",
+                  "| round | sender | bridge | all threads | idle share | net | by thread | sleeps | preempted "
+                  "| faults |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+            for i, res in enumerate(rounds):
+                for pth, side in [(p, sd) for p in sides for sd in ("export", "import")]:
+                    nb = res[f"{pth}.thr64"]
+                    n = nb["sender"]["sent"]
+                    t = nb["bridge_threads"][side]
+                    tot = sum(t["threads_ns"].values())
+                    parts = ", ".join(f"{k} {v / 1e3 / n:.3f}" for k, v in
+                                      sorted(t["threads_ns"].items(), key=lambda kv: -kv[1]) if v / 1e3 / n >= 0.005)
+                    who = "Rust" if pth == "bridgerw" else "Python"
+                    L.append(f"| {i + 1} | {who} | {side} | {tot / 1e3 / n:.3f} | {t['idle_ns'] / 1e3 / n:.3f} | "
+                             f"{(tot - t['idle_ns']) / 1e3 / n:.3f} | {parts} | {per_msg(t, 'threads_sw', n)} | "
+                             f"{per_msg(t, 'threads_preempted', n)} | {per_msg(t, 'threads_minflt', n)} |")
+            L.append("")
     if "img" in phases:
         L += ["## 1080p RGB frames (6,220,800 B) at 30 Hz", "",
               "| round | path | sent | received | lost | p50 ms | p99 ms | max ms |",
