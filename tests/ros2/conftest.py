@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 import pytest
 
@@ -83,6 +83,15 @@ class Ros2Env:
         p = self.spawn([exe, *args])
         if ready:
             p.wait_line(r"on DDS domain \d+ \(Cyclone DDS\)", 30)
+        return p
+
+    def bridge_to_ros(self, channels: Iterable[str]) -> Proc:
+        """The bridge publishing each of `channels` (--to-ros), once it
+        says each route is up."""
+        channels = list(channels)
+        p = self.bridge(*[f"--to-ros={c}" for c in channels])
+        for c in channels:
+            p.wait_line(f"to-ros {c} -> ")
         return p
 
     def rclpy(self, distro: str, *args: str) -> Proc:
