@@ -11,19 +11,10 @@
 # channel it made (names start with nt-<pid>-) however it exits.
 set -eu
 
-if [ $# -ne 1 ] || [ ! -d "$1" ]; then
-    echo "usage: $0 BUILD_DIR" >&2
-    exit 2
-fi
-build=$(cd "$1" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/nerve-install.XXXXXX")
-p=nt-$$
-cleanup() {
-    rm -rf "$tmp"
-    rm -f /dev/shm/nerve."$p"-* /dev/shm/nerve-bell."$p"-*
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=scripts/test-lib.sh
+. "$(dirname "$0")/test-lib.sh"
+scratch_setup BUILD_DIR install "$@"
+build=$dir
 
 prefix=$tmp/prefix
 echo "== install $build into $prefix"
@@ -48,9 +39,7 @@ cmake -S "$src/examples" -B "$tmp/examples" $gen \
     { cat "$tmp/cfg.log"; exit 1; }
 cmake --build "$tmp/examples" -j2
 ex=$tmp/examples
-"$ex/imu_publisher" --channel "$p-imu" --rate 2000 --count 100 --keep
-"$ex/controller" --imu "$p-imu" --cmd "$p-cmd" --count 1 --duration 10 --unlink
-"$ex/sync_by_time" --imu "$p-simu" --scan "$p-sscan" --duration 0.2 --unlink
+run_examples "$ex"
 "$ex/bench_cxx_overhead" --rounds 2 --batch 100 --channel "$p-bench" >/dev/null
 
 echo "== ROS 2 message types with find_package(nerve)"

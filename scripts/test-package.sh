@@ -21,19 +21,10 @@
 # exits.
 set -eu
 
-if [ $# -ne 1 ] || [ ! -d "$1" ]; then
-    echo "usage: $0 PACKAGE_DIR" >&2
-    exit 2
-fi
-pkgdir=$(cd "$1" && pwd)
-src=$(cd "$(dirname "$0")/.." && pwd)
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/nerve-package.XXXXXX")
-p=nt-$$
-cleanup() {
-    rm -rf "$tmp"
-    rm -f /dev/shm/nerve."$p"-* /dev/shm/nerve-bell."$p"-*
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=scripts/test-lib.sh
+. "$(dirname "$0")/test-lib.sh"
+scratch_setup PACKAGE_DIR package "$@"
+pkgdir=$dir
 fail() {
     echo "FAIL: $*"
     exit 1
@@ -220,10 +211,7 @@ cmake -S "$src/examples" -B "$tmp/examples" $gen -DCMAKE_BUILD_TYPE=Release \
     { cat "$tmp/cfg.log"; fail "cmake examples"; }
 cmake --build "$tmp/examples" -j2 >"$tmp/build.log" 2>&1 ||
     { cat "$tmp/build.log"; fail "build examples"; }
-ex=$tmp/examples
-"$ex/imu_publisher" --channel "$p-imu" --rate 2000 --count 100 --keep
-"$ex/controller" --imu "$p-imu" --cmd "$p-cmd" --count 1 --duration 10 --unlink
-"$ex/sync_by_time" --imu "$p-simu" --scan "$p-sscan" --duration 0.2 --unlink
+run_examples "$tmp/examples"
 mkdir -p "$tmp/achcmake"
 cp "$tmp/hello_ach.c" "$tmp/achcmake/"
 cat >"$tmp/achcmake/CMakeLists.txt" <<'CEOF'

@@ -27,7 +27,7 @@ Both libraries get their advice for large data over UDP: Fast DDS 4 MiB
 socket buffers, Cyclone DDS 4 MiB socket buffers and an 8 MiB writer
 history cache high watermark.
 
-All DDS traffic on 127.0.0.1 (the configurations of tests/ros2/conftest.py).
+All DDS traffic on 127.0.0.1 (the configurations of tests/ros2/dds_lo.py).
 Writers (and the bridge) are pinned to CPU 0, readers to CPU 1, when the
 host has two CPUs or more and taskset exists (--no-pin: not pinned).
 
@@ -53,7 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "ros2"))
 
-from conftest import CYCLONE_XML, FASTDDS_XML, FILTERS  # noqa: E402
+from dds_lo import CYCLONE_XML, FASTDDS_XML, FILTERS  # noqa: E402
 
 # (label, message bytes, messages, rate Hz, ROS 2 type)
 CASES = [("Imu", 324, 500, 100, "sensor_msgs/msg/Imu"),

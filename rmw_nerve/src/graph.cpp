@@ -325,6 +325,23 @@ void Graph::remove_node(uint64_t id)
     changed();
 }
 
+void announce(Node *n, Kind kind, const rmw_gid_t &gid, const std::string &name,
+              const std::string &type, const rmw_qos_profile_t &qos, bool ready,
+              const rosidl_type_hash_t *hash)
+{
+    Endpoint e;
+    e.kind = kind;
+    e.node_id = n->id;
+    e.gid = gid;
+    e.name = name;
+    e.type = type;
+    e.qos = qos;
+    if (hash)
+        e.hash = *hash;
+    e.ready = ready;
+    n->ctx->graph->add_endpoint(e);
+}
+
 void Graph::add_endpoint(const Endpoint &e)
 {
     {
@@ -375,6 +392,14 @@ void Graph::unwatch(GuardCondition *g)
             watchers_.erase(it);
             break;
         }
+}
+
+size_t Graph::Snapshot::count(Kind kind, const std::string &name) const
+{
+    size_t c = 0;
+    for (const auto &e : eps)
+        c += e.kind == kind && e.name == name;
+    return c;
 }
 
 Graph::Snapshot Graph::snapshot()

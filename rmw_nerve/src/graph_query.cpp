@@ -104,11 +104,7 @@ rmw_ret_t count(const rmw_node_t *node, const char *name, Kind kind, size_t *n)
         return r;
     if (!name || !n)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
-    auto s = snap_of(node);
-    size_t c = 0;
-    for (const auto &e : s.eps)
-        c += e.kind == kind && e.name == name;
-    *n = c;
+    *n = snap_of(node).count(kind, name);
     return RMW_RET_OK;
 }
 

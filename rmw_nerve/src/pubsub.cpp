@@ -338,16 +338,8 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
     pub->topic_name = strdup(topic_name);
     pub->options = *options;
     pub->can_loan_messages = false;
-    Endpoint e;
-    e.kind = Kind::Pub;
-    e.node_id = n->id;
-    e.gid = p->gid;
-    e.name = topic_name;
-    e.type = p->type.name;
-    e.qos = p->qos;
-    e.hash = p->type.hash;
-    e.ready = p->ch != nullptr;
-    n->ctx->graph->add_endpoint(e);
+    announce(n, Kind::Pub, p->gid, topic_name, p->type.name, p->qos,
+             p->ch != nullptr, &p->type.hash);
     return pub;
 }
 
@@ -420,11 +412,7 @@ rmw_ret_t rmw_publisher_count_matched_subscriptions(const rmw_publisher_t *pub,
     if (!count)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: count is NULL");
     auto *p = static_cast<Publisher *>(pub->data);
-    auto s = p->node->ctx->graph->snapshot();
-    size_t c = 0;
-    for (const auto &e : s.eps)
-        c += e.kind == Kind::Sub && e.name == p->topic;
-    *count = c;
+    *count = p->node->ctx->graph->snapshot().count(Kind::Sub, p->topic);
     return RMW_RET_OK;
 }
 
@@ -554,15 +542,8 @@ rmw_create_subscription(const rmw_node_t *node,
     sub->options = *options;
     sub->can_loan_messages = false;
     sub->is_cft_enabled = false;
-    Endpoint e;
-    e.kind = Kind::Sub;
-    e.node_id = n->id;
-    e.gid = s->gid;
-    e.name = topic_name;
-    e.type = s->type.name;
-    e.qos = s->qos;
-    e.hash = s->type.hash;
-    n->ctx->graph->add_endpoint(e);
+    announce(n, Kind::Sub, s->gid, topic_name, s->type.name, s->qos, false,
+             &s->type.hash);
     return sub;
 }
 
@@ -727,11 +708,7 @@ rmw_subscription_count_matched_publishers(const rmw_subscription_t *sub,
     if (!count)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: count is NULL");
     auto *s = static_cast<Subscription *>(sub->data);
-    auto snap = s->node->ctx->graph->snapshot();
-    size_t c = 0;
-    for (const auto &e : snap.eps)
-        c += e.kind == Kind::Pub && e.name == s->topic;
-    *count = c;
+    *count = s->node->ctx->graph->snapshot().count(Kind::Pub, s->topic);
     return RMW_RET_OK;
 }
 

@@ -139,6 +139,8 @@ public:
     struct Snapshot {
         std::vector<NodeRec> nodes;
         std::vector<Endpoint> eps;
+        // How many endpoints of `kind` are on topic or service `name`.
+        size_t count(Kind kind, const std::string &name) const;
     };
     Snapshot snapshot();
     uint64_t version() const
@@ -188,6 +190,13 @@ struct Node {
     uint64_t id = 0;
     rmw_guard_condition_t *graph_guard = nullptr;
 };
+
+// Add an endpoint of node `n` to the graph (graph.cpp): a publisher,
+// subscription, service or client `gid` on topic or service `name`;
+// `hash` is the type's hash (topics), null for none.
+void announce(Node *n, Kind kind, const rmw_gid_t &gid, const std::string &name,
+              const std::string &type, const rmw_qos_profile_t &qos, bool ready,
+              const rosidl_type_hash_t *hash = nullptr);
 
 // ---- publishers and subscriptions (pubsub.cpp) ----------------------------
 

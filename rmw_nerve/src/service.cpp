@@ -222,13 +222,25 @@ static rmw_ret_t take_framed(nerve_chan *ch, const MsgType &t,
     return RMW_RET_OK;
 }
 
+// The part a service and a client of `name` share: their node, QoS, types
+// and the names of the request and the reply channels. False (the rmw
+// error set) when one of them cannot be had.
+template <class End>
+static bool
+resolve_ends(End *x, Node *n, const rosidl_service_type_support_t *ts,
+             const char *name, const rmw_qos_profile_t *qos, const char *what)
+{
+    x->node = n;
+    x->name = name;
+    return qos_resolve(qos, &x->qos, what, name) == RMW_RET_OK &&
+           srv_types(ts, &x->t) &&
+           topic_channel(n->ctx->domain, name, "-req", &x->req_name) &&
+           topic_channel(n->ctx->domain, name, "-rep", &x->rep_name);
+}
+
 static bool server_exists(Node *n, const std::string &name)
 {
-    auto s = n->ctx->graph->snapshot();
-    for (const auto &e : s.eps)
-        if (e.kind == Kind::Srv && e.name == name)
-            return true;
-    return false;
+    return n->ctx->graph->snapshot().count(Kind::Srv, name) > 0;
 }
 
 } // namespace rmw_nerve
@@ -257,12 +269,7 @@ rmw_service_t *rmw_create_service(const rmw_node_t *node,
     }
     Node *n = static_cast<Node *>(node->data);
     auto *s = new Service;
-    s->node = n;
-    s->name = service_name;
-    if (qos_resolve(qos, &s->qos, "service", service_name) != RMW_RET_OK ||
-        !srv_types(ts, &s->t) ||
-        !topic_channel(n->ctx->domain, service_name, "-req", &s->req_name) ||
-        !topic_channel(n->ctx->domain, service_name, "-rep", &s->rep_name)) {
+    if (!resolve_ends(s, n, ts, service_name, qos, "service")) {
         delete s;
         return nullptr;
     }
@@ -291,15 +298,7 @@ rmw_service_t *rmw_create_service(const rmw_node_t *node,
     srv->implementation_identifier = kIdentifier;
     srv->data = s;
     srv->service_name = strdup(service_name);
-    Endpoint e;
-    e.kind = Kind::Srv;
-    e.node_id = n->id;
-    e.gid = s->gid;
-    e.name = service_name;
-    e.type = s->t.name;
-    e.qos = s->qos;
-    e.ready = true;
-    n->ctx->graph->add_endpoint(e);
+    announce(n, Kind::Srv, s->gid, service_name, s->t.name, s->qos, true);
     return srv;
 }
 
@@ -328,12 +327,7 @@ rmw_client_t *rmw_create_client(const rmw_node_t *node,
     }
     Node *n = static_cast<Node *>(node->data);
     auto *c = new Client;
-    c->node = n;
-    c->name = service_name;
-    if (qos_resolve(qos, &c->qos, "client", service_name) != RMW_RET_OK ||
-        !srv_types(ts, &c->t) ||
-        !topic_channel(n->ctx->domain, service_name, "-req", &c->req_name) ||
-        !topic_channel(n->ctx->domain, service_name, "-rep", &c->rep_name)) {
+    if (!resolve_ends(c, n, ts, service_name, qos, "client")) {
         delete c;
         return nullptr;
     }
@@ -343,14 +337,7 @@ rmw_client_t *rmw_create_client(const rmw_node_t *node,
     cli->implementation_identifier = kIdentifier;
     cli->data = c;
     cli->service_name = strdup(service_name);
-    Endpoint e;
-    e.kind = Kind::Cli;
-    e.node_id = n->id;
-    e.gid = c->gid;
-    e.name = service_name;
-    e.type = c->t.name;
-    e.qos = c->qos;
-    n->ctx->graph->add_endpoint(e);
+    announce(n, Kind::Cli, c->gid, service_name, c->t.name, c->qos, false);
     return cli;
 }
 

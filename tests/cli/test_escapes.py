@@ -23,7 +23,7 @@ import sys
 import time
 import tty
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Iterator
 
 import pytest
 
@@ -41,22 +41,6 @@ EVIL_TYPE = "e/\x1b]2;PWNED\x07\x1b[31m\u009b7mZ\x7f"
 EVIL_ENC = "\x1b[5mjson"
 # Bytes: ESC sequences, BEL, a raw C1 byte (not UTF-8), an invalid byte.
 EVIL_PAYLOAD = b"hi\x1b]2;OWNED\x07\x1b[2J\x9b\xff\nline two\tend"
-
-
-@pytest.fixture
-def name() -> Iterator[Callable[[str], str]]:
-    with nerve.testing.unique_names(PREFIX) as make:
-        yield make
-
-
-@pytest.fixture
-def procs() -> Iterator[List[subprocess.Popen]]:
-    ps: List[subprocess.Popen] = []
-    yield ps
-    for p in ps:
-        if p.poll() is None:
-            p.kill()
-        p.communicate(timeout=10)
 
 
 def assert_clean(out: bytes, where: str) -> None:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator, List, Tuple
+from typing import List, Tuple
 
 import pytest
 
@@ -30,23 +30,6 @@ GOLDEN = HERE / "golden"
 NERVE = os.environ.get("NERVE_CLI") or "nerve"
 PREFIX = nerve.testing.PREFIX
 IMU = "sensor_msgs/msg/Imu"
-
-
-@pytest.fixture
-def name() -> Iterator[Callable[[str], str]]:
-    """Factory of unique channel names; removes the channels at teardown."""
-    with nerve.testing.unique_names(PREFIX) as make:
-        yield make
-
-
-@pytest.fixture
-def procs() -> Iterator[List[subprocess.Popen]]:
-    ps: List[subprocess.Popen] = []
-    yield ps
-    for p in ps:
-        if p.poll() is None:
-            p.kill()
-        p.communicate(timeout=10)
 
 
 def run(*args: str, input: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -22,6 +22,9 @@ import pytest
 import nerve
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent / "ros2"))
+from dds_lo import CYCLONE_XML, FASTDDS_FILTERS, FASTDDS_XML  # noqa: E402  (tests/ros2/dds_lo.py)
+
 LIB = os.environ.get("NERVE_RMW_LIB", "")
 PY = os.environ.get("NERVE_ROS2_PYTHON", "")
 
@@ -38,38 +41,6 @@ if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
 if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
     pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
                 allow_module_level=True)
-
-CYCLONE_XML = """<CycloneDDS><Domain id="any"><General>
-<Interfaces><NetworkInterface address="127.0.0.1"/></Interfaces>
-<AllowMulticast>false</AllowMulticast></General>
-<Discovery><Peers><Peer address="127.0.0.1"/></Peers>
-<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>30</MaxAutoParticipantIndex>
-</Discovery></Domain></CycloneDDS>
-"""
-# Fast DDS 2.14 (Jazzy) calls the filter interfaceWhiteList, Fast DDS 3
-# (Kilted) interfaces/allowlist; both pin the locators to 127.0.0.1.
-FILTER = {"2": "<interfaceWhiteList><address>127.0.0.1</address></interfaceWhiteList>",
-          "3": '<interfaces><allowlist><interface name="127.0.0.1"/></allowlist></interfaces>'}
-FASTDDS_XML = """<?xml version="1.0" encoding="UTF-8" ?>
-<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
-  <transport_descriptors><transport_descriptor>
-    <transport_id>udp_lo</transport_id><type>UDPv4</type>{filter}
-    <maxInitialPeersRange>30</maxInitialPeersRange>
-  </transport_descriptor></transport_descriptors>
-  <participant profile_name="nerve_lo" is_default_profile="true"><rtps>
-    <userTransports><transport_id>udp_lo</transport_id></userTransports>
-    <useBuiltinTransports>false</useBuiltinTransports>
-    <builtin>
-      <metatrafficUnicastLocatorList><locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-      </metatrafficUnicastLocatorList>
-      <initialPeersList><locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-      </initialPeersList>
-    </builtin>
-    <defaultUnicastLocatorList><locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-    </defaultUnicastLocatorList>
-  </rtps></participant>
-</profiles>
-"""
 
 PEER = r'''
 import json, sys, time, rclpy
@@ -103,7 +74,7 @@ def test_rmw_nerve_and_fastrtps_through_nerve_ros2(tmp_path):
     chatter, back = f"ros2-d{domain}.{tag}.chatter", f"ros2-d{domain}.{tag}.back"
     (tmp_path / "cyclone.xml").write_text(CYCLONE_XML)
     fast_major = "3" if "kilted" in PY else "2"
-    (tmp_path / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FILTER[fast_major]))
+    (tmp_path / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FASTDDS_FILTERS[fast_major]))
     base = dict(os.environ, PYTHONUNBUFFERED="1", ROS_LOG_DIR=str(tmp_path / "log"))
     for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS"):
         base.pop(k, None)

@@ -10,24 +10,24 @@ the C tests recognises a leftover; the session fails if one is left."""
 from __future__ import annotations
 
 import os
-import queue
-import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import xmlrpc.client
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import pytest
 
 import nerve
 import nerve.testing
 from nerve_tools.ros1 import master_proxy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+import lineproc  # noqa: E402
 
 PREFIX = nerve.testing.PREFIX + "ros"
 
@@ -132,75 +132,11 @@ def peer_path() -> str:
     return str(p)
 
 
-class Proc:
-    """A process whose output lines are collected by a thread, so that
-    a test can wait for a line with a bound."""
+class Proc(lineproc.Proc):
+    """tests/lib/lineproc.py's Proc; a line of the ROS 1 bridge comes
+    within 20 s."""
 
-    def __init__(self, args: List[str], env: Dict[str, str]) -> None:
-        self.args = args
-        self.p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, start_new_session=True)
-        self.lines: List[str] = []
-        self._q: "queue.Queue[str]" = queue.Queue()
-        self._t = threading.Thread(target=self._pump, daemon=True)
-        self._t.start()
-
-    def _pump(self) -> None:
-        assert self.p.stdout is not None
-        for line in self.p.stdout:
-            self.lines.append(line.rstrip("\n"))
-            self._q.put(line.rstrip("\n"))
-
-    def wait_line(self, pattern: str, timeout: float = 20.0) -> str:
-        rx = re.compile(pattern)
-        for line in list(self.lines):
-            if rx.search(line):
-                return line
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no line matching {pattern!r} from {self.args[0]} "
-                                     f"in {timeout} s; output:\n" + "\n".join(self.lines))
-            try:
-                line = self._q.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                if self.p.poll() is not None and self._q.empty():
-                    self._t.join(1)
-                    if not any(rx.search(x) for x in self.lines):
-                        raise AssertionError(f"{self.args[0]} exited ({self.p.returncode}) "
-                                             f"without {pattern!r}:\n" + "\n".join(self.lines)) from None
-                continue
-            if rx.search(line):
-                return line
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGINT, then SIGKILL after `timeout`; returns the exit status."""
-        if self.p.poll() is None:
-            try:
-                os.killpg(self.p.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.p.pid, signal.SIGKILL)
-                self.p.wait(5)
-        self._t.join(5)
-        return self.p.returncode
-
-    def wait(self, timeout: float) -> int:
-        try:
-            return self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.stop(1)
-            raise AssertionError(f"{self.args} did not finish in {timeout} s:\n"
-                                 + "\n".join(self.lines)) from None
-
-    @property
-    def output(self) -> str:
-        self._t.join(2)
-        return "\n".join(self.lines)
+    line_timeout = 20.0
 
 
 @pytest.fixture

@@ -17,73 +17,26 @@ leftover; the session fails if one is left)."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import queue
-import re
 import shutil
-import signal
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterable, Iterator, List, Optional
 
 import pytest
 
 import nerve
 import nerve.testing
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from dds_lo import CYCLONE_XML, FASTDDS_XML, FILTERS  # noqa: E402
+from lineproc import Proc  # noqa: E402
+
 PREFIX = nerve.testing.PREFIX + "r2"
 ROOT = Path(__file__).resolve().parents[2]
 PEER = str(Path(__file__).with_name("rclpy_peer.py"))
 DISTROS = ("jazzy", "kilted")
 
-CYCLONE_XML = """<CycloneDDS><Domain id="any"><General>
-<Interfaces><NetworkInterface address="127.0.0.1"/></Interfaces>
-<AllowMulticast>false</AllowMulticast></General>
-<Discovery><Peers><Peer address="127.0.0.1"/></Peers>
-<ParticipantIndex>auto</ParticipantIndex><MaxAutoParticipantIndex>30</MaxAutoParticipantIndex>
-</Discovery></Domain></CycloneDDS>
-"""
-
-# Fast DDS 2.14 (Jazzy) names the interface filter interfaceWhiteList;
-# Fast DDS 3 (Kilted) replaced it with interfaces/allowlist. Both pin the
-# locators to 127.0.0.1, which alone keeps multicast off.
-FASTDDS_XML = """<?xml version="1.0" encoding="UTF-8" ?>
-<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
-  <transport_descriptors>
-    <transport_descriptor>
-      <transport_id>udp_lo</transport_id>
-      <type>UDPv4</type>
-      {filter}
-      <maxInitialPeersRange>30</maxInitialPeersRange>
-    </transport_descriptor>
-  </transport_descriptors>
-  <participant profile_name="nerve_lo" is_default_profile="true">
-    <rtps>
-      <userTransports><transport_id>udp_lo</transport_id></userTransports>
-      <useBuiltinTransports>false</useBuiltinTransports>
-      <builtin>
-        <metatrafficUnicastLocatorList>
-          <locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-        </metatrafficUnicastLocatorList>
-        <initialPeersList>
-          <locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-        </initialPeersList>
-      </builtin>
-      <defaultUnicastLocatorList>
-        <locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-      </defaultUnicastLocatorList>
-    </rtps>
-  </participant>
-</profiles>
-"""
-FILTERS = {
-    "jazzy": "<interfaceWhiteList><address>127.0.0.1</address></interfaceWhiteList>",
-    "kilted": '<interfaces><allowlist><interface name="127.0.0.1"/></allowlist></interfaces>',
-}
 
 _domains = itertools.count()
 _BASE = os.getpid() % 97
@@ -91,94 +44,6 @@ _BASE = os.getpid() % 97
 
 def venv_python(distro: str) -> str:
     return str(ROOT / f".venv-{distro}" / "bin" / "python")
-
-
-class Proc:
-    """A process whose output lines are collected by a thread, so that a
-    test can wait for a line with a bound."""
-
-    def __init__(self, args: List[str], env: Dict[str, str]) -> None:
-        self.args = args
-        self.p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, start_new_session=True)
-        self.lines: List[str] = []
-        self._q: "queue.Queue[str]" = queue.Queue()
-        self._t = threading.Thread(target=self._pump, daemon=True)
-        self._t.start()
-
-    def _pump(self) -> None:
-        assert self.p.stdout is not None
-        for line in self.p.stdout:
-            self.lines.append(line.rstrip("\n"))
-            self._q.put(line.rstrip("\n"))
-
-    def wait_line(self, pattern: str, timeout: float = 30.0) -> str:
-        rx = re.compile(pattern)
-        for line in list(self.lines):
-            if rx.search(line):
-                return line
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no line matching {pattern!r} from {self.args[:2]} in "
-                                     f"{timeout} s; output:\n" + "\n".join(self.lines))
-            try:
-                line = self._q.get(timeout=min(left, 0.5))
-            except queue.Empty:
-                if self.p.poll() is not None and self._q.empty():
-                    self._t.join(1)
-                    if not any(rx.search(x) for x in self.lines):
-                        raise AssertionError(f"{self.args[:2]} exited ({self.p.returncode}) "
-                                             f"without {pattern!r}:\n" + "\n".join(self.lines)) from None
-                continue
-            if rx.search(line):
-                return line
-
-    def json(self, timeout: float = 60.0) -> dict:
-        """The last line of output, as JSON, once the process ended."""
-        self.wait(timeout)
-        for line in reversed(self.lines):
-            if line.startswith("{"):
-                return json.loads(line)
-        raise AssertionError(f"{self.args[:3]} printed no JSON:\n" + "\n".join(self.lines))
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.p.wait(10)
-        self._t.join(5)
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGINT, then SIGKILL after `timeout`; returns the exit status."""
-        if self.p.poll() is None:
-            try:
-                os.killpg(self.p.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-            try:
-                self.p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._t.join(5)
-        return self.p.returncode
-
-    def wait(self, timeout: float) -> int:
-        try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.stop(1)
-            raise AssertionError(f"{self.args[:3]} did not finish in {timeout} s:\n"
-                                 + "\n".join(self.lines)) from None
-        self._t.join(5)
-        return rc
-
-    @property
-    def output(self) -> str:
-        self._t.join(1)
-        return "\n".join(self.lines)
 
 
 class Ros2Env:
@@ -218,6 +83,15 @@ class Ros2Env:
         p = self.spawn([exe, *args])
         if ready:
             p.wait_line(r"on DDS domain \d+ \(Cyclone DDS\)", 30)
+        return p
+
+    def bridge_to_ros(self, channels: Iterable[str]) -> Proc:
+        """The bridge publishing each of `channels` (--to-ros), once it
+        says each route is up."""
+        channels = list(channels)
+        p = self.bridge(*[f"--to-ros={c}" for c in channels])
+        for c in channels:
+            p.wait_line(f"to-ros {c} -> ")
         return p
 
     def rclpy(self, distro: str, *args: str) -> Proc:

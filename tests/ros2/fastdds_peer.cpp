@@ -46,6 +46,18 @@ Bytes read_file(const std::string &path)
     return Bytes(std::istreambuf_iterator<char>(f), {});
 }
 
+// The QoS both ends (DataWriterQos, DataReaderQos) share: reliable,
+// volatile, keep last 10, history memory allocated as needed.
+template <class Qos> void end_qos(Qos &q)
+{
+    q.reliability().kind = RELIABLE_RELIABILITY_QOS;
+    q.durability().kind = VOLATILE_DURABILITY_QOS;
+    q.history().kind = KEEP_LAST_HISTORY_QOS;
+    q.history().depth = 10;
+    q.endpoint().history_memory_policy =
+        eprosima::fastrtps::rtps::DYNAMIC_RESERVE_MEMORY_MODE;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -77,12 +89,7 @@ int main(int argc, char **argv)
     if (pub) {
         Publisher *p = pp->create_publisher(PUBLISHER_QOS_DEFAULT);
         DataWriterQos q = DATAWRITER_QOS_DEFAULT;
-        q.reliability().kind = RELIABLE_RELIABILITY_QOS;
-        q.durability().kind = VOLATILE_DURABILITY_QOS;
-        q.history().kind = KEEP_LAST_HISTORY_QOS;
-        q.history().depth = 10;
-        q.endpoint().history_memory_policy =
-            eprosima::fastrtps::rtps::DYNAMIC_RESERVE_MEMORY_MODE;
+        end_qos(q);
         q.publish_mode().kind = ASYNCHRONOUS_PUBLISH_MODE;
         DataWriter *w = p->create_datawriter(tp, q);
         while (!matched && std::chrono::steady_clock::now() < end) {
@@ -113,12 +120,7 @@ int main(int argc, char **argv)
     } else {
         Subscriber *s = pp->create_subscriber(SUBSCRIBER_QOS_DEFAULT);
         DataReaderQos q = DATAREADER_QOS_DEFAULT;
-        q.reliability().kind = RELIABLE_RELIABILITY_QOS;
-        q.durability().kind = VOLATILE_DURABILITY_QOS;
-        q.history().kind = KEEP_LAST_HISTORY_QOS;
-        q.history().depth = 10;
-        q.endpoint().history_memory_policy =
-            eprosima::fastrtps::rtps::DYNAMIC_RESERVE_MEMORY_MODE;
+        end_qos(q);
         DataReader *r = s->create_datareader(tp, q);
         while (!matched && std::chrono::steady_clock::now() < end) {
             SubscriptionMatchedStatus st;

@@ -31,9 +31,7 @@ def same_bytes_but_tail(got: bytes, sent: bytes) -> None:
 def test_to_peer(r2: Ros2Env, name, peer: str) -> None:
     need_distro("jazzy")
     chans = make_channels(name, KINDS)
-    br = r2.bridge(*[f"--to-ros={c}" for c in chans.values()])
-    for c in chans.values():
-        br.wait_line(f"to-ros {c} -> ")
+    br = r2.bridge_to_ros(chans.values())
     subs = {}
     for kind, c in chans.items():
         if peer == "cyclone":

@@ -162,10 +162,7 @@ def test_to_ros(r2: Ros2Env, name, distro: str) -> None:
     shows the bridge node publishing them with their types and hashes."""
     need_distro(distro)
     chans = make_channels(name, KINDS)
-    specs = [f"--to-ros={c}" for c in chans.values()]
-    br = r2.bridge(*specs)
-    for c in chans.values():
-        br.wait_line(f"to-ros {c} -> ")
+    br = r2.bridge_to_ros(chans.values())
     qos = {"String": "reliable", "Imu": "best_effort", "PointCloud2": "reliable"}
     sub = r2.rclpy(distro, "sub", *[f"{topic(c)}:{k}:{qos[k]}" for k, c in chans.items()],
                    "--want", str(N), "--timeout", "40",

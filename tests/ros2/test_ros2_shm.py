@@ -42,9 +42,7 @@ def test_to_peer_with_shared_memory_enabled(r2: Ros2Env, name) -> None:
     xml.write_text(CYCLONE_XML.replace("</Domain>", SHM))
     r2.env["CYCLONEDDS_URI"] = f"file://{xml}"
     chans = make_channels(name, KINDS)
-    br = r2.bridge(*[f"--to-ros={c}" for c in chans.values()])
-    for c in chans.values():
-        br.wait_line(f"to-ros {c} -> ")
+    br = r2.bridge_to_ros(chans.values())
     subs = {}
     for kind, c in chans.items():
         (r2.tmp / f"got-{kind}").mkdir()

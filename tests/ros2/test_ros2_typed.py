@@ -55,9 +55,7 @@ def test_cxx_types_to_dds_peers(r2: Ros2Env, name) -> None:
     chans = {k: name(k.lower()) for k in TYPED}
     for kind, c in chans.items():
         assert typed(r2, "create", kind, c).wait(30) == 0
-    br = r2.bridge(*[f"--to-ros={c}" for c in chans.values()])
-    for c in chans.values():
-        br.wait_line(f"to-ros {c} -> ")
+    br = r2.bridge_to_ros(chans.values())
     cyc, fdds = {}, {}
     for kind, c in chans.items():
         cyc[kind] = r2.peer("cyclone", "sub", kind, topic(c), str(WANT))

@@ -322,6 +322,18 @@ static struct importer *importers;
 
 /* ---- QoS --------------------------------------------------------------- */
 
+/* The user data of the bridge's readers and writers: the type's hash
+ * ("typehash=...;", when known) and the id of the /dev/shm it serves
+ * ("nerveshm=...;"). */
+static void set_userdata(dds_qos_t *q, const struct type_ent *te)
+{
+    char ud[256];
+    int n = snprintf(
+        ud, sizeof ud, "%s%s%snerveshm=%s;", te && te->hash ? "typehash=" : "",
+        te && te->hash ? te->hash : "", te && te->hash ? ";" : "", shm_id);
+    dds_qset_userdata(q, ud, (size_t)n);
+}
+
 static dds_qos_t *writer_qos(const struct type_ent *te)
 {
     dds_qos_t *q = dds_create_qos();
@@ -332,11 +344,7 @@ static dds_qos_t *writer_qos(const struct type_ent *te)
     dds_qset_durability(q, opt.latch ? DDS_DURABILITY_TRANSIENT_LOCAL
                                      : DDS_DURABILITY_VOLATILE);
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, opt.sensor_data ? 5 : 10);
-    char ud[256];
-    int n = snprintf(
-        ud, sizeof ud, "%s%s%snerveshm=%s;", te && te->hash ? "typehash=" : "",
-        te && te->hash ? te->hash : "", te && te->hash ? ";" : "", shm_id);
-    dds_qset_userdata(q, ud, (size_t)n);
+    set_userdata(q, te);
     return q;
 }
 
@@ -362,11 +370,7 @@ static dds_qos_t *reader_qos(const dds_qos_t *pub, const struct type_ent *te)
                                : DDS_DURABILITY_TRANSIENT_LOCAL);
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, opt.sensor_data ? 5 : 10);
     dds_qset_ignorelocal(q, DDS_IGNORELOCAL_PARTICIPANT);
-    char ud[256];
-    int n = snprintf(
-        ud, sizeof ud, "%s%s%snerveshm=%s;", te && te->hash ? "typehash=" : "",
-        te && te->hash ? te->hash : "", te && te->hash ? ";" : "", shm_id);
-    dds_qset_userdata(q, ud, (size_t)n);
+    set_userdata(q, te);
     return q;
 }
 
