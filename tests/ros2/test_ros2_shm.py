@@ -16,10 +16,13 @@ over iceoryx only; docs/ros2.md, "Not guaranteed").
 
 Needs Debian's iceoryx package (iox-roudi, a `make bench-ros2` dependency);
 skipped without it. The RouDi daemon is started here and stopped at the
-end (or an already running one is used)."""
+end (or an already running one is used); the shared-memory segments of a
+RouDi started here are gone afterwards, even if it had to be killed."""
 
 from __future__ import annotations
 
+import getpass
+import os
 import shutil
 
 import pytest
@@ -36,8 +39,26 @@ def test_to_peer_with_shared_memory_enabled(r2: Ros2Env, name) -> None:
     if roudi is None:
         pytest.skip("iox-roudi not installed (apt-get install iceoryx; make bench-ros2 does)")
     need_distro("jazzy")
+    # RouDi's segments: /dev/shm/iceoryx_mgmt and one named after the user.
+    segments = [f"/dev/shm/{n}" for n in ("iceoryx_mgmt", getpass.getuser())]
+    ours = [s for s in segments if not os.path.exists(s)]
     d = r2.spawn([roudi, "-l", "warning"])
-    d.wait_line(r"RouDi is ready for clients|ROUDI_STILL_RUNNING", 30)
+    try:
+        d.wait_line(r"RouDi is ready for clients|ROUDI_STILL_RUNNING", 30)
+        shm_bridge_to_fastdds(r2, name)
+    finally:
+        # Its clients first, then RouDi with time to unlink its segments
+        # (SIGINT); what a killed RouDi left is removed here.
+        for p in reversed(r2.procs):
+            if p is not d:
+                p.stop(5)
+        d.stop(30)
+        for s in ours:
+            if os.path.exists(s):
+                os.unlink(s)
+
+
+def shm_bridge_to_fastdds(r2: Ros2Env, name) -> None:
     xml = r2.tmp / "cyclonedds-shm.xml"
     xml.write_text(CYCLONE_XML.replace("</Domain>", SHM))
     r2.env["CYCLONEDDS_URI"] = f"file://{xml}"
