@@ -28,6 +28,7 @@ from nerve_tools.ros1 import master_proxy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 import lineproc  # noqa: E402
+from chanfix import channel_fixtures, topic  # noqa: E402,F401
 
 PREFIX = nerve.testing.PREFIX + "ros"
 
@@ -103,25 +104,7 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Roscore]:
         core.stop()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_leftovers() -> Iterator[None]:
-    yield
-    left = [i.name for i in nerve.list() if i.name.startswith(PREFIX)]
-    for n in left:
-        nerve.unlink(n)
-    assert not left, f"tests left channels: {left}"
-
-
-@pytest.fixture
-def name() -> Iterator[Callable[[str], str]]:
-    """Factory of unique channel names; removes the channels at teardown."""
-    with nerve.testing.unique_names(PREFIX) as make:
-        yield make
-
-
-def topic(channel: str) -> str:
-    """The bridge's default topic of a channel."""
-    return "/" + channel.replace(".", "/").replace("-", "_")
+no_leftovers, name = channel_fixtures(PREFIX)
 
 
 def peer_path() -> str:

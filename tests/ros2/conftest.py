@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional
+from typing import Dict, Iterable, Iterator, List, Optional
 
 import pytest
 
@@ -29,6 +29,7 @@ import nerve
 import nerve.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from chanfix import channel_fixtures, topic  # noqa: E402,F401
 from dds_lo import CYCLONE_XML, FASTDDS_XML, FILTERS  # noqa: E402
 from lineproc import Proc  # noqa: E402
 
@@ -139,22 +140,4 @@ def r2(tmp_path: Path) -> Iterator[Ros2Env]:
         e.close()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_leftovers() -> Iterator[None]:
-    yield
-    left = [i.name for i in nerve.list() if i.name.startswith(PREFIX)]
-    for n in left:
-        nerve.unlink(n)
-    assert not left, f"tests left channels: {left}"
-
-
-@pytest.fixture
-def name() -> Iterator[Callable[[str], str]]:
-    """Factory of unique channel names; removes the channels at teardown."""
-    with nerve.testing.unique_names(PREFIX) as make:
-        yield make
-
-
-def topic(channel: str) -> str:
-    """The bridge's default topic of a channel."""
-    return "/" + channel.replace(".", "/").replace("-", "_")
+no_leftovers, name = channel_fixtures(PREFIX)
