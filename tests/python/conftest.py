@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from typing import Callable, Iterator
 
 import pytest
@@ -17,6 +18,14 @@ import pytest
 import nerve
 
 pytest_plugins = ["nerve.testing"]  # the fixture `name`, the leftovers check
+
+# Several tests send SIGINT to a child Python and expect KeyboardInterrupt.
+# A child inherits an *ignored* SIGINT across exec, and Python then installs
+# no handler: that is the case whenever the test run itself was started in
+# the background of a non-interactive shell (`cmd &`, nohup, some CI
+# runners). Give SIGINT back its usual Python handler here, so children start
+# with the default disposition whatever the parent run had.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
