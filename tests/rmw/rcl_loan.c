@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <geometry_msgs/msg/pose_with_covariance.h>
 #include <geometry_msgs/msg/vector3.h>
 #include <rcl/error_handling.h>
 #include <rcl/rcl.h>
@@ -218,6 +219,20 @@ int main(void)
                 rcl_subscription_get_rmw_handle(&sw), &plain),
             RMW_RET_INVALID_ARGUMENT, "not a loan",
             "foreign pointer returned to a subscription: refused");
+
+    /* Nested messages and a fixed array (float64[36]) are fixed-size. */
+    rcl_publisher_t pcov = rcl_get_zero_initialized_publisher();
+    const rosidl_message_type_support_t *cov_ts =
+        ROSIDL_GET_MSG_TYPE_SUPPORT(geometry_msgs, msg, PoseWithCovariance);
+    CHECK(rcl_publisher_init(&pcov, &node, cov_ts, "/loan/cov", &po));
+    ok(rcl_publisher_can_loan_messages(&pcov),
+       "PoseWithCovariance publisher: loans");
+    geometry_msgs__msg__PoseWithCovariance *c = NULL;
+    CHECK(rcl_borrow_loaned_message(&pcov, cov_ts, (void **)&c));
+    ok(c && c->pose.orientation.w == 1.0 && c->covariance[35] == 0.0,
+       "a borrowed PoseWithCovariance has the type's defaults");
+    CHECK(rcl_return_loaned_message_from_publisher(&pcov, c));
+    CHECK(rcl_publisher_fini(&pcov, &node));
 
     /* A publisher lends 8 at most; loans out at fini are released. */
     geometry_msgs__msg__Vector3 *l[9] = {0};
