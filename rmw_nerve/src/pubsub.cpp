@@ -337,7 +337,8 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
     pub->data = p;
     pub->topic_name = strdup(topic_name);
     pub->options = *options;
-    pub->can_loan_messages = false;
+    p->loans = loan_pool(p->type);
+    pub->can_loan_messages = loan_ok(p->loans.get());
     announce(n, Kind::Pub, p->gid, topic_name, p->type.name, p->qos,
              p->ch != nullptr, &p->type.hash);
     return pub;
@@ -540,7 +541,8 @@ rmw_create_subscription(const rmw_node_t *node,
     sub->data = s;
     sub->topic_name = strdup(topic_name);
     sub->options = *options;
-    sub->can_loan_messages = false;
+    s->loans = loan_pool(s->type);
+    sub->can_loan_messages = loan_ok(s->loans.get());
     sub->is_cft_enabled = false;
     announce(n, Kind::Sub, s->gid, topic_name, s->type.name, s->qos, false,
              &s->type.hash);

@@ -6,6 +6,7 @@
 //   init.cpp           init options, contexts, nodes, guard conditions
 //   graph.cpp          the ROS graph in one shared-memory channel per domain
 //   pubsub.cpp         publishers, subscriptions, (de)serialisation, events
+//   loan.cpp           loaned messages (fixed-size types)
 //   service.cpp        services and clients
 //   wait.cpp           wait sets: one futex wait over every channel involved
 //   unsupported.cpp    what rmw_nerve does not offer: RMW_RET_UNSUPPORTED
@@ -198,6 +199,22 @@ void announce(Node *n, Kind kind, const rmw_gid_t &gid, const std::string &name,
               const std::string &type, const rmw_qos_profile_t &qos, bool ready,
               const rosidl_type_hash_t *hash = nullptr);
 
+// ---- loans (loan.cpp) -----------------------------------------------------
+
+// Loans out at once per publisher or subscription, at most.
+constexpr int kLoanSlots = 8;
+struct LoanPool;
+struct LoanPoolDeleter {
+    void operator()(LoanPool *p) const; // fini's the loans still out
+};
+using LoanPoolPtr = std::unique_ptr<LoanPool, LoanPoolDeleter>;
+// The loan pool of an endpoint of type `t`; never null, loan_ok() false
+// (and the reason kept for the loan functions' errors) for a type that
+// cannot be loaned. Allocates its messages at the first loan only.
+LoanPoolPtr loan_pool(const MsgType &t);
+bool loan_ok(const LoanPool *p);
+void loan_fini(LoanPool *p, void *msg);
+
 // ---- publishers and subscriptions (pubsub.cpp) ----------------------------
 
 struct Publisher {
@@ -211,6 +228,7 @@ struct Publisher {
     std::set<std::string> other_types;  // [mu] endpoints seen with another type
     size_t other_types_reported = 0;    // [mu]
     uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
+    LoanPoolPtr loans;                  // loan.cpp
 };
 
 struct Subscription {
@@ -230,6 +248,7 @@ struct Subscription {
     std::set<std::string> other_types;  // [mu] endpoints seen with another type
     size_t other_types_reported = 0;    // [mu]
     uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
+    LoanPoolPtr loans;                  // loan.cpp
 };
 
 // Incompatible-type events: record the endpoints of the other side on

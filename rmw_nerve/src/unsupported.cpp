@@ -18,44 +18,6 @@ using namespace rmw_nerve;
 
 extern "C" {
 
-rmw_ret_t rmw_borrow_loaned_message(const rmw_publisher_t *,
-                                    const rosidl_message_type_support_t *,
-                                    void **)
-{
-    return UNSUPPORTED("loaning messages");
-}
-
-rmw_ret_t rmw_publish_loaned_message(const rmw_publisher_t *, void *,
-                                     rmw_publisher_allocation_t *)
-{
-    return UNSUPPORTED("loaning messages");
-}
-
-rmw_ret_t rmw_return_loaned_message_from_publisher(const rmw_publisher_t *,
-                                                   void *)
-{
-    return UNSUPPORTED("loaning messages");
-}
-
-rmw_ret_t
-rmw_return_loaned_message_from_subscription(const rmw_subscription_t *, void *)
-{
-    return UNSUPPORTED("loaning messages");
-}
-
-rmw_ret_t rmw_take_loaned_message(const rmw_subscription_t *, void **, bool *,
-                                  rmw_subscription_allocation_t *)
-{
-    return UNSUPPORTED("loaning messages");
-}
-
-rmw_ret_t rmw_take_loaned_message_with_info(const rmw_subscription_t *, void **,
-                                            bool *, rmw_message_info_t *,
-                                            rmw_subscription_allocation_t *)
-{
-    return UNSUPPORTED("loaning messages");
-}
-
 rmw_ret_t
 rmw_init_publisher_allocation(const rosidl_message_type_support_t *,
                               const rosidl_runtime_c__Sequence__bound *,
