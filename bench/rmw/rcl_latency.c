@@ -4,8 +4,12 @@
  * rcl_take. Whichever RMW rcl uses: rmw_fastrtps_cpp by default in the
  * Jazzy wheels, rmw_nerve_cpp under nerve-ros2-exec.
  *
- *   rcl_latency sub KIND COUNT SUBS      prints "ready", then one JSON line
+ *   rcl_latency sub KIND COUNT SUBS [raw]  prints "ready", then one JSON
+ *                                          line ("raw": every sample too)
  *   rcl_latency pub KIND COUNT RATE_HZ SUBS
+ *
+ * SUBS: subscriptions in this process (sub), or subscriptions, in any
+ * process, the publisher waits for before it starts (pub).
  *
  * KIND: 64B (std_msgs/String), Imu, PointCloud2-1MiB, Image-1080p.
  * Run by bench/rmw/rmw_latency.py --layer rcl. */
@@ -234,8 +238,15 @@ int main(int argc, char **argv)
         qsort(lat, (size_t)nlat, sizeof *lat, cmp);
 #define Q(p) (nlat ? lat[(long)((p) * (nlat - 1))] / 1000.0 : -1.0)
         printf("{\"n\": %ld, \"p50_us\": %.1f, \"p99_us\": %.1f, \"max_us\": "
-               "%.1f}\n",
+               "%.1f",
                nlat, Q(0.5), Q(0.99), nlat ? lat[nlat - 1] / 1000.0 : -1.0);
+        if (argc > 5 && strcmp(argv[5], "raw") == 0) {
+            printf(", \"lat_us\": [");
+            for (long i = 0; i < nlat; i++)
+                printf("%s%.1f", i ? ", " : "", lat[i] / 1000.0);
+            printf("]");
+        }
+        printf("}\n");
         CHECK(rcl_wait_set_fini(&ws));
         for (int i = 0; i < nsubs; i++)
             CHECK(rcl_subscription_fini(&s[i], &node));
