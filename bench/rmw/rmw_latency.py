@@ -79,8 +79,14 @@ if role == "sub":
     n.create_subscription(T, "/lat", lambda m: lat.append(time.monotonic_ns() - sent(m)), qos)
     print("ready", flush=True)
     end = time.monotonic() + 60 + count / rate
+    last = None  # stop 5 s after the last sample: the publisher is done
     while len(lat) < count and time.monotonic() < end:
+        k = len(lat)
         rclpy.spin_once(n, timeout_sec=0.1)
+        if len(lat) > k:
+            last = time.monotonic()
+        elif last is not None and time.monotonic() - last > 5:
+            break
     lat.sort()
     q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1000.0 if lat else None
     print(json.dumps({"n": len(lat), "p50_us": q(0.5), "p99_us": q(0.99),

@@ -323,9 +323,11 @@ def test_graph_channel_garbage_and_foreign(domain):
     # anything) is ignored; the node starts and sees itself.
     g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=4 << 20, type="rmw_nerve/graph",
                      encoding="text")
-    g.put(b"nerve-rmw-graph 1 zz 1 live\nE X")
+    g.put(b"nerve-rmw-graph 2 zz 1 live\nE X")
     g.put(b"\xff\xfe garbage")
-    g.put(b"nerve-rmw-graph 1 0123456789abcdef 1 live\nN 1 ghost / /\nE P 1 00 /t x 1 1 1 1 1\n")
+    g.put(b"nerve-rmw-graph 2 0123456789abcdef 1 live\nN 1 ghost / /\nE P 1 00 /t x 1 1 1 1 1\n")
+    # A well-formed message of another format version (1: no liveliness).
+    g.put(b"nerve-rmw-graph 1 0123456789abcdee %d live\nN 1 ghost1 / /\n" % os.getpid())
     g.close()
     r = result(node(domain, "init_only"))
     assert r["init"] is None and r["nodes"] == ["init_only"]
