@@ -4,8 +4,12 @@
  * rcl_take. Whichever RMW rcl uses: rmw_fastrtps_cpp by default in the
  * Jazzy wheels, rmw_nerve_cpp under nerve-ros2-exec.
  *
- *   rcl_latency sub KIND COUNT SUBS      prints "ready", then one JSON line
+ *   rcl_latency sub KIND COUNT SUBS [raw]  prints "ready", then one JSON
+ *                                          line ("raw": every sample too)
  *   rcl_latency pub KIND COUNT RATE_HZ SUBS
+ *
+ * SUBS: subscriptions in this process (sub), or subscriptions, in any
+ * process, the publisher waits for before it starts (pub).
  *
  * KIND: 64B (std_msgs/String), Imu, PointCloud2-1MiB, Image-1080p.
  * Run by bench/rmw/rmw_latency.py --layer rcl. */
@@ -39,6 +43,15 @@ static int64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CPU time of this thread: a publish's own work, without the time it
+ * spent descheduled (readers it woke may run first on a small host). */
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -176,20 +189,28 @@ int main(int argc, char **argv)
         int64_t period = (int64_t)(1e9 / rate);
         int64_t next = now_ns();
         int64_t *cost = calloc((size_t)count + 20, sizeof *cost);
+        int64_t *cpu = calloc((size_t)count + 20, sizeof *cpu);
         for (long i = 0; i < count + 20; i++) {
+            int64_t c0 = cpu_ns();
             int64_t t0 = now_ns();
             stamp(k, m, t0);
             CHECK(rcl_publish(&p, m, NULL));
             cost[i] = now_ns() - t0;
+            cpu[i] = cpu_ns() - c0;
             next += period;
             struct timespec t = {next / 1000000000, next % 1000000000};
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
         }
-        /* The publisher's own cost: rcl_publish, serialisation included. */
+        /* The publisher's own cost: rcl_publish, serialisation included,
+         * as wall time and as this thread's CPU time. */
         qsort(cost, (size_t)count + 20, sizeof *cost, cmp);
-        printf("{\"publish_p50_us\": %.1f, \"publish_p99_us\": %.1f}\n",
+        qsort(cpu, (size_t)count + 20, sizeof *cpu, cmp);
+        printf("{\"publish_p50_us\": %.1f, \"publish_p99_us\": %.1f, "
+               "\"publish_cpu_p50_us\": %.1f, \"publish_cpu_p99_us\": %.1f}\n",
                cost[(count + 19) / 2] / 1000.0,
-               cost[(long)(0.99 * (count + 19))] / 1000.0);
+               cost[(long)(0.99 * (count + 19))] / 1000.0,
+               cpu[(count + 19) / 2] / 1000.0,
+               cpu[(long)(0.99 * (count + 19))] / 1000.0);
         CHECK(rcl_publisher_fini(&p, &node));
     } else {
         rcl_subscription_t *s = calloc((size_t)nsubs, sizeof *s);
@@ -208,8 +229,13 @@ int main(int argc, char **argv)
         CHECK(rcl_wait_set_init(&ws, (size_t)nsubs, 0, 0, 0, 0, 0, &ctx, a));
         printf("ready\n");
         fflush(stdout);
+        /* Until every sample came, or 5 s passed without one after the
+         * first (the publisher is done: a reader lapped by the ring or by
+         * keep-last lost some, and the count says how many). */
         int64_t end = now_ns() + (int64_t)(90 + count / 10) * 1000000000LL;
-        while (nlat < count * nsubs && now_ns() < end) {
+        int64_t last = 0;
+        while (nlat < count * nsubs && now_ns() < end &&
+               (last == 0 || now_ns() - last < 5000000000LL)) {
             CHECK(rcl_wait_set_clear(&ws));
             for (int i = 0; i < nsubs; i++)
                 CHECK(rcl_wait_set_add_subscription(&ws, &s[i], NULL));
@@ -225,7 +251,8 @@ int main(int argc, char **argv)
                     if (r == RCL_RET_SUBSCRIPTION_TAKE_FAILED)
                         break;
                     CHECK(r);
-                    int64_t d = now_ns() - sent(k, msg[i]);
+                    last = now_ns();
+                    int64_t d = last - sent(k, msg[i]);
                     if (got[i]++ < count)
                         lat[nlat++] = d;
                 }
@@ -234,8 +261,15 @@ int main(int argc, char **argv)
         qsort(lat, (size_t)nlat, sizeof *lat, cmp);
 #define Q(p) (nlat ? lat[(long)((p) * (nlat - 1))] / 1000.0 : -1.0)
         printf("{\"n\": %ld, \"p50_us\": %.1f, \"p99_us\": %.1f, \"max_us\": "
-               "%.1f}\n",
+               "%.1f",
                nlat, Q(0.5), Q(0.99), nlat ? lat[nlat - 1] / 1000.0 : -1.0);
+        if (argc > 5 && strcmp(argv[5], "raw") == 0) {
+            printf(", \"lat_us\": [");
+            for (long i = 0; i < nlat; i++)
+                printf("%s%.1f", i ? ", " : "", lat[i] / 1000.0);
+            printf("]");
+        }
+        printf("}\n");
         CHECK(rcl_wait_set_fini(&ws));
         for (int i = 0; i < nsubs; i++)
             CHECK(rcl_subscription_fini(&s[i], &node));

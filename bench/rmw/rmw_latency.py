@@ -5,7 +5,14 @@ built as build/rmw_nerve/rcl_latency; with 1 and 8 subscriptions, and the
 publisher's own cost per rcl_publish).
 
     python bench/rmw/rmw_latency.py [--layer rclpy|rcl|both] [--count N]
-                                      [--rate HZ] [--out FILE]
+                                      [--rate HZ] [--kinds K,K] [--out FILE]
+                                      [--sub-procs 1,8]
+
+Without --sub-procs, the rcl rows put 1 and then 8 subscriptions in one
+subscriber process. With --sub-procs 1,8, each row has that many
+subscriber processes of one subscription each (rcl and/or rclpy), and the
+latency percentiles pool every sample of every process ("worst_p99_us" is
+the worst process's own p99); the publisher waits until it sees them all.
 
 Run with the project venv's Python; it starts the nodes with the Jazzy
 wheels' Python (NERVE_ROS2_PYTHON, default .venv-jazzy/bin/python), on
@@ -40,6 +47,7 @@ import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 role, kind, count, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+subs = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 from std_msgs.msg import String
 from sensor_msgs.msg import Imu, PointCloud2, Image
 T = {"64B": String, "Imu": Imu, "PointCloud2-1MiB": PointCloud2, "Image-1080p": Image}[kind]
@@ -71,16 +79,23 @@ if role == "sub":
     n.create_subscription(T, "/lat", lambda m: lat.append(time.monotonic_ns() - sent(m)), qos)
     print("ready", flush=True)
     end = time.monotonic() + 60 + count / rate
+    last = None  # stop 5 s after the last sample: the publisher is done
     while len(lat) < count and time.monotonic() < end:
+        k = len(lat)
         rclpy.spin_once(n, timeout_sec=0.1)
+        if len(lat) > k:
+            last = time.monotonic()
+        elif last is not None and time.monotonic() - last > 5:
+            break
     lat.sort()
     q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] / 1000.0 if lat else None
     print(json.dumps({"n": len(lat), "p50_us": q(0.5), "p99_us": q(0.99),
-                      "max_us": lat[-1] / 1000.0 if lat else None}), flush=True)
+                      "max_us": lat[-1] / 1000.0 if lat else None,
+                      "lat_us": [x / 1000.0 for x in lat]}), flush=True)
 else:
     p = n.create_publisher(T, "/lat", qos)
     end = time.monotonic() + 30
-    while n.count_subscribers("/lat") < 1 and time.monotonic() < end:
+    while n.count_subscribers("/lat") < subs and time.monotonic() < end:
         rclpy.spin_once(n, timeout_sec=0.05)
     time.sleep(1.0)  # let DDS finish matching
     m = make()
@@ -92,8 +107,22 @@ rclpy.shutdown()
 '''
 
 
+def pooled(outs: list[dict]) -> dict:
+    """One row from several subscriber processes: percentiles over every
+    sample, and the worst process's own p99."""
+    lat = sorted(x for o in outs for x in o.get("lat_us", []))
+
+    def q(p):
+        return lat[min(len(lat) - 1, int(p * (len(lat) - 1)))] if lat else None
+
+    p99s = [o["p99_us"] for o in outs if o.get("p99_us") is not None]
+    return {"n": len(lat), "p50_us": q(0.5), "p99_us": q(0.99),
+            "max_us": lat[-1] if lat else None, "procs": len(outs),
+            "worst_p99_us": max(p99s) if p99s else None}
+
+
 def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
-        domain: int) -> dict:
+        domain: int, procs: int = 0) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONUNBUFFERED="1")
     pre = []
@@ -101,18 +130,27 @@ def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
         pre = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
     else:
         env["RMW_IMPLEMENTATION"] = rmw
+    waits = procs * subs if procs else subs
     if layer == "rclpy":
         sub_cmd = [PY, "-c", NODE, "sub", kind, str(count), str(rate)]
-        pub_cmd = [PY, "-c", NODE, "pub", kind, str(count), str(rate)]
+        pub_cmd = [PY, "-c", NODE, "pub", kind, str(count), str(rate), str(waits)]
     else:
-        sub_cmd = [RCL, "sub", kind, str(count), str(subs)]
-        pub_cmd = [RCL, "pub", kind, str(count), str(rate), str(subs)]
-    sub = subprocess.Popen([*pre, *sub_cmd], env=env, stdout=subprocess.PIPE, text=True)
-    assert sub.stdout.readline().strip() == "ready"
+        sub_cmd = [RCL, "sub", kind, str(count), str(subs), *(["raw"] if procs else [])]
+        pub_cmd = [RCL, "pub", kind, str(count), str(rate), str(waits)]
+    sub_procs = []
+    for _ in range(max(procs, 1)):
+        sub = subprocess.Popen([*pre, *sub_cmd], env=env, stdout=subprocess.PIPE, text=True)
+        sub_procs.append(sub)
+        assert sub.stdout.readline().strip() == "ready"
     pub = subprocess.Popen([*pre, *pub_cmd], env=env, stdout=subprocess.PIPE, text=True)
-    out = sub.communicate(timeout=300)[0]
+    outs = [json.loads(sub.communicate(timeout=300)[0].strip().splitlines()[-1])
+            for sub in sub_procs]
     pub_out = pub.communicate(timeout=120)[0]
-    r = json.loads(out.strip().splitlines()[-1])
+    if procs:
+        r = pooled(outs)
+    else:
+        r = outs[0]
+        r.pop("lat_us", None)
     pub_lines = [ln for ln in pub_out.splitlines() if ln.startswith("{")]
     if pub_lines:
         r.update(json.loads(pub_lines[-1]))
@@ -125,22 +163,29 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=50.0)
     ap.add_argument("--layer", choices=("rclpy", "rcl", "both"), default="both")
     ap.add_argument("--out")
+    ap.add_argument("--kinds", default="64B,Imu,PointCloud2-1MiB,Image-1080p")
+    ap.add_argument("--sub-procs", help="e.g. 1,8: rows with that many subscriber processes")
     a = ap.parse_args()
     host = {"cpu": platform.processor() or platform.machine(), "nproc": os.cpu_count(),
             "kernel": platform.release(), "load": os.getloadavg()}
     rows = []
     runs = []
-    for kind in ("64B", "Imu", "PointCloud2-1MiB", "Image-1080p"):
-        if a.layer in ("rcl", "both"):
-            runs += [("rcl", kind, subs) for subs in (1, 8)]
-        if a.layer in ("rclpy", "both"):
-            runs.append(("rclpy", kind, 1))
-    for layer, kind, subs in runs:
+    layers = ("rcl", "rclpy") if a.layer == "both" else (a.layer,)
+    for kind in a.kinds.split(","):
+        for layer in layers:
+            if a.sub_procs:
+                runs += [(layer, kind, 1, int(n)) for n in a.sub_procs.split(",")]
+            elif layer == "rcl":
+                runs += [("rcl", kind, subs, 0) for subs in (1, 8)]
+            else:
+                runs.append(("rclpy", kind, 1, 0))
+    for layer, kind, subs, procs in runs:
         for rmw in ("rmw_nerve_cpp", "rmw_fastrtps_cpp"):
             domain = random.randint(100, 200) if rmw != "rmw_nerve_cpp" else random.randint(1000, 60000)
-            r = run(layer, rmw, kind, a.count, a.rate, subs, domain)
-            row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind, "subs": subs,
-                   "rate_hz": a.rate, **r,
+            r = run(layer, rmw, kind, a.count, a.rate, subs, domain, procs)
+            row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind,
+                   "subs": procs * subs if procs else subs, "sub_procs": max(procs, 1),
+                   "rate_hz": a.rate, "load": os.getloadavg(), **r,
                    "host": host, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
             print(json.dumps(row), flush=True)
             rows.append(row)

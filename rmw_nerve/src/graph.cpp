@@ -18,6 +18,13 @@
 // killed mid-put leaves nothing half-written, and `nerve cat
 // ros2-graph-d0` shows the text. A message that does not parse is ignored:
 // anyone who may write the channel could write anything.
+//
+// FORMAT (version 2): "nerve-rmw-graph 2 CTXHEX PID live|bye", then one line
+// per node, "N ID NAME NS ENCLAVE", and per endpoint "E KIND NODE GIDHEX
+// NAME TYPE RELIABILITY DURABILITY HISTORY DEPTH LIVELINESS LEASE_SEC
+// LEASE_NSEC READY V:HASHHEX" (QoS as rmw's enum values; liveliness and its
+// lease since version 2, for the incompatible-QoS events of qos.cpp).
+// Other versions are ignored.
 
 #include "rmw_nerve.hpp"
 
@@ -118,7 +125,7 @@ void Graph::stop()
         thread_.join();
     }
     if (wr_) {
-        std::string bye = std::string(kMagic) + " 1 " +
+        std::string bye = std::string(kMagic) + " 2 " +
                           hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8) +
                           " " + std::to_string(getpid()) + " bye\n";
         (void)nerve_chan_put(wr_, bye.data(), bye.size(), 100000000LL, nullptr,
@@ -137,7 +144,7 @@ void Graph::publish_locked()
     if (!wr_)
         return;
     std::ostringstream o;
-    o << kMagic << " 1 " << hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8)
+    o << kMagic << " 2 " << hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8)
       << " " << getpid() << " live\n";
     for (const auto &n : my_nodes_)
         o << "N " << n.id << " " << n.name << " " << n.ns << " " << n.enclave
@@ -147,8 +154,10 @@ void Graph::publish_locked()
           << hex(e.gid.data, RMW_GID_STORAGE_SIZE) << " " << e.name << " "
           << e.type << " " << int(e.qos.reliability) << " "
           << int(e.qos.durability) << " " << int(e.qos.history) << " "
-          << e.qos.depth << " " << (e.ready ? 1 : 0) << " "
-          << int(e.hash.version) << ":"
+          << e.qos.depth << " " << int(e.qos.liveliness) << " "
+          << e.qos.liveliness_lease_duration.sec << " "
+          << e.qos.liveliness_lease_duration.nsec << " " << (e.ready ? 1 : 0)
+          << " " << int(e.hash.version) << ":"
           << hex(e.hash.value, ROSIDL_TYPE_HASH_SIZE) << "\n";
     std::string s = o.str();
     int r = nerve_chan_put(wr_, s.data(), s.size(), 100000000LL, nullptr, 0);
@@ -165,7 +174,7 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
     std::string magic, ver, idhex, state;
     int pid = 0;
     if (!(in >> magic >> ver >> idhex >> pid >> state) || magic != kMagic ||
-        ver != "1")
+        ver != "2")
         return false;
     uint64_t id;
     if (!unhex(idhex, reinterpret_cast<uint8_t *>(&id), 8) || id == ctx_id_)
@@ -189,11 +198,13 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             Endpoint e;
             char k;
             std::string gid;
-            int rel, dur, hist, ready;
+            int rel, dur, hist, live, ready;
             size_t depth;
+            uint64_t lease_sec, lease_nsec;
             std::string hash;
             if (!(in >> k >> e.node_id >> gid >> e.name >> e.type >> rel >>
-                  dur >> hist >> depth >> ready >> hash))
+                  dur >> hist >> depth >> live >> lease_sec >> lease_nsec >>
+                  ready >> hash))
                 return false;
             // "V:HEX": REP 2011 hash version and value (0: none).
             if (hash.size() < 2 || hash[1] != ':' || hash[0] < '0' ||
@@ -212,6 +223,9 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             e.qos.durability = rmw_qos_durability_policy_t(dur);
             e.qos.history = rmw_qos_history_policy_t(hist);
             e.qos.depth = depth;
+            e.qos.liveliness = rmw_qos_liveliness_policy_t(live);
+            e.qos.liveliness_lease_duration.sec = lease_sec;
+            e.qos.liveliness_lease_duration.nsec = lease_nsec;
             e.ready = ready != 0;
             r.eps.push_back(e);
         } else {

@@ -309,7 +309,11 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
     auto *p = new Publisher;
     p->node = n;
     p->topic = topic_name;
-    if (qos_resolve(qos, &p->qos, "publisher", topic_name) != RMW_RET_OK ||
+    // BEST_AVAILABLE as a DDS publisher resolves it (qos.cpp).
+    rmw_qos_profile_t asked = qos ? *qos : rmw_qos_profile_t{};
+    qos_best_available(&asked, true);
+    if (qos_resolve(qos ? &asked : nullptr, &p->qos, "publisher", topic_name) !=
+            RMW_RET_OK ||
         !msg_type(ts, &p->type) ||
         !topic_channel(n->ctx->domain, topic_name, "", &p->chan_name)) {
         delete p;
@@ -505,7 +509,11 @@ rmw_create_subscription(const rmw_node_t *node,
     auto *s = new Subscription;
     s->node = n;
     s->topic = topic_name;
-    if (qos_resolve(qos, &s->qos, "subscription", topic_name) != RMW_RET_OK ||
+    // BEST_AVAILABLE as a DDS subscription resolves it (qos.cpp).
+    rmw_qos_profile_t asked = qos ? *qos : rmw_qos_profile_t{};
+    qos_best_available(&asked, false);
+    if (qos_resolve(qos ? &asked : nullptr, &s->qos, "subscription",
+                    topic_name) != RMW_RET_OK ||
         !msg_type(ts, &s->type) ||
         !topic_channel(n->ctx->domain, topic_name, "", &s->chan_name)) {
         delete s;
@@ -729,6 +737,8 @@ rmw_ret_t rmw_subscription_get_actual_qos(const rmw_subscription_t *sub,
 bool rmw_event_type_is_supported(rmw_event_type_t t)
 {
     return t == RMW_EVENT_MESSAGE_LOST ||
+           t == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE ||
+           t == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE ||
            t == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE ||
            t == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
 }
@@ -741,10 +751,12 @@ rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
     if (!ev)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
     if (t != RMW_EVENT_MESSAGE_LOST &&
+        t != RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE &&
         t != RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE)
         return fail(RMW_RET_UNSUPPORTED,
                     "rmw_nerve: subscription event type %d is not supported "
-                    "(message lost and incompatible type are)",
+                    "(message lost, incompatible QoS and incompatible type "
+                    "are)",
                     int(t));
     // No allocation: rmw_event_fini() (librmw) frees nothing.
     auto *s = static_cast<Subscription *>(sub->data);
@@ -761,10 +773,11 @@ rmw_ret_t rmw_publisher_event_init(rmw_event_t *ev, const rmw_publisher_t *pub,
     CHECK_HANDLE(pub, "publisher");
     if (!ev)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
-    if (t != RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE)
+    if (t != RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE &&
+        t != RMW_EVENT_OFFERED_QOS_INCOMPATIBLE)
         return fail(RMW_RET_UNSUPPORTED,
                     "rmw_nerve: publisher event type %d is not supported "
-                    "(incompatible type is)",
+                    "(incompatible QoS and incompatible type are)",
                     int(t));
     ev->implementation_identifier = kIdentifier;
     ev->data = pub->data; // a Publisher; nothing allocated
@@ -777,6 +790,26 @@ rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
     CHECK_HANDLE(ev, "event");
     if (!info || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    if (ev->event_type == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) {
+        auto *p = static_cast<Publisher *>(ev->data);
+        std::lock_guard<std::mutex> lk(p->mu);
+        (void)note_bad_qos(p->node, p->topic, p->type.name, p->qos, true,
+                           &p->bad_qos);
+        take_bad_qos(&p->bad_qos,
+                     static_cast<rmw_qos_incompatible_event_status_t *>(info));
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    if (ev->event_type == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE) {
+        auto *s = static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(s->mu);
+        (void)note_bad_qos(s->node, s->topic, s->type.name, s->qos, false,
+                           &s->bad_qos);
+        take_bad_qos(&s->bad_qos,
+                     static_cast<rmw_qos_incompatible_event_status_t *>(info));
+        *taken = true;
+        return RMW_RET_OK;
+    }
     if (ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE ||
         ev->event_type == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
         bool is_pub = ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;

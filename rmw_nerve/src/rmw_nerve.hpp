@@ -9,6 +9,7 @@
 //   loan.cpp           loaned messages (fixed-size types)
 //   service.cpp        services and clients
 //   wait.cpp           wait sets: one futex wait over every channel involved
+//   qos.cpp            QoS compatibility: check and incompatible-QoS events
 //   unsupported.cpp    what rmw_nerve does not offer: RMW_RET_UNSUPPORTED
 //
 // rmw_nerve uses only nerve's public C API and the headers and libraries
@@ -30,6 +31,7 @@
 #include <nerve/chan.h>
 #include <nerve/errors.h>
 #include <rmw/error_handling.h>
+#include <rmw/events_statuses/incompatible_qos.h>
 #include <rmw/rmw.h>
 #include <rmw/types.h>
 #include <rosidl_runtime_c/type_hash.h>
@@ -85,6 +87,40 @@ bool msg_type(const rosidl_message_type_support_t *ts, MsgType *out);
 long serialize(const MsgType &t, const void *msg, void *buf, size_t cap);
 size_t serialized_size(const MsgType &t, const void *msg); // incl. 4 bytes
 bool deserialize(const MsgType &t, const void *buf, size_t len, void *msg);
+
+// ---- QoS compatibility (qos.cpp) ------------------------------------------
+
+// BEST_AVAILABLE resolved for one side: a publisher offers the most
+// (RELIABLE, TRANSIENT_LOCAL, MANUAL_BY_TOPIC), a subscription requests the
+// least (BEST_EFFORT, VOLATILE, AUTOMATIC).
+void qos_best_available(rmw_qos_profile_t *q, bool publisher);
+
+// The first policy by which `pub` and `sub` would not match under ROS 2's
+// request-offered rules, or RMW_QOS_POLICY_INVALID when they match;
+// *warning (may be null): they match unless an UNKNOWN value says
+// otherwise. `reason` (may be null) gets the rules broken.
+rmw_qos_policy_kind_t qos_mismatch(const rmw_qos_profile_t &pub,
+                                   const rmw_qos_profile_t &sub, bool *warning,
+                                   char *reason, size_t n);
+
+struct Node;
+
+// Incompatible-QoS event state of one publisher or subscription.
+struct QosEvents {
+    std::set<std::string> seen; // GIDs of incompatible endpoints met
+    size_t reported = 0;
+    uint64_t graph = ~0ull; // graph version looked at
+    rmw_qos_policy_kind_t last = RMW_QOS_POLICY_INVALID;
+};
+
+// Record the endpoints of the other side on `topic`, of the same type,
+// whose QoS does not match `mine`. Returns whether some are not reported
+// yet. Caller holds the entity's mutex.
+bool note_bad_qos(Node *node, const std::string &topic, const std::string &type,
+                  const rmw_qos_profile_t &mine, bool mine_is_pub,
+                  QosEvents *ev);
+// Fill an incompatible-QoS status and mark everything reported.
+void take_bad_qos(QosEvents *ev, rmw_qos_incompatible_event_status_t *st);
 
 // ---- wake-ups (wait.cpp) --------------------------------------------------
 
@@ -223,6 +259,8 @@ struct Publisher {
     std::string topic, chan_name;
     rmw_qos_profile_t qos{};
     rmw_gid_t gid{};
+    // [mu] incompatible-QoS events (qos.cpp)
+    QosEvents bad_qos;
     std::mutex mu; // one put at a time per handle
     nerve_chan *ch = nullptr;
     std::set<std::string> other_types;  // [mu] endpoints seen with another type
@@ -244,6 +282,7 @@ struct Subscription {
     bool refused = false; // the channel under the name is not this topic's
     uint64_t lost_total = 0, lost_reported = 0;
     uint64_t corrupt = 0;
+    QosEvents bad_qos; // [mu] incompatible-QoS events (qos.cpp)
     bool has_lost_event = false;
     std::set<std::string> other_types;  // [mu] endpoints seen with another type
     size_t other_types_reported = 0;    // [mu]

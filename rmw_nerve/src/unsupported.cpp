@@ -130,22 +130,4 @@ rmw_ret_t rmw_take_dynamic_message_with_info(
     return UNSUPPORTED("dynamic type support");
 }
 
-// Every publisher and subscription of a topic exchange messages whatever
-// their reliability and durability: a ring never blocks and keeps its
-// newest messages for any reader. So no pair is incompatible.
-rmw_ret_t rmw_qos_profile_check_compatible(const rmw_qos_profile_t pub,
-                                           const rmw_qos_profile_t sub,
-                                           rmw_qos_compatibility_type_t *c,
-                                           char *reason, size_t reason_size)
-{
-    (void)pub;
-    (void)sub;
-    if (!c)
-        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
-    *c = RMW_QOS_COMPATIBILITY_OK;
-    if (reason && reason_size)
-        reason[0] = '\0';
-    return RMW_RET_OK;
-}
-
 } // extern "C"

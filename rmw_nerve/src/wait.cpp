@@ -197,6 +197,19 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
                 re[i] = note_other_types(
                     s->node, s->topic, s->type.name, Kind::Pub, &s->other_types,
                     s->other_types_reported, &s->other_types_graph);
+            } else if (ev &&
+                       ev->event_type == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE) {
+                // Woken by graph changes, like incompatible types.
+                auto *s = static_cast<Subscription *>(ev->data);
+                std::lock_guard<std::mutex> lk(s->mu);
+                re[i] = note_bad_qos(s->node, s->topic, s->type.name, s->qos,
+                                     false, &s->bad_qos);
+            } else if (ev &&
+                       ev->event_type == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) {
+                auto *p = static_cast<Publisher *>(ev->data);
+                std::lock_guard<std::mutex> lk(p->mu);
+                re[i] = note_bad_qos(p->node, p->topic, p->type.name, p->qos,
+                                     true, &p->bad_qos);
             } else if (ev && ev->event_type ==
                                  RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE) {
                 auto *p = static_cast<Publisher *>(ev->data);

@@ -365,6 +365,134 @@ def role_type_mismatch():
     rclpy.shutdown()
 
 
+def qos_status(e):
+    from rclpy.qos import QoSPolicyKind
+
+    return [e.total_count, e.total_count_change, QoSPolicyKind(e.last_policy_kind).name]
+
+
+# (topic, publisher's QoS, subscription's QoS, the policy they break or None)
+QOS_PAIRS = (
+    ("/q/rel", QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT),
+     QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE), "RELIABILITY"),
+    ("/q/dur", QoSProfile(depth=10, durability=DurabilityPolicy.VOLATILE),
+     QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL), "DURABILITY"),
+    ("/q/ok", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL),
+     QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT,
+                durability=DurabilityPolicy.VOLATILE), None),
+)
+
+
+def role_qos_mismatch(order):
+    """Every pair of QOS_PAIRS in one process (two nodes), publishers or
+    subscriptions first; the events each side got, what the subscriptions
+    received, and rmw_qos_profile_check_compatible's answers."""
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import LivelinessPolicy, qos_check_compatible
+    from std_msgs.msg import String
+
+    rclpy.init()
+    a, b = Node("qos_pub"), Node("qos_sub")
+    ev = {t: {"pub": [], "sub": []} for t, *_ in QOS_PAIRS}
+    got = {t: [] for t, *_ in QOS_PAIRS}
+    pubs = {}
+
+    def make_pubs():
+        for t, pq, _, _ in QOS_PAIRS:
+            pubs[t] = a.create_publisher(String, t, pq, event_callbacks=PublisherEventCallbacks(
+                incompatible_qos=lambda e, t=t: ev[t]["pub"].append(qos_status(e))))
+
+    def make_subs():
+        for t, _, sq, _ in QOS_PAIRS:
+            b.create_subscription(
+                String, t, lambda m, t=t: got[t].append(m.data), sq,
+                event_callbacks=SubscriptionEventCallbacks(
+                    incompatible_qos=lambda e, t=t: ev[t]["sub"].append(qos_status(e))))
+
+    ex = SingleThreadedExecutor()
+    ex.add_node(a)
+    ex.add_node(b)
+    first, second = (make_pubs, make_subs) if order == "pub_first" else (make_subs, make_pubs)
+    first()
+    for _ in range(5):  # let the first side settle before the second appears
+        ex.spin_once(timeout_sec=0.02)
+    second()
+    bad = [t for t, *_, k in QOS_PAIRS if k]
+
+    def done():
+        return all(ev[t]["pub"] and ev[t]["sub"] for t in bad)
+
+    end = time.monotonic() + 30
+    while not done() and time.monotonic() < end:
+        ex.spin_once(timeout_sec=0.05)
+    # Delivery goes on for incompatible pairs (one ring for every writer).
+    for t in pubs:
+        pubs[t].publish(String(data="x" + t))
+    end = time.monotonic() + 30
+    while not all(got.values()) and time.monotonic() < end:
+        ex.spin_once(timeout_sec=0.05)
+    end = time.monotonic() + 0.5  # anything late or extra
+    while time.monotonic() < end:
+        ex.spin_once(timeout_sec=0.05)
+    checks = {}
+    for name, pq, sq in (
+            ("rel", QOS_PAIRS[0][1], QOS_PAIRS[0][2]),
+            ("dur", QOS_PAIRS[1][1], QOS_PAIRS[1][2]),
+            ("ok", QOS_PAIRS[2][1], QOS_PAIRS[2][2]),
+            ("default", QoSProfile(depth=10), QoSProfile(depth=10)),
+            ("live", QoSProfile(depth=1, liveliness=LivelinessPolicy.AUTOMATIC),
+             QoSProfile(depth=1, liveliness=LivelinessPolicy.MANUAL_BY_TOPIC))):
+        c, reason = qos_check_compatible(pq, sq)
+        checks[name] = [c.name, reason]
+    say({"events": ev, "got": got, "checks": checks})
+    rclpy.shutdown()
+
+
+def role_qos_sub():
+    """A reliable, transient-local subscription that waits for a publisher
+    of another process to appear and for the event."""
+    from rclpy.event_handler import SubscriptionEventCallbacks
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("qos_sub_alone")
+    ev, got = [], []
+    n.create_subscription(String, "/q/x", lambda m: got.append(m.data), QOS_PAIRS[1][2],
+                          event_callbacks=SubscriptionEventCallbacks(
+                              incompatible_qos=lambda e: ev.append(qos_status(e))))
+    say("ready")
+    spin_until(n, lambda: ev and got, 60)
+    say({"events": ev, "got": got})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_qos_pub():
+    """A volatile publisher made after the subscription of role_qos_sub."""
+    from rclpy.event_handler import PublisherEventCallbacks
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("qos_pub_alone")
+    ev = []
+    p = n.create_publisher(String, "/q/x", QOS_PAIRS[1][1],
+                           event_callbacks=PublisherEventCallbacks(
+                               incompatible_qos=lambda e: ev.append(qos_status(e))))
+    spin_until(n, lambda: ev, 60)
+    say("ready")
+    # Until the subscriber says it got one (it may be descheduled a while).
+    for _ in range(600):
+        p.publish(String(data="late"))
+        rclpy.spin_once(n, timeout_sec=0.1)
+        if sys.stdin in __import__("select").select([sys.stdin], [], [], 0)[0]:
+            break
+    say({"events": ev})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 def role_init_only():
     try:
         rclpy.init()

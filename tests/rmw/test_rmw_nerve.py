@@ -173,6 +173,45 @@ def test_incompatible_type_events(domain):
     assert r["pub"] == [1] and r["sub"] == [1]
 
 
+@pytest.mark.parametrize("order", ["pub_first", "sub_first"])
+def test_incompatible_qos_events(domain, order):
+    # A best-effort publisher and a reliable subscription, a volatile
+    # publisher and a transient-local subscription: each side gets its
+    # incompatible-QoS event once, with the policy, whichever came first.
+    # A compatible pair gets none. Messages still pass (docs/ros2.md).
+    r = result(node(domain, "qos_mismatch", order))
+    ev = r["events"]
+    assert ev["/q/rel"] == {"pub": [[1, 1, "RELIABILITY"]], "sub": [[1, 1, "RELIABILITY"]]}
+    assert ev["/q/dur"] == {"pub": [[1, 1, "DURABILITY"]], "sub": [[1, 1, "DURABILITY"]]}
+    assert ev["/q/ok"] == {"pub": [], "sub": []}
+    assert r["got"] == {"/q/rel": ["x/q/rel"], "/q/dur": ["x/q/dur"], "/q/ok": ["x/q/ok"]}
+    c = r["checks"]
+    assert c["rel"][0] == "ERROR" and "Best effort publisher and reliable" in c["rel"][1]
+    assert c["dur"][0] == "ERROR" and "Volatile publisher and transient local" in c["dur"][1]
+    assert c["live"][0] == "ERROR" and "Automatic liveliness" in c["live"][1]
+    assert c["ok"] == ["OK", ""] and c["default"] == ["OK", ""]
+
+
+def test_incompatible_qos_across_processes(domain):
+    # The subscription's process first, the publisher's later: both learn
+    # of the other from the shared-memory graph.
+    sub = node(domain, "qos_sub")
+    pub = None
+    try:
+        expect(sub, "ready")
+        pub = node(domain, "qos_pub")
+        expect(pub, "ready")
+        rs = result(sub)
+        rp = result(pub, "\n")
+    finally:
+        for p in (sub, pub):
+            if p and p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert rs["events"] == [[1, 1, "DURABILITY"]] and rs["got"]
+    assert rp["events"] == [[1, 1, "DURABILITY"]]
+
+
 def test_keep_all_is_refused(domain):
     r = result(node(domain, "qos_refuse"))
     assert "KEEP_ALL is refused" in r["errors"]["pub"]
@@ -284,9 +323,11 @@ def test_graph_channel_garbage_and_foreign(domain):
     # anything) is ignored; the node starts and sees itself.
     g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=4 << 20, type="rmw_nerve/graph",
                      encoding="text")
-    g.put(b"nerve-rmw-graph 1 zz 1 live\nE X")
+    g.put(b"nerve-rmw-graph 2 zz 1 live\nE X")
     g.put(b"\xff\xfe garbage")
-    g.put(b"nerve-rmw-graph 1 0123456789abcdef 1 live\nN 1 ghost / /\nE P 1 00 /t x 1 1 1 1 1\n")
+    g.put(b"nerve-rmw-graph 2 0123456789abcdef 1 live\nN 1 ghost / /\nE P 1 00 /t x 1 1 1 1 1\n")
+    # A well-formed message of another format version (1: no liveliness).
+    g.put(b"nerve-rmw-graph 1 0123456789abcdee %d live\nN 1 ghost1 / /\n" % os.getpid())
     g.close()
     r = result(node(domain, "init_only"))
     assert r["init"] is None and r["nodes"] == ["init_only"]
