@@ -78,7 +78,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_impl.h"
+#include <nerve/nerve.h>
+
+#include "host.h"
+#include "pingpong.h"
+#include "stats.h"
+
+enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_XFER, PP_NERVE };
 
 #define PP_PEER_TIMEOUT_NS (20LL * 1000000000)
 #define PP_SLICE_NS 100000000LL
@@ -1144,6 +1150,33 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
     fputs(",\"host\":", f);
     host_json(f, h);
     fputs("}\n", f);
+}
+
+unsigned pingpong_row_bits(const char *s, size_t len)
+{
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {
+        {"spin", PP_ROW_SPIN},
+        {"futex", PP_ROW_FUTEX},
+        {"memcpy", PP_ROW_MEMCPY},
+        {"memcpy-xfer", PP_ROW_XFER},
+        {"poll-zc", PP_ROW_POLL_ZC},
+        {"poll-copy", PP_ROW_POLL_COPY},
+        {"wait-zc", PP_ROW_WAIT_ZC},
+        {"wait-copy", PP_ROW_WAIT_COPY},
+        {"floors", PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_XFER},
+        {"nerve",
+         PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC | PP_ROW_WAIT_COPY},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strlen(names[i].name) == len &&
+            strncmp(names[i].name, s, len) == 0) {
+            return names[i].bits;
+        }
+    }
+    return 0;
 }
 
 int pingpong_run(const struct pp_opts *o, const struct host *h)
