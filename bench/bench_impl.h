@@ -1,7 +1,7 @@
 /* Internals of the latency plan of `nerve bench`, shared by run.c (the
  * forked senders and receivers), report.c (table, JSON lines,
- * histograms), transports.c (the mechanisms compared) and ach-bench
- * (src/ach/). Not installed. */
+ * histograms), transports.c (the mechanisms compared) and ach_bench.c
+ * (ach-bench, built by src/ach/). Not installed. */
 #ifndef NERVE_BENCH_IMPL_H
 #define NERVE_BENCH_IMPL_H
 
