@@ -1,97 +1,99 @@
 /* `nerve bench`: the latency and throughput benchmark, as a library that
- * the nerve command links. The procedure is the Ach paper's: create a
- * channel, fork receivers, fork senders; senders post timestamped
- * messages at a rate, receivers record the latency of every message and
- * count what they missed. The baselines (pipe, unix, mq, futex, spin,
- * condvar) do the same job with other mechanisms. */
+ * the nerve command links (tools/cmd/bench.c parses the options and calls
+ * in here). The procedure is the Ach paper's: create a channel, fork
+ * receivers, fork senders; senders post timestamped messages at a rate,
+ * receivers record the latency of every message and count what they
+ * missed. The baselines (pipe, unix, mq, futex, spin, condvar) do the same
+ * job with other mechanisms. Ping-pong has its own plan (pingpong.h).
+ *
+ * plan.c turns the options into measurements (workloads as a table),
+ * run.c runs them in forked processes, report.c writes the table, JSON
+ * lines and histograms, host.c describes the machine. */
 #ifndef NERVE_BENCH_H
 #define NERVE_BENCH_H
 
-#define BENCH_HELP                                                             \
-    "usage: nerve bench [options]\n"                                           \
-    "Measure message latency (CLOCK_MONOTONIC, send to receive) between\n"     \
-    "forked sender and receiver processes. Several transports in one run\n"    \
-    "alternate in rounds, so they share the machine's conditions.\n"           \
-    "  --transport LIST  comma-separated: nerve, pipe (a pipe per sender "     \
-    "and\n"                                                                    \
-    "                    receiver), unix (datagram socketpairs), mq (POSIX\n"  \
-    "                    message queue per receiver), futex (bare wake-up "    \
-    "of\n"                                                                     \
-    "                    one shared word; no payload), spin (one shared "      \
-    "cache\n"                                                                  \
-    "                    line polled; no payload), condvar (Ach-style ring,\n" \
-    "                    readers copy under a process-shared mutex and wait "  \
-    "on\n"                                                                     \
-    "                    a condition variable); default nerve\n"               \
-    "  --senders LIST    sender processes; a list runs one measurement per\n"  \
-    "                    count (default 1)\n"                                  \
-    "  --receivers LIST  receiver processes; a list (1,2,4,8) runs one\n"      \
-    "                    measurement per count (default 1)\n"                  \
-    "  --rate HZ         messages per second per sender; 0 = back-to-back\n"   \
-    "                    (default 1000)\n"                                     \
-    "  --size LIST       message size, at least 24 (default 64; K, M "         \
-    "suffix);\n"                                                               \
-    "                    a list runs one measurement per size\n"               \
-    "  --duration SEC    sending time per measurement (default 1)\n"           \
-    "  --rounds N        split each measurement into N alternating rounds\n"   \
-    "                    (default 5 with several transports, else 1)\n"        \
-    "  --wait            receivers block until a message arrives (default)\n"  \
-    "  --poll            receivers spin on non-blocking reads\n"               \
-    "                    (futex always waits and spin always polls)\n"         \
-    "  --zero-copy       nerve receivers read through a zero-copy view\n"      \
-    "  --newest          nerve and condvar receivers take the newest "         \
-    "message\n"                                                                \
-    "                    (skipping older ones; counted as missed) instead\n"   \
-    "                    of the next one\n"                                    \
-    "  --fifo PRIO       SCHED_FIFO priority for senders and receivers, and\n" \
-    "                    locked memory; reported when not permitted\n"         \
-    "  --cpus LIST       pin receiver i to LIST[i mod n] and sender j to\n"    \
-    "                    LIST[(receivers + j) mod n], e.g. 0,1 or 2-5\n"       \
-    "  --workload W      ach: 1 kHz, 64 B, 1 sender with 1/2/4/8 receivers,\n" \
-    "                    and 2 senders with 1 receiver; furom: 40 B at 2 "     \
-    "kHz,\n"                                                                   \
-    "                    8 KB at 100 Hz, 1 MB at 10 Hz (1 to 1); both over\n"  \
-    "                    nerve, futex, condvar, pipe, unix and mq unless\n"    \
-    "                    --transport is given; throughput: 64 B "              \
-    "back-to-back\n"                                                           \
-    "                    to one polling receiver from 1, 2 and 4 senders,\n"   \
-    "                    over nerve and pipe unless --transport is given,\n"   \
-    "                    then 1, 2 and 4 nerve senders with no receiver\n"     \
-    "                    (the writers' own ceiling)\n"                         \
-    "  --json FILE       write one JSON line per measurement ('-': stdout,\n"  \
-    "                    then the table goes to stderr); fields in\n"          \
-    "                    docs/cli.md\n"                                        \
-    "  --histogram FILE  write each measurement's latency histogram (TSV)\n"   \
-    "  --name PREFIX     prefix of the channel and queue names\n"              \
-    "                    (default nerve-bench)\n"                              \
-    "  --quiet           no table\n"                                           \
-    "Ping-pong (--pingpong): two processes pinned to --cpus A,B send a\n"      \
-    "message back and forth; the hop is total / (2 x round trips), the\n"      \
-    "percentiles are of half round trips, and the floors run in the same\n"    \
-    "rounds: spin (one shared cache line), futex (bare wake-up), memcpy\n"     \
-    "(one warm copy, one CPU), memcpy-xfer (the copies of poll-copy through\n" \
-    "a plain shared mapping between the two CPUs, with a one-line flag).\n"    \
-    "  --pingpong        run the ping-pong plan instead; --size takes a "      \
-    "list\n"                                                                   \
-    "                    (default 64,4K,64K,1M, at least 8 bytes), "           \
-    "--duration\n"                                                             \
-    "                    is per row over all rounds (default 1), --rounds\n"   \
-    "                    defaults to 3; --poll, --wait, --zero-copy narrow\n"  \
-    "                    the rows\n"                                           \
-    "  --rows LIST       spin, futex, memcpy, memcpy-xfer, poll-zc,\n"         \
-    "                    poll-copy, wait-zc, wait-copy, floors, nerve\n"       \
-    "                    (default all)\n"                                      \
-    "  --lines LIST      add lines-K floors: K cache lines per hop (1-8)\n"    \
-    "  --iterations N    exactly N timed round trips per row and round\n"      \
-    "  --ring N          data ring of the nerve and memcpy-xfer rows: N x\n"   \
-    "                    (size + 256) bytes, at least 1 MiB (2-1024,\n"        \
-    "                    default 16)\n"                                        \
-    "  --warmup N        untimed round trips first (default 1000 polling,\n"   \
-    "                    100 blocking)\n"                                      \
-    "Exit 0 when every measurement ran (a transport that cannot carry the\n"   \
-    "size is reported as skipped), 1 when one failed, 2 on usage errors.\n"
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
-/* Run `nerve bench`; argv[0] is "bench". Returns the exit code. */
-int bench_main(int argc, char **argv);
+#include "host.h"
+
+#define BENCH_MAX_PROCS 64 /* senders, and receivers, per measurement */
+#define BENCH_MAX_CPUS 256
+#define BENCH_MAX_LIST 16 /* entries of --senders, --receivers, --size */
+#define BENCH_MAX_GROUPS (16 * 16)
+
+enum bench_transport {
+    BT_NERVE,
+    BT_PIPE,
+    BT_UNIX,
+    BT_MQ,
+    BT_FUTEX,
+    BT_SPIN,
+    BT_CONDVAR,
+    BT_COUNT
+};
+
+/* The options of the latency plan, as the command line gave them. */
+struct bench_opts {
+    int transports[BT_COUNT];
+    unsigned ntransports;
+    unsigned senders[BENCH_MAX_LIST];
+    unsigned nsenders;
+    unsigned receivers[BENCH_MAX_LIST];
+    unsigned nreceivers;
+    uint64_t sizes[BENCH_MAX_LIST];
+    unsigned nsizes;
+    double rate, duration;
+    unsigned rounds; /* 0: 5 with several transports, else 1 */
+    int have_rate, have_size, have_duration, have_transport;
+    int wait, zero_copy, newest, fifo;
+    int cpus[BENCH_MAX_CPUS];
+    unsigned ncpus;
+    const char *cpus_text, *prefix, *workload;
+};
+
+/* Measurements of one configuration, one per transport of the plan. */
+struct bench_group {
+    unsigned senders, receivers;
+    uint64_t size;
+    double rate, duration;
+};
+
+struct bench_plan {
+    struct bench_group groups[BENCH_MAX_GROUPS];
+    unsigned ngroups;
+    int transports[BT_COUNT];
+    unsigned ntransports;
+    int wait; /* receivers block (a workload may make them poll) */
+};
+
+/* Where the results go; NULL: not wanted. */
+struct bench_out {
+    FILE *table, *json, *hist;
+    const char *json_path, *hist_path;
+};
+
+/* plan.c: a transport by name (len bytes of s), or -1. */
+int bench_transport_by_name(const char *s, size_t len);
+/* plan.c: whether --workload NAME is one of the table's. */
+int bench_workload_known(const char *name);
+/* plan.c: the measurements the options ask for. Returns 0, or -1 with a
+ * usage message (no "nerve bench: " prefix) in err. */
+int bench_plan_make(const struct bench_opts *o, struct bench_plan *p, char *err,
+                    size_t len);
+
+/* report.c: open --json FILE ('-': stdout, then the table goes to
+ * stderr) and --histogram FILE; paths may be NULL. Returns 0, or 1 after
+ * a message. bench_out_close() closes them and returns status, or 1 when
+ * a file could not be written. */
+int bench_out_open(struct bench_out *out, const char *json, const char *hist,
+                   int quiet);
+int bench_out_close(struct bench_out *out, int status);
+
+/* run.c: run the plan, every group in turn (Ctrl-C stops). Returns the
+ * exit code: 0, or 1 when a measurement failed or was interrupted. */
+int bench_run(const struct bench_opts *o, const struct bench_plan *p,
+              const struct host *h, const struct bench_out *out);
 
 #endif

@@ -1,6 +1,7 @@
-/* Internals of `nerve bench` shared by bench.c (options, orchestration,
- * output), transports.c (the mechanisms compared) and stats.c (latency
- * histogram and percentiles). Not installed. */
+/* Internals of the latency plan of `nerve bench`, shared by run.c (the
+ * forked senders and receivers), report.c (table, JSON lines,
+ * histograms), transports.c (the mechanisms compared) and ach_bench.c
+ * (ach-bench, built by src/ach/). Not installed. */
 #ifndef NERVE_BENCH_IMPL_H
 #define NERVE_BENCH_IMPL_H
 
@@ -11,19 +12,9 @@
 
 #include <nerve/nerve.h>
 
-#define BENCH_MAX_PROCS 64 /* senders, and receivers, per measurement */
-#define BENCH_MAX_CPUS 256
-
-enum bench_transport {
-    BT_NERVE,
-    BT_PIPE,
-    BT_UNIX,
-    BT_MQ,
-    BT_FUTEX,
-    BT_SPIN,
-    BT_CONDVAR,
-    BT_COUNT
-};
+#include "bench.h"
+#include "host.h"
+#include "stats.h"
 
 /* What one measurement does. */
 struct bench_cfg {
@@ -53,12 +44,6 @@ struct bench_hdr {
     uint32_t magic;
 };
 #define BENCH_MAGIC 0x6e657276u
-
-/* Latency histogram: exact below 256 ns, then 128 linear sub-buckets per
- * power of two (relative error below 0.8 %), up to 2^32 ns (latencies are
- * saturated at 4.29 s). */
-#define HIST_SUB 128
-#define HIST_BUCKETS (2 * HIST_SUB + 24 * HIST_SUB)
 
 /* What one receiver found, in memory shared with the parent. Written only
  * by that receiver while it runs; read by the parent after it exits. */
@@ -137,71 +122,28 @@ struct bench_ops {
 
 extern const struct bench_ops *const bench_transports[BT_COUNT];
 
-/* The machine a result was measured on (bench.c). */
-struct host {
-    char cpu[256], kernel[512], governor[64], isolated[256];
-    long cores;
-    int vm; /* the CPU reports a hypervisor */
-    int preempt_rt;
-    int rt; /* -1 not requested, 0 denied, 1 granted */
-};
-void host_probe(struct host *h, int fifo);
-void host_json(FILE *f, const struct host *h);
-void json_string(FILE *f, const char *s);
-
-/* Clock of every timestamp: CLOCK_MONOTONIC ns. */
-int64_t bench_now(void);
-
-/* ---- pingpong.c: `nerve bench --pingpong` ---- */
-
-#define PP_MAX_SAMPLES (1u << 21) /* round trips per row and round */
-#define PP_MAX_ROUNDS 100
-#define PP_MAX_ROWS 128
-#define PP_MAX_SIZES 16
-
-enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_XFER, PP_NERVE };
-
-/* --rows bits */
-#define PP_ROW_SPIN 0x01u
-#define PP_ROW_FUTEX 0x02u
-#define PP_ROW_MEMCPY 0x04u
-#define PP_ROW_POLL_ZC 0x08u
-#define PP_ROW_POLL_COPY 0x10u
-#define PP_ROW_WAIT_ZC 0x20u
-#define PP_ROW_WAIT_COPY 0x40u
-#define PP_ROW_XFER 0x80u
-#define PP_ROW_ALL 0xffu
-
-struct pp_opts {
-    unsigned rows;     /* PP_ROW_* */
-    unsigned lines[8]; /* lines-K floors to add */
-    unsigned nlines;
-    uint64_t sizes[PP_MAX_SIZES];
-    unsigned nsizes;
-    double duration;     /* timed seconds per row, over all rounds */
-    uint64_t iterations; /* 0: by duration; else per row and round */
-    int64_t warmup;      /* -1: 1000 polling, 100 blocking */
-    unsigned rounds;
-    unsigned ring; /* messages per data ring (--ring) */
-    int cpus[2];
-    int pinned;
-    const char *cpus_text;
-    int fifo;
-    const char *prefix;
-    FILE *table, *json; /* NULL: not wanted */
+/* One measurement and its results, accumulated over the rounds (run.c
+ * fills it, report.c reports it). */
+struct meas {
+    struct bench_cfg cfg;
+    struct bench_recv *res; /* shared: [receivers] */
+    uint32_t *samples;      /* shared: [receivers][cap] */
+    uint64_t cap;
+    size_t map_len;
+    uint64_t sent;
+    double send_s;     /* seconds the senders were sending */
+    char error[300];   /* a failure: the row reports it */
+    char skipped[300]; /* the transport cannot do this: reported */
+    int rt_denied;
 };
 
-/* Run the ping-pong plan; returns the exit code (0, 1 when a row failed,
- * 2 when nothing was selected). */
-int pingpong_run(const struct pp_opts *o, const struct host *h);
-
-/* stats.c */
-unsigned hist_index(uint32_t v);
-uint64_t hist_low(unsigned i);
-uint64_t hist_high(unsigned i);
-/* Percentile p (0..100) by nearest rank of n sorted samples. */
-uint64_t pct_sorted(const uint32_t *s, uint64_t n, double p);
-uint64_t pct_hist(const uint64_t *hist, uint64_t n, double p);
-void sort_u32(uint32_t *v, uint64_t n);
+/* report.c: the table's header, and every output of one group's
+ * measurements (table row, JSON line, histogram); returns 1 if one of
+ * them failed, else 0. memcpy_ns: the copy floor of the group's size;
+ * started: when the group started (ISO 8601, UTC). */
+void report_header(FILE *table);
+int report_group(struct meas *ms, unsigned n, const struct host *h,
+                 const struct bench_out *out, double memcpy_ns,
+                 const char *started, int interrupted);
 
 #endif

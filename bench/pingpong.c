@@ -78,7 +78,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_impl.h"
+#include <nerve/nerve.h>
+
+#include "host.h"
+#include "pingpong.h"
+#include "stats.h"
+
+enum pp_kind { PP_SPIN, PP_LINES, PP_FUTEX, PP_MEMCPY, PP_XFER, PP_NERVE };
 
 #define PP_PEER_TIMEOUT_NS (20LL * 1000000000)
 #define PP_SLICE_NS 100000000LL
@@ -801,8 +807,89 @@ static int reap_all(pid_t *pids, unsigned n, struct pp_ctl *ctl,
     return bad ? -1 : 0;
 }
 
+/* What a row's children share besides the control block: the floors'
+ * mapping (*shm_len bytes), or the nerve rows' two channels. 0, or -1
+ * with the row's error set. */
+static int row_acquire(const struct pp_opts *o, struct pp_row *r,
+                       struct pp_proc *p, size_t *shm_len)
+{
+    char err[256] = "";
+    int flags = MAP_SHARED | MAP_ANONYMOUS;
+    if (r->kind == PP_SPIN || r->kind == PP_FUTEX || r->kind == PP_LINES) {
+        *shm_len = 2 * ((size_t)r->lines * PP_LINE_STRIDE + 8192);
+    } else if (r->kind == PP_XFER) {
+        /* Populated and written once around, as the nerve rows' rings. */
+        *shm_len = xfer_len(r->size, o->ring);
+        flags |= MAP_POPULATE;
+    } else if (r->kind == PP_NERVE) {
+        snprintf(p->name_a2b, sizeof p->name_a2b, "%s-%ld-pp-a2b", o->prefix,
+                 (long)getpid());
+        snprintf(p->name_b2a, sizeof p->name_b2a, "%s-%ld-pp-b2a", o->prefix,
+                 (long)getpid());
+        if (make_channel(p->name_a2b, r->size, o->ring, err, sizeof err) != 0 ||
+            make_channel(p->name_b2a, r->size, o->ring, err, sizeof err) != 0) {
+            snprintf(r->error, sizeof r->error, "%s", err);
+            int rc = nerve_chan_unlink(p->name_a2b);
+            rc = nerve_chan_unlink(p->name_b2a);
+            (void)rc;
+            return -1;
+        }
+    }
+    if (*shm_len == 0) {
+        return 0;
+    }
+    p->shm = mmap(NULL, *shm_len, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (p->shm == MAP_FAILED) {
+        p->shm = NULL;
+        snprintf(r->error, sizeof r->error, "mmap: %s", strerror(errno));
+        return -1;
+    }
+    if (r->kind == PP_LINES) {
+        lines_init(p->shm, r->lines);
+    } else if (r->kind == PP_XFER) {
+        memset(p->shm, 0, *shm_len);
+    }
+    return 0;
+}
+
+static void row_release(const struct pp_row *r, struct pp_proc *p,
+                        size_t shm_len)
+{
+    if (p->shm != NULL) {
+        munmap(p->shm, shm_len);
+    }
+    if (r->kind == PP_NERVE) {
+        int rc = nerve_chan_unlink(p->name_a2b);
+        rc = nerve_chan_unlink(p->name_b2a);
+        (void)rc;
+    }
+}
+
+/* Add one round's n samples to the row's pool. */
+static void row_pool(struct pp_row *r, const struct pp_proc *p, uint64_t n,
+                     unsigned round)
+{
+    if (r->n + n > r->cap) {
+        uint64_t cap = r->n + n + r->cap;
+        uint32_t *s = realloc(r->samples, cap * sizeof *s);
+        if (s == NULL) {
+            snprintf(r->error, sizeof r->error, "out of memory");
+            return;
+        }
+        r->samples = s;
+        r->cap = cap;
+    }
+    memcpy(r->samples + r->n, p->samples, n * sizeof *p->samples);
+    r->n += n;
+    r->total_ns += p->ctl->total_ns;
+    r->warmup = p->ctl->warmup;
+    r->round_n[round] = n;
+    r->round_hop[round] = (double)p->ctl->total_ns / ((double)r->per * n);
+    r->rounds_done = round + 1;
+}
+
 static void run_row_round(const struct pp_opts *o, struct pp_row *r,
-                          unsigned round, void *map, size_t map_len)
+                          unsigned round, void *map)
 {
     struct pp_ctl *ctl = map;
     memset(ctl, 0, sizeof *ctl);
@@ -814,42 +901,9 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
     p.samples = (uint32_t *)((unsigned char *)map + PP_SAMPLES_OFF);
     p.cap = o->iterations ? o->iterations : PP_MAX_SAMPLES;
     p.duration = o->duration / o->rounds;
-    char err[256] = "";
     size_t shm_len = 0;
-    if (r->kind == PP_SPIN || r->kind == PP_FUTEX || r->kind == PP_LINES) {
-        shm_len = 2 * ((size_t)r->lines * PP_LINE_STRIDE + 8192);
-        p.shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (p.shm == MAP_FAILED) {
-            snprintf(r->error, sizeof r->error, "mmap: %s", strerror(errno));
-            return;
-        }
-        if (r->kind == PP_LINES) {
-            lines_init(p.shm, r->lines);
-        }
-    } else if (r->kind == PP_XFER) {
-        /* Populated and written once around, as the nerve rows' rings. */
-        shm_len = xfer_len(r->size, o->ring);
-        p.shm = mmap(NULL, shm_len, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        if (p.shm == MAP_FAILED) {
-            snprintf(r->error, sizeof r->error, "mmap: %s", strerror(errno));
-            return;
-        }
-        memset(p.shm, 0, shm_len);
-    } else if (r->kind == PP_NERVE) {
-        snprintf(p.name_a2b, sizeof p.name_a2b, "%s-%ld-pp-a2b", o->prefix,
-                 (long)getpid());
-        snprintf(p.name_b2a, sizeof p.name_b2a, "%s-%ld-pp-b2a", o->prefix,
-                 (long)getpid());
-        if (make_channel(p.name_a2b, r->size, o->ring, err, sizeof err) != 0 ||
-            make_channel(p.name_b2a, r->size, o->ring, err, sizeof err) != 0) {
-            snprintf(r->error, sizeof r->error, "%s", err);
-            int rc = nerve_chan_unlink(p.name_a2b);
-            rc = nerve_chan_unlink(p.name_b2a);
-            (void)rc;
-            return;
-        }
+    if (row_acquire(o, r, &p, &shm_len) != 0) {
+        return;
     }
     pid_t pids[2] = {0, 0}; /* ping, pong */
     fflush(NULL);
@@ -877,38 +931,14 @@ static void run_row_round(const struct pp_opts *o, struct pp_row *r,
     if (reap_all(pids, 2, ctl, deadline) != 0) {
         bad = 1;
     }
-    if (p.shm != NULL) {
-        munmap(p.shm, shm_len);
-    }
-    if (r->kind == PP_NERVE) {
-        int rc = nerve_chan_unlink(p.name_a2b);
-        rc = nerve_chan_unlink(p.name_b2a);
-        (void)rc;
-    }
+    row_release(r, &p, shm_len);
     uint64_t n = atomic_load(&ctl->iterations);
     if (bad || n == 0) {
         snprintf(r->error, sizeof r->error, "%s",
                  ctl->error[0] ? ctl->error : "a process failed");
         return;
     }
-    (void)map_len;
-    if (r->n + n > r->cap) {
-        uint64_t cap = r->n + n + r->cap;
-        uint32_t *s = realloc(r->samples, cap * sizeof *s);
-        if (s == NULL) {
-            snprintf(r->error, sizeof r->error, "out of memory");
-            return;
-        }
-        r->samples = s;
-        r->cap = cap;
-    }
-    memcpy(r->samples + r->n, p.samples, n * sizeof *p.samples);
-    r->n += n;
-    r->total_ns += ctl->total_ns;
-    r->warmup = ctl->warmup;
-    r->round_n[round] = n;
-    r->round_hop[round] = (double)ctl->total_ns / ((double)r->per * n);
-    r->rounds_done = round + 1;
+    row_pool(r, &p, n, round);
 }
 
 static void summarise(struct pp_row *r)
@@ -1062,8 +1092,9 @@ static void table_row(FILE *f, const struct pp_row *r)
     }
 }
 
-static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
-                     const struct host *h, const char *started)
+/* The JSON fields that say what a row measured, and how. */
+static void json_shape(FILE *f, const struct pp_opts *o, const struct pp_row *r,
+                       const char *started)
 {
     char name[32];
     fprintf(f, "{\"bench\":\"pingpong\",\"impl\":\"%s\",\"row\":\"%s\"",
@@ -1102,55 +1133,95 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
         fputs("null", f);
     }
     fprintf(f, ",\"fifo\":%d,\"started\":\"%s\"", o->fifo, started);
+}
+
+/* The JSON fields of a row's numbers, and its floors. */
+static void json_numbers(FILE *f, const struct pp_row *r)
+{
+    fprintf(f,
+            ",\"iterations\":%" PRIu64 ",\"warmup\":%" PRIu64
+            ",\"total_ns\":%" PRIu64 ",\"hop_ns\":%.1f"
+            ",\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f"
+            ",\"max_ns\":%.1f,\"min_ns\":%.1f,\"samples\":%" PRIu64,
+            r->n, r->warmup, r->total_ns, r->hop, r->p50, r->p99, r->p999,
+            r->max, r->min, r->n);
+    fputs(",\"round_iterations\":[", f);
+    for (unsigned k = 0; k < r->rounds_done; k++) {
+        fprintf(f, "%s%" PRIu64, k ? "," : "", r->round_n[k]);
+    }
+    fputs("],\"round_hop_ns\":[", f);
+    for (unsigned k = 0; k < r->rounds_done; k++) {
+        fprintf(f, "%s%.1f", k ? "," : "", r->round_hop[k]);
+    }
+    fputc(']', f);
+    if (r->floor_name) {
+        fprintf(f, ",\"floor\":\"%s\",\"floor_ns\":%.1f,\"x_floor\":%.3f",
+                r->floor_name, r->floor_ns, r->hop / r->floor_ns);
+    } else {
+        fputs(",\"floor\":null,\"floor_ns\":null,\"x_floor\":null", f);
+    }
+    if (r->xfer_floor_ns > 0) {
+        fprintf(f, ",\"xfer_floor_ns\":%.1f,\"x_xfer_floor\":%.3f",
+                r->xfer_floor_ns, r->hop / r->xfer_floor_ns);
+    } else {
+        fputs(",\"xfer_floor_ns\":null,\"x_xfer_floor\":null", f);
+    }
+    if (r->xfer_unphysical) {
+        fprintf(f,
+                ",\"xfer_floor_note\":\"zc + memcpy-xfer - spin = %.1f "
+                "ns <= 0 in this run: measurement noise, no floor\"",
+                r->xfer_floor_ns);
+    }
+}
+
+static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
+                     const struct host *h, const char *started)
+{
+    json_shape(f, o, r, started);
     if (r->error[0]) {
         fputs(",\"error\":", f);
         json_string(f, r->error);
     } else {
-        fprintf(f,
-                ",\"iterations\":%" PRIu64 ",\"warmup\":%" PRIu64
-                ",\"total_ns\":%" PRIu64 ",\"hop_ns\":%.1f"
-                ",\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f"
-                ",\"max_ns\":%.1f,\"min_ns\":%.1f,\"samples\":%" PRIu64,
-                r->n, r->warmup, r->total_ns, r->hop, r->p50, r->p99, r->p999,
-                r->max, r->min, r->n);
-        fputs(",\"round_iterations\":[", f);
-        for (unsigned k = 0; k < r->rounds_done; k++) {
-            fprintf(f, "%s%" PRIu64, k ? "," : "", r->round_n[k]);
-        }
-        fputs("],\"round_hop_ns\":[", f);
-        for (unsigned k = 0; k < r->rounds_done; k++) {
-            fprintf(f, "%s%.1f", k ? "," : "", r->round_hop[k]);
-        }
-        fputc(']', f);
-        if (r->floor_name) {
-            fprintf(f, ",\"floor\":\"%s\",\"floor_ns\":%.1f,\"x_floor\":%.3f",
-                    r->floor_name, r->floor_ns, r->hop / r->floor_ns);
-        } else {
-            fputs(",\"floor\":null,\"floor_ns\":null,\"x_floor\":null", f);
-        }
-        if (r->xfer_floor_ns > 0) {
-            fprintf(f, ",\"xfer_floor_ns\":%.1f,\"x_xfer_floor\":%.3f",
-                    r->xfer_floor_ns, r->hop / r->xfer_floor_ns);
-        } else {
-            fputs(",\"xfer_floor_ns\":null,\"x_xfer_floor\":null", f);
-        }
-        if (r->xfer_unphysical) {
-            fprintf(f,
-                    ",\"xfer_floor_note\":\"zc + memcpy-xfer - spin = %.1f "
-                    "ns <= 0 in this run: measurement noise, no floor\"",
-                    r->xfer_floor_ns);
-        }
+        json_numbers(f, r);
     }
     fputs(",\"host\":", f);
     host_json(f, h);
     fputs("}\n", f);
 }
 
-int pingpong_run(const struct pp_opts *o, const struct host *h)
+unsigned pingpong_row_bits(const char *s, size_t len)
 {
-    struct pp_row rows[PP_MAX_ROWS];
+    static const struct {
+        const char *name;
+        unsigned bits;
+    } names[] = {
+        {"spin", PP_ROW_SPIN},
+        {"futex", PP_ROW_FUTEX},
+        {"memcpy", PP_ROW_MEMCPY},
+        {"memcpy-xfer", PP_ROW_XFER},
+        {"poll-zc", PP_ROW_POLL_ZC},
+        {"poll-copy", PP_ROW_POLL_COPY},
+        {"wait-zc", PP_ROW_WAIT_ZC},
+        {"wait-copy", PP_ROW_WAIT_COPY},
+        {"floors", PP_ROW_SPIN | PP_ROW_FUTEX | PP_ROW_MEMCPY | PP_ROW_XFER},
+        {"nerve",
+         PP_ROW_POLL_ZC | PP_ROW_POLL_COPY | PP_ROW_WAIT_ZC | PP_ROW_WAIT_COPY},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strlen(names[i].name) == len &&
+            strncmp(names[i].name, s, len) == 0) {
+            return names[i].bits;
+        }
+    }
+    return 0;
+}
+
+/* The rows of the plan, in the order they run and are reported: the
+ * floors, then the nerve rows, each for every size. Returns how many. */
+static unsigned plan_rows(const struct pp_opts *o, struct pp_row *rows)
+{
     unsigned n = 0;
-    memset(rows, 0, sizeof rows);
+    memset(rows, 0, PP_MAX_ROWS * sizeof *rows);
     uint64_t warm_poll = o->warmup >= 0 ? (uint64_t)o->warmup : 1000;
     uint64_t warm_wait = o->warmup >= 0 ? (uint64_t)o->warmup : 100;
 #define ADD(...)                                                               \
@@ -1201,10 +1272,13 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
         }
     }
 #undef ADD
-    if (n == 0) {
-        fprintf(stderr, "nerve bench: --pingpong: no rows selected\n");
-        return 2;
-    }
+    return n;
+}
+
+/* Run every row in alternating rounds (Ctrl-C stops). 0, or 1 when the
+ * samples' mapping failed. */
+static int run_rounds(const struct pp_opts *o, struct pp_row *rows, unsigned n)
+{
     size_t map_len = PP_SAMPLES_OFF +
                      (size_t)(o->iterations ? o->iterations : PP_MAX_SAMPLES) *
                          sizeof(uint32_t);
@@ -1214,12 +1288,6 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
         fprintf(stderr, "nerve bench: mmap: %s\n", strerror(errno));
         return 1;
     }
-    char started[64];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = pp_on_signal;
@@ -1228,13 +1296,21 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
     for (unsigned k = 0; k < o->rounds && !pp_stop; k++) {
         for (unsigned i = 0; i < n && !pp_stop; i++) {
             if (rows[i].error[0] == '\0') {
-                run_row_round(o, &rows[i], k, map, map_len);
+                run_row_round(o, &rows[i], k, map);
             }
         }
     }
     munmap(map, map_len);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    return 0;
+}
+
+/* Summaries, floors, table and JSON lines of the rows; 1 when a row
+ * failed, else 0. */
+static int report(const struct pp_opts *o, const struct host *h,
+                  struct pp_row *rows, unsigned n, const char *started)
+{
     int status = 0;
     for (unsigned i = 0; i < n; i++) {
         if (pp_stop && rows[i].error[0] == '\0' &&
@@ -1260,6 +1336,27 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
         }
         fflush(o->json);
     }
+    return status;
+}
+
+int pingpong_run(const struct pp_opts *o, const struct host *h)
+{
+    static struct pp_row rows[PP_MAX_ROWS];
+    unsigned n = plan_rows(o, rows);
+    if (n == 0) {
+        fprintf(stderr, "nerve bench: --pingpong: no rows selected\n");
+        return 2;
+    }
+    char started[64];
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm tm;
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (run_rounds(o, rows, n) != 0) {
+        return 1;
+    }
+    int status = report(o, h, rows, n, started);
     for (unsigned i = 0; i < n; i++) {
         free(rows[i].samples);
     }

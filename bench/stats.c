@@ -1,11 +1,20 @@
-/* Latency statistics of `nerve bench`: a log-linear histogram that every
- * sample goes into (fixed memory, so back-to-back runs of any length are
- * counted in full) and nearest-rank percentiles, exact from the stored
- * samples when all of them fit, else from the histogram. */
+/* The clock and the latency statistics of `nerve bench`: a log-linear
+ * histogram that every sample goes into (fixed memory, so back-to-back
+ * runs of any length are counted in full) and nearest-rank percentiles,
+ * exact from the stored samples when all of them fit, else from the
+ * histogram. */
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 
-#include "bench_impl.h"
+#include "stats.h"
+
+int64_t bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 unsigned hist_index(uint32_t v)
 {
