@@ -22,6 +22,7 @@
 #include "opts.h"
 #include "platform.h"
 #include "shm.h"
+#include "utf8.h"
 
 #define DEFAULT_SLOTS 1024u
 #define DEFAULT_DATA (1u << 20)
@@ -103,50 +104,6 @@ static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
 
 /* ---- creation ----------------------------------------------------------- */
 
-/* Whether s[0..n) is well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF). The type and the encoding are text
- * for every binding and tool (Python str, JSON, MCAP), so they must be
- * UTF-8: rejected at create, NERVE_ECORRUPT at open. The schema is bytes. */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t k;
-        unsigned lo = 0x80, hi = 0xbf;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xc2 && c <= 0xdf) {
-            k = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            k = 2;
-            if (c == 0xe0)
-                lo = 0xa0; /* overlong */
-            else if (c == 0xed)
-                hi = 0x9f; /* surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            k = 3;
-            if (c == 0xf0)
-                lo = 0x90; /* overlong */
-            else if (c == 0xf4)
-                hi = 0x8f; /* above U+10FFFF */
-        } else {
-            return 0;
-        }
-        if (n - i <= k)
-            return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return 0;
-        for (size_t j = 2; j <= k; j++) {
-            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
-                return 0;
-        }
-        i += k + 1;
-    }
-    return 1;
-}
-
 /* Whether s[0..n) is printable text: well-formed UTF-8 with no control
  * character (U+0000-U+001F, DEL U+007F, U+0080-U+009F). Types and
  * encodings are names that every tool prints; a control character in one
@@ -158,7 +115,7 @@ static int meta_text_ok(const char *s)
 {
     size_t n = strlen(s);
     const unsigned char *p = (const unsigned char *)s;
-    if (!utf8_valid(p, n))
+    if (!nerve__utf8_valid(p, n))
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (p[i] < 0x20 || p[i] == 0x7f)
@@ -735,9 +692,12 @@ static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h, char *msg,
                           "encoding holds a NUL byte");
     if (memchr(c->schema, 0, sl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "schema holds a NUL byte");
-    if (!utf8_valid((const unsigned char *)c->type, tl))
+    /* The type and the encoding are text for every binding and tool
+     * (src/utf8.h): rejected at create, NERVE_ECORRUPT here. The schema is
+     * bytes. */
+    if (!nerve__utf8_valid(c->type, tl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "type is not valid UTF-8");
-    if (!utf8_valid((const unsigned char *)c->encoding, el))
+    if (!nerve__utf8_valid(c->encoding, el))
         return nerve__say(msg, len, NERVE_ECORRUPT,
                           "encoding is not valid UTF-8");
     return 0;
