@@ -101,7 +101,7 @@
  *   is resolved in the caller's PID namespace, so the writers that have a
  *   channel open at once share one (lock.pidns; a writer of another gets
  *   NERVE_EXDEV at open, and takes the channel over once none is open:
- *   WRITERS' NAMESPACE in src/platform/linux/mutex.c, model/claim.pml).
+ *   WRITERS' NAMESPACE in src/platform/linux/claim.c, model/claim.pml).
  *
  * CRASH RECOVERY
  *   Every writer step leaves a state that the next writer can continue
@@ -168,6 +168,7 @@
 #include "nerve/nerve.h"
 #include "platform.h"
 #include "shm.h"
+#include "timeconv.h"
 
 /* Untimed waits re-check the ring this often (see CRASH RECOVERY). */
 #define NERVE__WAIT_SLICE_NS 100000000ll
@@ -607,13 +608,18 @@ static const unsigned char *msg_ptr(const nerve_chan *c,
     return c->ring + m->off % c->data_size;
 }
 
-/* R1 for one mode: pick the sequence number to read. Returns 0 (with *seq,
- * *missed), NERVE_EAGAIN (nothing to read; *head_seen is the head the
- * decision was based on, for waiting), NERVE_EOVERWRITTEN, or
+/* One read's choice (R1): the message, how many the reader missed before
+ * it, and the head the choice was made against (0 for NERVE_GET_AT). */
+struct pick {
+    uint64_t seq, missed, head_seen;
+};
+
+/* R1 for one mode: pick the sequence number to read. Returns 0 (with
+ * p->seq, p->missed), NERVE_EAGAIN (nothing to read; p->head_seen is the
+ * head the decision was based on, for waiting), NERVE_EOVERWRITTEN, or
  * NERVE_EINVAL. */
 static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
-                  unsigned retries, uint64_t *seq, uint64_t *missed,
-                  uint64_t *head_seen)
+                  unsigned retries, struct pick *p)
 {
     const struct nerve__shm_hdr *h = c->hdr;
     /* SYNC(pub-seq) acquire: message head's slot and payload are visible;
@@ -621,17 +627,12 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
     uint64_t head = nerve__load_acq(&h->head); /* R1 */
     /* Acquire: a tail loaded after head is at least the tail any writer
      * had published when it committed head. */
-    uint64_t tail = nerve__load_acq(&h->tail); /* R1 */
-    *head_seen = head;
-    /* Messages older than head - nslots + 1 cannot be present. A tail below
-     * that bound is a foreign write (or a very old load); either way the
-     * bound is what is readable. */
-    if (head >= c->nslots && tail < head - c->nslots + 1)
-        tail = head - c->nslots + 1;
-    if (tail == 0)
-        tail = 1;
+    uint64_t tail =
+        nerve__readable_from(head, nerve__load_acq(&h->tail), /* R1 */
+                             c->nslots);
+    p->head_seen = head;
     uint64_t cur = c->cursor;
-    *missed = 0;
+    p->missed = 0;
     switch (mode) {
     case NERVE_GET_NEXT: {
         uint64_t want = cur + 1;
@@ -651,19 +652,19 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
             if (ahead > want)
                 want = ahead;
         }
-        *seq = want;
-        *missed = want - cur - 1;
+        p->seq = want;
+        p->missed = want - cur - 1;
         return 0;
     }
     case NERVE_GET_NEWEST: {
         if (head == 0 || head < tail)
             return NERVE_EAGAIN;
-        *seq = head;
+        p->seq = head;
         /* Skipped messages are missed only after the reader's start: the
          * history present when the handle opened is not loss (chan.h,
          * "missed"). */
         uint64_t from = cur > c->origin ? cur : c->origin;
-        *missed = head > from ? head - from - 1 : 0;
+        p->missed = head > from ? head - from - 1 : 0;
         return 0;
     }
     case NERVE_GET_SEQ:
@@ -673,7 +674,7 @@ static int locate(const nerve_chan *c, uint32_t mode, int64_t arg,
             return NERVE_EAGAIN;
         if ((uint64_t)arg < tail)
             return NERVE_EOVERWRITTEN;
-        *seq = (uint64_t)arg;
+        p->seq = (uint64_t)arg;
         return 0;
     default: return NERVE_EINVAL;
     }
@@ -689,11 +690,8 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
     for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
         /* SYNC(pub-seq) acquire, as in locate(). */
         uint64_t head = nerve__load_acq(&h->head);
-        uint64_t lo = nerve__load_acq(&h->tail);
-        if (head >= c->nslots && lo < head - c->nslots + 1)
-            lo = head - c->nslots + 1;
-        if (lo == 0)
-            lo = 1;
+        uint64_t lo =
+            nerve__readable_from(head, nerve__load_acq(&h->tail), c->nslots);
         if (head == 0 || lo > head)
             return NERVE_EAGAIN;
         uint64_t hi = head;
@@ -726,127 +724,109 @@ static int locate_at(const nerve_chan *c, int64_t t, uint64_t *seq)
     return NERVE_ELAPPED;
 }
 
-/* The absolute deadline of a timeout: -1 for none (NERVE_FOREVER), 0 for
- * one that has already passed (any relative timeout <= 0, any absolute
- * time <= 0), so a late caller gets one try and NERVE_ETIMEDOUT. */
-static int wait_deadline(int64_t timeout_ns, uint32_t flags, int64_t *dl)
+/* Entering a wait: count this reader in each channel's bell.waiters
+ * ([stat]; V5 reads it). Returns whether some channel has no bell, so that
+ * its reader cannot announce itself and polls. */
+static int wait_enter(nerve_chan *const *chans, size_t n)
 {
-    int64_t now;
-    if (timeout_ns == NERVE_FOREVER) {
-        *dl = -1;
-    } else if (timeout_ns <= 0) {
-        *dl = 0;
-    } else if (flags & NERVE_F_ABSTIME) {
-        *dl = timeout_ns;
-    } else if (timeout_ns > INT64_MAX - (now = nerve_clock_now_ns())) {
-        *dl = -1; /* beyond the clock's range: no deadline */
-    } else {
-        *dl = now + timeout_ns;
-    }
-    return 0;
-}
-
-/* Sleep until one of chans[0..n) has a head other than seen[i], the
- * deadline passes, or a handle is cancelled. V1-V5 of PROTOCOL. Returns 0
- * (something changed, or a slice ended: the caller re-checks),
- * NERVE_ETIMEDOUT or NERVE_ECANCELED. */
-static int wait_change(nerve_chan *const *chans, const uint64_t *seen, size_t n,
-                       int64_t deadline)
-{
-    struct nerve__wait_word w[2 * NERVE_WAIT_MAX];
-    int polling = 0, slept = 0;
+    int polling = 0;
     for (size_t i = 0; i < n; i++) {
         if (chans[i]->bell)
             nerve__add32_sc(&chans[i]->bell->waiters, 1); /* [stat] */
         else
             polling = 1;
     }
-    int r = 0;
-    for (;;) {
-        int64_t now = nerve_clock_now_ns();
-        int64_t slice =
-            now + (polling ? NERVE__POLL_SLICE_NS : NERVE__WAIT_SLICE_NS);
-        if (deadline >= 0 && deadline < slice)
-            slice = deadline;
-        /* V1 SYNC(wait-announce) seq_cst: the lease says "a reader may
-         * sleep until `slice`". A writer whose commit this reader does not
-         * see below sees the lease in its SYNC(wake-check) and wakes. The
-         * lease ends by itself, so a killed reader costs writers nothing
-         * after NERVE__WAIT_SLICE_NS + NERVE__LEASE_GRACE_NS. */
-        for (size_t i = 0; i < n; i++) {
-            if (chans[i]->bell)
-                nerve__maxi_sc(&chans[i]->bell->wake_until, /* V1 */
-                               slice + NERVE__LEASE_GRACE_NS);
-        }
-        nerve__fence_sc();
-        int changed = 0;
-        for (size_t i = 0; i < n; i++) {
-            const nerve_chan *c = chans[i];
-            if (nerve__load32_acq(&c->cancel)) {
-                r = NERVE_ECANCELED;
-                goto out;
-            }
-            uint64_t hv = nerve__load_sc(&c->hdr->head); /* V2 */
-            if (hv != seen[i])
-                changed = 1;
-            w[2 * i].word = (const uint32_t *)&c->hdr->head;
-            w[2 * i].expect = (uint32_t)hv;
-            w[2 * i].shared = 1;
-            w[2 * i + 1].word = (const uint32_t *)&c->cancel;
-            w[2 * i + 1].expect = 0;
-            w[2 * i + 1].shared = 0;
-        }
-        if (changed)
-            goto out;
-        if (deadline >= 0 && now >= deadline) {
-            r = NERVE_ETIMEDOUT;
-            goto out;
-        }
-        /* V3: sleep until the slice ends, never past the lease. */
-        int wr = nerve__futex->waitv(w, (unsigned)(2 * n), slice); /* V3 */
-        if (wr == NERVE_ENOSYS) {
-            /* No futex_waitv: sleep on the first channel only, in polling
-             * slices, so the others and the cancel words are checked at
-             * least every NERVE__POLL_SLICE_NS. If no futex wait works at
-             * all, sleep the slice: a poll, never a spin. */
-            polling = 1;
-            int64_t ps = now + NERVE__POLL_SLICE_NS;
-            if (ps > slice)
-                ps = slice;
-            if (nerve__futex->wait1(&w[0], ps) == NERVE_ENOSYS) {
-                struct timespec ts = {(time_t)(ps / 1000000000),
-                                      (long)(ps % 1000000000)};
-                (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
-                                      NULL);
-            } else {
-                slept = 1;
-            }
-        } else {
-            slept = 1;
-        }
-        /* Woken, timed out, interrupted or spurious: re-check above. */
+    return polling;
+}
+
+/* V1 SYNC(wait-announce) seq_cst: the lease says "a reader may sleep until
+ * `slice`". A writer whose commit this reader does not see in V2 sees the
+ * lease in its SYNC(wake-check) and wakes. The lease ends by itself, so a
+ * killed reader costs writers nothing after NERVE__WAIT_SLICE_NS +
+ * NERVE__LEASE_GRACE_NS. The seq_cst fence orders the lease before V2's
+ * loads (Dekker's pattern with W6 and W8). */
+static void wait_announce(nerve_chan *const *chans, size_t n, int64_t slice)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (chans[i]->bell)
+            nerve__maxi_sc(&chans[i]->bell->wake_until, /* V1 */
+                           slice + NERVE__LEASE_GRACE_NS);
     }
-out:
+    nerve__fence_sc();
+}
+
+/* V2: after the lease, load each channel's head (seq_cst) and fill the
+ * words V3 sleeps on: head's low word as loaded, so that a commit after
+ * this load makes the sleep return at once, and the handle's cancel word.
+ * Returns 1 if some head differs from seen[i], 0 if none does, or
+ * NERVE_ECANCELED (a handle was cancelled; its release store pairs with
+ * the acquire load here). */
+static int wait_check(nerve_chan *const *chans, const uint64_t *seen, size_t n,
+                      struct nerve__wait_word *w)
+{
+    int changed = 0;
+    for (size_t i = 0; i < n; i++) {
+        const nerve_chan *c = chans[i];
+        if (nerve__load32_acq(&c->cancel))
+            return NERVE_ECANCELED;
+        uint64_t hv = nerve__load_sc(&c->hdr->head); /* V2 */
+        if (hv != seen[i])
+            changed = 1;
+        w[2 * i].word = (const uint32_t *)&c->hdr->head;
+        w[2 * i].expect = (uint32_t)hv;
+        w[2 * i].shared = 1;
+        w[2 * i + 1].word = (const uint32_t *)&c->cancel;
+        w[2 * i + 1].expect = 0;
+        w[2 * i + 1].shared = 0;
+    }
+    return changed;
+}
+
+/* V3: sleep on the 2n words of V2 until `slice` ends, never past the
+ * lease. Without futex_waitv, sleep on the first channel only, in polling
+ * slices (*polling set), so that the others and the cancel words are
+ * checked at least every NERVE__POLL_SLICE_NS; if no futex wait works at
+ * all, sleep the slice: a poll, never a spin. Returns 1 if it slept on a
+ * futex (woken, timed out, interrupted or spurious alike: the caller
+ * re-checks), 0 if it only slept on the clock. */
+static int wait_sleep(const struct nerve__wait_word *w, size_t n, int64_t now,
+                      int64_t slice, int *polling)
+{
+    if (nerve__futex->waitv(w, (unsigned)(2 * n), slice) != NERVE_ENOSYS)
+        return 1; /* V3 */
+    *polling = 1;
+    int64_t ps = now + NERVE__POLL_SLICE_NS;
+    if (ps > slice)
+        ps = slice;
+    if (nerve__futex->wait1(&w[0], ps) != NERVE_ENOSYS)
+        return 1;
+    struct timespec ts = {(time_t)(ps / 1000000000), (long)(ps % 1000000000)};
+    (void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+    return 0;
+}
+
+/* V5 SYNC(wake-pass), leaving a wait (bell.waiters -= 1): a put wakes at
+ * most NERVE__WAKE_BATCH sleepers; a reader that slept and sees a new
+ * message passes the wake on to as many more, so every sleeper is reached
+ * in O(log n) rounds while each put's cost stays bounded. (A reader killed
+ * before this step delays the others by one slice at most.) Only when more
+ * than one batch of readers was inside the wait, counting this one
+ * (`inside`, before its decrement): if a wake of B = NERVE__WAKE_BATCH left
+ * R >= 1 sleepers, the first of the B woken readers to get here counts at
+ * least B + R > B and passes it on; with at most B inside, the wake reached
+ * every sleeper and the woken would only make B more empty wake calls. A
+ * count left raised by a killed reader costs a needless wake, never a lost
+ * one. Readers that cannot count (no bell) always pass on, and so does
+ * every reader of a channel that wakes always (whose bell-less readers are
+ * not counted). */
+static void wait_leave(nerve_chan *const *chans, const uint64_t *seen, size_t n,
+                       int slept)
+{
     for (size_t i = 0; i < n; i++) {
         nerve_chan *c = chans[i];
         uint32_t inside = 0;
         if (c->bell)
             inside = nerve__sub32_sc(&c->bell->waiters, 1);
-        /* V5 SYNC(wake-pass): a put wakes at most NERVE__WAKE_BATCH
-         * sleepers; a reader that slept and sees a new message passes the
-         * wake on to as many more, so every sleeper is reached in
-         * O(log n) rounds while each put's cost stays bounded. (A reader
-         * killed before this step delays the others by one slice at most.)
-         * Only when more than one batch of readers was inside the wait,
-         * counting this one (`inside`, before its decrement): if a wake
-         * of B = NERVE__WAKE_BATCH left R >= 1 sleepers, the first of the
-         * B woken readers to get here counts at least B + R > B and passes
-         * it on; with at most B inside, the wake reached every sleeper and
-         * the woken would only make B more empty wake calls. A count left
-         * raised by a killed reader costs a needless wake, never a lost
-         * one. Readers that cannot count (no bell) always pass on, and so
-         * does every reader of a channel that wakes always (whose
-         * bell-less readers are not counted). */
         if (slept &&
             (inside > NERVE__WAKE_BATCH || !c->bell || c->wake_always) &&
             nerve__load_rlx(&c->hdr->head) != seen[i])
@@ -854,6 +834,38 @@ out:
                                      1, /* V5 */
                                      NERVE__WAKE_BATCH);
     }
+}
+
+/* Sleep until one of chans[0..n) has a head other than seen[i], the
+ * deadline passes, or a handle is cancelled: V1-V5 of PROTOCOL, one slice
+ * at a time. Returns 0 (something changed, or a slice ended: the caller
+ * re-checks), NERVE_ETIMEDOUT or NERVE_ECANCELED. */
+static int wait_change(nerve_chan *const *chans, const uint64_t *seen, size_t n,
+                       int64_t deadline)
+{
+    struct nerve__wait_word w[2 * NERVE_WAIT_MAX];
+    int polling = wait_enter(chans, n);
+    int slept = 0;
+    int r;
+    for (;;) {
+        int64_t now = nerve_clock_now_ns();
+        int64_t slice =
+            now + (polling ? NERVE__POLL_SLICE_NS : NERVE__WAIT_SLICE_NS);
+        if (deadline >= 0 && deadline < slice)
+            slice = deadline;
+        wait_announce(chans, n, slice);    /* V1 */
+        r = wait_check(chans, seen, n, w); /* V2 */
+        if (r != 0) {
+            r = r > 0 ? 0 : r;
+            break;
+        }
+        if (deadline >= 0 && now >= deadline) {
+            r = NERVE_ETIMEDOUT;
+            break;
+        }
+        slept |= wait_sleep(w, n, now, slice, &polling); /* V3 */
+    }
+    wait_leave(chans, seen, n, slept); /* V5 */
     return r;
 }
 
@@ -869,8 +881,77 @@ static int read_flags_check(const nerve_chan *c, uint32_t flags)
     return 0;
 }
 
-/* The common read path of get and view: find, validate, and (buf != NULL)
- * copy one message, waiting if asked. */
+/* R1 for the call's flags: the message to read (locate(), or locate_at()
+ * for NERVE_GET_AT), where NEWEST's message already returned counts as
+ * nothing new unless NERVE_F_REPEAT. Returns locate()'s answers. */
+static int read_pick(const nerve_chan *c, uint32_t flags, int64_t arg,
+                     unsigned retries, struct pick *p)
+{
+    uint32_t mode = flags & NERVE_GET_MASK;
+    p->seq = p->missed = p->head_seen = 0;
+    if (mode == NERVE_GET_AT)
+        return locate_at(c, arg, &p->seq);
+    int r = locate(c, mode, arg, retries, p);
+    if (r == 0 && mode == NERVE_GET_NEWEST && p->seq <= c->cursor &&
+        !(flags & NERVE_F_REPEAT))
+        r = NERVE_EAGAIN;
+    return r;
+}
+
+/* R2-R3: message p->seq's descriptor, validated. A caught-up NEXT or a
+ * NEWEST reader takes the newest message's from the head line
+ * (SYNC(desc-seq)); otherwise, or when a writer is rewriting it, the
+ * slot's. Returns 0 (m filled), NERVE_EOVERWRITTEN or NERVE_ECORRUPT. */
+static int read_fetch(const nerve_chan *c, const struct pick *p,
+                      struct nerve__msg *m)
+{
+    int r = NERVE_EAGAIN;
+    if (p->seq == p->head_seen)
+        r = read_desc(c, p->seq, m); /* R2 */
+    if (r == NERVE_EAGAIN)
+        r = nerve__read_slot(c, p->seq, m); /* R2-R3 */
+    return r;
+}
+
+static void fill_info(struct nerve_get_info *info, const struct pick *p,
+                      const struct nerve__msg *m)
+{
+    if (!info)
+        return;
+    info->seq = p->seq;
+    info->missed = p->missed;
+    info->time_ns = m->time_ns;
+    info->len = m->len;
+    info->reserved[0] = info->reserved[1] = 0;
+}
+
+/* R4: copy the validated message into buf (one memcpy; the double mapping
+ * makes it contiguous), then SYNC(read-validate) again: a tail that moved
+ * past the message during the copy means the copy may be torn. Returns 0,
+ * NERVE_EOVERWRITTEN, or NERVE_EMSGSIZE with info describing the message
+ * (nothing consumed). */
+static int read_copy(const nerve_chan *c, void *buf, size_t len,
+                     const struct pick *p, const struct nerve__msg *m,
+                     struct nerve_get_info *info)
+{
+    if (m->len > len) {
+        fill_info(info, p, m);
+        return nerve__detail(NERVE_EMSGSIZE,
+                             "the buffer of %zu bytes is smaller "
+                             "than the message of %" PRIu64
+                             " bytes (info.len; nothing consumed)",
+                             len, (uint64_t)m->len);
+    }
+    nerve__racy_copy(buf, msg_ptr(c, m), m->len); /* R4 */
+    if (!nerve__still_valid(c, p->seq))           /* R4: R3 again */
+        return NERVE_EOVERWRITTEN;
+    return 0;
+}
+
+/* The common read path of get and view: R1-R3 and (unless `view`) R4 for
+ * one message, waiting if asked (V1-V5), retrying when a writer destroys
+ * the message being read (bounded: NERVE_ELAPPED). The cursor moves only
+ * on success. */
 static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
                     int64_t timeout_ns, struct nerve_get_info *info,
                     struct nerve__msg *out, uint32_t flags)
@@ -881,21 +962,17 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
     uint32_t mode = flags & NERVE_GET_MASK;
     int64_t deadline = -1;
     if (flags & NERVE_F_WAIT)
-        wait_deadline(timeout_ns, flags, &deadline);
+        deadline =
+            nerve__deadline_ns(timeout_ns, (flags & NERVE_F_ABSTIME) != 0);
     int retries = 0;
     for (;;) {
-        uint64_t seq = 0, missed = 0, head_seen = 0;
-        if (mode == NERVE_GET_AT) {
-            r = locate_at(c, arg, &seq);
-        } else {
-            r = locate(c, mode, arg, (unsigned)retries, &seq, &missed,
-                       &head_seen);
-            if (r == 0 && mode == NERVE_GET_NEWEST && seq <= c->cursor &&
-                !(flags & NERVE_F_REPEAT))
-                r = NERVE_EAGAIN;
-        }
+        struct pick p;
+        r = read_pick(c, flags, arg, (unsigned)retries, &p); /* R1 */
         if (r == NERVE_EAGAIN && (flags & NERVE_F_WAIT)) {
-            r = wait_change(&c, &head_seen, 1, deadline);
+            /* A copy: p's address stays private, so that the compiler
+             * keeps the pick in registers on the path that reads. */
+            uint64_t seen = p.head_seen;
+            r = wait_change(&c, &seen, 1, deadline);
             if (r)
                 return r;
             continue;
@@ -903,34 +980,9 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
         if (r)
             return r;
         struct nerve__msg m;
-        /* R2: a caught-up NEXT or a NEWEST reader takes the newest
-         * message's descriptor from the head line; otherwise, or when a
-         * writer is rewriting it, the slot. */
-        r = NERVE_EAGAIN;
-        if (seq == head_seen)
-            r = read_desc(c, seq, &m); /* R2 */
-        if (r == NERVE_EAGAIN)
-            r = nerve__read_slot(c, seq, &m); /* R2-R3 */
-        if (r == 0 && !view) {
-            if (m.len > len) {
-                if (info) {
-                    info->seq = seq;
-                    info->missed = missed;
-                    info->time_ns = m.time_ns;
-                    info->len = m.len;
-                    info->reserved[0] = info->reserved[1] = 0;
-                }
-                return nerve__detail(NERVE_EMSGSIZE,
-                                     "the buffer of %zu bytes is smaller "
-                                     "than the message of %" PRIu64
-                                     " bytes (info.len; nothing consumed)",
-                                     len, (uint64_t)m.len);
-            }
-            /* R4: one copy, then validate again. */
-            nerve__racy_copy(buf, msg_ptr(c, &m), m.len); /* R4 */
-            if (!nerve__still_valid(c, seq))              /* R4: R3 again */
-                r = NERVE_EOVERWRITTEN;
-        }
+        r = read_fetch(c, &p, &m); /* R2-R3 */
+        if (r == 0 && !view)
+            r = read_copy(c, buf, len, &p, &m, info); /* R4 */
         if (r == NERVE_EOVERWRITTEN) {
             if (mode == NERVE_GET_SEQ)
                 return r;
@@ -941,14 +993,8 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
         if (r)
             return r;
         if (mode == NERVE_GET_NEXT || mode == NERVE_GET_NEWEST)
-            c->cursor = seq;
-        if (info) {
-            info->seq = seq;
-            info->missed = missed;
-            info->time_ns = m.time_ns;
-            info->len = m.len;
-            info->reserved[0] = info->reserved[1] = 0;
-        }
+            c->cursor = p.seq;
+        fill_info(info, &p, &m);
         if (out)
             *out = m;
         return 0;
@@ -1021,8 +1067,8 @@ int nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
         if (!chans[i])
             return NERVE_EBADF;
     }
-    int64_t deadline;
-    wait_deadline(timeout_ns, flags, &deadline);
+    int64_t deadline =
+        nerve__deadline_ns(timeout_ns, (flags & NERVE_F_ABSTIME) != 0);
     uint64_t seen[NERVE_WAIT_MAX];
     for (;;) {
         uint64_t mask = 0;

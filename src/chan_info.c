@@ -68,12 +68,12 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
         /* SYNC(pub-seq) acquire, as in locate(). */
         uint64_t head = nerve__load_acq(&h->head);
-        uint64_t tail = nerve__load_acq(&h->tail);
-        if (head >= c->nslots && tail < head - c->nslots + 1)
-            tail = head - c->nslots + 1;
-        if (tail == 0 || tail > head + 1) {
+        uint64_t stored = nerve__load_acq(&h->tail);
+        uint64_t tail = nerve__readable_from(head, stored, c->nslots);
+        if (tail > head + 1 || (stored == 0 && head < c->nslots)) {
             /* Writers raise tail to at most head + 1; more is possible only
-             * if puts happened between the loads. */
+             * if puts happened between the loads. A tail of 0 (creation
+             * stores 1) is corrupt unless the clamp makes it moot. */
             if (nerve__load_acq(&h->head) != head)
                 continue;
             return NERVE_ECORRUPT;

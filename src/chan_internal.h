@@ -65,6 +65,21 @@ struct nerve__msg {
 
 /* ---- chan.c: protocol steps ---- */
 
+/* The oldest message that may be readable, given head and tail as loaded
+ * (SYNC(pub-seq) acquire, head first): the readable range is [result,
+ * head], empty when result > head. Messages older than head - nslots + 1
+ * cannot be present (their slots are reused), so a tail below that bound
+ * (a foreign write, or a very old load) counts as the bound; and there is
+ * no message 0. The one clamp of every reader of the range: locate(),
+ * locate_at(), nerve_chan_stat() and a new handle's start. */
+static inline uint64_t nerve__readable_from(uint64_t head, uint64_t tail,
+                                            uint64_t nslots)
+{
+    if (head >= nslots && tail < head - nslots + 1)
+        tail = head - nslots + 1;
+    return tail == 0 ? 1 : tail;
+}
+
 /* SYNC(read-validate): whether message seq was intact for everything read
  * before the call (acquire fence, then tail). */
 int nerve__still_valid(const nerve_chan *c, uint64_t seq);

@@ -22,6 +22,7 @@
 #include "opts.h"
 #include "platform.h"
 #include "shm.h"
+#include "utf8.h"
 
 #define DEFAULT_SLOTS 1024u
 #define DEFAULT_DATA (1u << 20)
@@ -103,50 +104,6 @@ static int geometry_of(uint64_t nslots, uint64_t data_size, uint64_t meta_bytes,
 
 /* ---- creation ----------------------------------------------------------- */
 
-/* Whether s[0..n) is well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF). The type and the encoding are text
- * for every binding and tool (Python str, JSON, MCAP), so they must be
- * UTF-8: rejected at create, NERVE_ECORRUPT at open. The schema is bytes. */
-static int utf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t k;
-        unsigned lo = 0x80, hi = 0xbf;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xc2 && c <= 0xdf) {
-            k = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            k = 2;
-            if (c == 0xe0)
-                lo = 0xa0; /* overlong */
-            else if (c == 0xed)
-                hi = 0x9f; /* surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            k = 3;
-            if (c == 0xf0)
-                lo = 0x90; /* overlong */
-            else if (c == 0xf4)
-                hi = 0x8f; /* above U+10FFFF */
-        } else {
-            return 0;
-        }
-        if (n - i <= k)
-            return 0;
-        if (s[i + 1] < lo || s[i + 1] > hi)
-            return 0;
-        for (size_t j = 2; j <= k; j++) {
-            if (s[i + j] < 0x80 || s[i + j] > 0xbf)
-                return 0;
-        }
-        i += k + 1;
-    }
-    return 1;
-}
-
 /* Whether s[0..n) is printable text: well-formed UTF-8 with no control
  * character (U+0000-U+001F, DEL U+007F, U+0080-U+009F). Types and
  * encodings are names that every tool prints; a control character in one
@@ -158,7 +115,7 @@ static int meta_text_ok(const char *s)
 {
     size_t n = strlen(s);
     const unsigned char *p = (const unsigned char *)s;
-    if (!utf8_valid(p, n))
+    if (!nerve__utf8_valid(p, n))
         return 0;
     for (size_t i = 0; i < n; i++) {
         if (p[i] < 0x20 || p[i] == 0x7f)
@@ -588,11 +545,14 @@ int nerve__say(char *msg, size_t len, int code, const char *fmt, ...)
     return code;
 }
 
-/* Validate a header read from a file of st_size bytes. Each failure has its
- * own code (a file that is not a channel, another version, another ABI, a
- * truncated file, inconsistent fields) and, into msg, the field and why. */
-int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
-                        struct nerve__geometry *g, char *msg, size_t len)
+/* The checks of nerve__header_check(), in order; each may read only the
+ * fields that the steps before it found present and meaningful, and
+ * returns 0 or the failure with its reason in msg. */
+
+/* Is it a channel? The magic, read only from a file long enough to hold
+ * it, then enough of the file for the version fields. */
+static int hdr_identity(const struct nerve__shm_hdr *h, uint64_t st_size,
+                        char *msg, size_t len)
 {
     if (st_size < sizeof h->magic)
         return nerve__say(msg, len, NERVE_ENOTCHAN,
@@ -607,6 +567,13 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
         return nerve__say(msg, len, NERVE_ETRUNC,
                           "file is %" PRIu64 " bytes, shorter than the header",
                           st_size);
+    return 0;
+}
+
+/* Is it this layout? Nothing past the version fields means anything
+ * before they match (docs/design/0001-shm-layout.md). */
+static int hdr_version(const struct nerve__shm_hdr *h, char *msg, size_t len)
+{
     if (h->layout_version < NERVE_LAYOUT_VERSION)
         return nerve__say(
             msg, len, NERVE_EVERSION,
@@ -624,6 +591,14 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
         return nerve__say(msg, len, NERVE_EVERSION,
                           "incompat_flags 0x%" PRIx64 " holds unknown features",
                           h->incompat_flags);
+    return 0;
+}
+
+/* Was it made for this machine? The whole header is present, and its
+ * ABI tag matches this platform's byte order, mutex and page size. */
+static int hdr_abi(const struct nerve__shm_hdr *h, uint64_t st_size, char *msg,
+                   size_t len)
+{
     if (st_size < sizeof *h)
         return nerve__say(msg, len, NERVE_ETRUNC,
                           "file is %" PRIu64
@@ -644,6 +619,13 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
         return nerve__say(msg, len, NERVE_EABI,
                           "page_size %u; this kernel's page is %u bytes",
                           h->page_size, nerve__page_size());
+    return 0;
+}
+
+/* Are the sizes within the library's limits? Afterwards every size field
+ * is small enough that the geometry's arithmetic cannot overflow. */
+static int hdr_limits(const struct nerve__shm_hdr *h, char *msg, size_t len)
+{
     if (h->header_size != sizeof *h)
         return nerve__say(msg, len, NERVE_ECORRUPT,
                           "header_size %u, expected %zu", h->header_size,
@@ -667,6 +649,15 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
         return nerve__say(msg, len, NERVE_ECORRUPT,
                           "data_size %" PRIu64 " is outside [1, %llu]",
                           h->data_size, MAX_DATA);
+    return 0;
+}
+
+/* Does the layout follow from the sizes? Every offset the header stores
+ * is the one geometry_of() derives (into *g), and the file is exactly
+ * file_size bytes, so nothing the handle maps lies outside the file. */
+static int hdr_geometry(const struct nerve__shm_hdr *h, uint64_t st_size,
+                        struct nerve__geometry *g, char *msg, size_t len)
+{
     uint64_t meta_bytes =
         (uint64_t)h->type_len + h->encoding_len + h->schema_len + 3;
     if (geometry_of(h->nslots, h->data_size, meta_bytes, h->page_size, g))
@@ -699,6 +690,24 @@ int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
                           "file is %" PRIu64 " bytes, header says %" PRIu64,
                           st_size, g->file_size);
     return 0;
+}
+
+/* Validate a header read from a file of st_size bytes. Each failure has its
+ * own code (a file that is not a channel, another version, another ABI, a
+ * truncated file, inconsistent fields) and, into msg, the field and why. */
+int nerve__header_check(const struct nerve__shm_hdr *h, uint64_t st_size,
+                        struct nerve__geometry *g, char *msg, size_t len)
+{
+    int r = hdr_identity(h, st_size, msg, len);
+    if (r == 0)
+        r = hdr_version(h, msg, len);
+    if (r == 0)
+        r = hdr_abi(h, st_size, msg, len);
+    if (r == 0)
+        r = hdr_limits(h, msg, len);
+    if (r == 0)
+        r = hdr_geometry(h, st_size, g, msg, len);
+    return r;
 }
 
 static char *dup_bytes(const unsigned char *p, uint64_t n)
@@ -735,9 +744,12 @@ static int meta_load(nerve_chan *c, const struct nerve__shm_hdr *h, char *msg,
                           "encoding holds a NUL byte");
     if (memchr(c->schema, 0, sl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "schema holds a NUL byte");
-    if (!utf8_valid((const unsigned char *)c->type, tl))
+    /* The type and the encoding are text for every binding and tool
+     * (src/utf8.h): rejected at create, NERVE_ECORRUPT here. The schema is
+     * bytes. */
+    if (!nerve__utf8_valid(c->type, tl))
         return nerve__say(msg, len, NERVE_ECORRUPT, "type is not valid UTF-8");
-    if (!utf8_valid((const unsigned char *)c->encoding, el))
+    if (!nerve__utf8_valid(c->encoding, el))
         return nerve__say(msg, len, NERVE_ECORRUPT,
                           "encoding is not valid UTF-8");
     return 0;
@@ -814,7 +826,7 @@ struct nerve__shm_bell *nerve__bell_map(const char *name,
  * the kernel resolves in the caller's namespace (a writer elsewhere would
  * boost, wait for or take over the wrong thread). The claim admits writers
  * of the namespace recorded in the header, and hands the channel to a new
- * namespace once no writer handle of the recorded one is open (mutex.c,
+ * namespace once no writer handle of the recorded one is open (claim.c,
  * WRITERS' NAMESPACE); a writer from another namespace meanwhile gets
  * NERVE_EXDEV. Readers take no lock and work from anywhere. */
 static int writer_ns_claim(nerve_chan *c)
@@ -827,19 +839,97 @@ static int writer_ns_claim(nerve_chan *c)
  * before the oldest message present, so NEXT starts there with missed 0,
  * and the origin at the newest, so NEWEST does not count the history
  * present at open as missed. Head and tail are read as locate() reads
- * them (acquire; tail bounded by head - nslots + 1); a message committed
+ * them (acquire; nerve__readable_from()); a message committed
  * meanwhile only moves the start later. */
 static void reader_start(nerve_chan *c)
 {
     /* SYNC(pub-seq) acquire, as in locate(). */
     uint64_t head = nerve__load_acq(&c->hdr->head);
-    uint64_t tail = nerve__load_acq(&c->hdr->tail);
-    if (head >= c->nslots && tail < head - c->nslots + 1)
-        tail = head - c->nslots + 1;
-    if (tail == 0)
-        tail = 1;
+    uint64_t tail =
+        nerve__readable_from(head, nerve__load_acq(&c->hdr->tail), c->nslots);
     c->cursor = tail <= head ? tail - 1 : head;
     c->origin = head;
+}
+
+/* Open nerve.NAME for nerve__chan_open(): never blocks, never follows a
+ * symlink, and only a regular file is opened (nerve__shm_open): /dev/shm
+ * is world-writable. Returns the descriptor (*st filled) or an error. */
+static int chan_file_open(const char *name, int writable, struct stat *st,
+                          char *msg, size_t len)
+{
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
+    int fd = nerve__shm_open(path, writable, st);
+    if (fd == NERVE_ENOTCHAN)
+        nerve__say(msg, len, fd,
+                   "not a nerve channel: not a regular file (FIFO, socket, "
+                   "device, directory or symlink)");
+    return fd;
+}
+
+/* Read the header of fd into *h, a private copy, and validate it before
+ * anything is mapped (*g: the geometry it implies). Returns 0 or the
+ * failure with its reason in msg. */
+static int header_load(int fd, const struct stat *st, struct nerve__shm_hdr *h,
+                       struct nerve__geometry *g, char *msg, size_t len)
+{
+    memset(h, 0, sizeof *h);
+    ssize_t n = nerve__file->pread(fd, h, sizeof *h, 0);
+    if (n < 0)
+        return nerve__err_from_errno(errno);
+    /* Bytes past a short read stay zero; header_check judges st_size. */
+    int r = nerve__header_check(h, (uint64_t)st->st_size, g, msg, len);
+    /* Creation reserves every page (posix_fallocate), so a channel file is
+     * never sparse. A sparse one is foreign, and mapping it with
+     * MAP_POPULATE would allocate its holes: up to data_size of /dev/shm
+     * taken by a read-only open. */
+    if (r == 0 && (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size)
+        r = nerve__say(msg, len, NERVE_ECORRUPT,
+                       "file is sparse: %" PRIu64 " of its %" PRIu64
+                       " bytes are allocated (nerve_chan_create allocates all)",
+                       (uint64_t)st->st_blocks * 512, (uint64_t)st->st_size);
+    return r;
+}
+
+/* A handle on fd, whose header *h was validated into *g: the geometry
+ * used from here on is that copy, never re-read from the mapping (a writer
+ * with access could have rewritten the file since). Maps the data ring
+ * twice, or with NERVE__O_HEADER only the header, metadata and index.
+ * Returns 0 (*out set; it owns fd) or an error (fd still the caller's). */
+static int handle_map(const char *name, int fd, uint32_t flags,
+                      const struct nerve__shm_hdr *h,
+                      const struct nerve__geometry *g, nerve_chan **out)
+{
+    nerve_chan *c = calloc(1, sizeof *c);
+    if (!c)
+        return NERVE_ENOMEM;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->fd = fd;
+    c->writable = (flags & NERVE_O_WRITE) != 0;
+    c->wake_always = (h->compat_flags & NERVE__COMPAT_WAKE_ALWAYS) != 0;
+    c->nslots = g->nslots;
+    c->data_size = g->data_size;
+    c->file_size = g->file_size;
+    if (flags & NERVE__O_HEADER) {
+        /* For statistics: the header, metadata and index pages only, not
+         * populated (a stat touches two or three pages), never the data
+         * ring. */
+        c->map_len = g->data_off;
+        c->base = nerve__shm_map(fd, g->data_off, 0);
+    } else {
+        c->base = nerve__map_double(fd, g->file_size, g->data_off, g->data_size,
+                                    c->writable);
+    }
+    if (!c->base) {
+        int r = nerve__err_from_errno(errno);
+        free(c);
+        return r;
+    }
+    c->hdr = (struct nerve__shm_hdr *)c->base;
+    c->slots = (struct nerve__shm_slot *)(c->base + g->index_off);
+    c->ring = c->map_len ? NULL : c->base + g->data_off;
+    *out = c;
+    return 0;
 }
 
 /* nerve_chan_open(), with the reason for a failure written into msg. */
@@ -853,81 +943,25 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
     int r = nerve_chan_name_check(name);
     if (r)
         return r;
-    char path[PATH_MAX];
-    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, name);
     int writable = (flags & NERVE_O_WRITE) != 0;
-    /* Never blocks, never follows a symlink, and only a regular file is
-     * opened (nerve__shm_open): /dev/shm is world-writable. */
     struct stat st;
-    int fd = nerve__shm_open(path, writable, &st);
-    if (fd < 0) {
-        if (fd == NERVE_ENOTCHAN)
-            nerve__say(msg, len, fd,
-                       "not a nerve channel: not a regular file (FIFO, socket, "
-                       "device, directory or symlink)");
+    int fd = chan_file_open(name, writable, &st, msg, len);
+    if (fd < 0)
         return fd;
-    }
     struct nerve__shm_hdr h;
     struct nerve__geometry g;
-    memset(&h, 0, sizeof h);
-    /* Validate the header from a private copy before mapping anything. */
-    ssize_t n = nerve__file->pread(fd, &h, sizeof h, 0);
-    if (n < 0) {
-        r = nerve__err_from_errno(errno);
-        goto fail_fd;
-    }
-    /* Bytes past a short read stay zero; header_check judges st_size. */
-    r = nerve__header_check(&h, (uint64_t)st.st_size, &g, msg, len);
-    /* Creation reserves every page (posix_fallocate), so a channel file is
-     * never sparse. A sparse one is foreign, and mapping it with
-     * MAP_POPULATE would allocate its holes: up to data_size of /dev/shm
-     * taken by a read-only open. */
-    if (r == 0 && (uint64_t)st.st_blocks * 512 < (uint64_t)st.st_size)
-        r = nerve__say(msg, len, NERVE_ECORRUPT,
-                       "file is sparse: %" PRIu64 " of its %" PRIu64
-                       " bytes are allocated (nerve_chan_create allocates all)",
-                       (uint64_t)st.st_blocks * 512, (uint64_t)st.st_size);
-    if (r)
-        goto fail_fd;
-    nerve_chan *c = calloc(1, sizeof *c);
-    if (!c) {
-        r = NERVE_ENOMEM;
-        goto fail_fd;
-    }
-    snprintf(c->name, sizeof c->name, "%s", name);
-    c->fd = fd;
-    c->writable = writable;
-    c->wake_always = (h.compat_flags & NERVE__COMPAT_WAKE_ALWAYS) != 0;
-    c->nslots = g.nslots;
-    c->data_size = g.data_size;
-    c->file_size = g.file_size;
-    if (flags & NERVE__O_HEADER) {
-        /* For statistics: the header, metadata and index pages only, not
-         * populated (a stat touches two or three pages), never the data
-         * ring. */
-        c->map_len = g.data_off;
-        c->base = nerve__shm_map(fd, g.data_off, 0);
-    } else {
-        c->base = nerve__map_double(fd, g.file_size, g.data_off, g.data_size,
-                                    writable);
-    }
-    if (!c->base) {
-        r = nerve__err_from_errno(errno);
-        free(c);
-        goto fail_fd;
-    }
-    c->hdr = (struct nerve__shm_hdr *)c->base;
-    c->slots = (struct nerve__shm_slot *)(c->base + g.index_off);
-    c->ring = c->map_len ? NULL : c->base + g.data_off;
-    /* The mapping is the file the header came from, but a writer with
-     * access could have rewritten it since: the geometry used from here on
-     * is the validated copy in the handle, never re-read. */
-    r = meta_load(c, &h, msg, len);
+    nerve_chan *c = NULL;
+    r = header_load(fd, &st, &h, &g, msg, len);
+    if (r == 0)
+        r = handle_map(name, fd, flags, &h, &g, &c);
     if (r) {
-        (void)nerve_chan_close(c);
+        nerve__file->close(fd);
         return r;
     }
-    if (writable && (r = writer_ns_claim(c)) != 0) {
+    r = meta_load(c, &h, msg, len);
+    if (r == 0 && writable)
+        r = writer_ns_claim(c);
+    if (r) {
         (void)nerve_chan_close(c);
         return r;
     }
@@ -936,9 +970,6 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         reader_start(c);
     *out = c;
     return 0;
-fail_fd:
-    nerve__file->close(fd);
-    return r;
 }
 
 int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)

@@ -8,9 +8,7 @@
 
 int64_t nerve_clock_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return nerve__mono_now();
 }
 
 int64_t nerve_clock_to_realtime_ns(int64_t mono_ns)

@@ -29,7 +29,7 @@ void nerve__crashpoint_arm(const char *name, long skip);
         "commit.before-commit"
 
 /* Every NERVE_CRASHPOINT of a writer open that takes a channel over from
- * another PID namespace (src/platform/linux/mutex.c, WRITERS' NAMESPACE,
+ * another PID namespace (src/platform/linux/claim.c, WRITERS' NAMESPACE,
  * N3-N5): the torture's namespace episodes kill a writer at each. */
 #define NERVE_CRASHPOINT_CLAIM_NAMES                                           \
     "claim.exclusive", "claim.after-reset", "claim.after-ns"

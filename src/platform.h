@@ -1,7 +1,9 @@
 /* The port contract: what the channel protocol needs from the operating
- * system. Linux implements it in src/platform/linux/: futex.c (waits and
- * wakes), mutex.c (the writer lock), fileops.c (the system calls on
- * files) and shmfile.c (files in the shared-memory directory). The
+ * system. Linux implements it in src/platform/linux/, one service a file:
+ * futex.c (waits and wakes), mutex.c (the writer lock), claim.c (the
+ * writers' PID namespace), thread.c (thread identity), fileops.c (the
+ * system calls on files), shmfile.c (files in the shared-memory
+ * directory) and mmap.c (mapping them). The
  * protocol code in chan.c calls the futex operations only through
  * nerve__futex, and the channel code makes every file operation (open,
  * stat, fallocate, link, unlink, chmod, mmap, directory reads) only
@@ -84,7 +86,7 @@ int nerve__mutex_repair(struct nerve__shm_lock *l, int force);
 
 /* Admit a writer handle (fd: its descriptor, open for reading and
  * writing, used for nothing else that locks) of PID namespace `ns` (0:
- * unknown) to the lock; see WRITERS' NAMESPACE in mutex.c. Holds a shared
+ * unknown) to the lock; see WRITERS' NAMESPACE in claim.c. Holds a shared
  * lock on the claim byte from here until fd is closed. When no other
  * writer handle is open, a non-zero lock word is stale and is reset to
  * "owner died". Returns 0 (admitted in the recorded namespace, or an
@@ -93,9 +95,30 @@ int nerve__mutex_repair(struct nerve__shm_lock *l, int force);
  * another opener stopped inside its open for over a second) or another
  * error. Blocking: up to a second, only behind another opener. */
 int nerve__mutex_claim(struct nerve__shm_lock *l, int fd, uint64_t ns);
+/* Whether an open file description other than fd's holds the claim byte,
+ * that is, whether a writer handle is open anywhere, in any namespace: 1
+ * yes, 0 no, -1 cannot tell (fd < 0, or no OFD locks). */
+int nerve__claim_held(int fd);
 
-/* The calling thread's TID (cached; fork-safe). */
-uint32_t nerve__tid(void);
+/* ---- thread identity (thread.c) ---- */
+
+/* initial-exec: one %fs-relative load instead of a __tls_get_addr call
+ * (the default model in a shared object) on every lock and unlock; the
+ * library's thread variables take a few bytes of the static TLS that glibc
+ * keeps for libraries loaded later (dlopen, e.g. the Python module). */
+#define NERVE__TLS __thread __attribute__((tls_model("initial-exec")))
+/* The calling thread's TID once looked up, else 0 (fork-safe: a fork
+ * child starts with 0). Only nerve__tid() reads it. */
+extern NERVE__TLS uint32_t nerve__tid_cache;
+/* Look the TID up (one system call) and cache it. */
+uint32_t nerve__tid_lookup(void);
+/* The calling thread's TID: the put path makes no system call for it (the
+ * cache is inline here so that the lock's fast path pays one load). */
+static inline uint32_t nerve__tid(void)
+{
+    uint32_t t = nerve__tid_cache;
+    return t ? t : nerve__tid_lookup();
+}
 /* This process's PID namespace id (nsfs inode), 0 if unknown (no /proc). */
 uint64_t nerve__pidns_id(void);
 

@@ -543,17 +543,8 @@ int nerve_task_next(nerve_task *t, int64_t timeout_ns, uint32_t flags,
         return NERVE_EBUSY;
     if (t->pull == RT_PULL_ENDED)
         return t->pull_rc;
-    int64_t until;
-    if (timeout_ns == NERVE_FOREVER) {
-        until = -1;
-    } else if (flags & NERVE_F_ABSTIME) {
-        until = timeout_ns < 0 ? 0 : timeout_ns;
-    } else if (timeout_ns <= 0) {
-        until = 0;
-    } else {
-        int64_t now = nerve_clock_now_ns();
-        until = timeout_ns > INT64_MAX - now ? -1 : now + timeout_ns;
-    }
+    int64_t until =
+        nerve__deadline_ns(timeout_ns, (flags & NERVE_F_ABSTIME) != 0);
     int rc;
     if (t->pull == RT_PULL_NONE) {
         if (rt_stopping(t)) {

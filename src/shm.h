@@ -77,14 +77,14 @@ struct nerve__shm_lock {
     nerve__a64 pidns;   /* writers' PID namespace (nsfs inode of
                              /proc/self/ns/pid); 0 until the first writer
                              opens (CAS); changed only by a takeover with
-                             no writer handle open (mutex.c, WRITERS'
+                             no writer handle open (claim.c, WRITERS'
                              NAMESPACE). SYNC(ns-claim) */
     uint8_t reserved1[56];
 };
 _Static_assert(sizeof(struct nerve__shm_lock) == 128, "layout");
 _Static_assert(offsetof(struct nerve__shm_lock, pidns) == 64, "layout");
 /* Bytes of the channel file used only as names in the kernel's table of
- * OFD byte-range locks, never read or written (mutex.c, WRITERS'
+ * OFD byte-range locks, never read or written (claim.c, WRITERS'
  * NAMESPACE): every writer handle holds a shared lock on CLAIM_BYTE for
  * its life, a takeover an exclusive one; openers take CLAIM_GATE
  * exclusively while they decide. Both lie in the lock's reserved1 bytes

@@ -15,7 +15,37 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "nerve/chan.h" /* NERVE_FOREVER */
+
 #define NERVE__NS_PER_S 1000000000LL
+
+/* CLOCK_MONOTONIC now, in nanoseconds (nerve_clock_now_ns()'s time base;
+ * inline, for the lock's and the waits' deadline checks). */
+static inline int64_t nerve__mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NERVE__NS_PER_S + ts.tv_nsec;
+}
+
+/* The absolute CLOCK_MONOTONIC deadline of a caller's timeout, by the one
+ * rule of every wait and lock in the library (include/nerve/chan.h): -1
+ * for none (NERVE_FOREVER, or a relative timeout that reaches
+ * past the clock's range), 0 for one that has already passed (a relative
+ * timeout <= 0, an absolute time <= 0), so that a late caller gets one try
+ * and a timeout, else the absolute time (`abstime`) or now + timeout_ns.
+ * Reads the clock only for a positive relative timeout. */
+static inline int64_t nerve__deadline_ns(int64_t timeout_ns, int abstime)
+{
+    if (timeout_ns == NERVE_FOREVER)
+        return -1;
+    if (timeout_ns <= 0)
+        return 0;
+    if (abstime)
+        return timeout_ns;
+    int64_t now = nerve__mono_now();
+    return timeout_ns > INT64_MAX - now ? -1 : now + timeout_ns;
+}
 
 /* a + b, clamped to [INT64_MIN, INT64_MAX]. */
 static inline int64_t nerve__ns_add_sat(int64_t a, int64_t b)

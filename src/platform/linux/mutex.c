@@ -48,99 +48,25 @@
  * owning thread can unlock a PI futex: chan.c refuses commit, abort and
  * close with a reservation from any other thread.
  *
- * WRITERS' NAMESPACE (nerve__mutex_claim(); model/claim.pml). A TID means
- * a thread only in one PID namespace: the kernel resolves the word's TID
- * in the caller's namespace (FUTEX_LOCK_PI boosts and waits for whatever
- * thread has that number there, or answers ESRCH, which a locker takes for
- * a dead owner), writes a new owner's TID as the unlocker sees it
- * (FUTEX_UNLOCK_PI), and the robust list clears a TID as the dying thread
- * sees it. So the lockers of one word must share a PID namespace, and
- * containers that share /dev/shm but not their PID namespace (Docker's
- * default) would corrupt each other's lock. lock.pidns records the
- * namespace whose threads the word may name; the claim keeps it true and
- * hands the channel to another namespace as soon as no writer of the
- * recorded one is left, with no manual step:
- *   - every writer handle holds a shared open-file-description (OFD)
- *     byte-range lock on byte NERVE__CLAIM_BYTE of the channel file from
- *     its open to its close. The kernel drops it when the last descriptor
- *     of that open goes, so also when the process dies by any means, in
- *     any namespace: it is the liveness test that /proc cannot give across
- *     namespaces (a container does not see the host's PIDs, and a
- *     namespace's inode number is reused once it is gone);
- *   - openers pass N2-N5 one at a time, holding an exclusive OFD lock on
- *     byte NERVE__CLAIM_GATE, so that every other holder of the claim
- *     byte is an admitted writer handle (never an opener midway);
- *   N1  take the gate (F_OFD_SETLK F_WRLCK, not waiting). EAGAIN: another
- *       opener is in N2-N5, a few system calls: retry for up to
- *       NERVE__CLAIM_WAIT_NS (then NERVE_EXDEV: that opener is stopped);
- *   N2  take the claim byte shared (cannot conflict: only a gate holder
- *       takes it exclusively) and read pidns (acquire; SYNC(ns-claim));
- *       0: set it to ours by CAS;
- *   N3  convert the shared lock to exclusive, not waiting. EAGAIN: another
- *       writer handle is open, an admitted one (the gate keeps openers
- *       out): if pidns is ours, we are admitted beside it (go to N5,
- *       keeping the shared lock); if it is another namespace's, drop both
- *       locks and return NERVE_EXDEV. Success: no other writer handle is
- *       open anywhere;
- *   N4  so no thread can hold or wait for the word, and whatever TID it
- *       names is stale (its owner died with its robust entry lost, or
- *       lived in another namespace). Reset a non-zero word to
- *       FUTEX_OWNER_DIED (free; the next locker recovers and validates the
- *       ring). This is done even when pidns reads as ours: a namespace's
- *       inode number is reused once it is gone, so a restarted container
- *       may look like the dead one while the word still names the dead
- *       one's PID 1 -- in the new namespace, likely its own writer. If
- *       pidns is another namespace's, store ours with release:
- *       SYNC(ns-claim), pairs with N2's acquire, so a writer that sees the
- *       new owner also sees the reset word (when pidns stays, lockers
- *       reach the reset word by their CAS, which reads its newest value);
- *   N5  keep the claim byte shared (a downgrade never conflicts) and drop
- *       the gate.
- *   INVARIANT: every admitted writer handle -- every holder of the claim
- *   byte outside the gate -- runs in namespace pidns (a writer without
- *   /proc, id 0, is admitted unchecked, as before), and the word names no
- *   thread but one of theirs. N3 admits only pidns's writers beside
- *   others; pidns changes, and the word is reset, only in N4, under the
- *   exclusive claim byte, when there is no other holder. Every thread that locks or waits
- *   on the word does so through an admitted handle, so all of them share
- *   one namespace: within it the lock keeps all its guarantees (mutual
- *   exclusion, robust recovery, priority inheritance, the dead-owner check
- *   of nerve check).
- *   Two namespaces never write at once: the second is refused with
- *   NERVE_EXDEV exactly while a writer handle of the first is open (a PI
- *   word cannot be shared, see above; a lock without PI for mixed
- *   namespaces would give up the real-time guarantee silently). Openers
- *   of one new namespace that race to take a channel over all get it: the
- *   gate makes the first take it and the others find it theirs in N2.
- *   Any descriptor open for reading may take the claim byte shared, so a
- *   local user who may only read the channel can keep it from passing to
- *   another namespace (N3 then refuses as if a writer were open); it
- *   cannot admit a second namespace or touch the admitted writers.
- *   A death anywhere in N1-N5 leaves a state N1-N5 continue from: the
- *   kernel drops the dead opener's OFD locks; a reset word is a recovered
- *   lock whether or not pidns was stored; pidns is one word. Crash points
- *   claim.exclusive, claim.after-reset and claim.after-ns (torture). */
+ * WRITERS' NAMESPACE: the TIDs in the word are those of one PID
+ * namespace, which claim.c keeps true (nerve__mutex_claim(),
+ * model/claim.pml). */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../../atomics.h"
-#include "../../crashpoint.h"
 #include "../../platform.h"
 #include "../../shm.h"
 #include "../../timeconv.h"
-#include "nerve/chan.h"
 #include "nerve/errors.h"
 
 #ifndef FUTEX_LOCK_PI2
@@ -153,156 +79,6 @@ struct rl_head {
     long futex_offset;
     void *op_pending;
 };
-
-static int64_t mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* The calling thread's TID, cached per thread so that the put path makes
- * no system call for it. A fork child's only thread inherits the forking
- * thread's cache: the atfork handler clears it. */
-/* initial-exec: one %fs-relative load instead of a __tls_get_addr call
- * (the default model in a shared object) on every lock and unlock; the
- * two variables take 12 bytes of the static TLS that glibc keeps for
- * libraries loaded later (dlopen, e.g. the Python module). */
-#define NERVE__TLS __thread __attribute__((tls_model("initial-exec")))
-static NERVE__TLS uint32_t tid_cache;
-static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
-
-static void tid_forked(void)
-{
-    tid_cache = 0;
-}
-
-static void tid_init(void)
-{
-    (void)pthread_atfork(NULL, NULL, tid_forked);
-}
-
-uint32_t nerve__tid(void)
-{
-    if (!tid_cache) {
-        pthread_once(&tid_once, tid_init);
-        tid_cache = (uint32_t)syscall(SYS_gettid);
-    }
-    return tid_cache;
-}
-
-uint64_t nerve__pidns_id(void)
-{
-    struct stat st;
-    if (stat("/proc/self/ns/pid", &st) != 0)
-        return 0;
-    return (uint64_t)st.st_ino;
-}
-
-/* ---- the writers' namespace (WRITERS' NAMESPACE above) ---------------- */
-
-/* How long N1 waits for another opener's N2-N5. */
-#define NERVE__CLAIM_WAIT_NS 1000000000ll
-
-/* Set (F_RDLCK, F_WRLCK) or drop (F_UNLCK) this open file description's
- * lock on byte `at` of the file, never waiting. 0 or -1 with errno. */
-static int ofd_lock(int fd, off_t at, short type)
-{
-    struct flock fl;
-    memset(&fl, 0, sizeof fl); /* l_pid must be 0 for OFD locks */
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = at;
-    fl.l_len = 1;
-    return fcntl(fd, F_OFD_SETLK, &fl);
-}
-
-/* Without OFD locks (Linux before 3.15) there is no takeover: the
- * namespace record alone decides, as it did before the claim. */
-static int claim_by_record(struct nerve__shm_lock *l, uint64_t ns)
-{
-    if (ns == 0)
-        return 0;
-    uint64_t cur = nerve__load_acq(&l->pidns);
-    if (cur == 0 && nerve__cas_rlx(&l->pidns, &cur, ns))
-        return 0;
-    return cur == ns ? 0 : NERVE_EXDEV;
-}
-
-int nerve__mutex_claim(struct nerve__shm_lock *l, int fd, uint64_t ns)
-{
-    /* N1: the gate. */
-    int64_t give_up = -1;
-    while (ofd_lock(fd, NERVE__CLAIM_GATE, F_WRLCK) != 0) {
-        int e = errno;
-        if (e == EINVAL)
-            return claim_by_record(l, ns);
-        if (e != EAGAIN && e != EACCES && e != EINTR)
-            return nerve__err_from_errno(e);
-        int64_t now = mono_now();
-        if (give_up < 0) {
-            give_up = now + NERVE__CLAIM_WAIT_NS;
-        } else if (now >= give_up) {
-            return NERVE_EXDEV;
-        }
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    /* N2: the claim byte, shared; only a gate holder takes it exclusively,
-     * and the gate is ours. */
-    int r = 0;
-    if (ofd_lock(fd, NERVE__CLAIM_BYTE, F_RDLCK) != 0) {
-        r = nerve__err_from_errno(errno);
-        goto out;
-    }
-    if (ns == 0)
-        goto out; /* no /proc: cannot tell, not checked (as before) */
-    /* SYNC(ns-claim) acquire: a takeover's word reset (N4) is visible to
-     * the writer that sees its namespace; pairs with N4's release. */
-    uint64_t cur = nerve__load_acq(&l->pidns);
-    /* Relaxed CAS: a first claim publishes nothing (the word is fresh). A
-     * failed CAS leaves the recorded namespace in cur. */
-    if (cur == 0 && nerve__cas_rlx(&l->pidns, &cur, ns))
-        cur = ns;
-    /* N3: is this the only writer handle? Any other holder of the byte is
-     * an admitted writer (the gate keeps openers out). */
-    if (ofd_lock(fd, NERVE__CLAIM_BYTE, F_WRLCK) != 0) {
-        int e = errno;
-        if (e != EAGAIN && e != EACCES) {
-            r = nerve__err_from_errno(e);
-        } else if (cur != ns) {
-            r = NERVE_EXDEV; /* writers of another namespace are open */
-        } else {
-            goto out; /* admitted beside the open writers of ours */
-        }
-        (void)ofd_lock(fd, NERVE__CLAIM_BYTE, F_UNLCK);
-        goto out;
-    }
-    NERVE_CRASHPOINT("claim.exclusive");
-    /* N4: no other writer handle is open anywhere, so no thread holds or
-     * waits for the word; any TID in it is stale -- also when the
-     * recorded namespace looks like ours, for an inode number is reused
-     * once its namespace is gone (a restarted container may get the old
-     * number while the word still names the old PID 1). */
-    if (nerve__load32_rlx(&l->word) != 0)
-        nerve__store32_rel(&l->word, FUTEX_OWNER_DIED);
-    NERVE_CRASHPOINT("claim.after-reset");
-    if (cur != ns) {
-        /* SYNC(ns-claim) release: the reset word is visible to any writer
-         * that reads this namespace in N2; pairs with N2's acquire. (When
-         * the namespace stays, later lockers reach the reset word by their
-         * CAS, which reads the newest value of the word.) */
-        nerve__store_rel(&l->pidns, ns);
-        r = 1;
-    }
-    NERVE_CRASHPOINT("claim.after-ns");
-    /* N5: keep the claim byte shared for the handle's life. */
-    if (ofd_lock(fd, NERVE__CLAIM_BYTE, F_RDLCK) != 0)
-        r = nerve__err_from_errno(errno);
-out:
-    (void)ofd_lock(fd, NERVE__CLAIM_GATE, F_UNLCK);
-    return r;
-}
 
 int nerve__mutex_init(struct nerve__shm_lock *l)
 {
@@ -422,7 +198,7 @@ static void spin_for_free(struct nerve__shm_lock *l, uint32_t tid,
     int policy = sched_getscheduler(0);
     if (policy != SCHED_OTHER && policy != SCHED_BATCH && policy != SCHED_IDLE)
         return;
-    int64_t now = mono_now();
+    int64_t now = nerve__mono_now();
     int64_t pause_end = now + NERVE__LOCK_PAUSE_NS;
     int64_t end = now + NERVE__LOCK_SPIN_NS;
     if (deadline >= 0 && deadline < end)
@@ -433,7 +209,7 @@ static void spin_for_free(struct nerve__shm_lock *l, uint32_t tid,
         if (v == 0 || (v & FUTEX_OWNER_DIED) || (v & FUTEX_TID_MASK) == tid)
             return;
         if (yielding || i % 16 == 0) {
-            now = mono_now();
+            now = nerve__mono_now();
             if (now >= end)
                 return;
             yielding = now >= pause_end;
@@ -450,6 +226,178 @@ static void spin_for_free(struct nerve__shm_lock *l, uint32_t tid,
     }
 }
 
+/* Uncontended: one CAS on a free word, no clock read, no reload (the CAS
+ * is the acquire, and a word that was 0 carries no OWNER_DIED). The
+ * robust-list steps are those of taken(), so a death at any point is
+ * recovered exactly as on the general path. Returns 1 if taken. */
+static inline int take_uncontended(struct nerve__shm_lock *l, struct rl_head *h,
+                                   void **entry, uint32_t tid)
+{
+    uint32_t v0 = 0;
+    if (!nerve__cas32_acq(&l->word, &v0, tid))
+        return 0;
+    rl_enqueue(h, entry);
+    __asm__ __volatile__("" ::: "memory");
+    h->op_pending = NULL;
+    return 1;
+}
+
+/* A locker on the general path: its robust entry is announced in
+ * h->op_pending, and stays so until taken() or an error return. */
+struct locker {
+    struct nerve__shm_lock *l;
+    struct rl_head *h;
+    void **entry;
+    uint32_t tid;
+    int64_t deadline; /* absolute CLOCK_MONOTONIC; -1: none; 0: passed */
+    int pi2;          /* 0 once the kernel answered ENOSYS to LOCK_PI2 */
+};
+
+/* Answers of one step of the general path besides a final status (taken()'s
+ * 0 or 1, or a negative error). */
+#define LOCK_AGAIN 2  /* the word changed: look at it again */
+#define LOCK_KERNEL 3 /* another thread holds it: ask the kernel */
+
+/* The user-space step, on the word's value v: a free word, or one the
+ * kernel freed after its owner died with nobody queued, is taken by CAS
+ * (the second as recovered); a word naming the caller is its own. Returns
+ * taken()'s status, NERVE_EDEADLK, LOCK_AGAIN (the CAS lost) or
+ * LOCK_KERNEL. */
+static int take_word(struct locker *k, uint32_t v)
+{
+    if (v == 0 || v == FUTEX_OWNER_DIED) {
+        int died = v != 0;
+        if (nerve__cas32_acq(&k->l->word, &v, k->tid))
+            return taken(k->l, k->h, k->entry, died);
+        return LOCK_AGAIN;
+    }
+    if ((v & FUTEX_TID_MASK) == k->tid)
+        return NERVE_EDEADLK;
+    return LOCK_KERNEL;
+}
+
+/* The monotonic `deadline` as a CLOCK_REALTIME time, for FUTEX_LOCK_PI,
+ * which before Linux 5.14 times out on that clock only: the real-time now
+ * plus the time left (none if passed), saturated, so that a deadline near
+ * INT64_MAX on the monotonic clock is still far in the future on the
+ * real-time one. */
+static struct timespec realtime_deadline(int64_t deadline)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    int64_t left = deadline - nerve__mono_now();
+    int64_t rnow = 0;
+    (void)nerve__ns_from_timespec(&rt, &rnow);
+    if (left < 0)
+        left = 0;
+    int64_t rdl = nerve__ns_add_sat(rnow, left);
+    struct timespec ts = {(time_t)(rdl / NERVE__NS_PER_S),
+                          (long)(rdl % NERVE__NS_PER_S)};
+    return ts;
+}
+
+/* The kernel's timed lock: FUTEX_LOCK_PI2 until the CLOCK_MONOTONIC
+ * deadline, or, on a kernel without it (ENOSYS, remembered in k->pi2),
+ * FUTEX_LOCK_PI until the same time on CLOCK_REALTIME. 0 or -1 with
+ * errno. */
+static long lock_until(struct locker *k)
+{
+    struct timespec ts = {(time_t)(k->deadline / NERVE__NS_PER_S),
+                          (long)(k->deadline % NERVE__NS_PER_S)};
+    long r = -1;
+    errno = ENOSYS;
+    if (k->pi2)
+        r = futex(&k->l->word, FUTEX_LOCK_PI2, 0, &ts);
+    if (r != 0 && errno == ENOSYS) {
+        k->pi2 = 0;
+        ts = realtime_deadline(k->deadline);
+        r = futex(&k->l->word, FUTEX_LOCK_PI, 0, &ts);
+    }
+    return r;
+}
+
+/* The kernel step (PI: it boosts the owner while this thread waits):
+ * FUTEX_TRYLOCK_PI once the deadline has `passed`, an untimed
+ * FUTEX_LOCK_PI2 (FUTEX_LOCK_PI before Linux 5.14) without a deadline,
+ * else lock_until(). Returns 0 (taken) or the errno of the answer. */
+static int lock_in_kernel(struct locker *k, int passed)
+{
+    long r;
+    if (passed) {
+        r = futex(&k->l->word, FUTEX_TRYLOCK_PI, 0, NULL);
+    } else if (k->deadline < 0) {
+        r = futex(&k->l->word, FUTEX_LOCK_PI2, 0, NULL);
+        if (r != 0 && errno == ENOSYS)
+            r = futex(&k->l->word, FUTEX_LOCK_PI, 0, NULL);
+    } else {
+        r = lock_until(k);
+    }
+    return r == 0 ? 0 : errno;
+}
+
+/* Dead-thread recovery, on ESRCH: the word names `owner`, a thread that
+ * does not exist in this PID namespace (the only one writers run in,
+ * claim.c): it cannot be alive and the kernel will never release the
+ * lock. Take it over by CAS, keeping FUTEX_WAITERS for the lockers queued
+ * behind it: taken()'s status (recovered), or LOCK_AGAIN when the word no
+ * longer names that owner. */
+static int take_from_missing(struct locker *k, uint32_t owner)
+{
+    uint32_t v = nerve__load32_rlx(&k->l->word);
+    if ((v & FUTEX_TID_MASK) == owner && owner != 0 &&
+        nerve__cas32_acq(&k->l->word, &v, k->tid | (v & FUTEX_WAITERS)))
+        return taken(k->l, k->h, k->entry, 1);
+    return LOCK_AGAIN;
+}
+
+/* What the kernel's answer e (not 0) means (LOCK above), on try `spins`
+ * of the general path, for a word that named `owner`: a final status, or
+ * LOCK_AGAIN. Retries are bounded by the deadline. */
+static int kernel_answer(struct locker *k, int e, uint32_t owner, int passed,
+                         int spins)
+{
+    if (e == ESRCH)
+        return take_from_missing(k, owner);
+    if (e == EINTR || (e == EAGAIN && !passed)) {
+        /* EAGAIN: the owner is exiting; its robust list is being walked.
+         * Yield between tries. */
+        if (e == EAGAIN && spins > 16)
+            sched_yield();
+        if (k->deadline >= 0 && nerve__mono_now() >= k->deadline &&
+            spins > 1000)
+            return NERVE_ETIMEDOUT;
+        return LOCK_AGAIN;
+    }
+    if (e == ETIMEDOUT || e == EWOULDBLOCK || e == EBUSY)
+        return NERVE_ETIMEDOUT;
+    if (e == EDEADLK)
+        return NERVE_EDEADLK;
+    if (e == ENOSYS)
+        return NERVE_ENOSYS;
+    return NERVE_ECORRUPT; /* EINVAL, EPERM, EFAULT */
+}
+
+/* The general path: the user-space step, then the kernel step, until one
+ * of them gives a final status. */
+static int lock_contended(struct locker *k)
+{
+    for (int spins = 0;; spins++) {
+        uint32_t v = nerve__load32_rlx(&k->l->word);
+        int r = take_word(k, v);
+        if (r == LOCK_AGAIN)
+            continue;
+        if (r != LOCK_KERNEL)
+            return r;
+        int passed = k->deadline >= 0 && nerve__mono_now() >= k->deadline;
+        int e = lock_in_kernel(k, passed);
+        if (e == 0)
+            return taken(k->l, k->h, k->entry, 0);
+        r = kernel_answer(k, e, v & FUTEX_TID_MASK, passed, spins);
+        if (r != LOCK_AGAIN)
+            return r;
+    }
+}
+
 int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
                       int abstime)
 {
@@ -461,126 +409,17 @@ int nerve__mutex_lock(struct nerve__shm_lock *l, int64_t timeout_ns,
     /* Glibc's order: announce the entry before the word can name us. */
     h->op_pending = (void *)((uintptr_t)entry | PI_BIT);
     __asm__ __volatile__("" ::: "memory");
-    /* Uncontended: one CAS on a free word, no clock read, no reload (the
-     * CAS is the acquire, and a word that was 0 carries no OWNER_DIED).
-     * The robust-list steps are those of taken(), so a death at any point
-     * is recovered exactly as on the general path. */
-    uint32_t v0 = 0;
-    if (nerve__cas32_acq(&l->word, &v0, tid)) {
-        rl_enqueue(h, entry);
-        __asm__ __volatile__("" ::: "memory");
-        h->op_pending = NULL;
+    if (take_uncontended(l, h, entry, tid))
         return 0;
-    }
     /* A relative timeout counts from here: the fast path took no time
      * worth measuring. */
-    int64_t deadline; /* absolute CLOCK_MONOTONIC; -1: none */
-    if (timeout_ns == NERVE_FOREVER) {
-        deadline = -1;
-    } else if (abstime) {
-        deadline = timeout_ns < 0 ? 0 : timeout_ns;
-    } else if (timeout_ns <= 0) {
-        deadline = 0; /* passed: one try */
-    } else {
-        int64_t now = mono_now();
-        deadline = timeout_ns > INT64_MAX - now ? -1 : now + timeout_ns;
-    }
-    if (deadline != 0)
-        spin_for_free(l, tid, deadline);
-    int pi2 = 1;
-    int r;
-    for (int spins = 0;; spins++) {
-        uint32_t v = nerve__load32_rlx(&l->word);
-        uint32_t owner = v & FUTEX_TID_MASK;
-        if (v == 0) {
-            if (nerve__cas32_acq(&l->word, &v, tid))
-                return taken(l, h, entry, 0);
-            continue;
-        }
-        if (owner == 0 && v == FUTEX_OWNER_DIED) {
-            /* Freed by the kernel after its owner died; nobody queued. */
-            if (nerve__cas32_acq(&l->word, &v, tid))
-                return taken(l, h, entry, 1);
-            continue;
-        }
-        if (owner == tid) {
-            r = NERVE_EDEADLK;
-            break;
-        }
-        long k;
-        int passed = deadline >= 0 && mono_now() >= deadline;
-        if (passed) {
-            k = futex(&l->word, FUTEX_TRYLOCK_PI, 0, NULL);
-        } else if (deadline < 0) {
-            k = futex(&l->word, FUTEX_LOCK_PI2, 0, NULL);
-            if (k != 0 && errno == ENOSYS)
-                k = futex(&l->word, FUTEX_LOCK_PI, 0, NULL);
-        } else {
-            struct timespec ts = {(time_t)(deadline / 1000000000),
-                                  (long)(deadline % 1000000000)};
-            k = -1;
-            errno = ENOSYS;
-            if (pi2)
-                k = futex(&l->word, FUTEX_LOCK_PI2, 0, &ts);
-            if (k != 0 && errno == ENOSYS) {
-                /* Before Linux 5.14 FUTEX_LOCK_PI times out on
-                 * CLOCK_REALTIME only. */
-                pi2 = 0;
-                struct timespec rt;
-                clock_gettime(CLOCK_REALTIME, &rt);
-                int64_t left = deadline - mono_now();
-                int64_t rnow = 0;
-                (void)nerve__ns_from_timespec(&rt, &rnow);
-                if (left < 0)
-                    left = 0;
-                /* Saturated: a deadline near INT64_MAX on the monotonic
-                 * clock is still far in the future on the real-time one. */
-                int64_t rdl = nerve__ns_add_sat(rnow, left);
-                ts.tv_sec = (time_t)(rdl / 1000000000);
-                ts.tv_nsec = (long)(rdl % 1000000000);
-                k = futex(&l->word, FUTEX_LOCK_PI, 0, &ts);
-            }
-        }
-        if (k == 0)
-            return taken(l, h, entry, 0);
-        int e = errno;
-        if (e == ESRCH) {
-            /* The word names a thread that does not exist in this PID
-             * namespace (the only one writers run in): it cannot be alive
-             * and the kernel will never release the lock. Take it over. */
-            v = nerve__load32_rlx(&l->word);
-            if ((v & FUTEX_TID_MASK) == owner && owner != 0 &&
-                nerve__cas32_acq(&l->word, &v, tid | (v & FUTEX_WAITERS)))
-                return taken(l, h, entry, 1);
-            continue;
-        }
-        if (e == EINTR || (e == EAGAIN && !passed)) {
-            /* EAGAIN: the owner is exiting; its robust list is being
-             * walked. Bounded by the deadline; yield between tries. */
-            if (e == EAGAIN && spins > 16)
-                sched_yield();
-            if (deadline >= 0 && mono_now() >= deadline && spins > 1000) {
-                r = NERVE_ETIMEDOUT;
-                break;
-            }
-            continue;
-        }
-        if (e == ETIMEDOUT || e == EWOULDBLOCK || e == EBUSY) {
-            r = NERVE_ETIMEDOUT;
-            break;
-        }
-        if (e == EDEADLK) {
-            r = NERVE_EDEADLK;
-            break;
-        }
-        if (e == ENOSYS) {
-            r = NERVE_ENOSYS;
-            break;
-        }
-        r = NERVE_ECORRUPT; /* EINVAL, EPERM, EFAULT */
-        break;
-    }
-    h->op_pending = NULL;
+    struct locker k = {
+        l, h, entry, tid, nerve__deadline_ns(timeout_ns, abstime), 1};
+    if (k.deadline != 0)
+        spin_for_free(l, tid, k.deadline);
+    int r = lock_contended(&k);
+    if (r < 0)
+        h->op_pending = NULL;
     return r;
 }
 
@@ -621,23 +460,6 @@ static int tid_alive(uint32_t tid)
     return 0;
 }
 
-/* Does an open file description other than fd's hold the claim byte, that
- * is, is a writer handle open anywhere? 1 yes, 0 no, -1 cannot tell. */
-static int claim_held(int fd)
-{
-    if (fd < 0)
-        return -1;
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK; /* conflicts with any holder */
-    fl.l_whence = SEEK_SET;
-    fl.l_start = NERVE__CLAIM_BYTE;
-    fl.l_len = 1;
-    if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
-        return -1;
-    return fl.l_type != F_UNLCK;
-}
-
 int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
                        int fd, char *msg, size_t len)
 {
@@ -658,7 +480,7 @@ int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
     if (!same_ns) {
         /* The TID means nothing here, but the claim byte tells whether
          * any writer handle, in any namespace, is open. */
-        int held = claim_held(fd);
+        int held = nerve__claim_held(fd);
         if (held == 0) {
             snprintf(msg, len,
                      "held by thread %u of another PID namespace, which "
