@@ -748,13 +748,14 @@ def test_errors_one_voice():
     expect(["put", n], 1, input=b"x" * 5000,
            err_has="nerve put: %s: EMSGSIZE: a message of 5000 bytes does "
                    "not fit: the channel's data ring is 4096 bytes (the "
-                   "largest message; nerve create --size)" % n)
+                   "largest message); 'nerve create --size' sets the data "
+                   "ring" % n)
     expect(["get", "bad name"], 2,
            err_has="nerve get: 'bad name': EINVAL: a space is not allowed "
                    "in a channel name (names use A-Z a-z 0-9 _ . -")
     expect(["get", gone], 1,
-           err_has="nerve get: %s: ENOENT: no such channel ('nerve ls' "
-                   "lists them" % gone)
+           err_has="nerve get: %s: ENOENT: no such channel; "
+                   "'nerve ls' lists channels" % gone)
     expect(["create", n], 1,
            err_has="nerve create: %s: EEXIST: a channel of this name exists"
                    " (open it" % n)
@@ -762,9 +763,9 @@ def test_errors_one_voice():
             "demo/B", "--exist-ok"], 1,
            err_has="nerve create: %s: EMISMATCH: the channel exists with "
                    "type 'demo/A'" % n)
-    expect(["create", name("voice-t"), "--size", "1T"], 2,
-           err_has="bad --size '1T' (bytes of the data ring, the largest "
-                   "message: a number with an optional K, M or G suffix")
+    expect(["create", name("voice-t"), "--size", "1P"], 2,
+           err_has="bad --size '1P' (bytes of the data ring, the largest "
+                   "message: a number with an optional K, M, G or T suffix")
     expect(["rm", n], 0)
 
 

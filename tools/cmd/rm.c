@@ -85,10 +85,11 @@ static int run(int argc, char **argv)
         }
         /* With no channel, nerve_chan_unlink() removes an orphaned bell
          * and still says NERVE_ENOENT: the name is clean, say so. */
-        char bell[64 + NERVE_NAME_MAX];
+        char bell[NERVE_PATH_MAX];
         struct stat bst;
-        snprintf(bell, sizeof bell, "/dev/shm/nerve-bell.%s", argv[i]);
-        int had_bell = lstat(bell, &bst) == 0 && S_ISREG(bst.st_mode);
+        int had_bell =
+            nerve_chan_path(argv[i], NERVE_PATH_BELL, bell, sizeof bell) == 0 &&
+            lstat(bell, &bst) == 0 && S_ISREG(bst.st_mode);
         int rc = nerve_chan_unlink(argv[i]);
         if (rc == NERVE_ENOENT && had_bell && lstat(bell, &bst) != 0) {
             fprintf(stderr,
