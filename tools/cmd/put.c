@@ -78,27 +78,19 @@ static int put_one(nerve_chan *ch, const char *name, const void *buf,
     int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
     if (rc == NERVE_ETIMEDOUT) {
         char who[256];
-        if (lock_holder(ch, who, sizeof who) == 0) {
-            fprintf(stderr,
-                    "nerve put: %s: ETIMEDOUT: the writer lock was "
-                    "not free within %.3g s: held by %s\n",
-                    name, (double)timeout / 1e9, who);
-        } else {
-            fprintf(stderr,
-                    "nerve put: %s: ETIMEDOUT: the writer lock was "
-                    "not free within %.3g s\n",
-                    name, (double)timeout / 1e9);
-        }
-        return CLI_FAIL;
+        int held = lock_holder(ch, who, sizeof who) == 0;
+        return cli_fail("put",
+                        "%s: ETIMEDOUT: the writer lock was not free within "
+                        "%.3g s%s%s",
+                        name, (double)timeout / 1e9, held ? ": held by " : "",
+                        held ? who : "");
     }
     if (rc != 0) {
         return cli_err("put", name, rc);
     }
     if (info.recovered) {
-        fprintf(stderr,
-                "nerve put: %s: recovered the writer lock from a "
-                "writer that died\n",
-                name);
+        cli_note("put", "%s: recovered the writer lock from a writer that died",
+                 name);
     }
     if (json) {
         printf("{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 "}\n", info.seq,
@@ -140,18 +132,17 @@ static int run(int argc, char **argv)
     int owned = 0;
     if (optind + 1 >= argc && isatty(STDIN_FILENO)) {
         /* Otherwise a user who forgot DATA sees a command that hangs. */
-        fprintf(stderr,
-                "nerve put: reading the message%s for %s from standard "
-                "input; end it with Ctrl-D (or give DATA after NAME)\n",
-                lines ? "s, one per line," : "", name);
+        cli_note("put",
+                 "reading the message%s for %s from standard input; end it "
+                 "with Ctrl-D (or give DATA after NAME)",
+                 lines ? "s, one per line," : "", name);
     }
     if (optind + 1 < argc) {
         data = argv[optind + 1];
         len = strlen(data);
     } else {
         if (read_all(stdin, &data, &len) != 0) {
-            fprintf(stderr, "nerve put: standard input: %s\n", strerror(errno));
-            return CLI_FAIL;
+            return cli_fail("put", "standard input: %s", strerror(errno));
         }
         owned = 1;
     }
