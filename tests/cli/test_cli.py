@@ -769,6 +769,34 @@ def test_errors_one_voice():
     expect(["rm", n], 0)
 
 
+def test_one_size_grammar():
+    """Every spelling the one size grammar promises (docs/cli.md, tools/
+    cli_size.c) gives the same bytes; what it refuses is a usage error
+    naming the grammar, and create's exact file size is what it took."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    for text, want in (("8192", 8192), ("8K", 8192), ("8k", 8192),
+                       ("8KiB", 8192), ("8kb", 8192), ("8KB", 8192),
+                       ("1M", 1 << 20), ("1MiB", 1 << 20), ("16B", 16)):
+        n = name("size")
+        expect(["create", n, "--slots", "4", "--size", text], 0,
+               out_has="/dev/shm/nerve." + n)
+        rc, out, _ = run("info", n, "--json")
+        info = json.loads(out) if rc == 0 else {}
+        round_up = (want + page - 1) // page * page
+        check(info.get("data_size") == round_up,
+              "--size %s: data ring %r, want %d" % (text, info.get("data_size"),
+                                                   round_up))
+        check(os.path.getsize("/dev/shm/nerve." + n) == info.get("file_size"),
+              "--size %s: the file is as large as info says" % text)
+        expect(["rm", n], 0)
+    for bad in ("64i", "-1", "+1", " 8K", "8.5K", "1P", "K", "8KiBB",
+                "18446744073709551616", "20000000T"):
+        expect(["create", name("size-bad"), "--size", bad], 2,
+               err_has="bad --size '%s' (bytes of the data ring, the largest "
+                       "message: a number with an optional K, M, G or T "
+                       "suffix" % bad)
+
+
 def main():
     if NERVE is None or not os.access(NERVE, os.X_OK):
         print("usage: test_cli.py PATH/TO/nerve", file=sys.stderr)
@@ -780,7 +808,8 @@ def main():
              test_put_get, test_cat, test_chmod, test_check,
              test_pid_namespaces, test_strange_files, test_review_regressions,
              test_rm_in_use, test_first_commands, test_words_a_user_can_follow,
-             test_reader_starts_first, test_errors_one_voice]
+             test_reader_starts_first, test_errors_one_voice,
+             test_one_size_grammar]
     try:
         for t in tests:
             n = len(FAILURES)
