@@ -35,6 +35,7 @@
 #include <nanobind/stl/optional.h>
 
 #include <nerve/chan.h>
+#include <nerve/cxx/reader.hpp> // nerve::spin_wait, nerve::WaitRhythm
 #include <nerve/errors.h>
 
 #include <atomic>
@@ -88,29 +89,6 @@ void bind_core(nb::module_ &m);
 
 // ---- _nerve_chan.cpp -------------------------------------------------------
 
-// The period of a channel's messages as one handle reads them, for the
-// `lead` of get/view: the commit time and sequence number of the last
-// message read and a moving average of the gap per message over the pairs
-// read (0 until two messages were read). The same rule as nerve::Reader's
-// WaitPolicy (cxx/reader.hpp), kept here because that is the C++ layer's
-// private code, not an interface of it.
-struct Rhythm {
-    uint64_t last_seq = 0;
-    int64_t last_ns = 0;
-    int64_t period_ns = 0;
-
-    void note(const nerve_get_info &i) noexcept
-    {
-        if (last_seq != 0 && i.seq > last_seq && i.time_ns > last_ns) {
-            const int64_t d =
-                (i.time_ns - last_ns) / static_cast<int64_t>(i.seq - last_seq);
-            period_ns = period_ns > 0 ? (3 * period_ns + d) / 4 : d;
-        }
-        last_seq = i.seq;
-        last_ns = i.time_ns;
-    }
-};
-
 // One open handle (the native base of nerve.Channel).
 struct Chan {
     nerve_chan *c = nullptr;
@@ -124,7 +102,7 @@ struct Chan {
     size_t hint;                     // size of the last message a get copied
     // The period learnt from the messages this handle read, for the
     // `lead` of get/view (as nerve::Reader keeps it for its WaitPolicy).
-    Rhythm rhythm;
+    nerve::WaitRhythm rhythm;
 
     Chan(const std::string &n, bool write);
     ~Chan();

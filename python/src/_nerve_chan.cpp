@@ -170,33 +170,6 @@ Poll poll_of(bool wait, double spin, double lead)
     return {seconds_to_ns(spin), seconds_to_ns(lead)};
 }
 
-// A hint to the CPU that this is a busy-wait loop (lets a sibling
-// hyperthread run); nothing on other architectures.
-inline void cpu_pause() noexcept
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__) ||                                                  \
-    (defined(__arm__) && defined(__ARM_ARCH) && __ARM_ARCH >= 7)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-// Call once() (a non-blocking read: 0 or a NERVE_E* code) until it returns
-// anything but NERVE_EAGAIN, for at most spin_ns. Returns its last result.
-// Thread: any, without the GIL.  Blocking: busy for up to spin_ns.
-template <class Once> int spin_for(Once &&once, int64_t spin_ns)
-{
-    const int64_t end = nerve_clock_now_ns() + spin_ns;
-    for (;;) {
-        const int rc = once();
-        if (rc != NERVE_EAGAIN || nerve_clock_now_ns() >= end) {
-            return rc;
-        }
-        cpu_pause();
-    }
-}
-
 // One waiting read under Poll p (deadline: absolute, -1 = never). once()
 // is the non-blocking C read (NERVE_EAGAIN: nothing yet); block(end) the
 // blocking one until the absolute time `end`. As policy_read in
@@ -207,7 +180,7 @@ template <class Once, class Block>
 int wait_polled(Chan &ch, const Poll &p, int64_t deadline, Once &&once,
                 Block &&block)
 {
-    const Rhythm &rh = ch.rhythm;
+    const nerve::WaitRhythm &rh = ch.rhythm;
     if (p.lead_ns > 0 && rh.period_ns > 0) {
         const int64_t nap_end = rh.last_ns + rh.period_ns - p.lead_ns;
         if (nap_end > nerve_clock_now_ns() &&
@@ -232,8 +205,10 @@ int wait_polled(Chan &ch, const Poll &p, int64_t deadline, Once &&once,
             if (left <= 0) {
                 break;
             }
+            int64_t no_limit = NERVE_FOREVER;
             int rc = without_gil([&] {
-                return spin_for(once, left < SLICE_NS ? left : SLICE_NS);
+                return nerve::spin_wait(once, left < SLICE_NS ? left : SLICE_NS,
+                                        &no_limit);
             });
             if (rc != NERVE_EAGAIN) {
                 return rc;
