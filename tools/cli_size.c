@@ -2,9 +2,9 @@
  * every verb and tool that takes a byte count reads it here, as the
  * Python tools read it (nerve_tools._limits.parse_size).
  *
- *   SIZE = DIGITS [UNIT ["i"]] ["B" | "b"]     UNIT = K | M | G | T
+ *   SIZE = DIGITS [UNIT ["i"]] ["B"]     UNIT = K | M | G | T
  *
- * in either case; units are powers of 1024 ("64K", "64KiB" and "64kb" are
+ * every letter in either case; units are powers of 1024 ("64K", "64KiB" and "64kb" are
  * all 65536). No blanks, no sign, no fraction; a value past 2^64 - 1 is
  * refused, never wrapped. */
 #include "cli.h"
@@ -44,7 +44,7 @@ int cli_parse_size(const char *s, uint64_t *out)
     int shift = unit_shift(*end);
     if (shift > 0) {
         end++;
-        if (*end == 'i') { /* "KiB", "Mi" */
+        if (*end == 'i' || *end == 'I') { /* "KiB", "Mi", "KIB" */
             end++;
         }
     } else {

@@ -51,7 +51,8 @@ _NODE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def parse_size(text: str) -> int:
     """A size in the one grammar of the nerve command and tools
-    (:func:`nerve_tools._limits.parse_size`, tools/cli_size.c)."""
+    (:func:`nerve_tools._limits.parse_size`, tools/cli_size.c); 0 is
+    allowed (it asks for the default)."""
     try:
         return _limits.parse_size(text)
     except _limits.LimitError as e:
