@@ -1018,7 +1018,7 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
                 r,
                 "no permission to open it for %s: mode %04o, owner uid %u "
                 "gid %u (readers need read permission, writers read and "
-                "write; its owner may change the mode)",
+                "write)",
                 (flags & NERVE_O_WRITE) ? "writing" : "reading",
                 (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
                 (unsigned)st.st_gid);
