@@ -67,19 +67,6 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) << _UNITS[unit.lower() if unit else None]
 
 
-def size_arg(text: str) -> int:
-    """:func:`parse_size` as an argparse ``type``: a positive SIZE, or an
-    ArgumentTypeError naming the grammar (every SIZE option of the tools,
-    as cli_parse_size() reads the C verbs' ones)."""
-    try:
-        n = parse_size(text)
-    except LimitError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError("a size must be positive")
-    return n
-
-
 def fmt_size(n: int) -> str:
     """A byte count for people: 67108864 -> "64 MiB", 1000 -> "1000 bytes"."""
     for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):

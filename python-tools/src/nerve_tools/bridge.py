@@ -95,7 +95,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--ros2-domain", type=int, default=0, metavar="N", help="ROS_DOMAIN_ID (0)")
     r.add_argument("--ros2-hash", action="append", default=[], metavar="TYPE=RIHS01_HEX",
                    help="type hash of a ROS 2 type (default: computed with rosbags)")
-    r.add_argument("--ros2-size", type=limits.size_arg, default=1 << 20, metavar="BYTES",
+    r.add_argument("--ros2-size", type=int, default=1 << 20, metavar="BYTES",
                    help="largest message of an imported topic's channel (1 MiB)")
     return p
 

@@ -51,7 +51,6 @@ from ._common import (
     select,
     to_mcap,
 )
-from ._limits import size_arg
 
 PROG = "nerve record"
 LIBRARY = f"nerve-tools {__version__}"
@@ -346,6 +345,21 @@ class Recorder:
 # -- command line -----------------------------------------------------------
 
 
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().rstrip("ib").rstrip("b")
+    mult = units.get(t[-1:], 1)
+    if t[-1:] in units:
+        t = t[:-1]
+    try:
+        v = int(float(t) * mult)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512M)") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError("a size must be positive")
+    return v
+
+
 def _positive(text: str) -> float:
     v = float(text)
     if v <= 0:
@@ -367,7 +381,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-a", "--all", action="store_true", help="every channel, also those created later")
     p.add_argument("--from-start", action="store_true",
                    help="also record the messages already in the rings")
-    p.add_argument("--split-size", type=size_arg, metavar="BYTES",
+    p.add_argument("--split-size", type=_size, metavar="BYTES",
                    help="start a new file when one reaches BYTES (e.g. 512M); files are FILE_000.mcap, ...")
     p.add_argument("--split-duration", type=_positive, metavar="SEC",
                    help="start a new file every SEC seconds")

@@ -37,7 +37,6 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _limits
 from ._common import channel_name, is_pattern
 
 PROG = "nerve ros2"
@@ -47,16 +46,14 @@ NATIVE = "nerve-ros2-dds"
 # article "Topic and Service name mapping to DDS").
 _TOPIC = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 _NODE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SIZE = re.compile(r"^([0-9]+)([kKmMgG]?)$")
 
 
 def parse_size(text: str) -> int:
-    """A size in the one grammar of the nerve command and tools
-    (:func:`nerve_tools._limits.parse_size`, tools/cli_size.c); 0 is
-    allowed (it asks for the default)."""
-    try:
-        return _limits.parse_size(text)
-    except _limits.LimitError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+    m = _SIZE.match(text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 64M)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
 
 
 def env_size(name: str, default: int) -> int:
