@@ -88,9 +88,10 @@ static int run(int threads, long puts, size_t size, struct result *res)
         fprintf(stderr, "create: %s\n", nerve_strerror(rc));
         return 1;
     }
-    char path[128];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
-    int fd = open(path, O_RDONLY);
+    char path[NERVE_PATH_MAX];
+    int fd = nerve_chan_path(name, 0, path, sizeof path) == 0
+                 ? open(path, O_RDONLY)
+                 : -1;
     void *m =
         fd >= 0 ? mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     if (fd >= 0)

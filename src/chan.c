@@ -404,8 +404,7 @@ static int write_check(nerve_chan *c, size_t len, uint32_t flags)
         return nerve__detail(NERVE_EMSGSIZE,
                              "a message of %zu bytes does not fit: the "
                              "channel's data ring is %" PRIu64
-                             " bytes (the largest message; nerve create "
-                             "--size)",
+                             " bytes (the largest message)",
                              len, c->data_size);
     return 0;
 }

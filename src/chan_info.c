@@ -52,6 +52,7 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->layout_version = h->layout_version;
     st->creator_version = h->creator_version;
     st->created_ns = h->created_ns;
+    st->lock_owner_tid = nerve__mutex_owner(&h->lock.l, &st->lock_flags);
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
     /* Readers counted while some lease is running; a count that killed
      * readers left raised reads 0 once their leases end. */
@@ -270,8 +271,7 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
         if (nerve__file->lstat(bpath, &bst) == 0 && S_ISREG(bst.st_mode))
             return nerve__say(msg, len, r,
                               "no channel, but an orphaned bell %s is left "
-                              "(uid %u; nerve_chan_unlink / nerve rm removes "
-                              "it)",
+                              "(uid %u; nerve_chan_unlink removes it)",
                               bpath, (unsigned)bst.st_uid);
     }
     if (r) {

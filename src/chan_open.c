@@ -80,6 +80,29 @@ void nerve__path_of(char *buf, size_t len, const char *prefix, const char *name)
     snprintf(buf, len, NERVE__SHM_DIR "%s%s", prefix, name);
 }
 
+int nerve_chan_path(const char *name, uint32_t flags, char *buf, size_t len)
+{
+    if (!buf || !len || (flags & ~NERVE_PATH_BELL))
+        return NERVE_EINVAL;
+    buf[0] = 0;
+    if (name) {
+        int r = nerve_chan_name_check(name);
+        if (r)
+            return r;
+    }
+    const char *prefix =
+        (flags & NERVE_PATH_BELL) ? NERVE__BELL_PREFIX : NERVE__CHAN_PREFIX;
+    int n = snprintf(buf, len, NERVE__SHM_DIR "%s%s", prefix, name ? name : "");
+    if (n < 0 || (size_t)n >= len) {
+        buf[0] = 0;
+        return nerve__detail(NERVE_EMSGSIZE,
+                             "the path needs %d bytes, the buffer holds %zu "
+                             "(NERVE_PATH_MAX always suffices)",
+                             n + 1, len);
+    }
+    return 0;
+}
+
 /* ---- geometry ----------------------------------------------------------- */
 
 /* Compute (creation) or re-derive (open) the layout of a channel. Returns 0
@@ -165,6 +188,35 @@ static int opts_read(const struct nerve_chan_opts *in,
     return 0;
 }
 
+/* The metadata bytes of a channel made with (checked) options o: type,
+ * encoding and schema, each followed by a NUL. */
+static uint64_t meta_bytes_of(const struct nerve_chan_opts *o)
+{
+    uint64_t tlen = o->type ? strlen(o->type) : 0;
+    uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
+    return tlen + elen + o->schema_len + 3;
+}
+
+int nerve_chan_file_size(const struct nerve_chan_opts *opts, uint64_t *size)
+{
+    struct nerve_chan_opts o;
+    struct nerve__geometry g;
+    if (!size)
+        return NERVE_EINVAL;
+    int r = opts_read(opts, &o);
+    if (r)
+        return r;
+    if (geometry_of(o.slots, o.data_size, meta_bytes_of(&o), nerve__page_size(),
+                    &g))
+        return nerve__detail(NERVE_EINVAL,
+                             "%" PRIu64 " slots and a %" PRIu64
+                             "-byte data ring: slots must be 1 to %llu, the "
+                             "data ring 1 to %llu bytes",
+                             o.slots, o.data_size, MAX_SLOTS, MAX_DATA);
+    *size = g.file_size;
+    return 0;
+}
+
 /* Write the bell into the new unnamed file t (NERVE__BELL_SIZE bytes). */
 static int make_bell(struct nerve__shm_tmp *t, uint32_t mode)
 {
@@ -200,8 +252,7 @@ static int make_channel(const struct nerve_chan_opts *o,
     uint64_t elen = o->encoding ? strlen(o->encoding) : 0;
     uint64_t page = nerve__page_size();
     struct nerve__geometry g;
-    int r = geometry_of(o->slots, o->data_size, tlen + elen + o->schema_len + 3,
-                        page, &g);
+    int r = geometry_of(o->slots, o->data_size, meta_bytes_of(o), page, &g);
     if (r)
         return r;
     r = nerve__shm_tmp_create(NERVE__SHM_DIR, g.file_size, t);
@@ -290,7 +341,7 @@ static int check_compatible(const char *name, const struct nerve_chan_opts *o)
             " slots and a %" PRIu64
             "-byte data ring; asked for type '%s', %" PRIu64
             " slots and %" PRIu64
-            " bytes (use the same, or another name, or remove it: nerve rm)",
+            " bytes (use the same, or another name, or remove the channel)",
             c->type ? c->type : "", c->nslots, c->data_size,
             o->type ? o->type : "", g.nslots, g.data_size);
     (void)nerve_chan_close(c);
@@ -476,7 +527,7 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
     else if (r == NERVE_EEXIST)
         nerve__detail(r, "a channel of this name exists (open it; or reuse it "
                          "only if alike with NERVE_C_EXIST_OK, exist_ok; or "
-                         "remove it: nerve rm)");
+                         "remove it)");
     return r;
 }
 
@@ -578,7 +629,7 @@ static int hdr_version(const struct nerve__shm_hdr *h, char *msg, size_t len)
         return nerve__say(
             msg, len, NERVE_EVERSION,
             "layout_version %u, made by an older nerve; this library "
-            "reads %u: recreate the channel (nerve rm NAME, then "
+            "reads %u: recreate the channel (remove it, then "
             "create it again) to use it with this version",
             h->layout_version, NERVE_LAYOUT_VERSION);
     if (h->layout_version != NERVE_LAYOUT_VERSION)
@@ -988,9 +1039,7 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
     }
     nerve__detail_adopt(r);
     if (r == NERVE_ENOENT)
-        return nerve__detail(r, "no such channel ('nerve ls' lists them; "
-                                "nerve_chan_create or 'nerve create' makes "
-                                "one)");
+        return nerve__detail(r, "no such channel");
     if (r == NERVE_EACCES) {
         char path[PATH_MAX];
         struct stat st;
@@ -1000,7 +1049,7 @@ int nerve_chan_open(const char *name, uint32_t flags, nerve_chan **out)
                 r,
                 "no permission to open it for %s: mode %04o, owner uid %u "
                 "gid %u (readers need read permission, writers read and "
-                "write; 'nerve chmod' as its owner)",
+                "write)",
                 (flags & NERVE_O_WRITE) ? "writing" : "reading",
                 (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
                 (unsigned)st.st_gid);
@@ -1063,7 +1112,7 @@ int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)
         nerve__say(msg, len, 0, "writer lock is %s; nothing to reset", st);
     else if (r == NERVE_EBUSY)
         nerve__say(msg, len, r,
-                   "writer lock is %s; not reset (use --force only "
+                   "writer lock is %s; not reset (force it only "
                    "if no writer is inside a put)",
                    st);
     else

@@ -79,6 +79,9 @@ int nerve__mutex_unlock(struct nerve__shm_lock *l);
  * a NERVE__LOCK_* state. */
 int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
                        int fd, char *msg, size_t len);
+/* The lock word's owner (a thread id, 0 when free) and its NERVE_LOCK_*
+ * flags, read once without the lock (nerve_chan_stat). */
+uint32_t nerve__mutex_owner(const struct nerve__shm_lock *l, uint32_t *flags);
 /* Reset a lock whose owner cannot be alive (any owner with `force`) to
  * "free, owner died". Returns 1 reset, 0 nothing to do, NERVE_EBUSY (the
  * owner is alive), NERVE_ELAPPED. */

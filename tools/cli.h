@@ -1,9 +1,12 @@
-/* Shared pieces of the `nerve` command: the verb descriptor, error
- * reporting, option parsing, output formats, the reading run of get and
- * cat, and the lookup of external nerve-VERB programs (all in
- * tools/cli_util.c). Each verb lives in tools/cmd/VERB.c with its help
- * text and option table; tools/nerve.c dispatches. Everything here sits on
- * the public API (include/nerve/nerve.h) only. */
+/* Shared pieces of the `nerve` command, one file a job: errors and help
+ * (cli_err.c), option parsing (cli_opt.c), the size grammar (cli_size.c),
+ * the reading run of get and cat (cli_read.c), text for a human and its
+ * UTF-8 checks (cli_text.c), human-readable numbers (cli_human.c), JSON
+ * output (cli_json.c), external nerve-VERB programs (cli_exec.c) and the
+ * processes holding a channel (cli_holders.c). Each verb lives in
+ * tools/cmd/VERB.c with its help text and option table; tools/nerve.c
+ * dispatches. Everything here sits on the public API
+ * (include/nerve/nerve.h) only. */
 #ifndef NERVE_TOOLS_CLI_H
 #define NERVE_TOOLS_CLI_H
 
@@ -35,11 +38,19 @@ extern const struct cli_verb cli_verb_create, cli_verb_rm, cli_verb_ls,
     cli_verb_info, cli_verb_put, cli_verb_get, cli_verb_cat, cli_verb_chmod,
     cli_verb_check, cli_verb_bench, cli_verb_help;
 
-/* ---- errors and help ---------------------------------------------------- */
+/* ---- errors and help (cli_err.c) ---------------------------------------- */
 
-/* Print "nerve VERB: what: NAME: message" for a nerve error code to stderr
- * and return CLI_FAIL. */
+/* Print "nerve VERB: what: CODE: detail" for a nerve error code to stderr,
+ * the library's detail followed by the command's hint for the code where
+ * it has one ("; 'nerve rm NAME' removes it"), and return CLI_FAIL. */
 int cli_err(const char *verb, const char *what, int rc);
+/* Print "nerve VERB: message" (printf-style) to stderr and return
+ * CLI_FAIL: every failure line a verb words itself. */
+int cli_fail(const char *verb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The same line for a note that is no failure (a recovery, a wait). */
+void cli_note(const char *verb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Print "nerve VERB: message" and a pointer to --help; return CLI_USAGE. */
 int cli_usage(const char *verb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -49,7 +60,7 @@ int cli_print_help(const char *verb);
 /* The command's usage and the list of built-in verbs (tools/cmd/help.c). */
 void cli_usage_all(FILE *f);
 
-/* ---- options -------------------------------------------------------------- */
+/* ---- options (cli_opt.c; sizes: cli_size.c) ----------------------------- */
 
 /* Reset getopt_long() for a verb's own argv (errors reported by us). */
 void cli_reset_getopt(void);
@@ -62,19 +73,30 @@ int cli_help_only(const char *verb, int argc, char **argv);
 /* Check a channel name before using it in messages and paths; prints the
  * rule and returns CLI_USAGE if it is not valid, else 0. */
 int cli_check_name(const char *verb, const char *name);
+/* The directory of the channel files, from the library's path of them
+ * (nerve_chan_path): "/dev/shm". 0, or -1 (and "") if it cannot say. */
+int cli_shm_dir(char *out, size_t len);
 /* "--timeout SEC" and the like: seconds to nanoseconds; 0 or CLI_USAGE. */
 int cli_seconds_to_ns(const char *verb, const char *s, int64_t *ns);
 
 /* Parse helpers; each returns 0 or -1 on a malformed value. */
 int cli_parse_u64(const char *s, uint64_t *out);
-int cli_parse_size(const char *s, uint64_t *out); /* 64, 8K, 1M, 1G */
+/* A byte count in the one size grammar of the command: digits, then an
+ * optional unit K, M, G or T (either case, powers of 1024), an optional
+ * "i" after the unit and an optional "B" ("4096", "64K", "8MiB", "1gb").
+ * No blanks, sign or fraction; overflow is refused. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* The grammar in words, for a usage message after a bad size. */
+#define CLI_SIZE_WORDS                                                         \
+    "a number with an optional K, M, G or T suffix, powers of 1024 (KiB, MB "  \
+    "read the same), e.g. 4096, 64K, 8M, 1G"
 int cli_parse_mode(const char *s, uint32_t *out); /* octal, <= 07777 */
 int cli_parse_seconds(const char *s, double *out);
 /* A time for --at: CLOCK_MONOTONIC nanoseconds, or relative to now with a
  * sign and a unit ("-1.5s", "-200ms", "-30us", "-500ns"). */
 int cli_parse_time(const char *s, int64_t now_ns, int64_t *out);
 
-/* ---- human-readable numbers ------------------------------------------- */
+/* ---- human-readable numbers (cli_human.c) ---------------------------- */
 
 void cli_human_bytes(char *out, size_t len, uint64_t v); /* "64K", "1.5G" */
 void cli_mem_str(char *out, size_t len, uint64_t v);     /* "64 KiB" */
@@ -82,7 +104,7 @@ void cli_human_age(char *out, size_t len, int64_t ns);   /* "1.5s", "3m" */
 /* Messages present in a channel (head - tail + 1, or 0). */
 uint64_t cli_present(const struct nerve_stats *st);
 
-/* ---- signals ------------------------------------------------------------ */
+/* ---- signals (cli_read.c) ---------------------------------------------- */
 
 /* Catch SIGINT and SIGTERM: set the interrupted flag and cancel the wait
  * of handle c (may be NULL), which is async-signal-safe by contract
@@ -92,11 +114,11 @@ void cli_catch_signals(nerve_chan *c);
 void cli_release_signals(void);
 int cli_interrupted(void);
 
-/* ---- the reading run of get and cat ---------------------------------- */
+/* ---- the reading run of get and cat (cli_read.c) ---------------------- */
 
 enum cli_fmt { CLI_FMT_RAW, CLI_FMT_HEX, CLI_FMT_TEXT, CLI_FMT_JSON };
 
-/* --format F: 0, or CLI_USAGE (after a usage message). */
+/* --format F: 0, or CLI_USAGE (after a usage message) (cli_opt.c). */
 int cli_parse_format(const char *verb, const char *s, enum cli_fmt *f);
 
 /* Where the handle's cursor starts, before the first get. */
@@ -125,7 +147,7 @@ struct cli_read {
 };
 int cli_read_run(const struct cli_read *r);
 
-/* ---- external verbs ----------------------------------------------------- */
+/* ---- external verbs (cli_exec.c) --------------------------------------- */
 
 /* Directory of this executable (from /proc/self/exe), or "" if unknown. */
 void cli_self_dir(char *out, size_t len);
@@ -151,7 +173,7 @@ struct cli_holder {
 int cli_holders(const char *name, struct cli_holder *out, size_t max, size_t *n,
                 size_t *uninspectable);
 
-/* ---- JSON and text output ----------------------------------------------- */
+/* ---- text for a human (cli_text.c) and JSON (cli_json.c) --------------- */
 
 /* The one escaping of text for a human (a terminal, a log): every name,
  * type, encoding, command line or payload that a verb prints outside JSON
@@ -183,7 +205,8 @@ void base64_write(FILE *f, const void *buf, size_t len);
 /* ISO 8601 UTC with nanoseconds, e.g. 2026-11-22T10:00:00.123456789Z. */
 void iso8601(char *out, size_t len, int64_t realtime_ns);
 
-/* Read all of a stream into a malloc'd buffer. Returns 0 or -1 (errno). */
+/* Read all of a stream into a malloc'd buffer (cli_read.c). Returns 0 or
+ * -1 (errno). */
 int read_all(FILE *f, char **buf, size_t *len);
 
 #endif

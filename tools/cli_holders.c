@@ -67,8 +67,8 @@ int cli_holders(const char *name, struct cli_holder *out, size_t max, size_t *n,
     struct stat st;
     *n = 0;
     *uninspectable = 0;
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
-    if (stat(path, &st) != 0) {
+    if (nerve_chan_path(name, 0, path, sizeof path) != 0 ||
+        stat(path, &st) != 0) {
         return -1;
     }
     DIR *d = opendir("/proc");

@@ -200,9 +200,19 @@ struct nerve_stats {
     uint32_t mode;           /* permission bits of the file */
     uint32_t uid, gid;       /* owner of the file */
     uint32_t creator_version; /* NERVE_VERSION_NUMBER of the creator */
+    /* The writer lock, as its word read without the lock (a snapshot): */
+    uint32_t lock_owner_tid; /* thread id of the holder, as the writers' PID
+                                namespace numbers it; 0: free (since 1.1) */
+    uint32_t lock_flags;     /* NERVE_LOCK_* (since 1.1) */
     uint32_t reserved0;
-    uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
+    uint64_t reserved[7]; /* zero; for fields added later (docs/abi.md) */
 };
+
+/* nerve_stats.lock_flags: */
+#define NERVE_LOCK_OWNER_DIED                                                  \
+    0x1u                        /* a holder died with it; the next writer
+                                      recovers it (lock_owner_tid may be 0) */
+#define NERVE_LOCK_WAITERS 0x2u /* writers are waiting for it */
 
 /* Metadata recorded at creation. Strings are NUL-terminated copies owned by
  * the handle, valid until nerve_chan_close(); empty when not set. type and
@@ -530,6 +540,38 @@ nerve_chan_list(int (*fn)(const char *name, void *arg), void *arg);
 /* Check a channel name: 0, NERVE_EINVAL or NERVE_ENAMETOOLONG.
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_name_check(const char *name);
+
+/* ---- where a channel lives (since 1.1) -------------------------------- */
+
+/* nerve_chan_path() flags: */
+#define NERVE_PATH_BELL 0x1u /* the channel's bell instead of its file */
+/* A buffer of this many bytes holds every path nerve_chan_path() writes. */
+#define NERVE_PATH_MAX (64 + NERVE_NAME_MAX)
+
+/* Write the path of channel `name`'s file (/dev/shm/nerve.NAME), or with
+ * NERVE_PATH_BELL of its bell (/dev/shm/nerve-bell.NAME), into
+ * buf[0..len), NUL-terminated. With `name` NULL, the prefix every such
+ * path begins with (the path is the prefix followed by the name), for
+ * tools that look for channels in /proc/PID/maps or a directory listing.
+ * Nothing is opened: the channel need not exist. Returns 0, or
+ * NERVE_EINVAL (bad name, buf NULL, unknown flag), NERVE_ENAMETOOLONG
+ * (name too long), NERVE_EMSGSIZE (len too small; buf then holds "").
+ * Thread: any.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_path(const char *name, uint32_t flags,
+                                              char *buf, size_t len);
+
+/* The size in bytes of the file nerve_chan_create(name, opts) would make
+ * (opts NULL: all defaults): the header, the metadata, the index and the
+ * data ring, each rounded up to the page size (docs/design/0001-shm-
+ * layout.md). This is the memory the channel commits in /dev/shm when it
+ * is created, so a tool can compare it with the free space first.
+ * Returns 0 with *size set, or NERVE_EINVAL (size NULL, or options
+ * nerve_chan_create() refuses: slots or data size out of range, bad
+ * metadata, unknown flags).
+ * Thread: any.  Blocking: no.  RT: not safe (page size query).  Signal: not
+ * safe. */
+NERVE_NODISCARD NERVE_API int
+nerve_chan_file_size(const struct nerve_chan_opts *opts, uint64_t *size);
 
 #ifdef __cplusplus
 }

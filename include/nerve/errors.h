@@ -84,7 +84,8 @@ NERVE_API const char *nerve_err_name(int err);
  * binding and tool to show: what was wrong, what would have been accepted
  * and what to do (e.g. for NERVE_EMSGSIZE from a put: "a message of 5000
  * bytes does not fit: the channel's data ring is 4096 bytes (the largest
- * message; nerve create --size)"). It is the text recorded by the last
+ * message)"). It names the library's own calls, never a tool's flags: a
+ * tool adds its own hint (the nerve command does). It is the text recorded by the last
  * call of this thread that failed with err and had more to say (naming a
  * channel name's rules, the file's mode and owner, both types of a
  * mismatch, the sizes of a message that does not fit); for any other code,

@@ -35,7 +35,7 @@
 #include <nanobind/stl/optional.h>
 
 #include <nerve/chan.h>
-#include <nerve/cxx/reader.hpp> // nerve::detail::spin_wait, wait_rhythm
+#include <nerve/cxx/reader.hpp> // nerve::spin_wait, nerve::WaitRhythm
 #include <nerve/errors.h>
 
 #include <atomic>
@@ -102,7 +102,7 @@ struct Chan {
     size_t hint;                     // size of the last message a get copied
     // The period learnt from the messages this handle read, for the
     // `lead` of get/view (as nerve::Reader keeps it for its WaitPolicy).
-    nerve::detail::wait_rhythm rhythm;
+    nerve::WaitRhythm rhythm;
 
     Chan(const std::string &n, bool write);
     ~Chan();

@@ -180,7 +180,7 @@ template <class Once, class Block>
 int wait_polled(Chan &ch, const Poll &p, int64_t deadline, Once &&once,
                 Block &&block)
 {
-    const nerve::detail::wait_rhythm &rh = ch.rhythm;
+    const nerve::WaitRhythm &rh = ch.rhythm;
     if (p.lead_ns > 0 && rh.period_ns > 0) {
         const int64_t nap_end = rh.last_ns + rh.period_ns - p.lead_ns;
         if (nap_end > nerve_clock_now_ns() &&
@@ -207,8 +207,8 @@ int wait_polled(Chan &ch, const Poll &p, int64_t deadline, Once &&once,
             }
             int64_t no_limit = NERVE_FOREVER;
             int rc = without_gil([&] {
-                return nerve::detail::spin_wait(
-                    once, left < SLICE_NS ? left : SLICE_NS, &no_limit);
+                return nerve::spin_wait(once, left < SLICE_NS ? left : SLICE_NS,
+                                        &no_limit);
             });
             if (rc != NERVE_EAGAIN) {
                 return rc;
@@ -750,7 +750,9 @@ void chan_close(Chan &ch)
     X(mode) \
     X(uid) \
     X(gid) \
-    X(creator_version)
+    X(creator_version) \
+    X(lock_owner_tid) \
+    X(lock_flags)
 // clang-format on
 
 // A field's value as the repr shows it: the mode in octal, the clock of
@@ -931,6 +933,45 @@ void create(const std::string &name, uint64_t slots, uint64_t size,
     }
 }
 
+// nerve_chan_path(): the file (or the bell) of channel `name`, or with no
+// name the prefix every channel's path begins with.
+std::string chan_path(std::optional<std::string> name, bool bell)
+{
+    char buf[NERVE_PATH_MAX];
+    if (name && name->find('\0') != std::string::npos) {
+        raise_nerve(NERVE_EINVAL, nullptr, "a channel name holds no NUL");
+    }
+    int rc = nerve_chan_path(name ? name->c_str() : nullptr,
+                             bell ? NERVE_PATH_BELL : 0, buf, sizeof buf);
+    if (rc != 0) {
+        raise_nerve(rc, name ? name->c_str() : nullptr);
+    }
+    return buf;
+}
+
+// nerve_chan_file_size(): what create() with these options would commit.
+uint64_t chan_file_size(uint64_t slots, uint64_t size,
+                        std::optional<std::string> type,
+                        std::optional<std::string> encoding,
+                        std::optional<nb::bytes> schema)
+{
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.slots = slots;
+    o.data_size = size;
+    o.type = type ? type->c_str() : nullptr;
+    o.encoding = encoding ? encoding->c_str() : nullptr;
+    if (schema) {
+        o.schema = schema->c_str();
+        o.schema_len = schema->size();
+    }
+    uint64_t out = 0;
+    int rc = nerve_chan_file_size(&o, &out);
+    if (rc != 0) {
+        raise_nerve(rc);
+    }
+    return out;
+}
+
 int collect_name(const char *name, void *arg)
 {
     static_cast<std::vector<std::string> *>(arg)->emplace_back(name);
@@ -1077,6 +1118,12 @@ void bind_chan(nb::module_ &m)
         }
     });
     m.def("wait_any", &wait_any, "chans"_a, "timeout"_a = nb::none());
+    m.def("path", &chan_path, "name"_a = nb::none(), "bell"_a = false);
+    m.def("file_size", &chan_file_size, "slots"_a, "size"_a,
+          "type"_a = nb::none(), "encoding"_a = nb::none(),
+          "schema"_a = nb::none());
+    m.attr("LOCK_OWNER_DIED") = NERVE_LOCK_OWNER_DIED;
+    m.attr("LOCK_WAITERS") = NERVE_LOCK_WAITERS;
 
     nb::class_<ChannelInfo>(m, "ChannelInfo",
                             "Facts about a channel, read without any lock "

@@ -397,9 +397,10 @@ ACH_API enum ach_status ach_open(ach_channel_t *chan, const char *channel_name,
     chan->shm = h;
     chan->len = nerve_chan_stat(ch, &st) == 0 ? (size_t)st.file_size : 0;
     /* A descriptor of the channel file, for ach_channel_fd(). */
-    char path[ACH_CHAN_NAME_MAX + 32];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", channel_name);
-    chan->fd = open(path, O_RDONLY | O_CLOEXEC);
+    char path[NERVE_PATH_MAX];
+    chan->fd = nerve_chan_path(channel_name, 0, path, sizeof path) == 0
+                   ? open(path, O_RDONLY | O_CLOEXEC)
+                   : -1;
     /* Ach's reader starts before the first frame ever put (seq_num 0):
      * frames skipped by its first get are ACH_MISSED_FRAME, as in Ach,
      * even those put before it opened (nerve's own handles do not count
@@ -759,8 +760,11 @@ ACH_API void ach_dump(struct ach_header *shm)
         fprintf(stderr, "ach_dump(%s): %s\n", shm->name, nerve_strerror(r));
         return;
     }
+    char path[NERVE_PATH_MAX];
+    if (nerve_chan_path(shm->name, 0, path, sizeof path) != 0)
+        path[0] = 0;
     fprintf(stderr,
-            "channel:    %s (nerve channel /dev/shm/nerve.%s)\n"
+            "channel:    %s (nerve channel %s)\n"
             "frames:     %" PRIu64 " index entries\n"
             "data size:  %" PRIu64 " bytes\n"
             "file size:  %" PRIu64 " bytes\n"
@@ -769,9 +773,9 @@ ACH_API void ach_dump(struct ach_header *shm)
             "cursor:     %" PRIu64 "\n"
             "mode:       %04o (uid %u, gid %u)\n"
             "writable:   %s\n",
-            shm->name, shm->name, st.slots, st.data_size, st.file_size,
-            st.head_seq, st.tail_seq, nerve_chan_cursor(shm->ch), st.mode,
-            st.uid, st.gid, shm->writable ? "yes" : "no");
+            shm->name, path, st.slots, st.data_size, st.file_size, st.head_seq,
+            st.tail_seq, nerve_chan_cursor(shm->ch), st.mode, st.uid, st.gid,
+            shm->writable ? "yes" : "no");
 }
 
 /* ---- event loop (ach/experimental.h) ------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "ach.h"
+#include <nerve/nerve.h>
 
 enum verb { V_NONE, V_MK, V_RM, V_CHMOD, V_DUMP, V_FILE };
 
@@ -146,7 +147,16 @@ static int run(const struct opts *o)
         r = ach_close(&c);
         return r == ACH_OK ? 0 : failed(r, "cannot close", o->name);
     }
-    case V_FILE: printf("/dev/shm/nerve.%s\n", o->name); return 0;
+    case V_FILE: {
+        char path[NERVE_PATH_MAX];
+        int rc = nerve_chan_path(o->name, 0, path, sizeof path);
+        if (rc != 0) {
+            fprintf(stderr, "ach: '%s': %s\n", o->name, nerve_err_detail(rc));
+            return 1;
+        }
+        printf("%s\n", path);
+        return 0;
+    }
     case V_NONE: break;
     }
     return usage("no command given%s", "");

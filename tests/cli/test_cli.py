@@ -748,13 +748,14 @@ def test_errors_one_voice():
     expect(["put", n], 1, input=b"x" * 5000,
            err_has="nerve put: %s: EMSGSIZE: a message of 5000 bytes does "
                    "not fit: the channel's data ring is 4096 bytes (the "
-                   "largest message; nerve create --size)" % n)
+                   "largest message); 'nerve create --size' sets the data "
+                   "ring" % n)
     expect(["get", "bad name"], 2,
            err_has="nerve get: 'bad name': EINVAL: a space is not allowed "
                    "in a channel name (names use A-Z a-z 0-9 _ . -")
     expect(["get", gone], 1,
-           err_has="nerve get: %s: ENOENT: no such channel ('nerve ls' "
-                   "lists them" % gone)
+           err_has="nerve get: %s: ENOENT: no such channel; "
+                   "'nerve ls' lists channels" % gone)
     expect(["create", n], 1,
            err_has="nerve create: %s: EEXIST: a channel of this name exists"
                    " (open it" % n)
@@ -762,10 +763,38 @@ def test_errors_one_voice():
             "demo/B", "--exist-ok"], 1,
            err_has="nerve create: %s: EMISMATCH: the channel exists with "
                    "type 'demo/A'" % n)
-    expect(["create", name("voice-t"), "--size", "1T"], 2,
-           err_has="bad --size '1T' (bytes of the data ring, the largest "
-                   "message: a number with an optional K, M or G suffix")
+    expect(["create", name("voice-t"), "--size", "1P"], 2,
+           err_has="bad --size '1P' (bytes of the data ring, the largest "
+                   "message: a number with an optional K, M, G or T suffix")
     expect(["rm", n], 0)
+
+
+def test_one_size_grammar():
+    """Every spelling the one size grammar promises (docs/cli.md, tools/
+    cli_size.c) gives the same bytes; what it refuses is a usage error
+    naming the grammar, and create's exact file size is what it took."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    for text, want in (("8192", 8192), ("8K", 8192), ("8k", 8192),
+                       ("8KiB", 8192), ("8kb", 8192), ("8KB", 8192),
+                       ("1M", 1 << 20), ("1MiB", 1 << 20), ("16B", 16)):
+        n = name("size")
+        expect(["create", n, "--slots", "4", "--size", text], 0,
+               out_has="/dev/shm/nerve." + n)
+        rc, out, _ = run("info", n, "--json")
+        info = json.loads(out) if rc == 0 else {}
+        round_up = (want + page - 1) // page * page
+        check(info.get("data_size") == round_up,
+              "--size %s: data ring %r, want %d" % (text, info.get("data_size"),
+                                                   round_up))
+        check(os.path.getsize("/dev/shm/nerve." + n) == info.get("file_size"),
+              "--size %s: the file is as large as info says" % text)
+        expect(["rm", n], 0)
+    for bad in ("64i", "-1", "+1", " 8K", "8.5K", "1P", "K", "8KiBB",
+                "18446744073709551616", "20000000T"):
+        expect(["create", name("size-bad"), "--size", bad], 2,
+               err_has="bad --size '%s' (bytes of the data ring, the largest "
+                       "message: a number with an optional K, M, G or T "
+                       "suffix" % bad)
 
 
 def main():
@@ -779,7 +808,8 @@ def main():
              test_put_get, test_cat, test_chmod, test_check,
              test_pid_namespaces, test_strange_files, test_review_regressions,
              test_rm_in_use, test_first_commands, test_words_a_user_can_follow,
-             test_reader_starts_first, test_errors_one_voice]
+             test_reader_starts_first, test_errors_one_voice,
+             test_one_size_grammar]
     try:
         for t in tests:
             n = len(FAILURES)

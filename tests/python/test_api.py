@@ -831,7 +831,7 @@ def test_errors_carry_the_library_detail(name) -> None:
                                    "name (names use A-Z a-z 0-9 _ . -"), str(e.value)
     with pytest.raises(nerve.ChannelNotFound) as e:
         nerve.open(n)
-    assert str(e.value).startswith(f"{n}: ENOENT: no such channel ('nerve ls' lists them"), str(e.value)
+    assert str(e.value) == f"{n}: ENOENT: no such channel", str(e.value)
     assert e.value.channel == n and e.value.code_name == "ENOENT"
     with nerve.create(n, slots=8, size=4096, type="demo/A") as w:
         with pytest.raises(nerve.ChannelExists) as e:
@@ -843,4 +843,32 @@ def test_errors_carry_the_library_detail(name) -> None:
         with pytest.raises(nerve.MessageTooLarge) as e:
             w.put(b"x" * 5000)
         assert str(e.value) == (f"{n}: EMSGSIZE: a message of 5000 bytes does not fit: the channel's "
-                                "data ring is 4096 bytes (the largest message; nerve create --size)")
+                                "data ring is 4096 bytes (the largest message)")
+
+
+def test_where_a_channel_lives(name) -> None:
+    """nerve.path, nerve.file_size and the lock owner in ChannelInfo: what
+    tools need of the file format, from the C library (issue 31)."""
+    n = name("where")
+    prefix = nerve.path()
+    assert nerve.path(n) == prefix + n
+    assert nerve.path(n, bell=True) != nerve.path(n)
+    with pytest.raises(nerve.InvalidArgument):
+        nerve.path("bad name")
+    want = nerve.file_size(slots=8, size=5000, type="demo/T", schema=b"s" * 5000)
+    with nerve.create(n, slots=8, size=5000, type="demo/T", schema=b"s" * 5000) as w:
+        assert os.stat(nerve.path(n)).st_size == want == nerve.stat(n).file_size
+        assert os.path.exists(nerve.path(n, bell=True))
+        info = nerve.stat(n)
+        assert info.lock_owner_tid == 0 and info.lock_flags == 0
+        with w.reserve(16) as r:
+            r[:1] = b"x"
+            held = nerve.stat(n)
+            assert held.lock_owner_tid == threading.get_native_id()
+            assert not held.lock_flags & nerve.LOCK_OWNER_DIED
+        assert nerve.stat(n).lock_owner_tid == 0
+    nerve.unlink(n)
+    with pytest.raises(nerve.InvalidArgument):
+        nerve.file_size(size=(1 << 40) + 1)
+    with pytest.raises(ValueError):
+        nerve.file_size(slots=0)

@@ -21,6 +21,17 @@ def test_parse_size() -> None:
             limits.parse_size(bad)
 
 
+def test_one_size_grammar() -> None:
+    """The spellings of the C verbs' grammar (tools/cli_size.c, tested in
+    tests/cli/test_cli.py) read the same here; an "i" needs a unit."""
+    for text in ("8K", "8k", "8Ki", "8KiB", "8kb", "8KB", "8KIB"):
+        assert limits.parse_size(text) == 8192, text
+    assert limits.parse_size("1T") == 1 << 40
+    for bad in ("8ib", "8i", "+1", "8KiBB", "1P"):
+        with pytest.raises(limits.LimitError):
+            limits.parse_size(bad)
+
+
 def budget(argv) -> limits.ImportBudget:
     p = argparse.ArgumentParser()
     limits.add_arguments(p)

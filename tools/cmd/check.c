@@ -56,9 +56,9 @@ static int run(int argc, char **argv)
             rc = nerve_chan_repair(name, force ? NERVE_REPAIR_FORCE : 0, msg,
                                    sizeof msg);
             if (rc < 0) {
-                fprintf(stderr, "nerve check: %s: %s: %s\n", name,
-                        nerve_err_name(rc), msg);
-                status = CLI_FAIL;
+                status =
+                    cli_fail("check", "%s: %s: %s%s", name, nerve_err_name(rc),
+                             msg, rc == NERVE_EBUSY ? " (--force)" : "");
                 continue;
             }
             printf("%s: %s\n", name, msg);
@@ -68,12 +68,10 @@ static int run(int argc, char **argv)
             msg[0] = '\0'; /* the explanation adds nothing to the message */
         }
         if (rc != 0) {
-            fprintf(stderr, "nerve check: %s: %s: %s%s%s\n", name,
-                    nerve_err_name(rc), nerve_strerror(rc), msg[0] ? ": " : "",
-                    msg);
-            if (status == CLI_OK) {
-                status = CLI_FAIL;
-            }
+            int fail =
+                cli_fail("check", "%s: %s: %s%s%s", name, nerve_err_name(rc),
+                         nerve_strerror(rc), msg[0] ? ": " : "", msg);
+            status = status == CLI_OK ? fail : status;
             continue;
         }
         /* "ok; writer lock: STATE", and why the bell is not used if not */

@@ -37,6 +37,30 @@ static const struct option opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* Why --at found nothing: the time of the oldest message present (seq
+ * tail), if it can be read. Returns CLI_FAIL (reported). */
+static int explain_at(const struct cli_read *r, nerve_chan *ch, int rc,
+                      uint64_t tail)
+{
+    struct nerve_get_info oi;
+    char b;
+    const char *code = nerve_err_name(rc);
+    int e = nerve_chan_get(ch, &b, 0, (int64_t)tail, 0, &oi, NERVE_GET_SEQ);
+    if (e != 0 && e != NERVE_EMSGSIZE) {
+        return cli_fail("get",
+                        "%s: %s: no message committed at or before %" PRId64
+                        " ns is still present",
+                        r->name, code, r->arg);
+    }
+    char iso[64];
+    iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(oi.time_ns));
+    return cli_fail("get",
+                    "%s: %s: no message committed at or before %" PRId64
+                    " ns: the oldest present (seq %" PRIu64
+                    ") was committed at %" PRId64 " ns (%s)",
+                    r->name, code, r->arg, tail, oi.time_ns, iso);
+}
+
 /* Why --seq or --at found nothing, with the range that is present.
  * Returns CLI_FAIL, or -1 for the plain error message. */
 static int explain(const struct cli_read *r, nerve_chan *ch, int rc)
@@ -49,91 +73,74 @@ static int explain(const struct cli_read *r, nerve_chan *ch, int rc)
         return -1;
     }
     const char *name = r->name, *code = nerve_err_name(rc);
-    int64_t arg = r->arg;
     uint64_t tail = st.tail_seq ? st.tail_seq : 1;
     if (st.head_seq == 0) {
-        fprintf(stderr, "nerve get: %s: %s: the channel has no message yet\n",
-                name, code);
-    } else if (which == NERVE_GET_SEQ && rc == NERVE_EAGAIN) {
-        fprintf(stderr,
-                "nerve get: %s: %s: message %" PRId64 " is not "
-                "published yet (the newest is %" PRIu64 "; --wait "
-                "waits for it)\n",
-                name, code, arg, st.head_seq);
-    } else if (which == NERVE_GET_SEQ) {
-        fprintf(stderr,
-                "nerve get: %s: %s: message %" PRId64 " was "
-                "overwritten (present: %" PRIu64 " to %" PRIu64 ")\n",
-                name, code, arg, tail, st.head_seq);
-    } else {
-        struct nerve_get_info oi;
-        char b;
-        int64_t oldest = -1;
-        int e = nerve_chan_get(ch, &b, 0, (int64_t)tail, 0, &oi, NERVE_GET_SEQ);
-        if (e == 0 || e == NERVE_EMSGSIZE) {
-            oldest = oi.time_ns;
-        }
-        if (oldest >= 0) {
-            char iso[64];
-            iso8601(iso, sizeof iso, nerve_clock_to_realtime_ns(oldest));
-            fprintf(stderr,
-                    "nerve get: %s: %s: no message committed at or "
-                    "before %" PRId64 " ns: the oldest present (seq %" PRIu64
-                    ") was committed at %" PRId64 " ns (%s)\n",
-                    name, code, arg, tail, oldest, iso);
-        } else {
-            fprintf(stderr,
-                    "nerve get: %s: %s: no message committed at or "
-                    "before %" PRId64 " ns is still present\n",
-                    name, code, arg);
-        }
+        return cli_fail("get", "%s: %s: the channel has no message yet", name,
+                        code);
     }
-    return CLI_FAIL;
+    if (which == NERVE_GET_SEQ && rc == NERVE_EAGAIN) {
+        return cli_fail("get",
+                        "%s: %s: message %" PRId64 " is not published yet "
+                        "(the newest is %" PRIu64 "; --wait waits for it)",
+                        name, code, r->arg, st.head_seq);
+    }
+    if (which == NERVE_GET_SEQ) {
+        return cli_fail("get",
+                        "%s: %s: message %" PRId64 " was overwritten "
+                        "(present: %" PRIu64 " to %" PRIu64 ")",
+                        name, code, r->arg, tail, st.head_seq);
+    }
+    return explain_at(r, ch, rc, tail);
 }
 
-static int run(int argc, char **argv)
+/* What the command line asks for. */
+struct get_args {
+    uint32_t which;
+    int nwhich, wait, have_timeout;
+    int64_t arg, timeout;
+    const char *at;
+    enum cli_fmt fmt;
+};
+
+/* Parse the options into *a. Returns -1 to go on, or the exit code. */
+static int parse_opts(int argc, char **argv, struct get_args *a)
 {
-    uint32_t which = NERVE_GET_NEWEST;
-    int nwhich = 0, wait = 0, c;
-    int64_t arg = 0, timeout = NERVE_FOREVER;
-    int have_timeout = 0;
-    const char *at = NULL;
-    enum cli_fmt fmt = CLI_FMT_TEXT;
+    int c;
     cli_reset_getopt();
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'N':
-            which = NERVE_GET_NEWEST;
-            nwhich++;
+            a->which = NERVE_GET_NEWEST;
+            a->nwhich++;
             break;
         case 'n':
-            which = NERVE_GET_NEXT;
-            nwhich++;
+            a->which = NERVE_GET_NEXT;
+            a->nwhich++;
             break;
         case 's': {
             uint64_t v;
             if (cli_parse_u64(optarg, &v) != 0 || v == 0 || v > INT64_MAX) {
                 return cli_usage("get", "bad --seq '%s'", optarg);
             }
-            which = NERVE_GET_SEQ;
-            arg = (int64_t)v;
-            nwhich++;
+            a->which = NERVE_GET_SEQ;
+            a->arg = (int64_t)v;
+            a->nwhich++;
             break;
         }
         case 'a':
-            at = optarg;
-            which = NERVE_GET_AT;
-            nwhich++;
+            a->at = optarg;
+            a->which = NERVE_GET_AT;
+            a->nwhich++;
             break;
-        case 'w': wait = 1; break;
+        case 'w': a->wait = 1; break;
         case 't':
-            if (cli_seconds_to_ns("get", optarg, &timeout) != 0) {
+            if (cli_seconds_to_ns("get", optarg, &a->timeout) != 0) {
                 return CLI_USAGE;
             }
-            have_timeout = 1;
+            a->have_timeout = 1;
             break;
         case 'f':
-            if (cli_parse_format("get", optarg, &fmt) != 0) {
+            if (cli_parse_format("get", optarg, &a->fmt) != 0) {
                 return CLI_USAGE;
             }
             break;
@@ -141,25 +148,50 @@ static int run(int argc, char **argv)
         default: return cli_bad_option("get", argc, argv);
         }
     }
+    return -1;
+}
+
+/* The rules between the options and the operand. Returns -1 to go on, or
+ * CLI_USAGE (reported). */
+static int check_args(int argc, struct get_args *a)
+{
     if (optind != argc - 1) {
         return cli_usage("get", optind >= argc ? "missing NAME"
                                                : "too many arguments");
     }
-    if (nwhich > 1) {
+    if (a->nwhich > 1) {
         return cli_usage("get", "give at most one of --newest, --next, --seq, "
                                 "--at");
     }
-    if (wait && which == NERVE_GET_AT) {
+    if (a->wait && a->which == NERVE_GET_AT) {
         return cli_usage("get", "--wait does not apply to --at");
     }
-    if (have_timeout && !wait) {
+    if (a->have_timeout && !a->wait) {
         return cli_usage("get", "--timeout needs --wait");
     }
-    if (at != NULL && cli_parse_time(at, nerve_clock_now_ns(), &arg) != 0) {
+    if (a->at != NULL &&
+        cli_parse_time(a->at, nerve_clock_now_ns(), &a->arg) != 0) {
         return cli_usage("get",
                          "bad --at '%s' (nanoseconds, or -1.5s, "
                          "-200ms, -30us)",
-                         at);
+                         a->at);
+    }
+    return -1;
+}
+
+static int run(int argc, char **argv)
+{
+    struct get_args a = {
+        .which = NERVE_GET_NEWEST,
+        .timeout = NERVE_FOREVER,
+        .fmt = CLI_FMT_TEXT,
+    };
+    int status = parse_opts(argc, argv, &a);
+    if (status < 0) {
+        status = check_args(argc, &a);
+    }
+    if (status >= 0) {
+        return status;
     }
     /* "missed" counts what this reader could have had and lost: a one-shot
      * get has no previous message, so the history before it is not loss
@@ -167,14 +199,14 @@ static int run(int argc, char **argv)
     struct cli_read r = {
         .verb = "get",
         .name = argv[optind],
-        .start = which == NERVE_GET_NEXT     ? CLI_START_OLDEST
-                 : which == NERVE_GET_NEWEST ? CLI_START_NEWEST
-                                             : CLI_START_HERE,
-        .flags = which | (wait ? NERVE_F_WAIT : 0),
-        .arg = arg,
-        .timeout = wait ? timeout : 0,
+        .start = a.which == NERVE_GET_NEXT     ? CLI_START_OLDEST
+                 : a.which == NERVE_GET_NEWEST ? CLI_START_NEWEST
+                                               : CLI_START_HERE,
+        .flags = a.which | (a.wait ? NERVE_F_WAIT : 0),
+        .arg = a.arg,
+        .timeout = a.wait ? a.timeout : 0,
         .count = 1,
-        .fmt = fmt,
+        .fmt = a.fmt,
         .interrupt_ends = 0,
         .explain = explain,
     };

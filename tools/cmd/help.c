@@ -162,8 +162,7 @@ static int run(int argc, char **argv)
         char path[PATH_MAX];
         if (cli_find_external(argv[1], path, sizeof path) == 0) {
             execl(path, path, "--help", (char *)NULL);
-            fprintf(stderr, "nerve help: %s: %s\n", path, strerror(errno));
-            return CLI_FAIL;
+            return cli_fail("help", "%s: %s", path, strerror(errno));
         }
         return cli_usage("help", "'%s' is not a nerve verb", argv[1]);
     }

@@ -76,6 +76,85 @@ static int ls_match(const char *name, char **pat, int npat)
     return 0;
 }
 
+/* One channel's facts: rc 0, or why it could not be read. */
+struct ls_row {
+    const char *name;
+    int rc;
+    struct nerve_stats st;
+    struct nerve_meta meta;
+};
+
+static void print_json_row(const struct ls_row *w, int64_t now, size_t shown)
+{
+    const struct nerve_stats *st = &w->st;
+    fputs(shown ? ",\n " : "\n ", stdout);
+    fputs("{\"name\":", stdout);
+    json_cstr(stdout, w->name);
+    if (w->rc != 0) {
+        printf(",\"error\":\"%s\",\"message\":", nerve_err_name(w->rc));
+        json_cstr(stdout, nerve_strerror(w->rc));
+    } else {
+        printf(",\"slots\":%" PRIu64 ",\"data_size\":%" PRIu64
+               ",\"messages\":%" PRIu64 ",\"head_seq\":%" PRIu64
+               ",\"bytes_total\":%" PRIu64 ",\"newest_age_ns\":",
+               st->slots, st->data_size, cli_present(st), st->head_seq,
+               st->bytes_total);
+        if (st->head_seq > 0) {
+            printf("%" PRId64, now - st->newest_time_ns);
+        } else {
+            fputs("null", stdout);
+        }
+        printf(",\"mode\":\"%04o\",\"type\":", st->mode);
+        json_cstr(stdout, w->meta.type);
+        fputs(",\"encoding\":", stdout);
+        json_cstr(stdout, w->meta.encoding);
+    }
+    fputc('}', stdout);
+}
+
+static void print_text_row(const struct ls_row *w, int64_t now)
+{
+    const struct nerve_stats *st = &w->st;
+    if (w->rc != 0) {
+        printf("%-24s %s: %s\n", w->name, nerve_err_name(w->rc),
+               nerve_strerror(w->rc));
+        return;
+    }
+    char size[32], bytes[32], age[32], type[4 * NERVE_TYPE_MAX + 8];
+    cli_human_bytes(size, sizeof size, st->data_size);
+    cli_human_bytes(bytes, sizeof bytes, st->bytes_total);
+    if (st->head_seq > 0) {
+        cli_human_age(age, sizeof age, now - st->newest_time_ns);
+    } else {
+        snprintf(age, sizeof age, "-");
+    }
+    printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", w->name,
+           st->slots, size, cli_present(st), bytes, age,
+           w->meta.type[0] ? cli_text_buf(type, sizeof type, w->meta.type)
+                           : "-");
+}
+
+/* Read and print channel `name`'s row (shown: rows printed before). */
+static void ls_one(const char *name, int json, int64_t now, size_t shown)
+{
+    nerve_chan *ch = NULL;
+    struct ls_row w = {
+        name, 0, {0}, {.type = "", .encoding = "", .schema = ""}};
+    w.rc = nerve_chan_open(name, NERVE_O_READ, &ch);
+    if (w.rc == 0) {
+        w.rc = nerve_chan_stat(ch, &w.st);
+    }
+    if (w.rc == 0) {
+        w.rc = nerve_chan_meta(ch, &w.meta);
+    }
+    if (json) {
+        print_json_row(&w, now, shown);
+    } else {
+        print_text_row(&w, now);
+    }
+    nerve_chan_close(ch);
+}
+
 /* One listing of the channels matching any of pat[0..npat) (all when
  * npat is 0). */
 static int ls_once(char **pat, int npat, int json)
@@ -87,7 +166,8 @@ static int ls_once(char **pat, int npat, int json)
             free(l.v[i]);
         }
         free(l.v);
-        return cli_err("ls", "/dev/shm", rc);
+        char dir[256];
+        return cli_err("ls", cli_shm_dir(dir, sizeof dir) == 0 ? dir : "?", rc);
     }
     qsort(l.v, l.n, sizeof l.v[0], cmp_str);
     int64_t now = nerve_clock_now_ns();
@@ -99,64 +179,10 @@ static int ls_once(char **pat, int npat, int json)
     }
     size_t shown = 0;
     for (size_t i = 0; i < l.n; i++) {
-        if (!ls_match(l.v[i], pat, npat)) {
-            free(l.v[i]);
-            continue;
+        if (ls_match(l.v[i], pat, npat)) {
+            ls_one(l.v[i], json, now, shown++);
         }
-        nerve_chan *ch = NULL;
-        struct nerve_stats st;
-        struct nerve_meta meta = {.type = "", .encoding = "", .schema = ""};
-        rc = nerve_chan_open(l.v[i], NERVE_O_READ, &ch);
-        if (rc == 0) {
-            rc = nerve_chan_stat(ch, &st);
-        }
-        if (rc == 0) {
-            rc = nerve_chan_meta(ch, &meta);
-        }
-        if (json) {
-            fputs(shown ? ",\n " : "\n ", stdout);
-            fputs("{\"name\":", stdout);
-            json_cstr(stdout, l.v[i]);
-            if (rc != 0) {
-                printf(",\"error\":\"%s\",\"message\":", nerve_err_name(rc));
-                json_cstr(stdout, nerve_strerror(rc));
-            } else {
-                printf(",\"slots\":%" PRIu64 ",\"data_size\":%" PRIu64
-                       ",\"messages\":%" PRIu64 ",\"head_seq\":%" PRIu64
-                       ",\"bytes_total\":%" PRIu64 ",\"newest_age_ns\":",
-                       st.slots, st.data_size, cli_present(&st), st.head_seq,
-                       st.bytes_total);
-                if (st.head_seq > 0) {
-                    printf("%" PRId64, now - st.newest_time_ns);
-                } else {
-                    fputs("null", stdout);
-                }
-                printf(",\"mode\":\"%04o\",\"type\":", st.mode);
-                json_cstr(stdout, meta.type);
-                fputs(",\"encoding\":", stdout);
-                json_cstr(stdout, meta.encoding);
-            }
-            fputc('}', stdout);
-        } else if (rc != 0) {
-            printf("%-24s %s: %s\n", l.v[i], nerve_err_name(rc),
-                   nerve_strerror(rc));
-        } else {
-            char size[32], bytes[32], age[32], type[4 * NERVE_TYPE_MAX + 8];
-            cli_human_bytes(size, sizeof size, st.data_size);
-            cli_human_bytes(bytes, sizeof bytes, st.bytes_total);
-            if (st.head_seq > 0) {
-                cli_human_age(age, sizeof age, now - st.newest_time_ns);
-            } else {
-                snprintf(age, sizeof age, "-");
-            }
-            printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", l.v[i],
-                   st.slots, size, cli_present(&st), bytes, age,
-                   meta.type[0] ? cli_text_buf(type, sizeof type, meta.type)
-                                : "-");
-        }
-        nerve_chan_close(ch);
         free(l.v[i]);
-        shown++;
     }
     if (json) {
         fputs(shown ? "\n]\n" : "]\n", stdout);

@@ -23,25 +23,19 @@ static const struct option opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* The writer lock's holder, from the lock word of the channel header (a
- * robust PI mutex whose futex word is the owner's thread id; offset 128,
- * docs/design/0001-shm-layout.md), as "thread T (pid P: command)". Reads
- * the file only. Returns 0, or -1 when the lock is free or unreadable. */
-static int lock_holder(const char *name, char *out, size_t len)
+/* The writer lock's holder, as the channel's statistics report it
+ * (nerve_stats.lock_owner_tid, a thread id), described as "thread T (pid
+ * P: command)" from /proc. Returns 0, or -1 when the lock is free or the
+ * channel unreadable. */
+static int lock_holder(nerve_chan *ch, char *out, size_t len)
 {
-    char path[300];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
-    FILE *f = fopen(path, "rb");
-    uint32_t word = 0;
-    int ok = f != NULL && fseek(f, 128, SEEK_SET) == 0 &&
-             fread(&word, sizeof word, 1, f) == 1;
-    if (f != NULL) {
-        fclose(f);
-    }
-    unsigned tid = word & 0x3fffffffu;
-    if (!ok || tid == 0) {
+    struct nerve_stats st;
+    if (nerve_chan_stat(ch, &st) != 0 || st.lock_owner_tid == 0) {
         return -1;
     }
+    unsigned tid = st.lock_owner_tid;
+    char path[64];
+    FILE *f;
     char cmd[128] = "", line[256];
     long pid = -1;
     snprintf(path, sizeof path, "/proc/%u/status", tid);
@@ -84,27 +78,19 @@ static int put_one(nerve_chan *ch, const char *name, const void *buf,
     int rc = nerve_chan_put(ch, buf, len, timeout, &info, 0);
     if (rc == NERVE_ETIMEDOUT) {
         char who[256];
-        if (lock_holder(name, who, sizeof who) == 0) {
-            fprintf(stderr,
-                    "nerve put: %s: ETIMEDOUT: the writer lock was "
-                    "not free within %.3g s: held by %s\n",
-                    name, (double)timeout / 1e9, who);
-        } else {
-            fprintf(stderr,
-                    "nerve put: %s: ETIMEDOUT: the writer lock was "
-                    "not free within %.3g s\n",
-                    name, (double)timeout / 1e9);
-        }
-        return CLI_FAIL;
+        int held = lock_holder(ch, who, sizeof who) == 0;
+        return cli_fail("put",
+                        "%s: ETIMEDOUT: the writer lock was not free within "
+                        "%.3g s%s%s",
+                        name, (double)timeout / 1e9, held ? ": held by " : "",
+                        held ? who : "");
     }
     if (rc != 0) {
         return cli_err("put", name, rc);
     }
     if (info.recovered) {
-        fprintf(stderr,
-                "nerve put: %s: recovered the writer lock from a "
-                "writer that died\n",
-                name);
+        cli_note("put", "%s: recovered the writer lock from a writer that died",
+                 name);
     }
     if (json) {
         printf("{\"seq\":%" PRIu64 ",\"time_ns\":%" PRId64 "}\n", info.seq,
@@ -146,18 +132,17 @@ static int run(int argc, char **argv)
     int owned = 0;
     if (optind + 1 >= argc && isatty(STDIN_FILENO)) {
         /* Otherwise a user who forgot DATA sees a command that hangs. */
-        fprintf(stderr,
-                "nerve put: reading the message%s for %s from standard "
-                "input; end it with Ctrl-D (or give DATA after NAME)\n",
-                lines ? "s, one per line," : "", name);
+        cli_note("put",
+                 "reading the message%s for %s from standard input; end it "
+                 "with Ctrl-D (or give DATA after NAME)",
+                 lines ? "s, one per line," : "", name);
     }
     if (optind + 1 < argc) {
         data = argv[optind + 1];
         len = strlen(data);
     } else {
         if (read_all(stdin, &data, &len) != 0) {
-            fprintf(stderr, "nerve put: standard input: %s\n", strerror(errno));
-            return CLI_FAIL;
+            return cli_fail("put", "standard input: %s", strerror(errno));
         }
         owned = 1;
     }

@@ -33,8 +33,8 @@ static int report_holders(const char *name, int force)
         writers += h[i].writer;
     }
     const char *what = writers && !force ? "not removed" : "removed";
-    fprintf(stderr, "nerve rm: %s: %s; still open in %zu process%s:\n", name,
-            what, n, n == 1 ? "" : "es");
+    cli_note("rm", "%s: %s; still open in %zu process%s:", name, what, n,
+             n == 1 ? "" : "es");
     for (size_t i = 0; i < n; i++) {
         char esc[4 * sizeof h[i].command];
         fprintf(stderr, "  pid %ld (%s) %s\n", h[i].pid,
@@ -43,11 +43,10 @@ static int report_holders(const char *name, int force)
                 h[i].writer ? "may write" : "reads");
     }
     if (writers && !force) {
-        fprintf(stderr,
-                "nerve rm: %s: a writer has it open and would go on writing "
-                "into the removed file; stop it first, or 'nerve rm --force "
-                "%s'\n",
-                name, name);
+        cli_note("rm",
+                 "%s: a writer has it open and would go on writing into the "
+                 "removed file; stop it first, or 'nerve rm --force %s'",
+                 name, name);
     }
     return writers != 0;
 }
@@ -85,16 +84,15 @@ static int run(int argc, char **argv)
         }
         /* With no channel, nerve_chan_unlink() removes an orphaned bell
          * and still says NERVE_ENOENT: the name is clean, say so. */
-        char bell[64 + NERVE_NAME_MAX];
+        char bell[NERVE_PATH_MAX];
         struct stat bst;
-        snprintf(bell, sizeof bell, "/dev/shm/nerve-bell.%s", argv[i]);
-        int had_bell = lstat(bell, &bst) == 0 && S_ISREG(bst.st_mode);
+        int had_bell =
+            nerve_chan_path(argv[i], NERVE_PATH_BELL, bell, sizeof bell) == 0 &&
+            lstat(bell, &bst) == 0 && S_ISREG(bst.st_mode);
         int rc = nerve_chan_unlink(argv[i]);
         if (rc == NERVE_ENOENT && had_bell && lstat(bell, &bst) != 0) {
-            fprintf(stderr,
-                    "nerve rm: %s: no channel; removed its orphaned "
-                    "bell\n",
-                    argv[i]);
+            cli_note("rm", "%s: no channel; removed its orphaned bell",
+                     argv[i]);
         } else if (rc != 0) {
             status = cli_err("rm", argv[i], rc);
         }

@@ -54,6 +54,7 @@
 
 #include <nerve/nerve.h>
 
+#include "../cli.h"
 #include "rawcdr.h"
 
 #define PROG "nerve ros2"
@@ -1201,30 +1202,13 @@ static void on_signal(int sig)
     stop = 1;
 }
 
+/* A size in the nerve command's one grammar (tools/cli_size.c); a bad one
+ * ends the program with a usage error. */
 static uint64_t parse_size(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default: break;
-    }
-    if (*end != '\0' || end == s) {
-        fprintf(stderr, "%s: bad size '%s'\n", PROG, s);
+    uint64_t v;
+    if (cli_parse_size(s, &v) != 0) {
+        fprintf(stderr, "%s: bad size '%s' (" CLI_SIZE_WORDS ")\n", PROG, s);
         exit(2);
     }
     return v;

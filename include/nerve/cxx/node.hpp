@@ -163,7 +163,7 @@ public:
         if (spin > 0 && to != 0) {
             // The wait policy's poll: nerve_chan_wait_any with a zero timeout
             // only loads the heads (no system call). stop() ends it.
-            rc = detail::spin_wait(
+            rc = spin_wait(
                 [&]() -> int {
                     if (stop_.load(std::memory_order_acquire)) {
                         return NERVE_ECANCELED;

@@ -96,14 +96,21 @@ inline void cpu_relax() noexcept
 #endif
 }
 
-// The spin of a WaitPolicy: call try_once() (a non-blocking read that
-// returns 0 or a NERVE_E* code) until it returns anything but
-// NERVE_EAGAIN, for at most spin_ns and never past *timeout_ns (a C
-// relative timeout; NERVE_FOREVER: none). Returns try_once()'s result,
-// or NERVE_EAGAIN when the time ran out, with *timeout_ns reduced by the
-// time spent so the blocking wait that follows keeps the caller's
-// deadline. Always calls try_once() at least once.
-// Thread: the waiting thread.  Blocking: busy (no system call).  RT: safe.
+} // namespace detail
+
+// The two parts of a WaitPolicy a binding that waits its own way needs
+// too (the Python binding keeps one WaitRhythm per handle and spins in
+// slices with spin_wait so that signals are seen): public, so that no
+// binding reaches into nerve::detail.
+
+/// The spin of a WaitPolicy: call try_once() (a non-blocking read that
+/// returns 0 or a NERVE_E* code) until it returns anything but
+/// NERVE_EAGAIN, for at most spin_ns and never past *timeout_ns (a C
+/// relative timeout; NERVE_FOREVER: none). Returns try_once()'s result,
+/// or NERVE_EAGAIN when the time ran out, with *timeout_ns reduced by the
+/// time spent so the blocking wait that follows keeps the caller's
+/// deadline. Always calls try_once() at least once.
+/// Thread: the waiting thread.  Blocking: busy (no system call).  RT: safe.
 template <class F>
 int spin_wait(F &&try_once, int64_t spin_ns, int64_t *timeout_ns)
 {
@@ -124,14 +131,15 @@ int spin_wait(F &&try_once, int64_t spin_ns, int64_t *timeout_ns)
             }
             return NERVE_EAGAIN;
         }
-        cpu_relax();
+        detail::cpu_relax();
     }
 }
 
-// What WaitPolicy::lead needs: the commit time and sequence number of
-// the last message read, and the period learnt from them (a moving
-// average over message pairs; 0 until two messages were read).
-struct wait_rhythm {
+/// What WaitPolicy::lead needs: the commit time and sequence number of
+/// the last message read, and the period learnt from them (a moving
+/// average over message pairs; 0 until two messages were read). note()
+/// each message read.
+struct WaitRhythm {
     uint64_t last_seq = 0;
     int64_t last_ns = 0;
     int64_t period_ns = 0;
@@ -148,6 +156,8 @@ struct wait_rhythm {
     }
 };
 
+namespace detail {
+
 // One read under wait policy p: read(timeout_ns, flags) makes one C read
 // (get or view) and fills `info`. Without a spin, or without
 // NERVE_F_WAIT, or with a zero timeout, that is the only call. Otherwise:
@@ -155,7 +165,7 @@ struct wait_rhythm {
 // the next message is due; then the spin; then a blocking read for what
 // is left of the timeout. A successful read is noted in `rh`.
 template <class Read>
-int policy_read(const WaitPolicy &p, wait_rhythm &rh, uint32_t flags,
+int policy_read(const WaitPolicy &p, WaitRhythm &rh, uint32_t flags,
                 int64_t timeout, const nerve_get_info &info, Read &&read)
 {
     const int64_t spin = p.spin.count(), lead = p.lead.count();
@@ -547,7 +557,7 @@ private:
     Channel ch_;
     uint64_t slots_ = 1024;
     WaitPolicy wait_;
-    detail::wait_rhythm rhythm_;
+    WaitRhythm rhythm_;
 };
 
 } // namespace nerve

@@ -141,11 +141,25 @@ def realtime_offset_ns() -> int:
     return wall - (before + after) // 2
 
 
+#: What to do about a code with the nerve command: the library describes
+#: the problem, the command adds these hints (the C verbs' table is
+#: cli_hint() in tools/cli_err.c; the two say the same).
+HINTS = {
+    "ENOENT": "'nerve ls' lists channels, 'nerve create' makes one",
+    "EEXIST": "'nerve rm NAME' removes it",
+    "EMISMATCH": "'nerve rm NAME' removes it",
+    "EMSGSIZE": "'nerve create --size' sets the data ring",
+    "EACCES": "its owner may change it with 'nerve chmod'",
+}
+
+
 def chan_error(name: str, e: Exception) -> str:
-    """``NAME: CODE: detail`` for a failure on channel NAME, as the C verbs
-    print it (a nerve.Error names its channel itself), else ``NAME: e``."""
+    """``NAME: CODE: detail[; hint]`` for a failure on channel NAME, as the
+    C verbs print it (a nerve.Error names its channel itself), else
+    ``NAME: e``."""
     if isinstance(e, nerve.Error) and e.channel == name:
-        return str(e)
+        hint = HINTS.get(e.code_name)
+        return f"{e}; {hint}" if hint else str(e)
     return f"{name}: {e}"
 
 

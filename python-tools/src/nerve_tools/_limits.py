@@ -46,8 +46,11 @@ ENV_MAX_TOTAL = "NERVE_MAX_IMPORT_TOTAL"
 PAGE = 4096
 INDEX_ENTRY = 32
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
-_UNITS = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+# The one size grammar (tools/cli_size.c): digits, an optional unit with
+# an optional "i", an optional "B"; blanks around the number and the unit
+# are tolerated here (a value read from the environment).
+_SIZE = re.compile(r"^\s*(\d+)\s*(?:([kmgt])i?)?b?\s*$", re.IGNORECASE)
+_UNITS = {None: 0, "k": 10, "m": 20, "g": 30, "t": 40}
 
 
 class LimitError(ValueError):
@@ -60,7 +63,8 @@ def parse_size(text: str) -> int:
     m = _SIZE.match(str(text))
     if not m:
         raise LimitError(f"bad size {text!r}: a byte count with an optional K, M, G or T suffix, e.g. 64M")
-    return int(m.group(1)) << _UNITS[m.group(2).lower()]
+    unit = m.group(2)
+    return int(m.group(1)) << _UNITS[unit.lower() if unit else None]
 
 
 def fmt_size(n: int) -> str:

@@ -77,9 +77,6 @@ REFUSED_RETRY_S = 2.0
 LARGE = 256 << 10
 # Samples whose ages the counters summarise (per channel and direction).
 AGES_KEPT = 1024
-# The file of channel NAME (docs/design/0001-shm-layout.md): its inode tells
-# whether the channel was recreated, without opening (mapping) it.
-CHAN_FILE = "/dev/shm/nerve."
 # A batch (bridge_zenoh.BATCH) holds messages smaller than BATCH_ITEM, at
 # most BATCH_MAX of them and about BATCH_BYTES in all.
 BATCH_ITEM = 16 << 10
@@ -187,10 +184,11 @@ class LocalChannel:
 def chan_ino(name: str) -> Optional[int]:
     """The inode of channel ``name``'s file, or None when there is none. A
     recreated channel is a new file: a cheap test (one stat(2)) where
-    nerve_chan_stat_name would map and populate the channel's whole ring."""
+    nerve_chan_stat_name would map and populate the channel's whole ring.
+    The file is where the library says (nerve.path)."""
     try:
-        return os.stat(CHAN_FILE + name).st_ino
-    except OSError:
+        return os.stat(nerve.path(name)).st_ino
+    except (OSError, nerve.Error):
         return None
 
 

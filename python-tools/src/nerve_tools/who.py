@@ -10,13 +10,12 @@ process's own copy, never to the channel, and any user who may read a
 channel can make one. Nothing is written to any channel: readers of /proc
 and of the channel header only.
 
-The holder of a channel's writer lock is read from the lock word of the
-channel header (a robust priority-inheritance mutex: the word is the
-owner's thread id, docs/design/0001-shm-layout.md, offset 128), as the
-holder's PID namespace numbers it, and only from a file the library
-validates as a channel (nerve.stat: magic, layout version, ABI, geometry)
-that is still the file read: anyone may plant a file under a channel's
-name, and its bytes at offset 128 name nobody.
+The holder of a channel's writer lock is what the library reports of it
+(``nerve.stat(name).lock_owner_tid``, a thread id as the holder's PID
+namespace numbers it, and ``lock_flags``), read only from a file the
+library validates as a channel (magic, layout version, ABI, geometry):
+anyone may plant a file under a channel's name. Where channel files live
+is the library's word too (``nerve.path``).
 
 Every name, command line and container id is printed escaped
 (``_text.escape``): a process or file name cannot write into the terminal.
@@ -33,8 +32,6 @@ import json
 import os
 import pwd
 import re
-import stat
-import struct
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -44,12 +41,10 @@ import nerve
 from ._text import escape
 
 PROG = "nerve who"
-SHM = "/dev/shm"
-LOCK_OFFSET = 128          # the writer lock in the channel header
-FUTEX_TID_MASK = 0x3FFFFFFF
-# Layout versions whose writer lock word is at LOCK_OFFSET
-# (docs/design/0001-shm-layout.md).
-LOCK_LAYOUTS = (1, 2)
+#: The path of every channel file begins with PREFIX (the library's
+#: nerve_chan_path): "/dev/shm/nerve."; the rest is the channel's name.
+PREFIX = nerve.path()
+SHM = os.path.dirname(PREFIX)
 
 _CONTAINER = re.compile(r"(?:docker|containerd|libpod|podman|crio|cri-containerd|lxc)[-/:]?"
                         r"([0-9a-f]{12,64}|[A-Za-z0-9_.-]+)")
@@ -125,7 +120,7 @@ def _maps_channels(pid: int) -> Optional[Dict[str, Tuple[bool, bool]]]:
     if text is None:
         return None
     out: Dict[str, Tuple[bool, bool]] = {}
-    prefix = f"{SHM}/nerve."
+    prefix = PREFIX
 
     def note(path: str, writable: bool) -> None:
         deleted = path.endswith(" (deleted)")
@@ -199,40 +194,11 @@ def _fd_writable(pid: int, fd: str) -> bool:
 def lock_holder(name: str) -> Optional[LockHolder]:
     """Who holds the writer lock of channel ``name`` (None: free, or the
     file is not a channel)."""
-    path = f"{SHM}/nerve.{name}"
-    # Anyone may plant a FIFO or a link under a channel's name: open
-    # nothing that can block or lead elsewhere, and read only regular files.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+        info = nerve.stat(name)
+    except (nerve.Error, ValueError, TypeError):
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        # Only a file the library accepts as a channel has a lock word at
-        # LOCK_OFFSET: the library checks magic, layout version, ABI and
-        # geometry. It opens the name itself, so the name must still lead
-        # to the file this descriptor holds (the inode cannot be reused
-        # while it is held open).
-        try:
-            info = nerve.stat(name)
-        except (nerve.Error, ValueError, TypeError):
-            return None
-        if info.layout_version not in LOCK_LAYOUTS:
-            return None
-        now = os.stat(path, follow_symlinks=False)
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            return None
-        raw = os.pread(fd, 4, LOCK_OFFSET)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(raw) != 4:
-        return None
-    word = struct.unpack("<I", raw)[0]
-    tid = word & FUTEX_TID_MASK
+    tid = info.lock_owner_tid
     if tid == 0:
         return None
     status = _read(f"/proc/{tid}/status")
@@ -243,7 +209,7 @@ def lock_holder(name: str) -> Optional[LockHolder]:
         if m:
             pid = int(m.group(1))
             command = " ".join((_read(f"/proc/{pid}/cmdline") or "").replace("\0", " ").split()) or "?"
-    return LockHolder(name, tid, pid, command, bool(word & 0x40000000))
+    return LockHolder(name, tid, pid, command, bool(info.lock_flags & nerve.LOCK_OWNER_DIED))
 
 
 def scan(patterns: Sequence[str] = ()) -> Scan:
@@ -276,7 +242,8 @@ def scan(patterns: Sequence[str] = ()) -> Scan:
     names = sorted({u.channel for u in res.uses if not u.deleted})
     if patterns:
         try:
-            present = [e[len("nerve."):] for e in os.listdir(SHM) if e.startswith("nerve.")]
+            base = os.path.basename(PREFIX)
+            present = [e[len(base):] for e in os.listdir(SHM) if e.startswith(base)]
         except OSError:
             present = []
         names = sorted(set(names) | {n for n in present

@@ -24,8 +24,10 @@ from ._channel import (
     Reservation,
     View,
     create,
+    file_size,
     list_channels,
     open,
+    path,
     stat,
     unlink,
     wait_any,
@@ -39,6 +41,11 @@ __version__: str = _nerve.VERSION_STRING
 NAME_MAX: int = _nerve.NAME_MAX
 #: Most channels one wait_any() call waits on.
 WAIT_MAX: int = _nerve.WAIT_MAX
+#: ChannelInfo.lock_flags: the writer lock's holder died with it (the
+#: next writer recovers it).
+LOCK_OWNER_DIED: int = _nerve.LOCK_OWNER_DIED
+#: ChannelInfo.lock_flags: writers are waiting for the lock.
+LOCK_WAITERS: int = _nerve.LOCK_WAITERS
 
 
 def now_ns() -> int:
@@ -62,15 +69,19 @@ __all__ = [
     "View",
     "check",
     "create",
+    "file_size",
     "list_channels",
     "now_ns",
     "open",
+    "path",
     "rt",
     "stat",
     "unlink",
     "wait_any",
     "NAME_MAX",
     "WAIT_MAX",
+    "LOCK_OWNER_DIED",
+    "LOCK_WAITERS",
     *_error_names,
 ]
 

@@ -33,8 +33,10 @@ __all__ = [
     "Reservation",
     "View",
     "create",
+    "file_size",
     "list_channels",
     "open",
+    "path",
     "stat",
     "unlink",
     "wait_any",
@@ -104,6 +106,9 @@ class Metadata(NamedTuple):
 #: ``head_seq``, ``tail_seq``, ``newest_time_ns`` (CLOCK_MONOTONIC, 0: no
 #: message), ``bytes_total``, ``waiters``, ``created_ns`` (CLOCK_REALTIME),
 #: ``layout_version``, ``mode``, ``uid``, ``gid``, ``creator_version``,
+#: ``lock_owner_tid`` (the writer lock's holder, a thread id as the
+#: writers' PID namespace numbers it; 0: free), ``lock_flags``
+#: (:data:`nerve.LOCK_OWNER_DIED`, :data:`nerve.LOCK_WAITERS`),
 #: ``messages`` (still readable) and ``error`` (why the channel could not be
 #: described, None when it could). ``newest_time`` and ``created`` are the
 #: old names of the two times.
@@ -541,6 +546,33 @@ def unlink(name: str) -> None:
 def stat(name: str) -> ChannelInfo:
     """Facts about channel ``name`` without opening it (nerve_chan_stat_name)."""
     return _nerve.stat(name)
+
+
+def path(name: Optional[str] = None, bell: bool = False) -> str:
+    """The file of channel ``name`` (``/dev/shm/nerve.NAME``; with ``bell``,
+    its bell), from the C library (nerve_chan_path): the one place the
+    location is spelled. With no name, the prefix every channel's path
+    begins with (the path is the prefix followed by the name), for tools
+    that look for channels in /proc/PID/maps. Nothing is opened."""
+    return str(_nerve.path(name, bell))
+
+
+def file_size(
+    slots: Optional[int] = None,
+    size: Optional[int] = None,
+    type: Optional[str] = None,
+    encoding: Optional[str] = None,
+    schema: Optional[Union[str, bytes]] = None,
+) -> int:
+    """The bytes of the file :func:`create` would make with these options
+    (left out: the C library's defaults), which is the memory the channel
+    commits in /dev/shm (nerve_chan_file_size). Raises
+    :class:`nerve.InvalidArgument` for options create() refuses."""
+    if isinstance(schema, str):
+        schema = schema.encode()
+    if (slots is not None and slots <= 0) or (size is not None and size <= 0):
+        raise ValueError(f"slots and size must be positive (got slots={slots}, size={size})")
+    return int(_nerve.file_size(slots or 0, size or 0, type, encoding, schema))
 
 
 def list_channels() -> List[ChannelInfo]:

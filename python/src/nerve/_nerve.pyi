@@ -8,6 +8,8 @@ VERSION_STRING: str
 LAYOUT_VERSION: int
 NAME_MAX: int
 WAIT_MAX: int
+LOCK_OWNER_DIED: int
+LOCK_WAITERS: int
 
 class Span:
     """Memory inside a channel's ring, exported through the buffer protocol."""
@@ -107,6 +109,9 @@ def create(
 def unlink(name: str) -> None: ...
 def list_names() -> List[str]: ...
 def stat(name: str) -> ChannelInfo: ...
+def path(name: Optional[str] = None, bell: bool = False) -> str: ...
+def file_size(slots: int, size: int, type: Optional[str] = None, encoding: Optional[str] = None,
+              schema: Optional[bytes] = None) -> int: ...
 
 class ChannelInfo:
     """struct nerve_stats with the channel's name (read-only)."""
@@ -127,6 +132,8 @@ class ChannelInfo:
     uid: int
     gid: int
     creator_version: int
+    lock_owner_tid: int
+    lock_flags: int
     @property
     def messages(self) -> int: ...
     @property

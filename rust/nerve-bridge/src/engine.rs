@@ -42,8 +42,6 @@ const PUT_TIMEOUT: Duration = Duration::from_millis(50);
 const READ_SLICE: Duration = Duration::from_millis(250);
 /// Samples whose ages the counters summarise.
 const AGES_KEPT: usize = 1024;
-/// The file of channel NAME: its inode tells whether it was recreated.
-const CHAN_FILE: &str = "/dev/shm/nerve.";
 /// A batch holds messages smaller than BATCH_ITEM, at most BATCH_MAX of
 /// them and about BATCH_BYTES in all.
 const BATCH_ITEM: usize = 16 << 10;
@@ -55,10 +53,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The inode of channel NAME's file (where the library says it is): it
+/// tells whether the channel was recreated.
 fn chan_ino(name: &str) -> Option<u64> {
-    std::fs::metadata(format!("{CHAN_FILE}{name}"))
-        .ok()
-        .map(|m| m.ino())
+    let path = nerve::path(name).ok()?;
+    std::fs::metadata(path).ok().map(|m| m.ino())
 }
 
 /// This host's CLOCK_REALTIME - CLOCK_MONOTONIC, ns.

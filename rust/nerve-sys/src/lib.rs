@@ -28,6 +28,14 @@ use core::ffi::{c_char, c_int, c_void};
 pub const NERVE_LAYOUT_VERSION: u32 = 2;
 /// `NERVE_NAME_MAX`: longest channel name, in bytes.
 pub const NERVE_NAME_MAX: usize = 200;
+/// `NERVE_PATH_MAX`: a buffer this large holds every `nerve_chan_path`.
+pub const NERVE_PATH_MAX: usize = 64 + NERVE_NAME_MAX;
+/// `NERVE_PATH_BELL`: `nerve_chan_path` of the channel's bell.
+pub const NERVE_PATH_BELL: u32 = 0x1;
+/// `NERVE_LOCK_OWNER_DIED`: `nerve_stats.lock_flags`, the holder died.
+pub const NERVE_LOCK_OWNER_DIED: u32 = 0x1;
+/// `NERVE_LOCK_WAITERS`: `nerve_stats.lock_flags`, writers are waiting.
+pub const NERVE_LOCK_WAITERS: u32 = 0x2;
 /// `NERVE_TYPE_MAX`: longest type name in the metadata, in bytes.
 pub const NERVE_TYPE_MAX: usize = 255;
 /// `NERVE_ENCODING_MAX`: longest encoding in the metadata, in bytes.
@@ -157,8 +165,10 @@ pub struct nerve_stats {
     pub uid: u32,
     pub gid: u32,
     pub creator_version: u32,
+    pub lock_owner_tid: u32,
+    pub lock_flags: u32,
     pub reserved0: u32,
-    pub reserved: [u64; 8],
+    pub reserved: [u64; 7],
 }
 
 /// `struct nerve_meta`: metadata recorded at creation.
@@ -353,4 +363,6 @@ extern "C" {
     ) -> c_int;
     pub fn nerve_chan_list(fn_: nerve_list_fn, arg: *mut c_void) -> c_int;
     pub fn nerve_chan_name_check(name: *const c_char) -> c_int;
+    pub fn nerve_chan_path(name: *const c_char, flags: u32, buf: *mut c_char, len: usize) -> c_int;
+    pub fn nerve_chan_file_size(opts: *const nerve_chan_opts, size: *mut u64) -> c_int;
 }

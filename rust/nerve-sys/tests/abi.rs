@@ -72,7 +72,8 @@ fn structs(out: &mut String) {
         head_seq => "head_seq", tail_seq => "tail_seq", newest_time_ns => "newest_time_ns",
         bytes_total => "bytes_total", waiters => "waiters", created_ns => "created_ns",
         layout_version => "layout_version", mode => "mode", uid => "uid", gid => "gid",
-        creator_version => "creator_version", reserved0 => "reserved0", reserved => "reserved",
+        creator_version => "creator_version", lock_owner_tid => "lock_owner_tid",
+        lock_flags => "lock_flags", reserved0 => "reserved0", reserved => "reserved",
     });
     check_struct!(out, nerve_meta {
         type_ => "type", encoding => "encoding", schema => "schema",
@@ -138,6 +139,10 @@ fn constants(out: &mut String) {
         ("NERVE_F_ABSTIME", NERVE_F_ABSTIME as i128),
         ("NERVE_F_REPEAT", NERVE_F_REPEAT as i128),
         ("NERVE_REPAIR_FORCE", NERVE_REPAIR_FORCE as i128),
+        ("NERVE_PATH_MAX", NERVE_PATH_MAX as i128),
+        ("NERVE_PATH_BELL", NERVE_PATH_BELL as i128),
+        ("NERVE_LOCK_OWNER_DIED", NERVE_LOCK_OWNER_DIED as i128),
+        ("NERVE_LOCK_WAITERS", NERVE_LOCK_WAITERS as i128),
         ("NERVE_OK", NERVE_OK as i128),
         ("NERVE_VERSION_MAJOR", NERVE_VERSION_MAJOR as i128),
         ("NERVE_VERSION_MINOR", NERVE_VERSION_MINOR as i128),

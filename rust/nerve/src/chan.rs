@@ -256,6 +256,11 @@ pub struct Stats {
     pub gid: u32,
     /// Library version (`NERVE_VERSION_NUMBER`) of the creator.
     pub creator_version: u32,
+    /// Thread id of the writer lock's holder, as the writers' PID
+    /// namespace numbers it; 0 when free.
+    pub lock_owner_tid: u32,
+    /// `NERVE_LOCK_OWNER_DIED`, `NERVE_LOCK_WAITERS` of the lock.
+    pub lock_flags: u32,
 }
 
 impl From<sys::nerve_stats> for Stats {
@@ -275,6 +280,8 @@ impl From<sys::nerve_stats> for Stats {
             uid: s.uid,
             gid: s.gid,
             creator_version: s.creator_version,
+            lock_owner_tid: s.lock_owner_tid,
+            lock_flags: s.lock_flags,
         }
     }
 }

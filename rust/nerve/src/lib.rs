@@ -117,6 +117,21 @@ pub fn name_check(name: &str) -> Result<()> {
     error::check(unsafe { sys::nerve_chan_name_check(name.as_ptr()) })
 }
 
+/// The file of channel `name` (`/dev/shm/nerve.NAME`), from the library
+/// (`nerve_chan_path`): the one place the location is spelled. Nothing is
+/// opened. [`Error::Inval`] or [`Error::NameTooLong`] for a bad name.
+pub fn path(name: &str) -> Result<String> {
+    let name = cstring(name)?;
+    let mut buf = vec![0u8; sys::NERVE_PATH_MAX];
+    // SAFETY: NUL-terminated name, buf of buf.len() bytes (Thread: any).
+    error::check(unsafe {
+        sys::nerve_chan_path(name.as_ptr(), 0, buf.as_mut_ptr().cast(), buf.len())
+    })?;
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    buf.truncate(end);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
 /// Facts of channel `name` (opened read-only, mapped header and index only,
 /// closed). Errors as [`Channel::open`].
 pub fn stat_name(name: &str) -> Result<Stats> {

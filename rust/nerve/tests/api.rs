@@ -75,6 +75,12 @@ fn create_open_unlink_with_options_and_metadata() {
     assert_eq!(st.head_seq, 0);
     assert_eq!(st.layout_version, nerve::LAYOUT_VERSION);
     assert_eq!(nerve::stat_name(&name).unwrap().slots, 16);
+    // Where the file is and what it holds, from the library.
+    let file = nerve::path(&name).unwrap();
+    assert!(file.ends_with(&format!("nerve.{name}")), "{file}");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), st.file_size);
+    assert_eq!((st.lock_owner_tid, st.lock_flags), (0, 0));
+    assert_eq!(nerve::path("bad name").err(), Some(Error::Inval));
     let (base, len) = ch.ring();
     assert!(!base.is_null());
     assert_eq!(len, 2 * 8192);

@@ -502,10 +502,18 @@ int nerve__mutex_state(const struct nerve__shm_lock *l, uint64_t chan_ns,
     }
     snprintf(msg, len,
              "held by thread %u, which does not exist: owner "
-             "dead (the next writer recovers; nerve check "
-             "--repair resets it)",
+             "dead (the next writer recovers; "
+             "nerve_chan_repair resets it)",
              owner);
     return NERVE__LOCK_DEAD;
+}
+
+uint32_t nerve__mutex_owner(const struct nerve__shm_lock *l, uint32_t *flags)
+{
+    uint32_t v = nerve__load32_rlx((nerve__a32 *)&l->word);
+    *flags = ((v & FUTEX_OWNER_DIED) ? NERVE_LOCK_OWNER_DIED : 0) |
+             ((v & FUTEX_WAITERS) ? NERVE_LOCK_WAITERS : 0);
+    return v & FUTEX_TID_MASK;
 }
 
 int nerve__mutex_repair(struct nerve__shm_lock *l, int force)
