@@ -9,7 +9,8 @@
 TOOLS_DEPS_STAMP := $(VENV)/.nerve-tools-deps
 TOOLS_PKG_STAMP := $(VENV)/.nerve-tools-installed
 TOOLS_SOURCES := $(wildcard python-tools/pyproject.toml python-tools/README.md \
-    python-tools/src/nerve_tools/*.py python-tools/src/nerve_tools/py.typed)
+    python-tools/src/nerve_tools/*.py python-tools/src/nerve_tools/*/*.py \
+    python-tools/src/nerve_tools/py.typed)
 
 TEST_TARGETS += test-tools
 # nerve foxglove makes a certificate for its loopback hop with openssl.

@@ -98,7 +98,7 @@ def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
                PYTHONUNBUFFERED="1")
     pre = []
     if rmw == "rmw_nerve_cpp":
-        pre = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
+        pre = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
     else:
         env["RMW_IMPLEMENTATION"] = rmw
     if layer == "rclpy":

@@ -3,15 +3,15 @@
     nerve ros1 [--master URI] [--to-ros GLOB[:TOPIC]]... [--from-ros TOPIC[:CHANNEL]]...
 
 The bridge is a ROS 1 node of its own: it speaks the master and slave
-XML-RPC APIs and TCPROS itself (ros1_wire.py), on one asyncio event loop
+XML-RPC APIs and TCPROS itself (ros1/wire.py), on one asyncio event loop
 that owns every socket, with bounded sizes, counts and deadlines (see
 "Bounds" below). rospy is not used; genmsg (Debian's, found by
-ros1_msg.enable) computes md5sums.
+msg.enable) computes md5sums.
 
 To ROS. Each channel matching a ``--to-ros`` glob whose encoding is
 ``ros1msg`` and whose type is a ROS 1 type ("pkg/Name") is advertised as a
 ROS topic with that type, the md5sum ROS computes from the channel's schema
-(the full message definition, see ``ros1_msg.md5sum``) and that definition,
+(the full message definition, see ``msg.md5sum``) and that definition,
 so ``rostopic``, ``rosbag`` and roscpp/rospy subscribers take it as any
 other topic. Every message committed to the channel after the bridge
 opened it is sent as it is (no decoding). Channels appearing later are
@@ -47,7 +47,7 @@ Bounds. The slave API and TCPROS listen on ``--listen`` (else ROS_IP,
 else ROS_HOSTNAME, else 127.0.0.1). At most MAX_XMLRPC_CONNS XML-RPC
 requests, MAX_HANDSHAKES TCPROS handshakes and MAX_INBOUND subscriber
 connections at once (more are closed at once), each request and handshake
-within ros1_wire.IO_TIMEOUT; at most MAX_PUBS_PER_TOPIC publishers per
+within wire.IO_TIMEOUT; at most MAX_PUBS_PER_TOPIC publishers per
 topic and MAX_LINKS in all are connected (the rest wait for a free
 place); a message longer than its channel is refused before it is read
 (skipped, or the publisher dropped when it is longer than
@@ -76,14 +76,26 @@ import struct
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 import nerve
 
-from . import _limits as limits
-from . import ros1_msg
-from ._common import channel_name, die, is_pattern
-from .ros1_wire import IO_TIMEOUT, MAX_DEFINITION, WireError, XmlRpcServer, encode_header, esc, read_header, xmlrpc_call
+from .. import _limits as limits
+from .. import options
+from .._common import channel_name, die, is_pattern
+from . import msg as ros1_msg
+from .wire import (
+    IO_TIMEOUT,
+    MAX_DEFINITION,
+    WireError,
+    XmlRpcServer,
+    encode_header,
+    esc,
+    read_header,
+    serve_quietly,
+    xmlrpc_call,
+)
 
 PROG = "nerve ros1"
 RESCAN_S = 0.5  # how often the channel list is scanned for --to-ros globs
@@ -299,7 +311,7 @@ class Link:
 class FromRos:
     """Mirrors one ROS topic into one channel (raw bytes)."""
 
-    def __init__(self, bridge: "Bridge", topic: str, channel: str) -> None:
+    def __init__(self, bridge: "Ros1Bridge", topic: str, channel: str) -> None:
         self.bridge, self.topic, self.channel = bridge, topic, channel
         self.ch: Optional[nerve.Channel] = None
         self.created_ns = 0
@@ -653,7 +665,7 @@ class Node:
     """The bridge's ROS node: the slave API, the TCPROS server, the
     publications and subscriptions, calls to the master."""
 
-    def __init__(self, bridge: "Bridge", bind: Optional[str], host: str) -> None:
+    def __init__(self, bridge: "Ros1Bridge", bind: Optional[str], host: str) -> None:
         self.bridge = bridge
         self.bind, self.host = bind, host
         self.caller_id = f"/nerve_ros1_{os.getpid()}_{int(time.time() * 1000)}"
@@ -741,10 +753,7 @@ class Node:
     # -- TCPROS subscribers --
 
     async def _serve_sub(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await self._subscriber(reader, writer)
-        except asyncio.CancelledError:
-            writer.close()  # the bridge stops (asyncio would log a cancelled handler)
+        await serve_quietly(self._subscriber, reader, writer)
 
     async def _subscriber(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.inbound >= MAX_INBOUND or self.handshakes >= MAX_HANDSHAKES:
@@ -801,7 +810,7 @@ class ToRos(threading.Thread):
     """Reads one channel (in this thread, blocking in nerve) and hands
     its messages to one publication."""
 
-    def __init__(self, bridge: "Bridge", name: str, topic: str) -> None:
+    def __init__(self, bridge: "Ros1Bridge", name: str, topic: str) -> None:
         super().__init__(name=f"to-ros {name}", daemon=True)
         self.bridge, self.channel, self.topic = bridge, name, topic
         self.stop = threading.Event()
@@ -892,18 +901,43 @@ class ToRos(threading.Thread):
             self.ch.close()
 
 
-class Bridge:
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.latch: bool = args.latch
-        self.queue: int = args.queue
-        self.slots: int = args.slots
-        self.size: int = args.size
-        self.master_uri: str = args.master
-        self.master_timeout: float = args.master_timeout
-        self.listen: Optional[str] = args.listen
-        self.budget: limits.ImportBudget = args.budget
-        self.to_specs = [split_spec(s) for s in args.to_ros]
-        self.from_specs = [split_spec(s) for s in args.from_ros]
+@dataclass
+class Ros1Options:
+    """What one run bridges, and how: the keywords of ``nerve ros1``'s flags
+    in one place (:meth:`from_args`), as :class:`Ros1Bridge` takes them."""
+
+    to_specs: List[Tuple[str, str]] = field(default_factory=list)  # (channel glob, topic or "")
+    from_specs: List[Tuple[str, str]] = field(default_factory=list)  # (topic, channel or "")
+    latch: bool = False
+    queue: int = 100
+    slots: int = 0
+    size: int = 0
+    master_uri: str = "http://localhost:11311"
+    master_timeout: float = 60.0
+    listen: Optional[str] = None
+    budget: limits.ImportBudget = field(default_factory=limits.ImportBudget)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "Ros1Options":
+        """From :func:`parser`'s result; raises LimitError for a bad bound."""
+        return cls(to_specs=[options.split_spec(s) for s in args.to_ros],
+                   from_specs=[options.split_spec(s) for s in args.from_ros],
+                   latch=args.latch, queue=args.queue, slots=args.slots, size=args.size,
+                   master_uri=args.master, master_timeout=args.master_timeout,
+                   listen=args.listen, budget=limits.ImportBudget.from_args(args))
+
+
+class Ros1Bridge:
+    """nerve channels and ROS 1 topics, both ways: one node that registers
+    with the master, publishes channels and subscribes to topics."""
+
+    def __init__(self, opts: Ros1Options) -> None:
+        self.opts = opts
+        self.latch, self.queue = opts.latch, opts.queue
+        self.slots, self.size = opts.slots, opts.size
+        self.master_uri, self.master_timeout = opts.master_uri, opts.master_timeout
+        self.listen, self.budget = opts.listen, opts.budget
+        self.to_specs, self.from_specs = opts.to_specs, opts.from_specs
         self.own = Own()
         self.md5s = Md5s()
         self.to_ros: Dict[str, ToRos] = {}
@@ -1156,12 +1190,6 @@ class Bridge:
         self.md5s.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def split_spec(spec: str) -> Tuple[str, str]:
-    """"a:b" -> ("a", "b"); "a" -> ("a", "")."""
-    left, _, right = spec.partition(":")
-    return left, right
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Bridge nerve channels and ROS 1 topics, both ways, "
@@ -1169,37 +1197,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--master", default=os.environ.get("ROS_MASTER_URI", "http://localhost:11311"),
                    metavar="URI", help="ROS master (default: $ROS_MASTER_URI or "
                                        "http://localhost:11311)")
-    p.add_argument("--to-ros", action="append", default=[], metavar="GLOB[:TOPIC]",
-                   help="publish ros1msg channels matching GLOB as ROS topics; TOPIC names "
-                        "the topic of one channel, or prefixes the topics of a glob "
-                        "(default topic: the name with '.' as '/')")
-    p.add_argument("--from-ros", action="append", default=[], metavar="TOPIC[:CHANNEL]",
-                   help="mirror ROS topic TOPIC into a channel (default name: the topic "
-                        "with '/' as '.')")
     p.add_argument("--listen", metavar="ADDR",
                    help="address of the node's XML-RPC and TCPROS ports, advertised to "
                         "other nodes (default: $ROS_IP, else $ROS_HOSTNAME, else 127.0.0.1; "
                         "0.0.0.0 listens on all interfaces)")
-    p.add_argument("--latch", action="store_true",
-                   help="advertise the --to-ros topics latched")
-    p.add_argument("--slots", type=int, default=0,
-                   help="index slots of channels created from ROS topics "
-                        "(default: from the first message's size)")
-    p.add_argument("--size", type=int, default=0, metavar="BYTES",
-                   help="data ring bytes of channels created from ROS topics "
-                        "(default: at least 16 messages, at least 1 MiB, within "
-                        "--max-channel-size)")
+    options.add_ros_channels(p, "ROS", "ros1msg", "advertise the --to-ros topics latched")
     p.add_argument("--queue", type=int, default=100,
                    help="messages queued per ROS subscriber (default 100)")
     p.add_argument("--master-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="give up when the master is unreachable this long (default 60)")
-    limits.add_arguments(p)
+    options.add_limits(p)
     return p
 
 
 def master_proxy(uri: str, timeout: float = 1.0) -> Any:
     """A synchronous XML-RPC proxy with a timeout (for tests and tools;
-    the bridge itself calls the master through ros1_wire)."""
+    the bridge itself calls the master through .wire)."""
     import xmlrpc.client
 
     class _Transport(xmlrpc.client.Transport):
@@ -1219,14 +1232,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.slots < 0 or args.size < 0 or args.queue < 1 or args.master_timeout <= 0:
         p.error("--slots and --size must be >= 0, --queue >= 1, --master-timeout > 0")
     try:
-        args.budget = limits.ImportBudget.from_args(args)
+        opts = Ros1Options.from_args(args)
     except limits.LimitError as e:
         p.error(str(e))
     try:
         ros1_msg.enable()
     except ImportError as e:
         die(PROG, str(e))
-    return asyncio.run(Bridge(args).run())
+    return asyncio.run(Ros1Bridge(opts).run())
 
 
 if __name__ == "__main__":

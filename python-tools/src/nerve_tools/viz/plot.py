@@ -154,6 +154,19 @@ def _legend_outside(ax, **kw) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kw)
 
 
+def _latency_axes(ax, cfg: Tuple[str, ...], ylabel: str, cdf: bool = False) -> None:
+    """One configuration's panel of a latency figure: log µs on x, the
+    configuration as title, the legend beside it."""
+    ax.set_xscale("log")
+    if cdf:
+        ax.set_ylim(0, 1.01)
+    ax.set_xlabel("latency (µs)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(_config_title(cfg), fontsize=10)
+    _legend_outside(ax, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
 def _save(fig, out: str, written: List[str]) -> None:
     import matplotlib.pyplot as plt
 
@@ -183,12 +196,7 @@ def plot_bench_hists(hists: List[BenchHist], stem: str, fmt: str, written: List[
             mid = (np.array(h.low) + np.array(h.high)) / 2e3
             frac, _ = np.histogram(mid, bins=edges, weights=np.array(h.count) / sum(h.count))
             ax.stairs(frac, edges, label=h.transport, linewidth=1.4)
-        ax.set_xscale("log")
-        ax.set_xlabel("latency (µs)")
-        ax.set_ylabel("fraction of messages")
-        ax.set_title(_config_title(cfg), fontsize=10)
-        _legend_outside(ax, fontsize=8)
-        ax.grid(alpha=0.3)
+        _latency_axes(ax, cfg, "fraction of messages")
     fig.suptitle("nerve bench: latency histograms")
     _save(fig, f"{stem}-latency-hist.{fmt}", written)
     # CDFs from the same histograms.
@@ -197,13 +205,7 @@ def plot_bench_hists(hists: List[BenchHist], stem: str, fmt: str, written: List[
         for h in hs:
             c = np.cumsum(h.count) / sum(h.count)
             ax.step(np.array(h.high) / 1e3, c, where="post", label=h.transport)
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.01)
-        ax.set_xlabel("latency (µs)")
-        ax.set_ylabel("fraction ≤ latency")
-        ax.set_title(_config_title(cfg), fontsize=10)
-        _legend_outside(ax, fontsize=8)
-        ax.grid(alpha=0.3)
+        _latency_axes(ax, cfg, "fraction ≤ latency", cdf=True)
     fig.suptitle("nerve bench: latency CDF")
     _save(fig, f"{stem}-latency-cdf.{fmt}", written)
 
@@ -261,13 +263,7 @@ def plot_bench_rows(rows: List[dict], stem: str, fmt: str, written: List[str], c
             xs = [r[k] / 1e3 for k, _q in PCTS if r.get(k) is not None]
             qs = [q for k, q in PCTS if r.get(k) is not None]
             ax.step(xs, qs, where="post", marker=".", label=str(r["transport"]))
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.01)
-        ax.set_xlabel("latency (µs)")
-        ax.set_ylabel("fraction ≤ latency")
-        ax.set_title(_config_title(cfg), fontsize=10)
-        _legend_outside(ax, fontsize=8)
-        ax.grid(alpha=0.3)
+        _latency_axes(ax, cfg, "fraction ≤ latency", cdf=True)
     fig.suptitle("nerve bench: latency CDF (p50, p90, p99, p99.9, max)")
     _save(fig, f"{stem}-latency-cdf.{fmt}", written)
 

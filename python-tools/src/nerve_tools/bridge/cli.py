@@ -23,10 +23,11 @@ import threading
 import time
 from typing import Optional, Sequence
 
-from . import _limits as limits
-from . import bridge_registry as registry
-from .bridge_engine import Bridge, BridgeOptions
-from .bridge_zenoh import (
+from .. import _limits as limits
+from .. import options
+from . import registry
+from .engine import BridgeOptions, HostBridge
+from .wire import (
     BridgeError,
     Description,
     SessionOptions,
@@ -87,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
                         "message is due (learnt from its rate) instead of sleeping until the writer "
                         "wakes them: one wake-up less per message for about 2 x USEC of CPU "
                         "(for a spare core; 0: off)")
-    limits.add_arguments(p)
+    options.add_limits(p)
     r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md); 'nerve ros2 --rmw zenoh' runs "
                              "this too, and 'nerve ros2' speaks DDS (docs/ros2.md)")
     r.add_argument("--ros2", action="store_true",
@@ -105,14 +106,14 @@ def ls_parser() -> argparse.ArgumentParser:
                                 description="List every channel exported on the Zenoh network.")
     p.add_argument("--remote", action="store_true", help=argparse.SUPPRESS)
     _session_args(p)
-    p.add_argument("--json", action="store_true", help="one JSON array")
-    p.add_argument("--timeout", type=float, default=CONNECT_TIMEOUT_S, metavar="SEC",
-                   help=f"how long to wait for peers and answers ({CONNECT_TIMEOUT_S:g})")
+    options.add_json(p, "one JSON array")
+    options.add_timeout(p, f"how long to wait for peers and answers ({CONNECT_TIMEOUT_S:g})",
+                        default=CONNECT_TIMEOUT_S)
     return p
 
 
 # The data path: the Rust program nerve-bridge-rs (rust/nerve-bridge) when it
-# is installed, else this package's Python engine (bridge_engine.py). The two
+# is installed, else this package's Python engine (bridge/engine.py). The two
 # speak the same protocol; --ros2 (rmw_zenoh) and --poll are Python's only.
 DATA_PATH_ENV = "NERVE_BRIDGE_DATA_PATH"  # "rust", "python" or unset (auto)
 RUST_BIN_ENV = "NERVE_BRIDGE_RS"  # path of nerve-bridge-rs
@@ -230,7 +231,7 @@ def run(argv: Sequence[str]) -> int:
     if args.ros2:
         return _run_ros2(args, session, stop)
     try:
-        bridge = Bridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
+        bridge = HostBridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
                                                imports=args.imports, priority=args.priority,
                                                express=args.express, poll_us=args.poll,
                                                budget=budget))
@@ -266,7 +267,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _run_ros2(args: argparse.Namespace, session: object, stop: threading.Event) -> int:
-    from . import ros2_zenoh as r2
+    from ..ros2 import rmw_zenoh as r2
     try:
         if args.ros2_domain < 0 or args.ros2_size <= 0:
             raise r2.Ros2Error("--ros2-domain must be >= 0 and --ros2-size positive")

@@ -10,7 +10,7 @@ metadata the C++ API and ``nerve ros2`` use: type ``pkg/msg/Name``, encoding
 ``cdr``, schema the full definition in MCAP's ros2msg form (the generator's
 text, so a channel made here and one made by C++ are alike).
 
->>> from nerve_tools import ros2_types as ros2
+>>> from nerve_tools.ros2 import types as ros2
 >>> T = ros2.typestore().types
 >>> with ros2.create("robot.imu", "sensor_msgs/msg/Imu") as ch:
 ...     ch.put(T["sensor_msgs/msg/Imu"](...))
@@ -46,7 +46,7 @@ from rosbags.typesys.store import Typestore
 
 import nerve
 
-from . import ros2gen
+from .. import ros2gen
 
 __all__ = [
     "Ros2Channel",

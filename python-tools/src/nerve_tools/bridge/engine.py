@@ -17,7 +17,7 @@
   Checks the header, counts gaps in the origin's sequence numbers, and puts
   the message into the local channel with its origin time translated to
   this host's CLOCK_MONOTONIC (nerve_chan_put_at keeps ring times ordered).
-- :class:`Bridge`: the session, the globs, the periodic scan of local
+- :class:`HostBridge`: the session, the globs, the periodic scan of local
   channels (bounded: one directory listing and one stat(2) per channel
   every ``scan`` seconds; never nerve_chan_stat_name, which maps the whole ring),
   the liveliness events of remote channels, counters and the registry for
@@ -42,9 +42,9 @@ import zenoh
 import nerve
 from nerve import _nerve
 
-from . import bridge_registry as registry
-from ._limits import ImportBudget
-from .bridge_zenoh import (
+from .._limits import ImportBudget
+from . import registry
+from .wire import (
     BridgeError,
     Description,
     data_key,
@@ -80,7 +80,7 @@ AGES_KEPT = 1024
 # The file of channel NAME (docs/design/0001-shm-layout.md): its inode tells
 # whether the channel was recreated, without opening (mapping) it.
 CHAN_FILE = "/dev/shm/nerve."
-# A batch (bridge_zenoh.BATCH) holds messages smaller than BATCH_ITEM, at
+# A batch (bridge.wire.BATCH) holds messages smaller than BATCH_ITEM, at
 # most BATCH_MAX of them and about BATCH_BYTES in all.
 BATCH_ITEM = 16 << 10
 BATCH_MAX = 256
@@ -206,7 +206,7 @@ class Exporter:
     a large one in a sample of its own. Nothing ever waits for more
     messages to fill a batch, so batching adds no latency."""
 
-    def __init__(self, bridge: "Bridge", name: str) -> None:
+    def __init__(self, bridge: "HostBridge", name: str) -> None:
         self.bridge = bridge
         self.name = name
         self.local = bridge.local(name)
@@ -392,7 +392,7 @@ class Exporter:
 class ImportStream:
     """Mirrors channel ``name`` of remote ``host`` into the local channel."""
 
-    def __init__(self, bridge: "Bridge", host: str, desc: Description, local: LocalChannel) -> None:
+    def __init__(self, bridge: "HostBridge", host: str, desc: Description, local: LocalChannel) -> None:
         self.bridge = bridge
         self.host = host
         self.name = desc.name
@@ -528,7 +528,7 @@ def split_import(glob: str) -> Tuple[Optional[str], str]:
     return origin, name
 
 
-class Bridge:
+class HostBridge:
     """Exports and imports channels over one Zenoh session. Call
     :meth:`start`, then :meth:`step` repeatedly (or :meth:`run`), then
     :meth:`close`."""

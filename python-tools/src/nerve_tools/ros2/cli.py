@@ -37,7 +37,9 @@ import shutil
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._common import channel_name, is_pattern
+from .. import _limits as limits
+from .. import options
+from .._common import channel_name, is_pattern
 
 PROG = "nerve ros2"
 NATIVE = "nerve-ros2-dds"
@@ -46,29 +48,6 @@ NATIVE = "nerve-ros2-dds"
 # article "Topic and Service name mapping to DDS").
 _TOPIC = re.compile(r"^(/[A-Za-z_][A-Za-z0-9_]*)+$")
 _NODE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SIZE = re.compile(r"^([0-9]+)([kKmMgG]?)$")
-
-
-def parse_size(text: str) -> int:
-    m = _SIZE.match(text.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad size {text!r} (e.g. 64M)")
-    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
-
-
-def env_size(name: str, default: int) -> int:
-    v = os.environ.get(name)
-    if not v:
-        return default
-    try:
-        return parse_size(v)
-    except argparse.ArgumentTypeError as e:
-        raise SystemExit(f"{PROG}: {name}: {e}") from None
-
-
-def split_spec(spec: str) -> Tuple[str, str]:
-    left, _, right = spec.partition(":")
-    return left, right
 
 
 def _char_as_uint8(node: Any) -> Any:
@@ -125,7 +104,7 @@ def channel_types(specs: Sequence[str], known: Sequence[str]) -> Dict[str, Any]:
     import nerve
 
     out: Dict[str, Any] = {}
-    globs = [split_spec(s)[0] for s in specs]
+    globs = [options.split_spec(s)[0] for s in specs]
     for info in nerve.list_channels():
         if info.error is not None or not any(
                 fnmatch.fnmatchcase(info.name, g) if is_pattern(g) else info.name == g for g in globs):
@@ -206,37 +185,19 @@ def parser() -> argparse.ArgumentParser:
                "program on rmw_nerve_cpp, its topics as nerve channels (docs/ros2.md#rmw_nerve).")
     p.add_argument("--domain", type=int, default=None, metavar="N",
                    help="ROS 2 domain (default: $ROS_DOMAIN_ID or 0)")
-    p.add_argument("--to-ros", action="append", default=[], metavar="GLOB[:TOPIC]",
-                   help="publish cdr channels matching GLOB (also ones created later) as ROS 2 "
-                        "topics; TOPIC names the topic of one channel, or prefixes the topics of "
-                        "a glob (default topic: the name with '.' as '/')")
-    p.add_argument("--from-ros", action="append", default=[], metavar="TOPIC[:CHANNEL]",
-                   help="mirror ROS 2 topic TOPIC into a channel (default name: the topic with "
-                        "'/' as '.')")
     p.add_argument("--qos", choices=("default", "sensor_data"), default="default",
                    help="default: reliable, keep last 10; sensor_data: best effort "
                         "subscriptions, keep last 5 (published topics stay reliable, which "
                         "matches both kinds of subscriber)")
-    p.add_argument("--latch", action="store_true",
-                   help="publish transient local: a late subscriber gets the newest message")
+    options.add_ros_channels(p, "ROS 2", "cdr", "publish transient local: a late subscriber gets "
+                                                "the newest message")
     p.add_argument("--dds-config", metavar="FILE",
                    help="Cyclone DDS configuration (XML), as CYCLONEDDS_URI=file://FILE")
     p.add_argument("--node", default="nerve_ros2", help="ROS 2 node name (nerve_ros2)")
     p.add_argument("--rmw", choices=("dds", "zenoh"), default="dds",
                    help="dds (Fast DDS / Cyclone DDS nodes; default) or zenoh (rmw_zenoh, "
                         "through nerve bridge --ros2)")
-    p.add_argument("--slots", type=parse_size, default=0,
-                   help="index slots of channels created from ROS 2 topics (default: from "
-                        "the first message's size)")
-    p.add_argument("--size", type=parse_size, default=0, metavar="BYTES",
-                   help="data ring bytes of channels created from ROS 2 topics (default: at "
-                        "least 16 messages, at least 1 MiB)")
-    p.add_argument("--max-channel-size", type=parse_size, default=None, metavar="SIZE",
-                   help="largest channel a ROS 2 topic may make this bridge create "
-                        "(default $NERVE_MAX_CHANNEL_SIZE or 64M)")
-    p.add_argument("--max-import-total", type=parse_size, default=None, metavar="SIZE",
-                   help="all channels created from ROS 2 topics together (default "
-                        "$NERVE_MAX_IMPORT_TOTAL or 512M)")
+    options.add_limits(p)
     z = p.add_argument_group("--rmw zenoh")
     z.add_argument("--zenoh-connect", action="append", default=[], metavar="ENDPOINT",
                    help="the Zenoh router of the ROS 2 system (e.g. tcp/127.0.0.1:7447)")
@@ -252,7 +213,7 @@ def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[
 
     to: List[str] = []
     for spec in args.to_ros:
-        glob, topic = split_spec(spec)
+        glob, topic = options.split_spec(spec)
         if not glob:
             p.error(f"--to-ros {spec!r}: no channel name or glob")
         if topic and not _TOPIC.match(topic.rstrip("/") or "/x"):
@@ -260,7 +221,7 @@ def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[
         to.append(f"{glob}={topic}")
     frm: List[str] = []
     for spec in args.from_ros:
-        topic, chan = split_spec(spec)
+        topic, chan = options.split_spec(spec)
         if not topic.startswith("/"):
             topic = "/" + topic
         if not _TOPIC.match(topic):
@@ -275,11 +236,11 @@ def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[
 
 
 def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int) -> int:
-    if any(split_spec(s)[1] for s in args.to_ros) or any(split_spec(s)[1] for s in args.from_ros):
+    if any(options.split_spec(s)[1] for s in args.to_ros) or any(options.split_spec(s)[1] for s in args.from_ros):
         p.error("--rmw zenoh keeps the names (topic /a/b is channel a.b): no :TOPIC or :CHANNEL")
     if args.latch or args.qos != "default" or args.dds_config:
         p.error("--latch, --qos and --dds-config apply to --rmw dds")
-    from . import bridge
+    from ..bridge import cli as bridge
 
     argv = ["--ros2", "--ros2-domain", str(domain)]
     for ep in args.zenoh_connect:
@@ -299,8 +260,8 @@ def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int)
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["exec"]:
-        # `nerve ros2 exec -- CMD`: run CMD on rmw_nerve_cpp (ros2_exec.py).
-        from .ros2_exec import main as exec_main
+        # `nerve ros2 exec -- CMD`: run CMD on rmw_nerve_cpp (ros2/exec.py).
+        from .exec import main as exec_main
 
         return exec_main(argv[1:])
     p = parser()
@@ -322,8 +283,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_zenoh(p, args, domain)
     if args.zenoh_connect or args.zenoh_listen or args.zenoh_config:
         p.error("--zenoh-* apply to --rmw zenoh")
-    max_chan = args.max_channel_size or env_size("NERVE_MAX_CHANNEL_SIZE", 64 << 20)
-    max_total = args.max_import_total or env_size("NERVE_MAX_IMPORT_TOTAL", 512 << 20)
+    try:
+        budget = limits.ImportBudget.from_args(args)
+    except limits.LimitError as e:
+        p.error(str(e))
     to, frm = resolve(p, args)
     native = find_native()
     if native is None:
@@ -348,8 +311,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     os.lseek(fd, 0, os.SEEK_SET)
     os.set_inheritable(fd, True)
     cmd = [native, "--domain", str(domain), "--node", args.node, "--qos", args.qos,
-           "--catalog-fd", str(fd), "--max-channel-size", str(max_chan),
-           "--max-import-total", str(max_total), "--slots", str(args.slots),
+           "--catalog-fd", str(fd), "--max-channel-size", str(budget.max_channel),
+           "--max-import-total", str(budget.max_total), "--slots", str(args.slots),
            "--size", str(args.size)]
     if args.latch:
         cmd.append("--latch")

@@ -27,7 +27,8 @@ from mcap.records import Schema as McapSchema
 
 import nerve
 
-from ._common import (
+from .. import options
+from .._common import (
     META_DATA_SIZE,
     META_ENCODING,
     META_NAME,
@@ -245,7 +246,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--start", type=float, metavar="SEC", help="skip the first SEC seconds of the recording")
     p.add_argument("--end", type=float, metavar="SEC", help="stop SEC seconds after the recording's start")
     p.add_argument("--list", action="store_true", help="print the topics and their target channels, play nothing")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    options.add_quiet(p, "no progress bar and no summary")
     return p
 
 

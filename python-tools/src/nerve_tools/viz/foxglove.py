@@ -68,8 +68,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import nerve
 
-from . import codecs
-from ._common import RAW, chan_error, from_mcap, plural, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
+from .. import options
+from .._common import RAW, chan_error, from_mcap, plural, realtime_offset_ns, select, sigterm_as_interrupt, to_mcap
+from ..codec import payload as codecs
 
 #: The subprotocols a client may ask for: the published protocol's name and
 #: the SDK's (the SDK's server accepts only the latter).
@@ -237,7 +238,7 @@ class _Listener:
     """The SDK server's callbacks for client publishing (called on the
     SDK's threads; one lock serialises them)."""
 
-    def __init__(self, bridge: "Bridge") -> None:
+    def __init__(self, bridge: "FoxgloveBridge") -> None:
         self.bridge = bridge
         self.lock = threading.Lock()
         self.pubs: Dict[Tuple[int, int], _Pub] = {}
@@ -494,7 +495,7 @@ class _Relay:
         self.thread.join(10)
 
 
-class Bridge:
+class FoxgloveBridge:
     """Forwards channels matching ``patterns`` (all when empty) to a
     Foxglove WebSocket server on ``host``:``port`` (0: a free port)."""
 
@@ -658,7 +659,7 @@ def parser() -> argparse.ArgumentParser:
                         f"'Authorization: Bearer T'); default ${ENV_TOKEN}")
     p.add_argument("--tls-cert", metavar="PEM", help="serve wss:// with this certificate (chain)")
     p.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
-    p.add_argument("-q", "--quiet", action="store_true")
+    options.add_quiet(p, "no client log lines and no summary")
     return p
 
 
@@ -686,7 +687,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     origins=(*DEFAULT_ORIGINS, *args.allow_origin), token=token)
     sigterm_as_interrupt()
     try:
-        bridge = Bridge(args.patterns, host=args.host, port=args.port, quiet=args.quiet,
+        bridge = FoxgloveBridge(args.patterns, host=args.host, port=args.port, quiet=args.quiet,
                         access=access, tls=tls)
     except (RuntimeError, OSError) as e:
         why = str(e)

@@ -8,7 +8,7 @@ Encodings:
 - ``json``: UTF-8 JSON (the schema, a JSON Schema, is not enforced);
 - ``cdr`` (ROS 2) and ``ros1msg`` (ROS 1): the channel's type is a ROS
   message type; the schema is its .msg definition with dependencies (the
-  ``ros2msg``/``ros1msg`` form MCAP uses, see :mod:`nerve_tools.schemas`).
+  ``ros2msg``/``ros1msg`` form MCAP uses, see :mod:`nerve_tools.codec.schemas`).
   Serialization is done by ``rosbags``; a type that is not in its ROS 2
   Humble / ROS 1 Noetic store is built from the schema;
 - ``protobuf``: the type is the full message name (``pkg.Msg``), the schema
@@ -29,8 +29,8 @@ from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import schemas
-from ._text import escape, has_control
+from .._text import escape, has_control
+from ..codec import schemas
 
 Bytes = Union[bytes, bytearray, memoryview]
 

@@ -13,9 +13,10 @@ from typing import Optional, Sequence
 
 import nerve
 
-from . import codecs
-from ._common import sigterm_as_interrupt
-from ._follow import open_channel
+from .. import options
+from .._common import sigterm_as_interrupt
+from ..codec import payload as codecs
+from .follow import open_channel
 
 PROG = "nerve pub"
 
@@ -34,13 +35,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--file", metavar="F", help="read VALUE from file F ('-': standard input)")
     p.add_argument("-r", "--rate", type=float, metavar="HZ",
                    help="publish repeatedly at HZ until Ctrl-C (or --count)")
-    p.add_argument("-n", "--count", type=int, metavar="N",
-                   help="publish N messages (at --rate, else back to back)")
-    p.add_argument("--timeout", type=float, metavar="SEC", help="longest wait for the writer lock")
+    options.add_count(p, "publish N messages (at --rate, else back to back)")
+    options.add_timeout(p, "longest wait for the writer lock")
     p.add_argument("--example", action="store_true",
                    help="print the all-default value of the channel's type (as JSON) and exit")
-    p.add_argument("--json", action="store_true", help='print {"seq": N, "size": S} per message')
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    options.add_json(p, 'print {"seq": N, "size": S} per message')
+    options.add_quiet(p, "print nothing")
     return p
 
 

@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 
 import nerve
 
-from ._common import chan_error, die
+from .._common import chan_error, die
 
 
 def open_channel(prog: str, name: str, write: bool = False) -> nerve.Channel:

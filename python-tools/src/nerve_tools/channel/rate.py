@@ -21,9 +21,10 @@ from typing import Deque, List, Optional, Sequence, Tuple
 
 import nerve
 
-from . import codecs
-from ._common import sigterm_as_interrupt
-from ._follow import open_channel
+from .. import options
+from .._common import sigterm_as_interrupt
+from ..codec import payload as codecs
+from .follow import open_channel
 
 KINDS = {
     "hz": "the message rate (from commit times)",
@@ -42,7 +43,7 @@ def parser(kind: str) -> argparse.ArgumentParser:
     p.add_argument("--every", type=float, default=1.0, metavar="SEC",
                    help="seconds between reports (default 1)")
     p.add_argument("--reports", type=int, metavar="N", help="stop after N reports")
-    p.add_argument("--json", action="store_true", help="one JSON object per report")
+    options.add_json(p, "one JSON object per report")
     return p
 
 

@@ -35,8 +35,8 @@ from mcap.writer import CompressionType, Writer
 
 import nerve
 
-from . import __version__
-from ._common import (
+from .. import __version__, options
+from .._common import (
     META_DATA_SIZE,
     META_ENCODING,
     META_NAME,
@@ -345,21 +345,6 @@ class Recorder:
 # -- command line -----------------------------------------------------------
 
 
-def _size(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    t = text.strip().lower().rstrip("ib").rstrip("b")
-    mult = units.get(t[-1:], 1)
-    if t[-1:] in units:
-        t = t[:-1]
-    try:
-        v = int(float(t) * mult)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512M)") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError("a size must be positive")
-    return v
-
-
 def _positive(text: str) -> float:
     v = float(text)
     if v <= 0:
@@ -381,14 +366,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-a", "--all", action="store_true", help="every channel, also those created later")
     p.add_argument("--from-start", action="store_true",
                    help="also record the messages already in the rings")
-    p.add_argument("--split-size", type=_size, metavar="BYTES",
+    p.add_argument("--split-size", type=options.positive_size, metavar="BYTES",
                    help="start a new file when one reaches BYTES (e.g. 512M); files are FILE_000.mcap, ...")
     p.add_argument("--split-duration", type=_positive, metavar="SEC",
                    help="start a new file every SEC seconds")
     p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd")
-    p.add_argument("--count", type=int, metavar="N", help="stop after N messages")
+    options.add_count(p, "stop after N messages")
     p.add_argument("--duration", type=_positive, metavar="SEC", help="stop after SEC seconds")
-    p.add_argument("-q", "--quiet", action="store_true", help="no status line and no summary")
+    options.add_quiet(p, "no status line and no summary")
     return p
 
 

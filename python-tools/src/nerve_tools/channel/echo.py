@@ -13,10 +13,11 @@ from typing import Optional, Sequence
 
 import nerve
 
-from . import codecs
-from ._common import sigterm_as_interrupt
-from ._follow import follow, open_channel, out
-from ._text import escape
+from .. import options
+from .._common import sigterm_as_interrupt
+from .._text import escape
+from ..codec import payload as codecs
+from .follow import follow, open_channel, out
 
 PROG = "nerve echo"
 
@@ -33,11 +34,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--newest", action="store_true",
                    help="start with the newest message present, then print only the newest at each wake-up")
     p.add_argument("--all", action="store_true", help="start with the oldest message still in the channel")
-    p.add_argument("-n", "--count", type=int, metavar="N", help="stop after N messages")
-    p.add_argument("--timeout", type=float, metavar="SEC",
-                   help="stop (exit 1) when no message arrives for SEC seconds")
+    options.add_count(p, "stop after N messages")
+    options.add_timeout(p, "stop (exit 1) when no message arrives for SEC seconds")
     p.add_argument("--no-arrays", action="store_true", help="show lists as <N items>")
-    p.add_argument("--json", action="store_true", help="one JSON object per line: seq, time_ns, missed, value")
+    options.add_json(p, "one JSON object per line: seq, time_ns, missed, value")
     p.add_argument("--header", action="store_true", help="print seq, time and missed before each message")
     return p
 

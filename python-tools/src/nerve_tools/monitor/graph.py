@@ -12,7 +12,7 @@ import subprocess
 import sys
 from typing import Optional, Sequence
 
-from ._text import escape
+from .._text import escape
 from .who import Scan, scan
 
 PROG = "nerve graph"

@@ -37,7 +37,7 @@ import struct
 import urllib.parse
 import xml.parsers.expat
 import xmlrpc.client
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, Optional, Tuple
 
 #: Longest HTTP request/status line plus headers.
 MAX_HTTP_HEAD = 16 << 10
@@ -226,6 +226,17 @@ async def xmlrpc_call(uri: str, method: str, *params: Any, timeout: float = IO_T
 Handler = Callable[..., Any]
 
 
+async def serve_quietly(handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+                        reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Run one connection's handler; when the server stops and cancels
+    it, close the connection without the traceback asyncio would log for
+    a cancelled handler."""
+    try:
+        await handler(reader, writer)
+    except asyncio.CancelledError:
+        writer.close()
+
+
 class XmlRpcServer:
     """An XML-RPC server for a fixed table of methods: one request per
     connection (answered, then closed, as HTTP/1.0), at most ``max_conns``
@@ -253,10 +264,7 @@ class XmlRpcServer:
             self.server.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await self._request(reader, writer)
-        except asyncio.CancelledError:
-            writer.close()  # the server stops (asyncio would log a cancelled handler)
+        await serve_quietly(self._request, reader, writer)
 
     async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.active >= self.max_conns:

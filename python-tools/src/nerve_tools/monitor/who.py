@@ -41,7 +41,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import nerve
 
-from ._text import escape
+from .._text import escape
 
 PROG = "nerve who"
 SHM = "/dev/shm"

@@ -35,8 +35,8 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import nerve
 
-from ._common import human_age, human_bytes
-from ._text import escape
+from .._common import human_age, human_bytes
+from .._text import escape
 
 PROG = "nerve top"
 
@@ -209,7 +209,7 @@ def _bridge_roles() -> Dict[str, str]:
     """Channels that a `nerve bridge` of this host exports or imports
     (docs/bridge.md; its registry files in /dev/shm)."""
     try:
-        from .bridge_registry import roles
+        from ..bridge.registry import roles
     except ImportError:  # the bridge's dependencies are not installed
         return {}
     return roles()

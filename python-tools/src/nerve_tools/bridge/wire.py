@@ -2,7 +2,7 @@
 per-message header and the channel description (docs/bridge.md is the
 specification others can speak).
 
-Kept apart from the export/import machinery (bridge_engine.py) so that other
+Kept apart from the export/import machinery (bridge/engine.py) so that other
 bridges on Zenoh (ROS 2 through rmw_zenoh's key expressions) reuse the same
 session setup and configuration handling.
 

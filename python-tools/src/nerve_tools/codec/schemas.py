@@ -16,7 +16,7 @@ Noetic), in particular :data:`BUILTIN_TYPES`. Serialization is done by
 ``rosbags``; nothing here reimplements CDR or ROS 1 serialization.
 
 >>> import nerve, numpy as np
->>> from nerve_tools import schemas
+>>> from nerve_tools.codec import schemas
 >>> with nerve.create("imu", **schemas.channel_options("sensor_msgs/msg/Imu")) as ch:
 ...     ch.put(schemas.encode(schemas.example("sensor_msgs/msg/Imu"), "sensor_msgs/msg/Imu"))
 """
