@@ -11,6 +11,8 @@
 
 #include <nerve/nerve.h>
 
+#include "report.h"
+
 #define BENCH_MAX_PROCS 64 /* senders, and receivers, per measurement */
 #define BENCH_MAX_CPUS 256
 
@@ -136,18 +138,6 @@ struct bench_ops {
 };
 
 extern const struct bench_ops *const bench_transports[BT_COUNT];
-
-/* The machine a result was measured on (bench.c). */
-struct host {
-    char cpu[256], kernel[512], governor[64], isolated[256];
-    long cores;
-    int vm; /* the CPU reports a hypervisor */
-    int preempt_rt;
-    int rt; /* -1 not requested, 0 denied, 1 granted */
-};
-void host_probe(struct host *h, int fifo);
-void host_json(FILE *f, const struct host *h);
-void json_string(FILE *f, const char *s);
 
 /* Clock of every timestamp: CLOCK_MONOTONIC ns. */
 int64_t bench_now(void);

@@ -1097,14 +1097,14 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
             r->kind == PP_MEMCPY ? "copy" : "hop", r->per, o->rounds);
     fputs(",\"cpus\":", f);
     if (o->pinned) {
-        json_string(f, o->cpus_text);
+        json_str(f, o->cpus_text, strlen(o->cpus_text));
     } else {
         fputs("null", f);
     }
     fprintf(f, ",\"fifo\":%d,\"started\":\"%s\"", o->fifo, started);
     if (r->error[0]) {
         fputs(",\"error\":", f);
-        json_string(f, r->error);
+        json_str(f, r->error, strlen(r->error));
     } else {
         fprintf(f,
                 ",\"iterations\":%" PRIu64 ",\"warmup\":%" PRIu64
@@ -1215,11 +1215,7 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
         return 1;
     }
     char started[64];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    iso8601_now(started, sizeof started);
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = pp_on_signal;

@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,8 +124,9 @@ def main() -> int:
     ap.add_argument("--layer", choices=("rclpy", "rcl", "both"), default="both")
     ap.add_argument("--out")
     a = ap.parse_args()
-    host = {"cpu": platform.processor() or platform.machine(), "nproc": os.cpu_count(),
-            "kernel": platform.release(), "load": os.getloadavg()}
+    from nerve_tools.host import record, stamp
+
+    host = {**record(), "load": os.getloadavg()}
     rows = []
     runs = []
     for kind in ("64B", "Imu", "PointCloud2-1MiB", "Image-1080p"):
@@ -141,7 +140,7 @@ def main() -> int:
             r = run(layer, rmw, kind, a.count, a.rate, subs, domain)
             row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind, "subs": subs,
                    "rate_hz": a.rate, **r,
-                   "host": host, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                   "host": host, "time": stamp()}
             print(json.dumps(row), flush=True)
             rows.append(row)
             if rmw == "rmw_nerve_cpp":
