@@ -267,7 +267,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _run_ros2(args: argparse.Namespace, session: object, stop: threading.Event) -> int:
-    from ..ros2 import rmw_zenoh as r2
+    from . import rmw_zenoh as r2
     try:
         if args.ros2_domain < 0 or args.ros2_size <= 0:
             raise r2.Ros2Error("--ros2-domain must be >= 0 and --ros2-size positive")

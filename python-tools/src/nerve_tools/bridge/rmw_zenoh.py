@@ -39,7 +39,7 @@ import zenoh
 import nerve
 from nerve import _nerve
 
-from ..bridge.wire import mono_to_real, real_to_mono, short_error
+from .wire import mono_to_real, real_to_mono, short_error
 
 ADMIN = "@ros2_lv"
 GID_LEN = 16
