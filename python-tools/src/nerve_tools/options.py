@@ -9,6 +9,7 @@ flag has the same spelling, type and meaning in every tool that takes it.
 - :func:`add_ros_channels`: ``--to-ros``, ``--from-ros``, ``--latch``,
   ``--slots`` and ``--size`` of the ROS bridges (``nerve ros1``,
   ``nerve ros2``), and :func:`split_spec` for their ``A:B`` values;
+- :func:`add_patterns`: the channel names or globs a tool looks at;
 - :func:`add_json`, :func:`add_quiet`, :func:`add_count`,
   :func:`add_timeout`: the output and stop flags of the channel verbs.
 """
@@ -74,6 +75,14 @@ def split_spec(spec: str) -> Tuple[str, str]:
     ``"a"`` -> ("a", "")."""
     left, _, right = spec.partition(":")
     return left, right
+
+
+def add_patterns(p: argparse.ArgumentParser, default: str) -> None:
+    """The channels a tool looks at: names or globs (``args.patterns``,
+    matched by :func:`nerve_tools._common.select`); ``default`` says which
+    channels none means."""
+    p.add_argument("patterns", nargs="*", metavar="NAME",
+                   help=f"channel names or globs, quoted ('cam*') (default: {default})")
 
 
 def add_json(p: argparse.ArgumentParser, help: str) -> None:

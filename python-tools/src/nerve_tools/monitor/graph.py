@@ -12,6 +12,7 @@ import subprocess
 import sys
 from typing import Optional, Sequence
 
+from .. import options
 from .._text import escape
 from .who import Scan, scan
 
@@ -53,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Draw processes and channels as a Graphviz graph "
                                "(DOT on standard output, or a file rendered by dot).")
-    p.add_argument("patterns", nargs="*", metavar="NAME", help="channel names or globs (default: all)")
+    options.add_patterns(p, "all")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write FILE, rendered by `dot` in the format of its suffix (.svg, .png, .pdf); "
                         ".dot or '-' writes DOT")

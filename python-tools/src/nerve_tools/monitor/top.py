@@ -35,6 +35,7 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import nerve
 
+from .. import options
 from .._common import human_age, human_bytes
 from .._text import escape
 
@@ -395,7 +396,7 @@ def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bo
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="Live monitor of every channel.")
-    p.add_argument("patterns", nargs="*", metavar="PATTERN", help="only channels matching these globs")
+    options.add_patterns(p, "all")
     p.add_argument("-i", "--interval", type=float, default=0.5, help="refresh period in seconds (0.5)")
     p.add_argument("-w", "--window", type=float, default=2.0, help="rates over the last SEC seconds (2)")
     p.add_argument("--sort", type=_sort_name, choices=SORT_NAMES, default="channel",

@@ -360,8 +360,7 @@ def parser() -> argparse.ArgumentParser:
         epilog="Channels that exist at the start are recorded from their next "
         "message; channels that appear later, from their first. Messages a "
         "writer overwrote before the recorder read them are counted as missed.")
-    p.add_argument("channels", nargs="*", metavar="CHANNEL",
-                   help="channel names or glob patterns (quote them: 'cam*')")
+    options.add_patterns(p, "none; --all for every channel")
     p.add_argument("-o", "--output", required=True, metavar="FILE.mcap")
     p.add_argument("-a", "--all", action="store_true", help="every channel, also those created later")
     p.add_argument("--from-start", action="store_true",
@@ -395,7 +394,7 @@ def _table(rec: Recorder, elapsed: float):  # -> rich Table
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
-    if not args.channels and not args.all:
+    if not args.patterns and not args.all:
         parser().error("give CHANNEL names or patterns, or --all")
     from rich.console import Console
     from rich.live import Live
@@ -408,7 +407,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     try:
-        rec = Recorder(args.output, args.channels, all_channels=args.all,
+        rec = Recorder(args.output, args.patterns, all_channels=args.all,
                        from_start=args.from_start, split_bytes=args.split_size,
                        split_seconds=args.split_duration, compression=args.compression)
     except OSError as e:

@@ -643,7 +643,7 @@ class FoxgloveBridge:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG, description="Serve channels live to the Foxglove app (Foxglove WebSocket protocol).")
-    p.add_argument("patterns", nargs="*", metavar="PATTERN", help="only channels matching these globs (default: all)")
+    options.add_patterns(p, "all")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; another one needs --token)")
     p.add_argument("-p", "--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
