@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "host.h"
+#include "report.h"
 
 #define BENCH_MAX_PROCS 64 /* senders, and receivers, per measurement */
 #define BENCH_MAX_CPUS 256

@@ -13,7 +13,7 @@
 #include <nerve/nerve.h>
 
 #include "bench.h"
-#include "host.h"
+#include "report.h"
 #include "stats.h"
 
 /* What one measurement does. */

@@ -80,7 +80,7 @@
 
 #include <nerve/nerve.h>
 
-#include "host.h"
+#include "report.h"
 #include "pingpong.h"
 #include "stats.h"
 
@@ -1128,7 +1128,7 @@ static void json_shape(FILE *f, const struct pp_opts *o, const struct pp_row *r,
             r->kind == PP_MEMCPY ? "copy" : "hop", r->per, o->rounds);
     fputs(",\"cpus\":", f);
     if (o->pinned) {
-        json_string(f, o->cpus_text);
+        json_str(f, o->cpus_text, strlen(o->cpus_text));
     } else {
         fputs("null", f);
     }
@@ -1180,7 +1180,7 @@ static void json_row(FILE *f, const struct pp_opts *o, const struct pp_row *r,
     json_shape(f, o, r, started);
     if (r->error[0]) {
         fputs(",\"error\":", f);
-        json_string(f, r->error);
+        json_str(f, r->error, strlen(r->error));
     } else {
         json_numbers(f, r);
     }
@@ -1348,11 +1348,7 @@ int pingpong_run(const struct pp_opts *o, const struct host *h)
         return 2;
     }
     char started[64];
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    iso8601_now(started, sizeof started);
     if (run_rounds(o, rows, n) != 0) {
         return 1;
     }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "host.h"
+#include "report.h"
 
 #define PP_MAX_SAMPLES (1u << 21) /* round trips per row and round */
 #define PP_MAX_ROUNDS 100

@@ -175,13 +175,13 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
             reads_newest(c) ? "newest" : "next",
             ops->payload ? "true" : "false");
     if (c->workload) {
-        json_string(f, c->workload);
+        json_str(f, c->workload, strlen(c->workload));
     } else {
         fputs("null", f);
     }
     fprintf(f, ",\"cpus\":");
     if (c->cpus_text) {
-        json_string(f, c->cpus_text);
+        json_str(f, c->cpus_text, strlen(c->cpus_text));
     } else {
         fputs("null", f);
     }
@@ -191,8 +191,9 @@ static void json_row(FILE *f, const struct meas *m, const struct summary *s,
                                             : "false",
             started);
     if (m->skipped[0] || m->error[0]) {
+        const char *why = m->skipped[0] ? m->skipped : m->error;
         fprintf(f, ",\"%s\":", m->skipped[0] ? "skipped" : "error");
-        json_string(f, m->skipped[0] ? m->skipped : m->error);
+        json_str(f, why, strlen(why));
     }
     if (!m->skipped[0]) {
         fprintf(f,

@@ -418,16 +418,6 @@ static double memcpy_p50(uint64_t size)
 
 /* ---- groups ---------------------------------------------------------------- */
 
-/* The moment a group starts, for its JSON lines: ISO 8601, UTC. */
-static void utc_stamp(char *out, size_t len)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(out, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static void cfg_init(struct bench_cfg *c, const struct bench_opts *o,
                      const struct bench_plan *p, const struct bench_group *g,
                      int transport, unsigned rounds)
@@ -496,7 +486,7 @@ static int run_group(const struct bench_opts *o, const struct bench_plan *p,
     unsigned rounds = o->rounds ? o->rounds : (nm > 1 ? 5 : 1);
     double slice = g->duration / rounds;
     char started[64];
-    utc_stamp(started, sizeof started);
+    iso8601_now(started, sizeof started); /* the group starts */
     struct bench_shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED) {

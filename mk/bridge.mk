@@ -1,5 +1,5 @@
 # nerve bridge (issue 12): channels across hosts on Eclipse Zenoh
-# (python-tools/src/nerve_tools/bridge*.py, docs/bridge.md). Its tests are
+# (python-tools/src/nerve_tools/bridge/, docs/bridge.md). Its tests are
 # in tests/python_tools (test_bridge*.py), so test-tools runs them; the
 # multi-host ones build hosts from network namespaces and need root, ip,
 # nsenter/unshare and tc (they skip with the reason otherwise).

@@ -1,5 +1,5 @@
 # ROS 2 over DDS (issue 24): `nerve ros2` (python-tools/src/nerve_tools/
-# ros2.py for the set-up, tools/ros2/ for the data path on Cyclone DDS),
+# ros2/cli.py for the set-up, tools/ros2/ for the data path on Cyclone DDS),
 # tested against real ROS 2 nodes: rclpy of ROS 2 Jazzy and Kilted from
 # their wheels (mk/ros2venv.mk) on rmw_fastrtps_cpp, and peers written on
 # Cyclone DDS's C API and Fast DDS's C++ API (tests/ros2, built by CMake

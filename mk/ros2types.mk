@@ -1,7 +1,7 @@
 # ROS 2 message types in nerve's C++ and Python APIs (issue 25): the
 # generator (python-tools/src/nerve_tools/ros2gen, run at build time by
 # cmake/NerveRos2.cmake), the runtime include/nerve/cxx/ros2.hpp, and the
-# Python side nerve_tools.ros2_types. See docs/ros2.md (section "ROS 2
+# Python side nerve_tools.ros2.types. See docs/ros2.md (section "ROS 2
 # message types").
 #
 #   make test-ros2-types   ctest -L ros2types (C++ through channels) and

@@ -9,7 +9,8 @@
 TOOLS_DEPS_STAMP := $(VENV)/.nerve-tools-deps
 TOOLS_PKG_STAMP := $(VENV)/.nerve-tools-installed
 TOOLS_SOURCES := $(wildcard python-tools/pyproject.toml python-tools/README.md \
-    python-tools/src/nerve_tools/*.py python-tools/src/nerve_tools/py.typed)
+    python-tools/src/nerve_tools/*.py python-tools/src/nerve_tools/*/*.py \
+    python-tools/src/nerve_tools/py.typed)
 
 TEST_TARGETS += test-tools
 # nerve foxglove makes a certificate for its loopback hop with openssl.
@@ -39,3 +40,7 @@ test-tools: $(TOOLS_PKG_STAMP) build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
 	    tests/python_tools
+
+# python/bench/bench_python.py writes its host record with nerve_tools.host
+# (the Python writer of the record nerve bench writes in C).
+bench-python: $(TOOLS_PKG_STAMP)

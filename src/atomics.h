@@ -4,7 +4,7 @@
  * these wrappers, so that the memory orders are visible in one place, a
  * model-checking shim or TSan annotations can hook in here, and grep finds
  * them all. Callers name the order in the function (acq, rel, rlx, sc) and
- * write a SYNC(tag) comment at every non-relaxed use (STYLE.md §8).
+ * write a SYNC(tag) comment at every non-relaxed use (CONTRIBUTING.md §8).
  *
  * Shared atomics must be lock-free: a lock-based atomic would live in
  * process-private memory and would not synchronise across processes. C11

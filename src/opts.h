@@ -1,4 +1,4 @@
-/* Reading a caller's versioned options struct (STYLE.md §6): one reader for
+/* Reading a caller's versioned options struct (CONTRIBUTING.md §6): one reader for
  * every `size`-prefixed options struct of the library. */
 #ifndef NERVE_OPTS_H
 #define NERVE_OPTS_H

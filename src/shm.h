@@ -5,7 +5,7 @@
  * moves. Shared structures hold fixed-width fields only (no size_t, long,
  * clockid_t or pointers: offsets instead), so that the same file means the
  * same thing to every process that maps it. Every field carries an ownership
- * tag (STYLE.md §8):
+ * tag (CONTRIBUTING.md §8):
  *   [const]    written at creation, before the file is visible; never again
  *   [W:lock]   written only by the holder of the writer lock
  *   [R:acq]    read lock-free by readers with acquire order

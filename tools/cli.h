@@ -16,6 +16,8 @@
 
 #include <nerve/nerve.h>
 
+#include "report.h"
+
 /* Exit codes of every verb. */
 #define CLI_OK 0
 #define CLI_FAIL 1
@@ -194,7 +196,6 @@ void cli_ctext(FILE *f, const char *s);
  * buf. */
 const char *cli_text_buf(char *buf, size_t cap, const char *s);
 
-void json_str(FILE *f, const char *s, size_t len);
 void json_cstr(FILE *f, const char *s);
 /* "text" if buf is valid UTF-8, else "base64" as the key; writes
  * ,"KEY":"..." with the given key prefix (e.g. "text"/"base64"). */
@@ -202,8 +203,6 @@ void json_payload(FILE *f, const char *text_key, const char *b64_key,
                   const void *buf, size_t len);
 int utf8_valid(const void *buf, size_t len);
 void base64_write(FILE *f, const void *buf, size_t len);
-/* ISO 8601 UTC with nanoseconds, e.g. 2026-11-22T10:00:00.123456789Z. */
-void iso8601(char *out, size_t len, int64_t realtime_ns);
 
 /* Read all of a stream into a malloc'd buffer (cli_read.c). Returns 0 or
  * -1 (errno). */

@@ -2,7 +2,7 @@
  *
  * A handle maps its channel file: /proc/PID/maps shows the mapping with
  * its permissions, `rw-s` for a handle that may write and `r--s` for a
- * read-only one (as `nerve who`, python-tools/src/nerve_tools/who.py,
+ * read-only one (as `nerve who`, python-tools/src/nerve_tools/monitor/who.py,
  * reads them). A line is matched to the channel by the file's device and
  * inode, not by its name, so a process that still maps an earlier file of
  * the same name (removed, then re-created) is not counted as holding this

@@ -1,39 +1,8 @@
-/* JSON output (declared in tools/cli.h): strings, payloads as text or
- * base64, ISO 8601 times. */
+/* JSON output (declared in tools/cli.h): metadata strings and payloads as
+ * text or base64. JSON string escaping and ISO 8601 times are report.c's. */
 #include "cli.h"
 
-#include <time.h>
 #include <string.h>
-
-/* One byte of a JSON string, escaped as needed. With `latin1`, bytes
- * >= 0x80 are written as \u00XX (the byte read as Latin-1). */
-static void json_byte(FILE *f, unsigned char c, int latin1)
-{
-    switch (c) {
-    case '"': fputs("\\\"", f); break;
-    case '\\': fputs("\\\\", f); break;
-    case '\n': fputs("\\n", f); break;
-    case '\r': fputs("\\r", f); break;
-    case '\t': fputs("\\t", f); break;
-    case '\b': fputs("\\b", f); break;
-    case '\f': fputs("\\f", f); break;
-    default:
-        if (c < 0x20 || c == 0x7f || (latin1 && c >= 0x80)) {
-            fprintf(f, "\\u%04x", c);
-        } else {
-            fputc(c, f);
-        }
-    }
-}
-
-void json_str(FILE *f, const char *s, size_t len)
-{
-    fputc('"', f);
-    for (size_t i = 0; i < len; i++) {
-        json_byte(f, (unsigned char)s[i], 0);
-    }
-    fputc('"', f);
-}
 
 /* A C string as a JSON string. Metadata strings are bytes the library does
  * not check; one that is not UTF-8 is written with each byte >= 0x80 as
@@ -87,19 +56,4 @@ void json_payload(FILE *f, const char *text_key, const char *b64_key,
         base64_write(f, buf, len);
         fputc('"', f);
     }
-}
-
-void iso8601(char *out, size_t len, int64_t ns)
-{
-    time_t sec = (time_t)(ns / 1000000000);
-    long frac = (long)(ns % 1000000000);
-    if (frac < 0) {
-        frac += 1000000000;
-        sec--;
-    }
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    char date[40];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, len, "%s.%09ldZ", date, frac);
 }

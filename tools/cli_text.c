@@ -6,45 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at p[0..len), or 0 if none starts
- * there (RFC 3629, as utf8_valid()); *cp gets its code point. */
-static size_t utf8_seq(const unsigned char *p, size_t len, uint32_t *cp)
-{
-    unsigned char c = p[0];
-    size_t n;
-    uint32_t v;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if ((c & 0xe0) == 0xc0) {
-        n = 1;
-        v = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 2;
-        v = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 3;
-        v = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (len - 1 < n) {
-        return 0;
-    }
-    for (size_t k = 1; k <= n; k++) {
-        if ((p[k] & 0xc0) != 0x80) {
-            return 0;
-        }
-        v = (v << 6) | (p[k] & 0x3f);
-    }
-    if ((n == 1 && v < 0x80) || (n == 2 && v < 0x800) ||
-        (n == 3 && v < 0x10000) || v > 0x10ffff ||
-        (v >= 0xd800 && v <= 0xdfff)) {
-        return 0;
-    }
-    *cp = v;
-    return n + 1;
-}
+#include "utf8.h" /* src/: the one UTF-8 decoder */
 
 /* The escape of one code point (or, with cp > 0x10ffff, of the invalid
  * byte cp & 0xff) into out (at least 7 bytes); returns its length, 0 if
@@ -84,7 +46,7 @@ static void text_walk(const void *s, size_t len, unsigned flags,
     size_t i = 0, run = 0;
     while (i < len) {
         uint32_t cp;
-        size_t n = utf8_seq(p + i, len - i, &cp);
+        size_t n = nerve__utf8_seq(p + i, len - i, &cp);
         if (n == 0) {
             cp = 0x110000u | p[i]; /* an invalid byte */
             n = 1;
@@ -161,7 +123,7 @@ const char *cli_text_buf(char *buf, size_t cap, const char *s)
         size_t len = strlen(s), i = 0;
         while (i < len && !t.cut) {
             uint32_t cp;
-            size_t n = utf8_seq(p + i, len - i, &cp);
+            size_t n = nerve__utf8_seq(p + i, len - i, &cp);
             n = n ? n : 1;
             text_walk(p + i, n, 0, emit_buf, &t);
             i += n;
@@ -175,46 +137,10 @@ const char *cli_text_buf(char *buf, size_t cap, const char *s)
     return buf;
 }
 
-/* RFC 3629: rejects overlong forms, surrogates and code points past
- * U+10FFFF, so that "text" payloads are always valid JSON strings. */
+/* RFC 3629 (src/utf8.h, the library's own check): rejects overlong
+ * forms, surrogates and code points past U+10FFFF, so that "text" payloads
+ * are always valid JSON strings. */
 int utf8_valid(const void *buf, size_t len)
 {
-    const unsigned char *p = buf;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = p[i];
-        size_t n;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            n = 1;
-            cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2;
-            cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return 0;
-        }
-        if (len - i - 1 < n) {
-            return 0;
-        }
-        for (size_t k = 1; k <= n; k++) {
-            if ((p[i + k] & 0xc0) != 0x80) {
-                return 0;
-            }
-            cp = (cp << 6) | (p[i + k] & 0x3f);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
-            (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-            (cp >= 0xd800 && cp <= 0xdfff)) {
-            return 0;
-        }
-        i += n + 1;
-    }
-    return 1;
+    return nerve__utf8_valid(buf, len);
 }

@@ -27,7 +27,7 @@ def zconf(listen=None, connect=None):
     """The bridge's own Zenoh configuration (bridge_zenoh.make_config:
     peer, multicast scouting off, Zenoh shared memory off, the same drop
     settings), so that both paths run the same Zenoh."""
-    from nerve_tools.bridge_zenoh import SessionOptions, make_config
+    from nerve_tools.bridge.wire import SessionOptions, make_config
 
     return make_config(SessionOptions(listen=[listen] if listen else [], connect=[connect] if connect else []))
 
@@ -85,7 +85,7 @@ def zenoh_pub(connect: str, n: int, size: int, rate: float, express: bool = Fals
     import zenoh
 
     s = zenoh.open(zconf(connect=connect))
-    from nerve_tools.bridge_zenoh import qos
+    from nerve_tools.bridge.wire import qos
 
     pub = s.declare_publisher(KEY, **qos("data", express))  # the bridge's publisher settings
     end = time.monotonic() + 20

@@ -99,7 +99,7 @@ def run(layer: str, rmw: str, kind: str, count: int, domain: int) -> dict:
                PYTHONUNBUFFERED="1")
     pre = []
     if rmw == "rmw_nerve_cpp":
-        pre = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
+        pre = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
     else:
         env["RMW_IMPLEMENTATION"] = rmw
     cmd = [PROG, kind, str(count)] if layer == "rcl" else [PY, "-c", NODE, kind, str(count)]

@@ -28,11 +28,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,7 +125,7 @@ def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
                PYTHONUNBUFFERED="1")
     pre = []
     if rmw == "rmw_nerve_cpp":
-        pre = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
+        pre = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
     else:
         env["RMW_IMPLEMENTATION"] = rmw
     waits = procs * subs if procs else subs
@@ -166,8 +164,9 @@ def main() -> int:
     ap.add_argument("--kinds", default="64B,Imu,PointCloud2-1MiB,Image-1080p")
     ap.add_argument("--sub-procs", help="e.g. 1,8: rows with that many subscriber processes")
     a = ap.parse_args()
-    host = {"cpu": platform.processor() or platform.machine(), "nproc": os.cpu_count(),
-            "kernel": platform.release(), "load": os.getloadavg()}
+    from nerve_tools.host import record, stamp
+
+    host = {**record(), "load": os.getloadavg()}
     rows = []
     runs = []
     layers = ("rcl", "rclpy") if a.layer == "both" else (a.layer,)
@@ -186,7 +185,7 @@ def main() -> int:
             row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind,
                    "subs": procs * subs if procs else subs, "sub_procs": max(procs, 1),
                    "rate_hz": a.rate, "load": os.getloadavg(), **r,
-                   "host": host, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                   "host": host, "time": stamp()}
             print(json.dumps(row), flush=True)
             rows.append(row)
             if rmw == "rmw_nerve_cpp":

@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 
 import nerve
+from nerve_tools.host import record as host_record
+from nerve_tools.host import stamp as iso_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,31 +44,10 @@ ROOT = Path(__file__).resolve().parents[2]
 # ---- host and statistics -------------------------------------------------------
 
 
-def _read(path: str, default: str = "n/a") -> str:
-    try:
-        return Path(path).read_text().strip() or default
-    except OSError:
-        return default
-
-
 def host() -> dict:
-    cpu = "unknown"
-    for line in _read("/proc/cpuinfo", "").splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    uname = platform.uname()
-    return {
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "kernel": uname.release,
-        "preempt_rt": "PREEMPT_RT" in uname.version,
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "isolated_cpus": _read("/sys/devices/system/cpu/isolated", "none"),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "nerve": nerve.__version__,
-    }
+    """nerve_tools.host's record (the one nerve bench writes) and this
+    interpreter's versions."""
+    return {**host_record(), "python": platform.python_version(), "numpy": np.__version__}
 
 
 def summary(samples) -> dict:
@@ -227,6 +208,7 @@ def main() -> int:
         args.rounds, args.iters = 50, 50
 
     h = host()
+    when = iso_stamp()
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     base = f"nt-{os.getpid()}-bench"
     with tempfile.TemporaryDirectory() as work:
@@ -238,9 +220,9 @@ def main() -> int:
     lines = [
         f"# Python package benchmark, {stamp}",
         "",
-        f"Host: {h['cpu']}, {h['cpus']} CPUs, Linux {h['kernel']}"
-        f"{' PREEMPT_RT' if h['preempt_rt'] else ''}, governor {h['governor']}, "
-        f"isolated CPUs {h['isolated_cpus']}; Python {h['python']}, numpy {h['numpy']}, "
+        f"Host: {h['cpu']}, {h['cores']} CPUs, Linux {h['kernel']}"
+        f"{' PREEMPT_RT' if h['preempt_rt'] else ''}, governor {h['governor'] or 'n/a'}, "
+        f"isolated CPUs {h['isolated'] or 'none'}; Python {h['python']}, numpy {h['numpy']}, "
         f"nerve {h['nerve']}.",
         "",
         "Command: `make bench-python` (python/bench/bench_python.py).",
@@ -293,10 +275,10 @@ def main() -> int:
             for call, s in d.items():
                 f.write(json.dumps({"bench": "python-overhead", "loop": lang, "call": call,
                                     "msg_bytes": 64, "batch": args.batch, "unit": "ns",
-                                    **s, "host": h, "time": stamp}) + "\n")
+                                    **s, "host": h, "time": when}) + "\n")
         for label, s in lg.items():
             f.write(json.dumps({"bench": "python-1mib", "transport": label, "msg_bytes": 1 << 20,
-                                "unit": "ns", **s, "host": h, "time": stamp}) + "\n")
+                                "unit": "ns", **s, "host": h, "time": when}) + "\n")
     print(f"wrote {out / f'python-{tag}.md'} and .jsonl")
     return 0
 

@@ -239,7 +239,7 @@ def test_who_render_escapes_every_field() -> None:
     # A process without a command line (a kernel thread's form) is shown by
     # its comm, "[comm]", which prctl(PR_SET_NAME) sets to anything; the
     # user, namespace and container come from /proc too.
-    from nerve_tools import who
+    from nerve_tools.monitor import who
 
     e = "\x1b]2;X\x07"
     res = who.Scan(

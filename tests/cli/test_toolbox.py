@@ -23,7 +23,7 @@ import pytest
 
 import nerve
 import nerve.testing
-from nerve_tools import schemas
+from nerve_tools.codec import schemas
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
@@ -651,7 +651,7 @@ def test_cxx_examples_help_and_cleanup() -> None:
 
 def test_rate_text_golden() -> None:
     """The text reports of hz, bw and delay, from fixed numbers."""
-    from nerve_tools import rate
+    from nerve_tools.channel import rate
 
     reports = {
         "hz": {"window": 100, "messages": 250, "missed": 2, "rate_hz": 99.96,

@@ -16,8 +16,8 @@ from typing import Iterator, List, Tuple
 import pytest
 
 import nerve
-from nerve_tools import bridge_engine as be
-from nerve_tools.bridge_zenoh import BridgeError, Description, SessionOptions, open_session, unpack_table
+from nerve_tools.bridge import engine as be
+from nerve_tools.bridge.wire import BridgeError, Description, SessionOptions, open_session, unpack_table
 
 
 class Recorder:
@@ -34,10 +34,10 @@ class Recorder:
 
 
 @pytest.fixture
-def bridge() -> Iterator[be.Bridge]:
+def bridge() -> Iterator[be.HostBridge]:
     session = open_session(SessionOptions())
     logs: List[str] = []
-    b = be.Bridge(session, be.BridgeOptions(ident="me", exports=["*"]), log=logs.append)
+    b = be.HostBridge(session, be.BridgeOptions(ident="me", exports=["*"]), log=logs.append)
     b.logs = logs  # type: ignore[attr-defined]
     try:
         yield b
@@ -55,7 +55,7 @@ def wait_until(pred, timeout: float = 10.0) -> bool:
     return pred()
 
 
-def exporter(bridge: be.Bridge, name: str) -> Tuple[be.Exporter, Recorder]:
+def exporter(bridge: be.HostBridge, name: str) -> Tuple[be.Exporter, Recorder]:
     ex = be.Exporter(bridge, name)
     ex.pub.undeclare()
     rec = Recorder()
@@ -76,7 +76,7 @@ def messages_of(rec: Recorder) -> List[bytes]:
     return got
 
 
-def test_burst_drained_into_ordered_batches_and_imported_back(bridge: be.Bridge, name) -> None:
+def test_burst_drained_into_ordered_batches_and_imported_back(bridge: be.HostBridge, name) -> None:
     src, dst = name("src"), name("dst")
     nerve.create(src, slots=4096, size=8 << 20).close()
     ex, rec = exporter(bridge, src)
@@ -155,7 +155,7 @@ def test_burst_drained_into_ordered_batches_and_imported_back(bridge: be.Bridge,
     assert st.counters.duplicates == len(unpack_table(rec.samples[0][1], len(rec.samples[0][0]))[1]) // 3
 
 
-def test_own_messages_not_sent_back(bridge: be.Bridge, name) -> None:
+def test_own_messages_not_sent_back(bridge: be.HostBridge, name) -> None:
     ch = name("both")
     desc = Description(host="there", name=ch, slots=256, data_size=1 << 20, type=None,
                        encoding=None, schema=None)
@@ -167,7 +167,7 @@ def test_own_messages_not_sent_back(bridge: be.Bridge, name) -> None:
     try:
         now = time.time_ns()
         table = array("q", [1, now, 3, 2, now + 1, 3])
-        from nerve_tools.bridge_zenoh import pack_table
+        from nerve_tools.bridge.wire import pack_table
 
         st.on_message(b"abcdef", pack_table(table, 7))
         w = nerve.open(ch, write=True)
@@ -181,7 +181,7 @@ def test_own_messages_not_sent_back(bridge: be.Bridge, name) -> None:
     assert [d for d, _ in rec.samples] == [b"local"]
 
 
-def test_recreated_channel_noticed_without_mapping_it(bridge: be.Bridge, name) -> None:
+def test_recreated_channel_noticed_without_mapping_it(bridge: be.HostBridge, name) -> None:
     ch = name("again")
     nerve.create(ch, slots=16, size=1 << 16).close()
     bridge._scan()
@@ -199,7 +199,7 @@ def test_recreated_channel_noticed_without_mapping_it(bridge: be.Bridge, name) -
     assert ch not in bridge.exporters
 
 
-def test_large_messages_through_views_keep_their_bytes(bridge: be.Bridge, name) -> None:
+def test_large_messages_through_views_keep_their_bytes(bridge: be.HostBridge, name) -> None:
     # Large messages are read through a view and copied into a buffer the
     # exporter keeps; smaller ones that follow must not share it.
     src = name("large")
@@ -229,7 +229,7 @@ def test_polling_exporter_forwards_every_message(name, size: int) -> None:
     LARGE, a view above). A periodic writer with slips longer than the
     lead: every message forwarded once, in order, with its bytes."""
     session = open_session(SessionOptions())
-    b = be.Bridge(session, be.BridgeOptions(ident="me", exports=["*"], poll_us=300))
+    b = be.HostBridge(session, be.BridgeOptions(ident="me", exports=["*"], poll_us=300))
     src = name("poll")
     nerve.create(src, slots=64, size=8 << 20).close()
     try:
@@ -254,7 +254,7 @@ def test_polling_exporter_forwards_every_message(name, size: int) -> None:
 def test_origin_qualified_import_globs() -> None:
     """--import NAMEGLOB takes a channel from any bridge, ORIGIN/NAMEGLOB
     only from bridges whose id matches ORIGIN (docs/bridge.md)."""
-    b = be.Bridge.__new__(be.Bridge)  # imports() needs only the globs
+    b = be.HostBridge.__new__(be.HostBridge)  # imports() needs only the globs
     b._import_globs = [be.split_import(g) for g in ("cam*", "base/cmd.*", "robot?/odom")]
     assert b.imports("anyone", "cam.left")
     assert b.imports("base", "cmd.vel") and not b.imports("intruder", "cmd.vel")

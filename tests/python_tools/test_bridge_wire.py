@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from nerve_tools.bridge_zenoh import (
+from nerve_tools.bridge.wire import (
     BridgeError,
     Description,
     SessionOptions,
@@ -93,7 +93,7 @@ def test_version_and_launcher_name_the_data_path(monkeypatch: pytest.MonkeyPatch
     Python; a forced Rust path that is not installed is an error."""
     import argparse
 
-    from nerve_tools import bridge
+    from nerve_tools.bridge import cli as bridge
 
     monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "python")
     assert "data path: python" in bridge.version_text()

@@ -18,7 +18,7 @@ import pytest
 import websockets
 
 import nerve
-from nerve_tools import schemas
+from nerve_tools.codec import schemas
 
 from conftest import start
 

@@ -9,6 +9,7 @@ import argparse
 import pytest
 
 from nerve_tools import _limits as limits
+from nerve_tools import options
 
 
 def test_parse_size() -> None:
@@ -34,7 +35,7 @@ def test_one_size_grammar() -> None:
 
 def budget(argv) -> limits.ImportBudget:
     p = argparse.ArgumentParser()
-    limits.add_arguments(p)
+    options.add_limits(p)
     return limits.ImportBudget.from_args(p.parse_args(argv))
 
 

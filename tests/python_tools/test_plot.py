@@ -111,7 +111,7 @@ def test_figures_are_readable(tmp_path, monkeypatch) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from nerve_tools import plot as P
+    from nerve_tools.viz import plot as P
 
     figs = {}
 

@@ -13,9 +13,9 @@ import pytest
 from mcap.writer import Writer
 
 import nerve
-from nerve_tools import schemas
-from nerve_tools.play import Player
-from nerve_tools.record import Recorder
+from nerve_tools.codec import schemas
+from nerve_tools.recording.play import Player
+from nerve_tools.recording.record import Recorder
 
 from conftest import read_mcap, start, tool
 

@@ -21,7 +21,7 @@ import pytest
 import zenoh
 
 import nerve
-from nerve_tools import ros2_zenoh as r2
+from nerve_tools.bridge import rmw_zenoh as r2
 
 from conftest import start
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import nerve
-from nerve_tools import schemas
-from nerve_tools.record import Recorder
+from nerve_tools.codec import schemas
+from nerve_tools.recording.record import Recorder
 
 from conftest import read_mcap
 

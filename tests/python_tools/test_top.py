@@ -8,7 +8,7 @@ import subprocess
 
 import nerve
 from nerve_tools._common import human_age
-from nerve_tools.top import Monitor, make_app
+from nerve_tools.monitor.top import Monitor, make_app
 
 from conftest import tool
 

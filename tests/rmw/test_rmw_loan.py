@@ -49,7 +49,7 @@ def test_loans_through_rcl(domain):
                     "rcl_loan line)")
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     env.pop("ROS_DISABLE_LOANED_MESSAGES", None)
-    p = subprocess.run([sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB,
+    p = subprocess.run([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB,
                         "--rcl", str(RCL), "--", str(PROG)], env=env, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, f"exit {p.returncode}\n{p.stdout}\nstderr:\n{p.stderr}"

@@ -29,7 +29,7 @@ LIB = os.environ.get("NERVE_RMW_LIB", "")
 PY = os.environ.get("NERVE_ROS2_PYTHON", "")
 
 try:
-    from nerve_tools import ros2 as _ros2  # the DDS bridge (issue 24)
+    from nerve_tools.ros2 import cli as _ros2  # the DDS bridge (issue 24)
 
     NATIVE = _ros2.find_native()
 except ImportError:
@@ -91,7 +91,7 @@ def test_rmw_nerve_and_fastrtps_through_nerve_ros2(tmp_path):
     try:
         fast = subprocess.Popen([PY, "-c", PEER, f"/{tag}/chatter", f"/{tag}/back", "fast"],
                                 env=fast_env, stdout=subprocess.PIPE, text=True)
-        mine = subprocess.Popen([sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--",
+        mine = subprocess.Popen([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
                                  PY, "-c", PEER, f"/{tag}/back", f"/{tag}/chatter", "nerve"],
                                 env=nerve_env, stdout=subprocess.PIPE, text=True)
         out_mine = mine.communicate(timeout=90)[0]

@@ -28,7 +28,7 @@ if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
                 "(make test-rmw: the Jazzy wheels' venv and the built library)",
                 allow_module_level=True)
 
-EXEC = [sys.executable, "-m", "nerve_tools.ros2_exec", "--lib", LIB, "--"]
+EXEC = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--"]
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import pytest
 
 import nerve
 import nerve.testing
-from nerve_tools.ros1 import master_proxy
+from nerve_tools.ros1.bridge import master_proxy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 import lineproc  # noqa: E402

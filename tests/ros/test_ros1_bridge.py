@@ -19,8 +19,8 @@ from typing import Callable, Iterator
 import pytest
 
 import nerve
-from nerve_tools import schemas
-from nerve_tools.ros1_msg import enable, md5sum
+from nerve_tools.codec import schemas
+from nerve_tools.ros1.msg import enable, md5sum
 
 from conftest import PREFIX, Roscore, topic
 

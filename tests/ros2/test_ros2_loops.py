@@ -133,7 +133,7 @@ def test_custom_type_hash(r2: Ros2Env, name) -> None:
     definition as schema: published with the RIHS01 hash computed from that
     schema (rclpy's graph shows it), though rclpy cannot decode the type."""
     need_distro("jazzy")
-    from nerve_tools import ros2
+    from nerve_tools.ros2 import cli as ros2
 
     c = name("custom")
     schema = ("std_msgs/Header header\nfloat64 value\nstring unit\n" + "=" * 80

@@ -17,7 +17,7 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 
 import nerve
-from nerve_tools import ros2
+from nerve_tools.ros2 import cli as ros2
 
 from conftest import DISTROS, Ros2Env, need_distro, topic
 

@@ -2,7 +2,7 @@
 typed_peer, a C++ program on nerve::Publisher / nerve::Reader of the
 generated sensor_msgs/msg/Imu and PointCloud2 (PointCloud2View for the
 zero-copy side), against the DDS peers of test_ros2_peers.py in both
-directions, and nerve_tools.ros2_types against an rclpy subscriber.
+directions, and nerve_tools.ros2.types against an rclpy subscriber.
 
 Every message is rclpy_peer.make(kind, i), which typed_peer and
 cyclone_peer build too; every receiver compares every field with it:
@@ -117,10 +117,10 @@ def test_dds_peers_to_cxx_types(r2: Ros2Env, name) -> None:
 
 
 def test_python_types_to_rclpy(r2: Ros2Env, name) -> None:
-    """nerve_tools.ros2_types puts Imu objects -> nerve ros2 -> an rclpy
+    """nerve_tools.ros2.types puts Imu objects -> nerve ros2 -> an rclpy
     (Jazzy) subscriber, which finds each equal to rclpy_peer.make()."""
     need_distro("jazzy")
-    ros2 = pytest.importorskip("nerve_tools.ros2_types")
+    ros2 = pytest.importorskip("nerve_tools.ros2.types")
     T = ros2.typestore().types
     c = name("pyimu")
     ch = ros2.create(c, KINDS["Imu"], slots=32, size=1 << 20)

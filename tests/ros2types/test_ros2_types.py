@@ -1,5 +1,5 @@
 """ROS 2 message types, byte for byte, between nerve's C++ codec (through
-tests/ros2types/ros2types_peer), nerve_tools.ros2_types (Python), rosbags and rclpy (the
+tests/ros2types/ros2types_peer), nerve_tools.ros2.types (Python), rosbags and rclpy (the
 ROS 2 Jazzy wheels of .venv-jazzy, run as a separate process: that venv has
 no nerve and no rosbags, so bytes and fields travel as JSON lines).
 
@@ -10,7 +10,7 @@ What is checked, for every message of the shipped packages that rosbags'
 Jazzy store has (three random messages each, one with every sequence
 empty), and for the test package tests/ros2types/nerve_test_msgs:
 
-- nerve_tools.ros2_types' bytes == what C++ decodes and re-encodes == rosbags';
+- nerve_tools.ros2.types' bytes == what C++ decodes and re-encodes == rosbags';
 - rclpy's serialize_message of the same fields == nerve's bytes except at
   padding (nerve writes zeros there, rclpy leaves what was in its buffer)
   and after the message (rclpy returns its size estimate, which exceeds
@@ -40,8 +40,8 @@ from rosbags.typesys.base import Nodetype
 
 import nerve
 import nerve.testing
-from nerve_tools import ros2_types as ros2
 from nerve_tools import ros2gen
+from nerve_tools.ros2 import types as ros2
 
 HERE = Path(__file__).resolve().parent
 TEST_MSGS = HERE / "nerve_test_msgs" / "msg"
@@ -234,7 +234,7 @@ def test_cxx_records_the_same_schema():
 
 
 def _roundtrip(ts, reg, items: List[Tuple[str, Any]]) -> None:
-    """nerve_tools.ros2_types' bytes == C++'s re-encoding of them == rosbags'
+    """nerve_tools.ros2.types' bytes == C++'s re-encoding of them == rosbags'
     (where rosbags writes ROS 2's bytes); both nerve sides decode them to
     the message's fields."""
     codec = ros2._Codec(reg, ts)

@@ -21,13 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nerve/nerve.h>
 #include <nerve/rt.h>
+
+#include "report.h"
 
 extern char **environ;
 
@@ -299,46 +300,16 @@ static void json_row(FILE *f, const struct config *cfg, const char *phase,
     fprintf(f, ",\"hist_overflow\":%llu}\n", (unsigned long long)c->abs.over);
 }
 
-static void read_line(const char *path, char *buf, size_t len)
-{
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    if (fgets(buf, (int)len, f))
-        buf[strcspn(buf, "\n")] = 0;
-    fclose(f);
-}
-
+/* The host line: {"host": the record of report.h}; rt_granted says
+ * whether SCHED_FIFO is permitted (the tasks ask for it). */
 static void json_host(FILE *f, const struct nerve_rt_caps *caps)
 {
-    struct utsname u;
-    uname(&u);
-    char model[256] = "", gov[64] = "", iso[128] = "", line[512];
-    FILE *ci = fopen("/proc/cpuinfo", "r");
-    while (ci && fgets(line, sizeof line, ci)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            const char *p = strchr(line, ':');
-            if (p) {
-                snprintf(model, sizeof model, "%s", p + 2);
-                model[strcspn(model, "\n\"\\")] = 0;
-            }
-            break;
-        }
-    }
-    if (ci)
-        fclose(ci);
-    read_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", gov,
-              sizeof gov);
-    read_line("/sys/devices/system/cpu/isolated", iso, sizeof iso);
-    fprintf(f,
-            "{\"host\":{\"cpu\":\"%s\",\"cpus\":%ld,\"kernel\":\"%s %s\","
-            "\"governor\":\"%s\",\"isolated\":\"%s\",\"preempt_rt\":%s,"
-            "\"fifo_permitted\":%s,\"nerve\":\"%d.%d.%d\"}}\n",
-            model, sysconf(_SC_NPROCESSORS_ONLN), u.release, u.version, gov,
-            iso, caps->preempt_rt ? "true" : "false",
-            caps->fifo_ok ? "true" : "false", NERVE_VERSION_MAJOR,
-            NERVE_VERSION_MINOR, NERVE_VERSION_PATCH);
+    struct host h;
+    host_probe(&h, 0);
+    h.rt = caps->fifo_ok ? 1 : 0;
+    fputs("{\"host\":", f);
+    host_json(f, &h);
+    fputs("}\n", f);
 }
 
 /* stress-ng with cpu, io and vm workers for longer than the run (killed at

@@ -1,6 +1,6 @@
 /* nerve-ros2-dds: the data path of `nerve ros2` on Cyclone DDS.
  *
- * `nerve ros2` (python-tools/src/nerve_tools/ros2.py) parses the command
+ * `nerve ros2` (python-tools/src/nerve_tools/ros2/cli.py) parses the command
  * line, looks up message definitions and type hashes, and then runs this
  * program, which does everything else: it is a ROS 2 node as far as any
  * ROS 2 middleware on DDS can tell (docs/ros2.md has the mapping).

@@ -18,7 +18,7 @@
 // definition (ros::message_traits::Definition, dependencies included) as
 // its schema. That is what `nerve ros1` (python-tools) needs to publish the
 // channel as a ROS topic, what `nerve record` writes to MCAP, and what
-// Python readers decode (nerve_tools.schemas.decode). A channel filled by
+// Python readers decode (nerve_tools.codec.schemas.decode). A channel filled by
 // `nerve ros1 --from-ros` carries the same metadata, so Reader<T> opens it.
 //
 // The codec is enabled when <ros/serialization.h> is on the include path

@@ -88,17 +88,6 @@ def channel_file_bytes(slots: int, data_size: int, meta_bytes: int = 0) -> int:
     return PAGE + _round(meta_bytes + 3) + _round(INDEX_ENTRY * slots) + _round(data_size)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The two flags, with their help (the same in every tool)."""
-    g = p.add_argument_group("bounds on what peers may make this host allocate")
-    g.add_argument("--max-channel-size", metavar="SIZE", default=None,
-                   help=f"largest data ring (and index) of a channel a peer may size "
-                        f"(${ENV_MAX_CHANNEL}, default 64M)")
-    g.add_argument("--max-import-total", metavar="SIZE", default=None,
-                   help=f"all channels created from peers' word together "
-                        f"(${ENV_MAX_TOTAL}, default 512M)")
-
-
 def _resolve(flag: Optional[str], env: str, default: int, what: str) -> int:
     text = flag if flag is not None else os.environ.get(env)
     if text is None or text == "":
@@ -126,7 +115,7 @@ class ImportBudget:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ImportBudget":
-        """From the flags of :func:`add_arguments`, else the environment,
+        """From the flags of :func:`nerve_tools.options.add_limits`, else the environment,
         else the defaults. Raises LimitError with a message for the user."""
         return cls(_resolve(getattr(args, "max_channel_size", None), ENV_MAX_CHANNEL,
                             DEFAULT_MAX_CHANNEL, "--max-channel-size"),

@@ -122,7 +122,7 @@ _TABLE = [
      "EABI: the channel was made by an incompatible platform or ABI."),
     ("DecodeFailed", "EDECODE", (),
      "EDECODE: a message does not decode as the expected type (C++ codecs, "
-     "nerve_tools.ros2_types)."),
+     "nerve_tools.ros2.types)."),
 ]
 
 #: Every error class by its (negative) code, from the C library's own table.

@@ -43,6 +43,7 @@ import enum
 import threading
 import weakref
 from array import array
+from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -310,47 +311,55 @@ _threads: "set[threading.Thread]" = set()
 _live_lock = threading.Lock()
 
 
-def _make_native(
-    period: Optional[Duration],
-    period_ns: Optional[int],
-    offset: Duration,
-    start_ns: Optional[int],
-    overrun: str,
-    policy: Union[Policy, int],
-    priority: Optional[int],
-    cpus: Optional[Iterable[int]],
-    prio_map: Optional[PrioMap],
-    best_effort: bool,
-    mlock: bool,
-    stack_prefault: int,
-    chan: Optional[Channel],
-    newest: bool,
-    deadline: Optional[Duration],
-    msg_max: int,
-) -> "_nerve.RtTask":
-    if overrun not in _OVERRUN:
+@dataclass(frozen=True)
+class _TaskKeywords:
+    """The keywords of a loop, whichever front end took them
+    (:class:`Task`, :func:`periodic`, :func:`messages`), with their
+    defaults: one record for :func:`_make_native` instead of sixteen
+    positional arguments. :class:`Task` documents each one."""
+
+    period: Optional[Duration] = None
+    period_ns: Optional[int] = None
+    offset: Duration = 0
+    start_ns: Optional[int] = None
+    overrun: str = "skip"
+    policy: Union[Policy, int] = Policy.OTHER
+    priority: Optional[int] = None
+    cpus: Optional[Iterable[int]] = None
+    prio_map: Optional[PrioMap] = None
+    best_effort: bool = True
+    mlock: bool = False
+    stack_prefault: int = 0
+    chan: Optional[Channel] = None
+    newest: bool = False
+    deadline: Optional[Duration] = None
+    msg_max: int = 0
+
+
+def _make_native(k: _TaskKeywords) -> "_nerve.RtTask":
+    if k.overrun not in _OVERRUN:
         raise ValueError("overrun must be 'skip' or 'catch_up'")
-    if chan is not None and not isinstance(chan, Channel):
+    if k.chan is not None and not isinstance(k.chan, Channel):
         raise TypeError("chan must be a nerve.Channel")
-    flags = _OVERRUN[overrun]
-    if best_effort:
+    flags = _OVERRUN[k.overrun]
+    if k.best_effort:
         flags |= _nerve.RT_BEST_EFFORT
-    if mlock:
+    if k.mlock:
         flags |= _nerve.TASK_MLOCK
     native = _nerve.RtTask(
-        _period_ns(period, period_ns, required=chan is None),
-        start_ns or 0,
-        _ns(offset, "offset"),
+        _period_ns(k.period, k.period_ns, required=k.chan is None),
+        k.start_ns or 0,
+        _ns(k.offset, "offset"),
         flags,
-        int(policy),
-        priority,
-        _cpu_mask(cpus) if cpus is not None else 0,
-        prio_map,
-        stack_prefault,
-        chan,
-        newest,
-        _ns(deadline, "deadline") if deadline is not None else 0,
-        msg_max,
+        int(k.policy),
+        k.priority,
+        _cpu_mask(k.cpus) if k.cpus is not None else 0,
+        k.prio_map,
+        k.stack_prefault,
+        k.chan,
+        k.newest,
+        _ns(k.deadline, "deadline") if k.deadline is not None else 0,
+        k.msg_max,
     )
     with _live_lock:
         _live.add(native)
@@ -417,10 +426,12 @@ class Task:
         if not callable(body):
             raise TypeError("body must be callable")
         self._body = body
-        self._t = _make_native(period, period_ns, offset, start_ns, overrun,
-                               policy, priority, cpus, prio_map, best_effort,
-                               mlock, stack_prefault, chan, newest, deadline,
-                               msg_max)
+        self._t = _make_native(_TaskKeywords(
+            period=period, period_ns=period_ns, offset=offset, start_ns=start_ns,
+            overrun=overrun, policy=policy, priority=priority, cpus=cpus,
+            prio_map=prio_map, best_effort=best_effort, mlock=mlock,
+            stack_prefault=stack_prefault, chan=chan, newest=newest,
+            deadline=deadline, msg_max=msg_max))
         self._started = False
         self._finished = False
         self._thread: Optional[threading.Thread] = None
@@ -626,9 +637,11 @@ def periodic(
     runs the block at 1 kHz, woken at absolute release times by the C task
     (see :class:`Task` for the options and :class:`Loop` for where the
     timing happens)."""
-    return Loop(_make_native(period, period_ns, offset, start_ns, overrun,
-                             policy, priority, cpus, prio_map, best_effort,
-                             mlock, stack_prefault, None, False, None, 0))
+    return Loop(_make_native(_TaskKeywords(
+        period=period, period_ns=period_ns, offset=offset, start_ns=start_ns,
+        overrun=overrun, policy=policy, priority=priority, cpus=cpus,
+        prio_map=prio_map, best_effort=best_effort, mlock=mlock,
+        stack_prefault=stack_prefault)))
 
 
 def messages(
@@ -648,9 +661,10 @@ def messages(
     ``deadline`` passes after the previous wake-up without one. ``period``
     (nominal) picks the priority and is the reference of the relative
     error. The handle belongs to the loop until it ends."""
-    return Loop(_make_native(period, None, 0, None, "skip", policy, priority,
-                             cpus, None, best_effort, False, 0, chan, newest,
-                             deadline, msg_max))
+    return Loop(_make_native(_TaskKeywords(
+        period=period, policy=policy, priority=priority, cpus=cpus,
+        best_effort=best_effort, chan=chan, newest=newest, deadline=deadline,
+        msg_max=msg_max)))
 
 
 @atexit.register

@@ -1,6 +1,6 @@
 //! The export/import machinery (docs/bridge.md), the same behaviour as the
 //! Python data path it replaces (python-tools/src/nerve_tools/
-//! bridge_engine.py), in Rust on the `zenoh` crate and the `nerve` crate:
+//! bridge/engine.py), in Rust on the `zenoh` crate and the `nerve` crate:
 //!
 //! - `LocalChannel`: what the exporter and the importers of one local
 //!   channel share: the sequence numbers the bridge itself put (never

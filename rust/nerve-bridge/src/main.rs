@@ -142,7 +142,7 @@ fn parse(argv: &[String]) -> Args {
 }
 
 /// 8 hex digits that tell this host's bridges apart without configuration,
-/// as the Python data path computes them (bridge_zenoh.instance_tag): the
+/// as the Python data path computes them (bridge.wire.instance_tag): the
 /// SHA-256 of the kernel's boot id, the machine id, the network namespace
 /// and the /dev/shm this bridge serves. Stable while these are, so a
 /// restarted bridge keeps its name, whichever data path runs it.

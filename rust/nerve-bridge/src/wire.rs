@@ -1,7 +1,7 @@
 //! What crosses the network (docs/bridge.md, "What crosses, and how"): key
 //! expressions, the 32-byte header in each data sample's attachment, the
 //! batch table and the channel description. The same format as the Python
-//! data path (python-tools/src/nerve_tools/bridge_zenoh.py), byte for byte,
+//! data path (python-tools/src/nerve_tools/bridge/wire.py), byte for byte,
 //! so a Rust and a Python bridge interoperate.
 use serde_json::{json, Value};
 

@@ -1,0 +1,2 @@
+"""MCAP recordings: ``nerve record`` (:mod:`.record`) and ``nerve play``
+(:mod:`.play`)."""

@@ -1,0 +1,69 @@
+"""The flags several tools share (nerve_tools.options) and the host record
+that Python and C write alike (nerve_tools.host, tools/report.c)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from nerve_tools import host, options
+from nerve_tools.recording import record
+from nerve_tools.ros1 import bridge as ros1
+from nerve_tools.ros2 import cli as ros2
+
+
+def test_size_grammar() -> None:
+    assert options.size("64M") == 64 << 20
+    assert options.size("1KiB") == 1024
+    assert options.size("0") == 0
+    for bad in ("lots", "-1", "1.5M"):
+        with pytest.raises(argparse.ArgumentTypeError, match="bad size"):
+            options.size(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match="positive"):
+        options.positive_size("0")
+    assert options.split_spec("cam*:/robot") == ("cam*", "/robot")
+    assert options.split_spec("/imu") == ("/imu", "")
+
+
+def test_ros_bridges_read_their_shared_flags_alike() -> None:
+    argv = ["--to-ros", "a*:/x", "--from-ros", "/y:b", "--latch", "--slots", "1K",
+            "--size", "2M", "--max-channel-size", "8M"]
+    for parser in (ros1.parser(), ros2.parser()):
+        a = parser.parse_args(argv)
+        assert (a.to_ros, a.from_ros, a.latch, a.slots, a.size, a.max_channel_size) == (
+            ["a*:/x"], ["/y:b"], True, 1024, 2 << 20, "8M")
+    opts = ros1.Ros1Options.from_args(ros1.parser().parse_args(argv))
+    assert opts.to_specs == [("a*", "/x")] and opts.from_specs == [("/y", "b")]
+    assert opts.budget.max_channel == 8 << 20
+    assert record.parser().parse_args(["-o", "f.mcap", "--split-size", "1M", "-a"]).split_size == 1 << 20
+    with pytest.raises(SystemExit):
+        record.parser().parse_args(["-o", "f.mcap", "--split-size", "0", "-a"])
+
+
+def test_stamp_is_iso8601_utc_with_nanoseconds() -> None:
+    assert host.stamp(1_700_000_000_123_456_789) == "2023-11-14T22:13:20.123456789Z"
+    assert host.stamp(5) == "1970-01-01T00:00:00.000000005Z"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", host.stamp())
+
+
+def test_host_record_matches_the_c_writer(name) -> None:
+    """nerve bench's host record (tools/report.c) and nerve_tools.host's:
+    the same keys, and the same values for what does not depend on the
+    run (rt_granted: neither asked for SCHED_FIFO)."""
+    cli = os.environ.get("NERVE_CLI")
+    if not cli or not os.access(cli, os.X_OK):
+        pytest.skip(f"the nerve command is not built (NERVE_CLI={cli!r})")
+    out = subprocess.run([cli, "bench", "--name", name("hostrec"), "--transport", "pipe",
+                          "--duration", "0.1", "--rounds", "1", "--json", "-", "--quiet"],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr
+    row = json.loads(out.stdout.splitlines()[0])
+    c_host, py_host = row["host"], host.record()
+    assert set(c_host) == set(py_host)
+    assert c_host == py_host
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", row["started"])
