@@ -96,7 +96,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--ros2-domain", type=int, default=0, metavar="N", help="ROS_DOMAIN_ID (0)")
     r.add_argument("--ros2-hash", action="append", default=[], metavar="TYPE=RIHS01_HEX",
                    help="type hash of a ROS 2 type (default: computed with rosbags)")
-    r.add_argument("--ros2-size", type=int, default=1 << 20, metavar="BYTES",
+    r.add_argument("--ros2-size", type=options.positive_size, default=1 << 20, metavar="BYTES",
                    help="largest message of an imported topic's channel (1 MiB)")
     return p
 
@@ -269,8 +269,8 @@ def run(argv: Sequence[str]) -> int:
 def _run_ros2(args: argparse.Namespace, session: object, stop: threading.Event) -> int:
     from . import rmw_zenoh as r2
     try:
-        if args.ros2_domain < 0 or args.ros2_size <= 0:
-            raise r2.Ros2Error("--ros2-domain must be >= 0 and --ros2-size positive")
+        if args.ros2_domain < 0:
+            raise r2.Ros2Error("--ros2-domain must be >= 0")
         types = r2.Types(r2.parse_hash_overrides(args.ros2_hash))
         br = r2.Ros2Bridge(session, args.ros2_domain, args.export, args.imports, types, size=args.ros2_size)
     except r2.Ros2Error as e:

@@ -38,6 +38,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import nerve
 
+from .. import options
 from .._text import escape
 
 PROG = "nerve who"
@@ -301,10 +302,8 @@ def parser() -> argparse.ArgumentParser:
         description="Show the processes that have channels open (from /proc/PID/maps: read-only "
                     "or writable mappings), with pid, user, PID namespace, container and command, "
                     "and the holder of each writer lock that is held. Writes nothing.")
-    p.add_argument("patterns", nargs="*", metavar="NAME",
-                   help="channel names or globs (default: every channel)")
-    p.add_argument("--json", action="store_true",
-                   help='one JSON object: {"uses": [...], "lock_holders": [...], "uninspectable": N}')
+    options.add_patterns(p, "every channel")
+    options.add_json(p, 'one JSON object: {"uses": [...], "lock_holders": [...], "uninspectable": N}')
     return p
 
 
