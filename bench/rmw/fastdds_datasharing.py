@@ -28,6 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from rmwbench import write_rows  # bench/rmw/rmwbench.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("NERVE_ROS2_PYTHON", str(ROOT / ".venv-jazzy/bin/python"))
 TYPES = {"String": "std_msgs.msg", "Imu": "sensor_msgs.msg", "PointCloud2": "sensor_msgs.msg",
@@ -96,9 +98,7 @@ def main() -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     if a.out:
-        with open(a.out, "w") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        write_rows(a.out, rows)
     return 0
 
 

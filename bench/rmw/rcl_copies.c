@@ -31,23 +31,10 @@
 #include <sensor_msgs/msg/image.h>
 #include <sensor_msgs/msg/point_cloud2.h>
 
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        if ((x) != RCL_RET_OK) {                                               \
-            fprintf(stderr, "rcl_copies: %s: %s\n", #x,                        \
-                    rcl_get_error_string().str);                               \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
+#define RCL_PROG "rcl_copies"
+#include "rcl_prog.h"
 
 static volatile uint8_t sink; /* keeps the timed memcpy */
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -117,14 +104,9 @@ int main(int argc, char **argv)
         data->data[i] = (uint8_t)(i * 7);
 
     rcl_allocator_t a = rcl_get_default_allocator();
-    rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-    CHECK(rcl_init_options_init(&io, a));
-    rcl_context_t ctx = rcl_get_zero_initialized_context();
-    CHECK(rcl_init(0, NULL, &io, &ctx));
-    rcl_node_t node = rcl_get_zero_initialized_node();
-    rcl_node_options_t no = rcl_node_get_default_options();
-    no.enable_rosout = false;
-    CHECK(rcl_node_init(&node, "rcl_copies", "", &ctx, &no));
+    rcl_context_t ctx;
+    rcl_node_t node;
+    rcl_prog_start(&ctx, &node, "rcl_copies");
     rcl_publisher_t p = rcl_get_zero_initialized_publisher();
     rcl_publisher_options_t po = rcl_publisher_get_default_options();
     CHECK(rcl_publisher_init(&p, &node, ts, "/copies", &po));
@@ -260,8 +242,6 @@ int main(int argc, char **argv)
     CHECK(rcl_wait_set_fini(&ws));
     CHECK(rcl_subscription_fini(&s, &node));
     CHECK(rcl_publisher_fini(&p, &node));
-    CHECK(rcl_node_fini(&node));
-    CHECK(rcl_shutdown(&ctx));
-    CHECK(rcl_context_fini(&ctx));
+    rcl_prog_stop(&ctx, &node);
     return 0;
 }

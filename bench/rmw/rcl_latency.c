@@ -30,21 +30,8 @@
 #include <sensor_msgs/msg/point_cloud2.h>
 #include <std_msgs/msg/string.h>
 
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        if ((x) != RCL_RET_OK) {                                               \
-            fprintf(stderr, "rcl_latency: %s: %s\n", #x,                       \
-                    rcl_get_error_string().str);                               \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+#define RCL_PROG "rcl_latency"
+#include "rcl_prog.h"
 
 /* CPU time of this thread: a publish's own work, without the time it
  * spent descheduled (readers it woke may run first on a small host). */
@@ -162,15 +149,9 @@ int main(int argc, char **argv)
         return 2;
     }
     rcl_allocator_t a = rcl_get_default_allocator();
-    rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-    CHECK(rcl_init_options_init(&io, a));
-    rcl_context_t ctx = rcl_get_zero_initialized_context();
-    CHECK(rcl_init(0, NULL, &io, &ctx));
-    rcl_node_t node = rcl_get_zero_initialized_node();
-    rcl_node_options_t no = rcl_node_get_default_options();
-    no.enable_rosout = false;
-    CHECK(rcl_node_init(&node, pub ? "rcl_lat_pub" : "rcl_lat_sub", "", &ctx,
-                        &no));
+    rcl_context_t ctx;
+    rcl_node_t node;
+    rcl_prog_start(&ctx, &node, pub ? "rcl_lat_pub" : "rcl_lat_sub");
     const rosidl_message_type_support_t *ts = ts_of(k);
     if (pub) {
         rcl_publisher_t p = rcl_get_zero_initialized_publisher();
@@ -274,8 +255,6 @@ int main(int argc, char **argv)
         for (int i = 0; i < nsubs; i++)
             CHECK(rcl_subscription_fini(&s[i], &node));
     }
-    CHECK(rcl_node_fini(&node));
-    CHECK(rcl_shutdown(&ctx));
-    CHECK(rcl_context_fini(&ctx));
+    rcl_prog_stop(&ctx, &node);
     return 0;
 }

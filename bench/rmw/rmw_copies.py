@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from rmwbench import drop_domain, write_rows  # bench/rmw/rmwbench.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("NERVE_ROS2_PYTHON", str(ROOT / ".venv-jazzy/bin/python"))
@@ -115,8 +115,9 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--out")
     a = ap.parse_args()
-    host = {"cpu": platform.processor() or platform.machine(), "nproc": os.cpu_count(),
-            "kernel": platform.release()}
+    from nerve_tools.host import record, stamp
+
+    host = record()
     rows = []
     for layer in ("rcl", "rclpy"):
         for kind in ("PointCloud2-1MiB", "Image-1080p"):
@@ -127,19 +128,13 @@ def main() -> int:
                 r = run(layer, rmw, kind, a.count, domain)
                 row = {"bench": "rmw_copies", "layer": layer, **r,
                        "host": {**host, "load": load},
-                       "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                       "time": stamp()}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
                 if rmw == "rmw_nerve_cpp":
-                    import nerve
-                    for info in nerve.list_channels():
-                        if (info.name.startswith(f"ros2-d{domain}.")
-                                or info.name == f"ros2-graph-d{domain}"):
-                            nerve.unlink(info.name)
+                    drop_domain(domain)
     if a.out:
-        with open(a.out, "w") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        write_rows(a.out, rows)
     return 0
 
 

@@ -33,6 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rmwbench import drop_domain, write_rows  # bench/rmw/rmwbench.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("NERVE_ROS2_PYTHON", str(ROOT / ".venv-jazzy/bin/python"))
 LIB = os.environ.get("NERVE_RMW_LIB", str(ROOT / "build/rmw_nerve/librmw_nerve_cpp.so"))
@@ -189,14 +191,9 @@ def main() -> int:
             print(json.dumps(row), flush=True)
             rows.append(row)
             if rmw == "rmw_nerve_cpp":
-                import nerve
-                for info in nerve.list_channels():
-                    if info.name.startswith(f"ros2-d{domain}.") or info.name == f"ros2-graph-d{domain}":
-                        nerve.unlink(info.name)
+                drop_domain(domain)
     if a.out:
-        with open(a.out, "w") as f:
-            for row in rows:
-                f.write(json.dumps(row) + "\n")
+        write_rows(a.out, rows)
     return 0
 
 

@@ -27,13 +27,8 @@
 
 static int checks;
 
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        if ((x) != RCL_RET_OK) {                                               \
-            printf("FAIL: %s: %s\n", #x, rcl_get_error_string().str);          \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
+#define RCL_PROG "rcl_loan"
+#include "rcl_prog.h"
 
 static void ok(int cond, const char *what)
 {
@@ -63,13 +58,6 @@ static void rmw_err(rmw_ret_t r, rmw_ret_t want, const char *text,
 static const rosidl_message_type_support_t *vec_ts(void)
 {
     return ROSIDL_GET_MSG_TYPE_SUPPORT(geometry_msgs, msg, Vector3);
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Take one loaned message, waiting up to 30 s. */
@@ -115,15 +103,9 @@ static int same(const geometry_msgs__msg__Vector3 *v, double k)
 
 int main(void)
 {
-    rcl_allocator_t a = rcl_get_default_allocator();
-    rcl_init_options_t io = rcl_get_zero_initialized_init_options();
-    CHECK(rcl_init_options_init(&io, a));
-    rcl_context_t ctx = rcl_get_zero_initialized_context();
-    CHECK(rcl_init(0, NULL, &io, &ctx));
-    rcl_node_t node = rcl_get_zero_initialized_node();
-    rcl_node_options_t no = rcl_node_get_default_options();
-    no.enable_rosout = false;
-    CHECK(rcl_node_init(&node, "rcl_loan", "", &ctx, &no));
+    rcl_context_t ctx;
+    rcl_node_t node;
+    rcl_prog_start(&ctx, &node, "rcl_loan");
     ok(strcmp(rmw_get_implementation_identifier(), "rmw_nerve_cpp") == 0,
        "rcl runs on rmw_nerve_cpp");
 
@@ -289,9 +271,7 @@ int main(void)
     CHECK(rcl_subscription_fini(&sstr, &node));
     CHECK(rcl_publisher_fini(&pstr, &node));
     ok(1, "endpoints with loans out destroyed");
-    CHECK(rcl_node_fini(&node));
-    CHECK(rcl_shutdown(&ctx));
-    CHECK(rcl_context_fini(&ctx));
+    rcl_prog_stop(&ctx, &node);
     printf("{\"checks\": %d}\n", checks);
     return 0;
 }

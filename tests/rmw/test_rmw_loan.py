@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import struct
 import subprocess
 import sys
@@ -29,18 +28,6 @@ if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
 
 PROG = Path(LIB).parent / "rcl_loan"
 RCL = Path(PY).parent.parent / "lib" / "librcl.so"
-
-
-@pytest.fixture
-def domain():
-    d = random.randint(1000, 60000)
-    yield d
-    for info in nerve.list_channels():
-        if info.name.startswith(f"ros2-d{d}.") or info.name == f"ros2-graph-d{d}":
-            try:
-                nerve.unlink(info.name)
-            except nerve.Error:
-                pass
 
 
 def test_loans_through_rcl(domain):
