@@ -244,24 +244,13 @@ static rmw_ret_t loan_put(LoanPool *p, const char *what, const char *name,
                 name, msg, what);
 }
 
-#define LOAN_CHECK(h, what)                                                    \
-    do {                                                                       \
-        if (!(h) || !(h)->data)                                                \
-            return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: %s is NULL",     \
-                        what);                                                 \
-        if (strcmp((h)->implementation_identifier ?: "", kIdentifier) != 0)    \
-            return fail(RMW_RET_INCORRECT_RMW_IMPLEMENTATION,                  \
-                        "rmw_nerve: %s belongs to %s", what,                   \
-                        (h)->implementation_identifier);                       \
-    } while (0)
-
 extern "C" {
 
 rmw_ret_t rmw_borrow_loaned_message(const rmw_publisher_t *pub,
                                     const rosidl_message_type_support_t *ts,
                                     void **msg)
 {
-    LOAN_CHECK(pub, "publisher");
+    CHECK_HANDLE(pub, "publisher");
     if (!ts || !msg)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     if (*msg)
@@ -284,7 +273,7 @@ rmw_ret_t rmw_borrow_loaned_message(const rmw_publisher_t *pub,
 rmw_ret_t rmw_publish_loaned_message(const rmw_publisher_t *pub, void *msg,
                                      rmw_publisher_allocation_t *allocation)
 {
-    LOAN_CHECK(pub, "publisher");
+    CHECK_HANDLE(pub, "publisher");
     if (!msg)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: message is NULL");
     auto *p = static_cast<Publisher *>(pub->data);
@@ -321,7 +310,7 @@ rmw_ret_t rmw_publish_loaned_message(const rmw_publisher_t *pub, void *msg,
 rmw_ret_t rmw_return_loaned_message_from_publisher(const rmw_publisher_t *pub,
                                                    void *msg)
 {
-    LOAN_CHECK(pub, "publisher");
+    CHECK_HANDLE(pub, "publisher");
     if (!msg)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: message is NULL");
     auto *p = static_cast<Publisher *>(pub->data);
@@ -333,7 +322,7 @@ rmw_take_loaned_message_with_info(const rmw_subscription_t *sub, void **msg,
                                   bool *taken, rmw_message_info_t *info,
                                   rmw_subscription_allocation_t *allocation)
 {
-    LOAN_CHECK(sub, "subscription");
+    CHECK_HANDLE(sub, "subscription");
     if (!msg || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     if (*msg)
@@ -374,7 +363,7 @@ rmw_ret_t
 rmw_return_loaned_message_from_subscription(const rmw_subscription_t *sub,
                                             void *msg)
 {
-    LOAN_CHECK(sub, "subscription");
+    CHECK_HANDLE(sub, "subscription");
     if (!msg)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: message is NULL");
     auto *s = static_cast<Subscription *>(sub->data);

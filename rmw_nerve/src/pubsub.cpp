@@ -280,17 +280,6 @@ static void fill_info(rmw_message_info_t *mi, const struct nerve_get_info &in)
     mi->from_intra_process = false;
 }
 
-#define CHECK_HANDLE(h, what)                                                  \
-    do {                                                                       \
-        if (!(h) || !(h)->data)                                                \
-            return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: %s is NULL",     \
-                        what);                                                 \
-        if (strcmp((h)->implementation_identifier ?: "", kIdentifier) != 0)    \
-            return fail(RMW_RET_INCORRECT_RMW_IMPLEMENTATION,                  \
-                        "rmw_nerve: %s belongs to %s", what,                   \
-                        (h)->implementation_identifier);                       \
-    } while (0)
-
 extern "C" {
 
 // ---- publishers -----------------------------------------------------------

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <memory>
@@ -44,6 +45,21 @@ extern const char *const kIdentifier; // "rmw_nerve_cpp"
 // Set the rmw error string (formatted) and return `ret`.
 rmw_ret_t fail(rmw_ret_t ret, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+// In an rmw_* entry point: return RMW_RET_INVALID_ARGUMENT when handle `h`
+// (a publisher, subscription, service or client; `what` names it) is NULL or
+// empty, RMW_RET_INCORRECT_RMW_IMPLEMENTATION when another RMW made it.
+#define CHECK_HANDLE(h, what)                                                  \
+    do {                                                                       \
+        if (!(h) || !(h)->data)                                                \
+            return rmw_nerve::fail(RMW_RET_INVALID_ARGUMENT,                   \
+                                   "rmw_nerve: %s is NULL", what);             \
+        if (strcmp((h)->implementation_identifier ?: "",                       \
+                   rmw_nerve::kIdentifier) != 0)                               \
+            return rmw_nerve::fail(RMW_RET_INCORRECT_RMW_IMPLEMENTATION,       \
+                                   "rmw_nerve: %s belongs to %s", what,        \
+                                   (h)->implementation_identifier);            \
+    } while (0)
 
 // Drop a status that cannot be acted on (cleanup paths).
 inline void ignore(rmw_ret_t)

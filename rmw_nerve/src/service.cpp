@@ -245,17 +245,6 @@ static bool server_exists(Node *n, const std::string &name)
 
 } // namespace rmw_nerve
 
-#define CHECK_HANDLE(h, what)                                                  \
-    do {                                                                       \
-        if (!(h) || !(h)->data)                                                \
-            return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: %s is NULL",     \
-                        what);                                                 \
-        if (strcmp((h)->implementation_identifier ?: "", kIdentifier) != 0)    \
-            return fail(RMW_RET_INCORRECT_RMW_IMPLEMENTATION,                  \
-                        "rmw_nerve: %s belongs to %s", what,                   \
-                        (h)->implementation_identifier);                       \
-    } while (0)
-
 extern "C" {
 
 rmw_service_t *rmw_create_service(const rmw_node_t *node,
