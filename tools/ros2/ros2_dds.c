@@ -648,6 +648,18 @@ static void export_summary(const struct exporter *e)
         atomic_load(&e->skipped));
 }
 
+/* Cyclone's publication-matched listener of an exporter's writer: one
+ * line each time the set of DDS readers it delivers to changes. A reliable
+ * volatile reader gets only what is written after this line says it is
+ * matched (the tests wait for it before putting). */
+static void on_pub_matched(dds_entity_t wr,
+                           const dds_publication_matched_status_t st, void *arg)
+{
+    (void)wr;
+    const struct exporter *e = arg;
+    say("to-ros %s matched %" PRIu32 " reader(s)", e->chan, st.current_count);
+}
+
 /* Names rejected once, with their creation time (not retried until the
  * channel is recreated). */
 struct rejected {
@@ -677,18 +689,6 @@ static int rejected(const char *name, int64_t created, int add)
         }
     }
     return 0;
-}
-
-/* Cyclone's publication-matched listener of an exporter's writer: one
- * line each time the set of DDS readers it delivers to changes. A reliable
- * volatile reader gets only what is written after this line says it is
- * matched (the tests wait for it before putting). */
-static void on_pub_matched(dds_entity_t wr,
-                           const dds_publication_matched_status_t st, void *arg)
-{
-    (void)wr;
-    const struct exporter *e = arg;
-    say("to-ros %s matched %" PRIu32 " reader(s)", e->chan, st.current_count);
 }
 
 static int export_start(const char *name, const char *topic, int64_t created)
