@@ -402,155 +402,220 @@ static int usage(void)
     return 2;
 }
 
-int main(int argc, char **argv)
+struct args {
+    unsigned recv_list[16], nrecv, rounds;
+    double duration, rate;
+    uint64_t size;
+    int fifo;
+    const char *prefix;
+};
+
+/* The command line into `a`, checked: 0, or 2 (the exit status) after the
+ * usage line. */
+static int parse_args(int argc, char **argv, struct args *a)
 {
-    unsigned recv_list[16] = {1, 2, 4, 8}, nrecv = 4, rounds = 5;
-    double duration = 5, rate = 1000;
-    uint64_t size = 64;
-    int fifo = 0;
-    const char *prefix = "ach-bench";
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--receivers") && v) {
-            if (parse_list(v, recv_list, &nrecv))
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--receivers") && v) {
+            if (parse_list(v, a->recv_list, &a->nrecv))
                 return usage();
-        } else if (!strcmp(a, "--duration") && v) {
-            duration = atof(v);
-        } else if (!strcmp(a, "--rounds") && v) {
-            rounds = (unsigned)atoi(v);
-        } else if (!strcmp(a, "--rate") && v) {
-            rate = atof(v);
-        } else if (!strcmp(a, "--size") && v) {
-            size = (uint64_t)atoll(v);
-        } else if (!strcmp(a, "--fifo") && v) {
-            fifo = atoi(v);
-        } else if (!strcmp(a, "--name") && v) {
-            prefix = v;
+        } else if (!strcmp(o, "--duration") && v) {
+            a->duration = atof(v);
+        } else if (!strcmp(o, "--rounds") && v) {
+            a->rounds = (unsigned)atoi(v);
+        } else if (!strcmp(o, "--rate") && v) {
+            a->rate = atof(v);
+        } else if (!strcmp(o, "--size") && v) {
+            a->size = (uint64_t)atoll(v);
+        } else if (!strcmp(o, "--fifo") && v) {
+            a->fifo = atoi(v);
+        } else if (!strcmp(o, "--name") && v) {
+            a->prefix = v;
         } else {
             return usage();
         }
         i++;
     }
-    if (duration <= 0 || rounds < 1 || rate <= 0 || rate > 1e6 ||
-        size < sizeof(struct bench_hdr) || size > (1u << 20))
+    if (a->duration <= 0 || a->rounds < 1 || a->rate <= 0 || a->rate > 1e6 ||
+        a->size < sizeof(struct bench_hdr) || a->size > (1u << 20))
         return usage();
+    return 0;
+}
 
+/* What the table stands on: the host and settings, the single-process call
+ * cost of both APIs, and the table header. 0, or 1 if the call-cost
+ * measurement failed (said). */
+static int print_preamble(const struct args *a)
+{
     struct utsname un;
     uname(&un);
     printf("ach-bench: %s %s, %ld CPUs; 1 sender at %.0f Hz, %llu-byte "
            "messages, %.1f s per transport and receiver count in %u "
            "alternating rounds%s\n\n",
-           un.sysname, un.release, sysconf(_SC_NPROCESSORS_ONLN), rate,
-           (unsigned long long)size, duration, rounds,
-           fifo ? " (SCHED_FIFO)" : "");
+           un.sysname, un.release, sysconf(_SC_NPROCESSORS_ONLN), a->rate,
+           (unsigned long long)a->size, a->duration, a->rounds,
+           a->fifo ? " (SCHED_FIFO)" : "");
     double ca, cn;
-    if (call_cost(prefix, size, &ca, &cn) != 0) {
+    if (call_cost(a->prefix, a->size, &ca, &cn) != 0) {
         fprintf(stderr, "ach-bench: the call-cost measurement failed\n");
         return 1;
     }
     printf("Call cost, put + get of one %llu-byte frame in one process "
            "(best of 15 x 20000): Ach API %.0f ns, nerve API %.0f ns "
            "(%.2f×).\n\n",
-           (unsigned long long)size, ca, cn, cn > 0 ? ca / cn : 0);
+           (unsigned long long)a->size, ca, cn, cn > 0 ? ca / cn : 0);
     printf("| receivers | transport | samples | missed | p50 µs | p99 µs | "
            "p99.9 µs | max µs |\n"
            "|---:|---|---:|---:|---:|---:|---:|---:|\n");
     fflush(stdout);
+    return 0;
+}
 
-    int failed = 0;
-    for (unsigned ri = 0; ri < nrecv; ri++) {
-        unsigned nr = recv_list[ri];
-        struct result res[NTRANSPORTS];
-        memset(res, 0, sizeof res);
-        uint64_t cap = (uint64_t)(rate * duration / rounds * 1.1) + 100;
-        uint32_t *all[NTRANSPORTS];
-        uint64_t nall[NTRANSPORTS] = {0};
-        for (int t = 0; t < NTRANSPORTS; t++) {
-            all[t] = malloc((size_t)(cap * rounds * nr) * sizeof(uint32_t));
-            if (all[t] == NULL)
-                return 1;
-        }
-        struct bench_cfg cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.wait = 1;
-        cfg.senders = 1;
-        cfg.receivers = nr;
-        cfg.size = size;
-        cfg.rate = rate;
-        cfg.duration = duration;
-        cfg.rounds = rounds;
-        cfg.fifo = fifo;
-        cfg.prefix = prefix;
-        struct bench_shared *sh = shared(sizeof *sh);
-        struct bench_recv *rr = shared(sizeof *rr * nr);
-        uint32_t *samples = shared((size_t)(cap * nr) * sizeof(uint32_t));
-        if (!sh || !rr || !samples) {
-            perror("mmap");
+/* One receiver count's measurement: the pages shared with the children
+ * (`sh`, `rr`, and `samples`: `cap` per receiver per round) and, per
+ * transport, every sample of every round in all[t][0 .. nall[t]). */
+struct count_run {
+    unsigned nr;
+    uint64_t cap;
+    struct bench_cfg cfg;
+    struct bench_shared *sh;
+    struct bench_recv *rr;
+    uint32_t *samples;
+    uint32_t *all[NTRANSPORTS];
+    uint64_t nall[NTRANSPORTS];
+    struct result res[NTRANSPORTS];
+};
+
+/* Sizes and allocates `c` for `nr` receivers. 0, or -1 (said if the shared
+ * mapping failed). */
+static int count_alloc(struct count_run *c, const struct args *a, unsigned nr)
+{
+    memset(c, 0, sizeof *c);
+    c->nr = nr;
+    c->cap = (uint64_t)(a->rate * a->duration / a->rounds * 1.1) + 100;
+    for (int t = 0; t < NTRANSPORTS; t++) {
+        c->all[t] =
+            malloc((size_t)(c->cap * a->rounds * nr) * sizeof(uint32_t));
+        if (c->all[t] == NULL)
+            return -1;
+    }
+    c->cfg.wait = 1;
+    c->cfg.senders = 1;
+    c->cfg.receivers = nr;
+    c->cfg.size = a->size;
+    c->cfg.rate = a->rate;
+    c->cfg.duration = a->duration;
+    c->cfg.rounds = a->rounds;
+    c->cfg.fifo = a->fifo;
+    c->cfg.prefix = a->prefix;
+    c->sh = shared(sizeof *c->sh);
+    c->rr = shared(sizeof *c->rr * nr);
+    c->samples = shared((size_t)(c->cap * nr) * sizeof(uint32_t));
+    if (!c->sh || !c->rr || !c->samples) {
+        perror("mmap");
+        return -1;
+    }
+    return 0;
+}
+
+/* One round of transport `t`, its samples appended to all[t]. 0, or -1
+ * with the failure said. */
+static int count_round(struct count_run *c, int t, double seconds)
+{
+    const struct bench_ops *ops = transport(t);
+    struct bench_run r;
+    memset(&r, 0, sizeof r);
+    c->cfg.transport = t == 1 ? BT_NERVE : t == 2 ? BT_CONDVAR : 0;
+    r.cfg = &c->cfg;
+    r.sh = c->sh;
+    r.res = c->rr;
+    r.samples = c->samples;
+    r.cap = c->cap;
+    r.slots = 1024;
+    r.data_size = 1u << 20;
+    snprintf(r.name, sizeof r.name, "%s-%ld-%s", c->cfg.prefix, (long)getpid(),
+             ops->name);
+    memset(c->rr, 0, sizeof *c->rr * c->nr);
+    char why[512] = "";
+    if (round_run(&r, ops, seconds, why, sizeof why) != 0) {
+        fprintf(stderr, "ach-bench: %s\n", why);
+        return -1;
+    }
+    struct result *res = &c->res[t];
+    res->rt_denied |= (int)atomic_load(&c->sh->rt_denied);
+    for (unsigned i = 0; i < c->nr; i++) {
+        res->n += c->rr[i].received;
+        res->missed += c->rr[i].missed;
+        res->disorder += c->rr[i].disorder;
+        memcpy(c->all[t] + c->nall[t], c->samples + (size_t)i * c->cap,
+               c->rr[i].nsamples * sizeof(uint32_t));
+        c->nall[t] += c->rr[i].nsamples;
+    }
+    return 0;
+}
+
+/* The table's rows for one receiver count: per transport the exact
+ * percentiles of all its samples (sorted here), then the Ach API / nerve
+ * ratio row. */
+static void count_report(struct count_run *c)
+{
+    struct result *res = c->res;
+    for (int t = 0; t < NTRANSPORTS; t++) {
+        sort_u32(c->all[t], c->nall[t]);
+        uint64_t n = c->nall[t];
+        res[t].p50 = n ? pct_sorted(c->all[t], n, 50) / 1e3 : 0;
+        res[t].p99 = n ? pct_sorted(c->all[t], n, 99) / 1e3 : 0;
+        res[t].p999 = n ? pct_sorted(c->all[t], n, 99.9) / 1e3 : 0;
+        res[t].max = n ? c->all[t][n - 1] / 1e3 : 0;
+        printf("| %u | %s | %llu | %llu | %.1f | %.1f | %.1f | %.1f |\n", c->nr,
+               transport(t)->name, (unsigned long long)res[t].n,
+               (unsigned long long)res[t].missed, res[t].p50, res[t].p99,
+               res[t].p999, res[t].max);
+        if (res[t].disorder)
+            printf("|   | (%s: %llu out of order: a bug) | | | | | | |\n",
+                   transport(t)->name, (unsigned long long)res[t].disorder);
+    }
+    printf("| %u | **ach-api / nerve** | | | **%.2f×** | **%.2f×** | "
+           "%.2f× | |\n",
+           c->nr, res[1].p50 > 0 ? res[0].p50 / res[1].p50 : 0,
+           res[1].p99 > 0 ? res[0].p99 / res[1].p99 : 0,
+           res[1].p999 > 0 ? res[0].p999 / res[1].p999 : 0);
+    if (res[0].rt_denied || res[1].rt_denied || res[2].rt_denied)
+        printf("|   | (SCHED_FIFO was not permitted) | | | | | | |\n");
+    fflush(stdout);
+}
+
+static void count_free(struct count_run *c)
+{
+    for (int t = 0; t < NTRANSPORTS; t++)
+        free(c->all[t]);
+    munmap(c->sh, sizeof *c->sh);
+    munmap(c->rr, sizeof *c->rr * c->nr);
+    munmap(c->samples, (size_t)(c->cap * c->nr) * sizeof(uint32_t));
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {{1, 2, 4, 8}, 4, 5, 5, 1000, 64, 0, "ach-bench"};
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc;
+    if (print_preamble(&a) != 0)
+        return 1;
+    /* The transports alternate within each round, so that they share the
+     * machine's conditions. */
+    for (unsigned ri = 0; ri < a.nrecv; ri++) {
+        struct count_run c;
+        if (count_alloc(&c, &a, a.recv_list[ri]) != 0)
             return 1;
-        }
-        for (unsigned k = 0; k < rounds && !failed; k++) {
-            for (int t = 0; t < NTRANSPORTS && !failed; t++) {
-                const struct bench_ops *ops = transport(t);
-                struct bench_run r;
-                memset(&r, 0, sizeof r);
-                cfg.transport = t == 1 ? BT_NERVE : t == 2 ? BT_CONDVAR : 0;
-                r.cfg = &cfg;
-                r.sh = sh;
-                r.res = rr;
-                r.samples = samples;
-                r.cap = cap;
-                r.slots = 1024;
-                r.data_size = 1u << 20;
-                snprintf(r.name, sizeof r.name, "%s-%ld-%s", prefix,
-                         (long)getpid(), ops->name);
-                memset(rr, 0, sizeof *rr * nr);
-                char why[512] = "";
-                if (round_run(&r, ops, duration / rounds, why, sizeof why) !=
-                    0) {
-                    fprintf(stderr, "ach-bench: %s\n", why);
-                    failed = 1;
-                    break;
-                }
-                res[t].rt_denied |= (int)atomic_load(&sh->rt_denied);
-                for (unsigned i = 0; i < nr; i++) {
-                    res[t].n += rr[i].received;
-                    res[t].missed += rr[i].missed;
-                    res[t].disorder += rr[i].disorder;
-                    memcpy(all[t] + nall[t], samples + (size_t)i * cap,
-                           rr[i].nsamples * sizeof(uint32_t));
-                    nall[t] += rr[i].nsamples;
-                }
+        for (unsigned k = 0; k < a.rounds; k++) {
+            for (int t = 0; t < NTRANSPORTS; t++) {
+                if (count_round(&c, t, a.duration / a.rounds) != 0)
+                    return 1;
             }
         }
-        if (failed)
-            break;
-        for (int t = 0; t < NTRANSPORTS; t++) {
-            sort_u32(all[t], nall[t]);
-            uint64_t n = nall[t];
-            res[t].p50 = n ? pct_sorted(all[t], n, 50) / 1e3 : 0;
-            res[t].p99 = n ? pct_sorted(all[t], n, 99) / 1e3 : 0;
-            res[t].p999 = n ? pct_sorted(all[t], n, 99.9) / 1e3 : 0;
-            res[t].max = n ? all[t][n - 1] / 1e3 : 0;
-            printf("| %u | %s | %llu | %llu | %.1f | %.1f | %.1f | %.1f |\n",
-                   nr, transport(t)->name, (unsigned long long)res[t].n,
-                   (unsigned long long)res[t].missed, res[t].p50, res[t].p99,
-                   res[t].p999, res[t].max);
-            if (res[t].disorder)
-                printf("|   | (%s: %llu out of order: a bug) | | | | | | |\n",
-                       transport(t)->name, (unsigned long long)res[t].disorder);
-            free(all[t]);
-        }
-        printf("| %u | **ach-api / nerve** | | | **%.2f×** | **%.2f×** | "
-               "%.2f× | |\n",
-               nr, res[1].p50 > 0 ? res[0].p50 / res[1].p50 : 0,
-               res[1].p99 > 0 ? res[0].p99 / res[1].p99 : 0,
-               res[1].p999 > 0 ? res[0].p999 / res[1].p999 : 0);
-        if (res[0].rt_denied || res[1].rt_denied || res[2].rt_denied)
-            printf("|   | (SCHED_FIFO was not permitted) | | | | | | |\n");
-        fflush(stdout);
-        munmap(sh, sizeof *sh);
-        munmap(rr, sizeof *rr * nr);
-        munmap(samples, (size_t)(cap * nr) * sizeof(uint32_t));
+        count_report(&c);
+        count_free(&c);
     }
-    return failed ? 1 : 0;
+    return 0;
 }

@@ -83,13 +83,17 @@ __attribute__((noinline)) int hot_loop(nerve_chan *w, nerve_chan *r, void *buf,
     return 0;
 }
 
-int main(int argc, char **argv)
+struct opts {
+    size_t size;
+    uint64_t count;
+    int zero_copy;
+    const char *prefix;
+};
+
+/* The command line into `o`: 0, or 2 (the exit status) with the error
+ * said. */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
-    size_t size = 64;
-    uint64_t count = 100000;
-    int zero_copy = 0;
-    char name[NERVE_NAME_MAX + 1];
-    const char *prefix = "nerve-hotpath";
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
@@ -98,56 +102,75 @@ int main(int argc, char **argv)
                 fprintf(stderr, "nerve-hotpath: bad --size (1 to 64M)\n");
                 return 2;
             }
-            size = (size_t)v;
+            o->size = (size_t)v;
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
             unsigned long long v = strtoull(argv[++i], &end, 10);
             if (*end || v < 1 || v > 1000000000ull) {
                 fprintf(stderr, "nerve-hotpath: bad --count\n");
                 return 2;
             }
-            count = v;
+            o->count = v;
         } else if (strcmp(argv[i], "--zero-copy") == 0) {
-            zero_copy = 1;
+            o->zero_copy = 1;
         } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
-            prefix = argv[++i];
+            o->prefix = argv[++i];
         } else {
             fprintf(stderr, "usage: nerve-hotpath [--size BYTES] [--count N] "
                             "[--zero-copy] [--name PREFIX]\n");
             return 2;
         }
     }
-    snprintf(name, sizeof name, "%.100s-%ld", prefix, (long)getpid());
-    if (nerve_chan_name_check(name) != 0) {
-        fprintf(stderr, "nerve-hotpath: bad --name '%s'\n", prefix);
-        return 2;
-    }
+    return 0;
+}
+
+/* Creates channel `name` for messages of `size` bytes, opens writer `*w`
+ * and reader `*r`, writes the ring once around from `buf` (as a channel
+ * in service has been) and puts the reader at the head. 0 or the first
+ * error (said); what was opened is left in `*w` and `*r` to close. */
+static int setup(const char *name, size_t size, void *buf, nerve_chan **w,
+                 nerve_chan **r)
+{
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
     o.slots = 1024;
     o.data_size =
         16 * (size + 256) < (1u << 20) ? (1u << 20) : 16 * (size + 256);
     o.mode = 0600;
-    nerve_chan *w = NULL, *r = NULL;
-    void *buf = calloc(1, size);
-    int rc = buf ? 0 : NERVE_ENOMEM;
+    int rc = check(nerve_chan_create(name, &o), "create");
     if (!rc)
-        rc = check(nerve_chan_create(name, &o), "create");
+        rc = check(nerve_chan_open(name, NERVE_O_WRITE, w), "open");
     if (!rc)
-        rc = check(nerve_chan_open(name, NERVE_O_WRITE, &w), "open");
-    if (!rc)
-        rc = check(nerve_chan_open(name, NERVE_O_READ, &r), "open");
+        rc = check(nerve_chan_open(name, NERVE_O_READ, r), "open");
     /* The ring once around, then the reader at the head. */
     uint64_t warm = o.data_size / size + o.slots + 2;
     for (uint64_t i = 0; i < warm && !rc; i++)
-        rc = check(nerve_chan_put(w, buf, size, 0, NULL, 0), "put");
+        rc = check(nerve_chan_put(*w, buf, size, 0, NULL, 0), "put");
     struct nerve_stats st;
-    if (!rc && !(rc = check(nerve_chan_stat(r, &st), "stat")))
-        nerve_chan_seek(r, st.head_seq);
+    if (!rc && !(rc = check(nerve_chan_stat(*r, &st), "stat")))
+        nerve_chan_seek(*r, st.head_seq);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts a = {64, 100000, 0, "nerve-hotpath"};
+    char name[NERVE_NAME_MAX + 1];
+    int rc = parse_args(argc, argv, &a);
+    if (rc != 0)
+        return rc;
+    snprintf(name, sizeof name, "%.100s-%ld", a.prefix, (long)getpid());
+    if (nerve_chan_name_check(name) != 0) {
+        fprintf(stderr, "nerve-hotpath: bad --name '%s'\n", a.prefix);
+        return 2;
+    }
+    nerve_chan *w = NULL, *r = NULL;
+    void *buf = calloc(1, a.size);
+    rc = buf ? setup(name, a.size, buf, &w, &r) : NERVE_ENOMEM;
     /* A few rounds untimed, so the measured ones start warm. */
     if (!rc)
-        rc = warm_loop(w, r, buf, size, 1000, zero_copy);
+        rc = warm_loop(w, r, buf, a.size, 1000, a.zero_copy);
     int64_t t0 = now_ns();
     if (!rc)
-        rc = hot_loop(w, r, buf, size, count, zero_copy);
+        rc = hot_loop(w, r, buf, a.size, a.count, a.zero_copy);
     int64_t t1 = now_ns();
     if (w)
         nerve_chan_close(w);
@@ -160,7 +183,7 @@ int main(int argc, char **argv)
     if (rc)
         return 1;
     printf("size %zu %s: %" PRIu64 " iterations, %.1f ns per write + read\n",
-           size, zero_copy ? "zero-copy" : "copy", count,
-           (double)(t1 - t0) / (double)count);
+           a.size, a.zero_copy ? "zero-copy" : "copy", a.count,
+           (double)(t1 - t0) / (double)a.count);
     return 0;
 }

@@ -75,10 +75,11 @@ static int64_t pct(const int64_t *s, long n, double p)
     return s[i];
 }
 
-static int run(int threads, long puts, size_t size, struct result *res)
+/* Creates channel `name` (NERVE_C_WAKE_ALWAYS) and maps its first page
+ * read-only, as any reader may: the mapping, or NULL with the error said
+ * (and the channel removed if it was made). */
+static void *create_mapped(const char *name)
 {
-    char name[64];
-    snprintf(name, sizeof name, "bench-parked-%d", (int)getpid());
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
     o.slots = 256;
     o.data_size = 1 << 20;
@@ -86,7 +87,7 @@ static int run(int threads, long puts, size_t size, struct result *res)
     int rc = nerve_chan_create(name, &o);
     if (rc) {
         fprintf(stderr, "create: %s\n", nerve_strerror(rc));
-        return 1;
+        return NULL;
     }
     char path[NERVE_PATH_MAX];
     int fd = nerve_chan_path(name, 0, path, sizeof path) == 0
@@ -100,9 +101,16 @@ static int run(int threads, long puts, size_t size, struct result *res)
         perror("map");
         if (nerve_chan_unlink(name) != 0)
             fprintf(stderr, "could not remove %s\n", name);
-        return 1;
+        return NULL;
     }
-    g_head = (const uint32_t *)((const char *)m + HEAD_OFF);
+    return m;
+}
+
+/* Starts up to `threads` parkers on g_head (64 KiB stacks; as many as the
+ * system allows, counted in `*started`) and returns once all of them are
+ * in FUTEX_WAIT, give or take 200 ms. The threads, to join after g_stop. */
+static pthread_t *park_threads(int threads, int *started)
+{
     atomic_store(&g_stop, 0);
     atomic_store(&g_parked, 0);
     atomic_store(&g_woken, 0);
@@ -110,23 +118,23 @@ static int run(int threads, long puts, size_t size, struct result *res)
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setstacksize(&at, 64 * 1024);
-    int started = 0;
+    *started = 0;
     for (int i = 0; i < threads; i++) {
         if (pthread_create(&t[i], &at, parker, NULL) != 0)
             break;
-        started++;
+        (*started)++;
     }
-    while (atomic_load(&g_parked) < started)
+    while (atomic_load(&g_parked) < *started)
         usleep(1000);
     usleep(200000); /* let them reach FUTEX_WAIT */
-    nerve_chan *w;
-    rc = nerve_chan_open(name, NERVE_O_WRITE, &w);
-    if (rc) {
-        fprintf(stderr, "open: %s\n", nerve_strerror(rc));
-        return 1;
-    }
+    return t;
+}
+
+/* 1000 untimed puts of `size` bytes through `w`, then `puts` timed ones;
+ * the latencies of those that succeeded go to `lat`. Their count. */
+static long timed_puts(nerve_chan *w, long puts, size_t size, int64_t *lat)
+{
     char *msg = calloc(1, size ? size : 1);
-    int64_t *lat = calloc((size_t)puts, sizeof *lat);
     for (long i = 0; i < 1000; i++) {
         if (nerve_chan_put(w, msg, size, NERVE_FOREVER, NULL, 0) != 0)
             break;
@@ -134,11 +142,35 @@ static int run(int threads, long puts, size_t size, struct result *res)
     long n = 0;
     for (long i = 0; i < puts; i++) {
         int64_t a = now_ns();
-        rc = nerve_chan_put(w, msg, size, NERVE_FOREVER, NULL, 0);
+        int rc = nerve_chan_put(w, msg, size, NERVE_FOREVER, NULL, 0);
         int64_t b = now_ns();
         if (rc == 0)
             lat[n++] = b - a;
     }
+    free(msg);
+    return n;
+}
+
+/* One row: `puts` puts timed with `threads` parked on the head word. 0, or
+ * 1 with the error said. */
+static int run(int threads, long puts, size_t size, struct result *res)
+{
+    char name[64];
+    snprintf(name, sizeof name, "bench-parked-%d", (int)getpid());
+    void *m = create_mapped(name);
+    if (m == NULL)
+        return 1;
+    g_head = (const uint32_t *)((const char *)m + HEAD_OFF);
+    int started;
+    pthread_t *t = park_threads(threads, &started);
+    nerve_chan *w;
+    int rc = nerve_chan_open(name, NERVE_O_WRITE, &w);
+    if (rc) {
+        fprintf(stderr, "open: %s\n", nerve_strerror(rc));
+        return 1;
+    }
+    int64_t *lat = calloc((size_t)puts, sizeof *lat);
+    long n = timed_puts(w, puts, size, lat);
     atomic_store(&g_stop, 1);
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);
@@ -155,7 +187,6 @@ static int run(int threads, long puts, size_t size, struct result *res)
     res->max = lat[n - 1];
     res->woken = atomic_load(&g_woken);
     free(lat);
-    free(msg);
     free(t);
     return 0;
 }

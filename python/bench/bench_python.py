@@ -105,24 +105,28 @@ def overhead(name: str, size: int, rounds: int, batch: int, work: Path) -> dict:
 # ---- 2. one 1 MiB numpy array --------------------------------------------------------
 
 
-def large(name: str, iters: int) -> dict:
-    shape = (512, 512, 4)  # 1 MiB of uint8
-    src = np.random.default_rng(1).integers(0, 256, size=shape, dtype=np.uint8)
-    nbytes = src.nbytes
+SHAPE = (512, 512, 4)  # 1 MiB of uint8
+
+
+def timed(out: dict, label: str, once, iters: int) -> None:
+    """out[label]: the summary of `iters` timed calls of `once` (ns each),
+    after 20 untimed ones."""
     clock = time.perf_counter_ns
-    out = {}
+    for _ in range(20):
+        once()
+    samples = []
+    for _ in range(iters):
+        t0 = clock()
+        once()
+        samples.append(clock() - t0)
+    out[label] = summary(samples)
 
-    def run(label, once):
-        for _ in range(20):
-            once()
-        samples = []
-        for _ in range(iters):
-            t0 = clock()
-            once()
-            samples.append(clock() - t0)
-        out[label] = summary(samples)
 
-    with nerve.create(name, slots=16, size=8 * nbytes) as w, nerve.open(name) as r:
+def large_nerve(out: dict, name: str, src, iters: int) -> None:
+    """nerve's three ways to pass `src` (put + view, put + get, reserve +
+    view), on channel `name`, removed afterwards."""
+    shape = SHAPE
+    with nerve.create(name, slots=16, size=8 * src.nbytes) as w, nerve.open(name) as r:
 
         def nerve_view():
             w.put(src)
@@ -141,12 +145,15 @@ def large(name: str, iters: int) -> dict:
             with r.view(newest=True) as m:
                 m.array(np.uint8, shape)[0, 0, 0]
 
-        run("nerve put + view (zero-copy read)", nerve_view)
-        run("nerve put + get (copy read)", nerve_copy)
-        run("nerve reserve + view (one copy in all)", nerve_reserve_view)
+        timed(out, "nerve put + view (zero-copy read)", nerve_view, iters)
+        timed(out, "nerve put + get (copy read)", nerve_copy, iters)
+        timed(out, "nerve reserve + view (one copy in all)", nerve_reserve_view, iters)
     nerve.unlink(name)
 
-    shm = shared_memory.SharedMemory(create=True, size=2 * nbytes)
+
+def large_shm(out: dict, src, iters: int) -> None:
+    """multiprocessing.shared_memory + pickle; the segment is removed."""
+    shm = shared_memory.SharedMemory(create=True, size=2 * src.nbytes)
     try:
         def shm_pickle():
             data = pickle.dumps(src, protocol=pickle.HIGHEST_PROTOCOL)
@@ -154,38 +161,51 @@ def large(name: str, iters: int) -> dict:
             a = pickle.loads(shm.buf[: len(data)])
             a[0, 0, 0]
 
-        run("multiprocessing.shared_memory + pickle", shm_pickle)
+        timed(out, "multiprocessing.shared_memory + pickle", shm_pickle, iters)
     finally:
         shm.close()
         shm.unlink()
 
+
+def large_zmq(out: dict, src, iters: int) -> None:
+    """pyzmq PAIR over a temporary ipc:// socket (removed), or a row saying
+    it was skipped when pyzmq is not installed."""
     try:
         import zmq
     except ImportError:
         out["pyzmq ipc://"] = {"skipped": "pyzmq not installed"}
-    else:
-        ctx = zmq.Context()
-        path = tempfile.mktemp(prefix="nerve-bench-", suffix=".ipc")
-        rx, tx = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
-        rx.bind(f"ipc://{path}")
-        tx.connect(f"ipc://{path}")
-        try:
-            def zmq_ipc():
-                tx.send(src, copy=False)
-                frame = rx.recv(copy=False)
-                a = np.frombuffer(frame.buffer, np.uint8).reshape(shape)
-                a[0, 0, 0]
+        return
+    ctx = zmq.Context()
+    path = tempfile.mktemp(prefix="nerve-bench-", suffix=".ipc")
+    rx, tx = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+    rx.bind(f"ipc://{path}")
+    tx.connect(f"ipc://{path}")
+    try:
+        def zmq_ipc():
+            tx.send(src, copy=False)
+            frame = rx.recv(copy=False)
+            a = np.frombuffer(frame.buffer, np.uint8).reshape(SHAPE)
+            a[0, 0, 0]
 
-            run("pyzmq ipc:// (PAIR, copy=False)", zmq_ipc)
-        finally:
-            tx.close(0)
-            rx.close(0)
-            ctx.term()
-            if os.path.exists(path):
-                os.unlink(path)
+        timed(out, "pyzmq ipc:// (PAIR, copy=False)", zmq_ipc, iters)
+    finally:
+        tx.close(0)
+        rx.close(0)
+        ctx.term()
+        if os.path.exists(path):
+            os.unlink(path)
 
+
+def large(name: str, iters: int) -> dict:
+    """Part 2: every transport's summary by label, in table order, the
+    floor (np.copyto of the same bytes) last."""
+    src = np.random.default_rng(1).integers(0, 256, size=SHAPE, dtype=np.uint8)
+    out: dict = {}
+    large_nerve(out, name, src, iters)
+    large_shm(out, src, iters)
+    large_zmq(out, src, iters)
     dst = np.empty_like(src)
-    run("floor: np.copyto of 1 MiB", lambda: np.copyto(dst, src))
+    timed(out, "floor: np.copyto of 1 MiB", lambda: np.copyto(dst, src), iters)
     return out
 
 
@@ -196,7 +216,7 @@ def fmt_us(ns: float) -> str:
     return f"{ns / 1000:.2f}"
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="results directory")
     ap.add_argument("--rounds", type=int, default=2000, help="timed batches (part 1)")
@@ -206,15 +226,12 @@ def main() -> int:
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.iters = 50, 50
+    return args
 
-    h = host()
-    when = iso_stamp()
-    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = f"nt-{os.getpid()}-bench"
-    with tempfile.TemporaryDirectory() as work:
-        ov = overhead(base + "-small", 64, args.rounds, args.batch, Path(work))
-    lg = large(base + "-large", args.iters)
 
+def overhead_lines(args: argparse.Namespace, h: dict, stamp: str, ov: dict) -> list:
+    """The report's title, host, command and part 1: the table of both
+    loops and the Python/C ratio of the medians."""
     py, c = ov["python"], ov["c"]
     ratio = py["put_get_ns"]["p50"] / c["put_get_ns"]["p50"]
     lines = [
@@ -243,6 +260,14 @@ def main() -> int:
         "",
         f"Python/C ratio of the median put + get: **{ratio:.1f}x** "
         f"(Python put {fmt_us(py['put_ns']['p50'])} µs, get {fmt_us(py['get_ns']['p50'])} µs per call).",
+    ]
+    return lines
+
+
+def large_lines(args: argparse.Namespace, lg: dict) -> list:
+    """Part 2 of the report: the table, then each p50 as a ratio to the
+    floor's."""
+    lines = [
         "",
         f"## One 1 MiB numpy array, producer then consumer in one process ({args.iters} messages)",
         "",
@@ -263,15 +288,18 @@ def main() -> int:
                   f"{fmt_us(floor['p50'])} µs): quote these, with the host, rather than the times.", ""]
         lines += [f"- {label}: {s['p50'] / floor['p50']:.2f}x" for label, s in lg.items()
                   if "p50" in s and not label.startswith("floor")]
-    report = "\n".join(lines) + "\n"
-    print(report)
+    return lines
 
+
+def write_results(args: argparse.Namespace, tag: str, report: str, h: dict, when: str,
+                  ov: dict, lg: dict) -> Path:
+    """python-TAG.md (the report) and python-TAG.jsonl (one line per
+    summary, each with the host and time) under --out; the .md's path."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = "quick" if args.quick else stamp
     (out / f"python-{tag}.md").write_text(report)
     with open(out / f"python-{tag}.jsonl", "w") as f:
-        for lang, d in (("python", py), ("c", c)):
+        for lang, d in (("python", ov["python"]), ("c", ov["c"])):
             for call, s in d.items():
                 f.write(json.dumps({"bench": "python-overhead", "loop": lang, "call": call,
                                     "msg_bytes": 64, "batch": args.batch, "unit": "ns",
@@ -279,7 +307,22 @@ def main() -> int:
         for label, s in lg.items():
             f.write(json.dumps({"bench": "python-1mib", "transport": label, "msg_bytes": 1 << 20,
                                 "unit": "ns", **s, "host": h, "time": when}) + "\n")
-    print(f"wrote {out / f'python-{tag}.md'} and .jsonl")
+    return out / f"python-{tag}.md"
+
+
+def main() -> int:
+    args = parse_args()
+    h = host()
+    when = iso_stamp()
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = f"nt-{os.getpid()}-bench"
+    with tempfile.TemporaryDirectory() as work:
+        ov = overhead(base + "-small", 64, args.rounds, args.batch, Path(work))
+    lg = large(base + "-large", args.iters)
+    report = "\n".join(overhead_lines(args, h, stamp, ov) + large_lines(args, lg)) + "\n"
+    print(report)
+    md = write_results(args, "quick" if args.quick else stamp, report, h, when, ov, lg)
+    print(f"wrote {md} and .jsonl")
     return 0
 
 

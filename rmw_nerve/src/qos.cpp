@@ -89,31 +89,28 @@ void qos_best_available(rmw_qos_profile_t *q, bool publisher)
                                   : RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
 }
 
-rmw_qos_policy_kind_t qos_mismatch(const rmw_qos_profile_t &pub_in,
-                                   const rmw_qos_profile_t &sub_in,
-                                   bool *warning, char *reason, size_t n)
-{
-    rmw_qos_profile_t pub = pub_in, sub = sub_in;
-    qos_best_available(&pub, true);
-    qos_best_available(&sub, false);
-    if (pub.reliability == RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT)
-        pub.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-    if (sub.reliability == RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT)
-        sub.reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
-    if (pub.durability == RMW_QOS_POLICY_DURABILITY_SYSTEM_DEFAULT)
-        pub.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-    if (sub.durability == RMW_QOS_POLICY_DURABILITY_SYSTEM_DEFAULT)
-        sub.durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
-    if (pub.liveliness == RMW_QOS_POLICY_LIVELINESS_SYSTEM_DEFAULT)
-        pub.liveliness = RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
-    if (sub.liveliness == RMW_QOS_POLICY_LIVELINESS_SYSTEM_DEFAULT)
-        sub.liveliness = RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
-    if (reason && n)
-        reason[0] = '\0';
-    if (warning)
-        *warning = false;
+namespace {
 
-    // The first rule broken, in this order, is the policy reported.
+// `q` as rmw_nerve takes it: BEST_AVAILABLE adapted to its side (see
+// qos_best_available), SYSTEM_DEFAULT as RELIABLE, VOLATILE, AUTOMATIC.
+void qos_resolve(rmw_qos_profile_t *q, bool publisher)
+{
+    qos_best_available(q, publisher);
+    if (q->reliability == RMW_QOS_POLICY_RELIABILITY_SYSTEM_DEFAULT)
+        q->reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
+    if (q->durability == RMW_QOS_POLICY_DURABILITY_SYSTEM_DEFAULT)
+        q->durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
+    if (q->liveliness == RMW_QOS_POLICY_LIVELINESS_SYSTEM_DEFAULT)
+        q->liveliness = RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
+}
+
+// The request-offered rules (top of this file) over resolved profiles:
+// every rule broken is said in `reason`; the first one, in this order, is
+// the policy returned (RMW_QOS_POLICY_INVALID: none broken).
+rmw_qos_policy_kind_t broken_rule(const rmw_qos_profile_t &pub,
+                                  const rmw_qos_profile_t &sub, char *reason,
+                                  size_t n)
+{
     rmw_qos_policy_kind_t kind = RMW_QOS_POLICY_INVALID;
     auto broke = [&kind](rmw_qos_policy_kind_t k) {
         if (kind == RMW_QOS_POLICY_INVALID)
@@ -153,33 +150,66 @@ rmw_qos_policy_kind_t qos_mismatch(const rmw_qos_profile_t &pub_in,
             "ERROR: Subscription liveliness lease, publisher none or a "
             "longer one;");
     }
-    if (kind != RMW_QOS_POLICY_INVALID)
-        return kind;
+    return kind;
+}
 
-    // No rule broken: a value rmw_nerve does not know makes it a guess.
-    auto known_rel = [](rmw_qos_reliability_policy_t r) {
-        return r == RMW_QOS_POLICY_RELIABILITY_RELIABLE ||
-               r == RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
-    };
-    auto known_dur = [](rmw_qos_durability_policy_t d) {
-        return d == RMW_QOS_POLICY_DURABILITY_VOLATILE ||
-               d == RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
-    };
-    auto known_live = [](rmw_qos_liveliness_policy_t l) {
-        return l == RMW_QOS_POLICY_LIVELINESS_AUTOMATIC ||
-               l == RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC;
-    };
-    if (!known_rel(pub.reliability) || !known_rel(sub.reliability))
+bool known_rel(rmw_qos_reliability_policy_t r)
+{
+    return r == RMW_QOS_POLICY_RELIABILITY_RELIABLE ||
+           r == RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT;
+}
+
+bool known_dur(rmw_qos_durability_policy_t d)
+{
+    return d == RMW_QOS_POLICY_DURABILITY_VOLATILE ||
+           d == RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL;
+}
+
+bool known_live(rmw_qos_liveliness_policy_t l)
+{
+    return l == RMW_QOS_POLICY_LIVELINESS_AUTOMATIC ||
+           l == RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC;
+}
+
+// Whether resolved profiles that break no rule hold a value rmw_nerve does
+// not know, which makes "compatible" a guess; each such value is said in
+// `reason`.
+bool unknown_value(const rmw_qos_profile_t &pub, const rmw_qos_profile_t &sub,
+                   char *reason, size_t n)
+{
+    bool rel = !known_rel(pub.reliability) || !known_rel(sub.reliability);
+    bool dur = !known_dur(pub.durability) || !known_dur(sub.durability);
+    bool live = !known_live(pub.liveliness) || !known_live(sub.liveliness);
+    if (rel)
         say(reason, n, "WARNING: publisher reliability %s, subscription %s;",
             rel_name(pub.reliability), rel_name(sub.reliability));
-    if (!known_dur(pub.durability) || !known_dur(sub.durability))
+    if (dur)
         say(reason, n, "WARNING: a durability is UNKNOWN;");
-    if (!known_live(pub.liveliness) || !known_live(sub.liveliness))
+    if (live)
         say(reason, n, "WARNING: a liveliness is UNKNOWN;");
+    return rel || dur || live;
+}
+
+} // namespace
+
+rmw_qos_policy_kind_t qos_mismatch(const rmw_qos_profile_t &pub_in,
+                                   const rmw_qos_profile_t &sub_in,
+                                   bool *warning, char *reason, size_t n)
+{
+    rmw_qos_profile_t pub = pub_in, sub = sub_in;
+    qos_resolve(&pub, true);
+    qos_resolve(&sub, false);
+    if (reason && n)
+        reason[0] = '\0';
     if (warning)
-        *warning = !known_rel(pub.reliability) || !known_rel(sub.reliability) ||
-                   !known_dur(pub.durability) || !known_dur(sub.durability) ||
-                   !known_live(pub.liveliness) || !known_live(sub.liveliness);
+        *warning = false;
+    rmw_qos_policy_kind_t kind = broken_rule(pub, sub, reason, n);
+    if (kind != RMW_QOS_POLICY_INVALID)
+        return kind;
+    // No rule broken: a value rmw_nerve does not know makes it a guess.
+    bool guess = unknown_value(pub, sub, reason, n);
+    if (warning)
+        *warning = guess;
     return RMW_QOS_POLICY_INVALID;
 }
 

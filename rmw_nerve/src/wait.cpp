@@ -88,6 +88,218 @@ void wake_waiters()
 }
 } // namespace rmw_nerve
 
+namespace {
+
+// One rmw_wait call: the entities it was given and, after poll_ready,
+// which of them are ready (one flag each, in the callers' order).
+struct WaitCall {
+    rmw_subscriptions_t *subs;
+    rmw_guard_conditions_t *gcs;
+    rmw_services_t *srvs;
+    rmw_clients_t *clis;
+    rmw_events_t *evs;
+    size_t ns, ng, nv, nc, ne;
+    std::vector<char> rs, rg, rv, rc, re;
+
+    WaitCall(rmw_subscriptions_t *s, rmw_guard_conditions_t *g,
+             rmw_services_t *v, rmw_clients_t *c, rmw_events_t *e)
+        : subs(s), gcs(g), srvs(v), clis(c), evs(e),
+          ns(s ? s->subscriber_count : 0), ng(g ? g->guard_condition_count : 0),
+          nv(v ? v->service_count : 0), nc(c ? c->client_count : 0),
+          ne(e ? e->event_count : 0), rs(ns), rg(ng), rv(nv), rc(nc), re(ne)
+    {
+    }
+    Subscription *sub(size_t i) const
+    {
+        return static_cast<Subscription *>(subs->subscribers[i]);
+    }
+    Service *srv(size_t i) const
+    {
+        return static_cast<Service *>(srvs->services[i]);
+    }
+    Client *cli(size_t i) const
+    {
+        return static_cast<Client *>(clis->clients[i]);
+    }
+    rmw_event_t *event(size_t i) const
+    {
+        return static_cast<rmw_event_t *>(evs->events[i]);
+    }
+};
+
+// The deadline (mono_ns) of `timeout`; none (`*forever`) for a null
+// timeout or one too long to add to the clock without overflow.
+int64_t wait_deadline(const rmw_time_t *timeout, bool *forever)
+{
+    *forever = timeout == nullptr;
+    if (*forever)
+        return 0;
+    int64_t t = int64_t(timeout->sec) * 1000000000LL + int64_t(timeout->nsec);
+    if (timeout->sec >= 9223372036ULL) {
+        *forever = true;
+        return 0;
+    }
+    return mono_ns() + t;
+}
+
+// Registers `ws` as waiting and moves its wake cursor to the newest
+// message, before any flag is looked at (the LOST WAKE-UP argument at the
+// top of this file).
+void arm(WaitSet *ws)
+{
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_waiting.push_back(ws);
+    struct nerve_stats st;
+    if (nerve_chan_stat(ws->wake, &st) == 0)
+        nerve_chan_seek(ws->wake, st.head_seq);
+}
+
+// Whether event `ev` has something to report. Message-lost events are
+// woken by their subscription's channel; the incompatible-type and
+// incompatible-QoS ones by graph changes (wake_waiters), like guards.
+bool event_ready(rmw_event_t *ev)
+{
+    if (!ev)
+        return false;
+    switch (ev->event_type) {
+    case RMW_EVENT_MESSAGE_LOST: {
+        auto *s = static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(s->mu);
+        sub_count_lost(s);
+        return s->lost_total > s->lost_reported;
+    }
+    case RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE: {
+        auto *s = static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(s->mu);
+        return note_other_types(s->node, s->topic, s->type.name, Kind::Pub,
+                                &s->other_types, s->other_types_reported,
+                                &s->other_types_graph);
+    }
+    case RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE: {
+        auto *s = static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(s->mu);
+        return note_bad_qos(s->node, s->topic, s->type.name, s->qos, false,
+                            &s->bad_qos);
+    }
+    case RMW_EVENT_OFFERED_QOS_INCOMPATIBLE: {
+        auto *p = static_cast<Publisher *>(ev->data);
+        std::lock_guard<std::mutex> lk(p->mu);
+        return note_bad_qos(p->node, p->topic, p->type.name, p->qos, true,
+                            &p->bad_qos);
+    }
+    case RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE: {
+        auto *p = static_cast<Publisher *>(ev->data);
+        std::lock_guard<std::mutex> lk(p->mu);
+        return note_other_types(p->node, p->topic, p->type.name, Kind::Sub,
+                                &p->other_types, p->other_types_reported,
+                                &p->other_types_graph);
+    }
+    default: return false;
+    }
+}
+
+// Looks at every entity of `w` once, recording which are ready; whether
+// any is.
+bool poll_ready(WaitCall &w)
+{
+    bool any = false;
+    for (size_t i = 0; i < w.ns; i++) {
+        auto *s = w.sub(i);
+        w.rs[i] = 0;
+        if (s) {
+            std::lock_guard<std::mutex> lk(s->mu);
+            w.rs[i] = sub_ready(s);
+        }
+        any |= w.rs[i];
+    }
+    for (size_t i = 0; i < w.ng; i++)
+        any |= w.rg[i] =
+            w.gcs->guard_conditions[i] &&
+            static_cast<GuardCondition *>(w.gcs->guard_conditions[i])
+                ->triggered.load();
+    for (size_t i = 0; i < w.nv; i++)
+        any |= w.rv[i] = w.srvs->services[i] && srv_ready(w.srv(i));
+    for (size_t i = 0; i < w.nc; i++)
+        any |= w.rc[i] = w.clis->clients[i] && cli_ready(w.cli(i));
+    for (size_t i = 0; i < w.ne; i++)
+        any |= w.re[i] = event_ready(w.event(i));
+    return any;
+}
+
+// The rmw_wait result in the callers' arrays: what is not ready becomes
+// null; a ready guard condition is reset.
+void report_ready(WaitCall &w)
+{
+    for (size_t i = 0; i < w.ns; i++)
+        if (!w.rs[i])
+            w.subs->subscribers[i] = nullptr;
+    for (size_t i = 0; i < w.ng; i++) {
+        if (!w.rg[i])
+            w.gcs->guard_conditions[i] = nullptr;
+        else
+            static_cast<GuardCondition *>(w.gcs->guard_conditions[i])
+                ->triggered.store(false);
+    }
+    for (size_t i = 0; i < w.nv; i++)
+        if (!w.rv[i])
+            w.srvs->services[i] = nullptr;
+    for (size_t i = 0; i < w.nc; i++)
+        if (!w.rc[i])
+            w.clis->clients[i] = nullptr;
+    for (size_t i = 0; i < w.ne; i++)
+        if (!w.re[i])
+            w.evs->events[i] = nullptr;
+}
+
+// Every channel the wait of `w` on `ws` involves, each once, at most
+// NERVE_WAIT_MAX; `*overflow` says some were left out (they are then
+// looked at again every millisecond).
+std::vector<nerve_chan *> wait_chans(const WaitCall &w, WaitSet *ws,
+                                     bool *overflow)
+{
+    std::vector<nerve_chan *> chans;
+    *overflow = false;
+    auto add = [&chans, overflow](nerve_chan *c) {
+        if (!c || std::find(chans.begin(), chans.end(), c) != chans.end())
+            return;
+        if (chans.size() < NERVE_WAIT_MAX)
+            chans.push_back(c);
+        else
+            *overflow = true;
+    };
+    add(ws->wake);
+    for (size_t i = 0; i < w.ns; i++)
+        add(w.sub(i)->ch);
+    for (size_t i = 0; i < w.nv; i++)
+        add(srv_chan(w.srv(i)));
+    for (size_t i = 0; i < w.nc; i++)
+        add(cli_chan(w.cli(i)));
+    for (size_t i = 0; i < w.ne; i++) {
+        auto *ev = w.event(i);
+        if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST)
+            add(static_cast<Subscription *>(ev->data)->ch);
+    }
+    return chans;
+}
+
+// Whether a subscription or client of `w` waits for a channel that does
+// not exist yet. One an rmw_nerve publisher or server makes is announced
+// by the graph; one made by anything else (`nerve ros2 --from-ros`, a
+// nerve program) must be looked for again every 100 ms.
+bool any_unopened(const WaitCall &w)
+{
+    bool unopened = false;
+    for (size_t i = 0; i < w.ns; i++) {
+        auto *s = w.sub(i);
+        unopened |= s->ch == nullptr && !s->refused;
+    }
+    for (size_t i = 0; i < w.nc; i++)
+        unopened |= cli_chan(w.cli(i)) == nullptr;
+    return unopened;
+}
+
+} // namespace
+
 extern "C" {
 
 rmw_wait_set_t *rmw_create_wait_set(rmw_context_t *context,
@@ -136,155 +348,26 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
     if (!w || !w->data)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: wait set is NULL");
     auto *ws = static_cast<WaitSet *>(w->data);
-    bool forever = timeout == nullptr;
-    int64_t deadline = 0;
-    if (!forever) {
-        int64_t t =
-            int64_t(timeout->sec) * 1000000000LL + int64_t(timeout->nsec);
-        if (timeout->sec >= 9223372036ULL)
-            forever = true;
-        else
-            deadline = mono_ns() + t;
-    }
-    size_t ns = subs ? subs->subscriber_count : 0;
-    size_t ng = gcs ? gcs->guard_condition_count : 0;
-    size_t nv = srvs ? srvs->service_count : 0;
-    size_t nc = clis ? clis->client_count : 0;
-    size_t ne = evs ? evs->event_count : 0;
-    std::vector<char> rs(ns), rg(ng), rv(nv), rc(nc), re(ne);
+    bool forever;
+    int64_t deadline = wait_deadline(timeout, &forever);
+    WaitCall call(subs, gcs, srvs, clis, evs);
     for (;;) {
-        {
-            std::lock_guard<std::mutex> lk(g_mu);
-            g_waiting.push_back(ws);
-            struct nerve_stats st;
-            if (nerve_chan_stat(ws->wake, &st) == 0)
-                nerve_chan_seek(ws->wake, st.head_seq);
-        }
-        bool any = false;
-        for (size_t i = 0; i < ns; i++) {
-            auto *s = static_cast<Subscription *>(subs->subscribers[i]);
-            rs[i] = 0;
-            if (s) {
-                std::lock_guard<std::mutex> lk(s->mu);
-                rs[i] = sub_ready(s);
-            }
-            any |= rs[i];
-        }
-        for (size_t i = 0; i < ng; i++)
-            any |= rg[i] =
-                gcs->guard_conditions[i] &&
-                static_cast<GuardCondition *>(gcs->guard_conditions[i])
-                    ->triggered.load();
-        for (size_t i = 0; i < nv; i++)
-            any |= rv[i] = srvs->services[i] &&
-                           srv_ready(static_cast<Service *>(srvs->services[i]));
-        for (size_t i = 0; i < nc; i++)
-            any |= rc[i] = clis->clients[i] &&
-                           cli_ready(static_cast<Client *>(clis->clients[i]));
-        for (size_t i = 0; i < ne; i++) {
-            auto *ev = static_cast<rmw_event_t *>(evs->events[i]);
-            re[i] = 0;
-            if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST) {
-                auto *s = static_cast<Subscription *>(ev->data);
-                std::lock_guard<std::mutex> lk(s->mu);
-                sub_count_lost(s);
-                re[i] = s->lost_total > s->lost_reported;
-            } else if (ev && ev->event_type ==
-                                 RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
-                // Woken by graph changes (wake_waiters) like guards.
-                auto *s = static_cast<Subscription *>(ev->data);
-                std::lock_guard<std::mutex> lk(s->mu);
-                re[i] = note_other_types(
-                    s->node, s->topic, s->type.name, Kind::Pub, &s->other_types,
-                    s->other_types_reported, &s->other_types_graph);
-            } else if (ev &&
-                       ev->event_type == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE) {
-                // Woken by graph changes, like incompatible types.
-                auto *s = static_cast<Subscription *>(ev->data);
-                std::lock_guard<std::mutex> lk(s->mu);
-                re[i] = note_bad_qos(s->node, s->topic, s->type.name, s->qos,
-                                     false, &s->bad_qos);
-            } else if (ev &&
-                       ev->event_type == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) {
-                auto *p = static_cast<Publisher *>(ev->data);
-                std::lock_guard<std::mutex> lk(p->mu);
-                re[i] = note_bad_qos(p->node, p->topic, p->type.name, p->qos,
-                                     true, &p->bad_qos);
-            } else if (ev && ev->event_type ==
-                                 RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE) {
-                auto *p = static_cast<Publisher *>(ev->data);
-                std::lock_guard<std::mutex> lk(p->mu);
-                re[i] = note_other_types(
-                    p->node, p->topic, p->type.name, Kind::Sub, &p->other_types,
-                    p->other_types_reported, &p->other_types_graph);
-            }
-            any |= re[i];
-        }
+        arm(ws);
+        bool any = poll_ready(call);
         int64_t now = mono_ns();
         bool expired = !forever && now >= deadline;
         if (any || expired) {
             unregister(ws);
-            for (size_t i = 0; i < ns; i++)
-                if (!rs[i])
-                    subs->subscribers[i] = nullptr;
-            for (size_t i = 0; i < ng; i++) {
-                if (!rg[i])
-                    gcs->guard_conditions[i] = nullptr;
-                else
-                    static_cast<GuardCondition *>(gcs->guard_conditions[i])
-                        ->triggered.store(false);
-            }
-            for (size_t i = 0; i < nv; i++)
-                if (!rv[i])
-                    srvs->services[i] = nullptr;
-            for (size_t i = 0; i < nc; i++)
-                if (!rc[i])
-                    clis->clients[i] = nullptr;
-            for (size_t i = 0; i < ne; i++)
-                if (!re[i])
-                    evs->events[i] = nullptr;
+            report_ready(call);
             return any ? RMW_RET_OK : RMW_RET_TIMEOUT;
         }
-        // Wait on every channel involved. Past NERVE_WAIT_MAX channels, the
-        // rest are looked at again every millisecond.
-        std::vector<nerve_chan *> chans;
-        bool overflow = false;
-        auto add = [&chans, &overflow](nerve_chan *c) {
-            if (!c || std::find(chans.begin(), chans.end(), c) != chans.end())
-                return;
-            if (chans.size() < NERVE_WAIT_MAX)
-                chans.push_back(c);
-            else
-                overflow = true;
-        };
-        add(ws->wake);
-        for (size_t i = 0; i < ns; i++)
-            add(static_cast<Subscription *>(subs->subscribers[i])->ch);
-        for (size_t i = 0; i < nv; i++)
-            add(srv_chan(static_cast<Service *>(srvs->services[i])));
-        for (size_t i = 0; i < nc; i++)
-            add(cli_chan(static_cast<Client *>(clis->clients[i])));
-        for (size_t i = 0; i < ne; i++) {
-            auto *ev = static_cast<rmw_event_t *>(evs->events[i]);
-            if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST)
-                add(static_cast<Subscription *>(ev->data)->ch);
-        }
-        // A subscription or client whose channel does not exist yet learns
-        // of it from the graph when an rmw_nerve publisher or server makes
-        // it; one made by anything else (`nerve ros2 --from-ros`, a nerve
-        // program) is looked for again every 100 ms.
-        bool unopened = false;
-        for (size_t i = 0; i < ns; i++) {
-            auto *s = static_cast<Subscription *>(subs->subscribers[i]);
-            unopened |= s->ch == nullptr && !s->refused;
-        }
-        for (size_t i = 0; i < nc; i++)
-            unopened |=
-                cli_chan(static_cast<Client *>(clis->clients[i])) == nullptr;
+        // Wait on every channel involved, bounded where some cannot be.
+        bool overflow;
+        std::vector<nerve_chan *> chans = wait_chans(call, ws, &overflow);
         int64_t wait_ns = forever ? NERVE_FOREVER : deadline - now;
         if (overflow && (forever || wait_ns > 1000000))
             wait_ns = 1000000;
-        if (unopened && (forever || wait_ns > 100000000))
+        if (any_unopened(call) && (forever || wait_ns > 100000000))
             wait_ns = 100000000;
         uint64_t ready[1] = {0};
         int r =

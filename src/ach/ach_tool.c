@@ -162,16 +162,15 @@ static int run(const struct opts *o)
     return usage("no command given%s", "");
 }
 
-int main(int argc, char **argv)
+/* What the option parsing steps return to go on; anything else is the exit
+ * status to return at once (0 after --help or --version, 2 on a usage
+ * error, its message said). */
+#define GO_ON (-1)
+
+/* --help (and --version) as GNU tools take them, before any other
+ * argument is looked at; Ach's own flags are all short. */
+static int long_flags(int argc, char **argv)
 {
-    struct opts o = {
-        V_NONE, NULL, ACH_DEFAULT_FRAME_COUNT, ACH_DEFAULT_FRAME_SIZE, -1, 0,
-        0,      0};
-    const char *pos[3];
-    int npos = 0, c, rc;
-    opterr = 0;
-    /* --help (and --version) as GNU tools take them; Ach's own flags are
-     * all short. */
     for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++) {
         if (strcmp(argv[k], "--help") == 0) {
             help(stdout);
@@ -182,97 +181,133 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    /* '-' first: positional arguments come back in order as option 1. */
-    while ((c = getopt(argc, argv, "-C:U:D:F:m:n:o:1tvVhH?")) != -1) {
-        switch (c) {
-        case 'C':
-            rc = set_verb(&o, V_MK, optarg);
-            if (rc)
-                return rc;
-            break;
-        case 'U':
-            rc = set_verb(&o, V_RM, optarg);
-            if (rc)
-                return rc;
-            break;
-        case 'D':
-            rc = set_verb(&o, V_DUMP, optarg);
-            if (rc)
-                return rc;
-            break;
-        case 'F':
-            rc = set_verb(&o, V_FILE, optarg);
-            if (rc)
-                return rc;
-            break;
-        case 'm':
-            if (parse_count(optarg, &o.count))
-                return usage("-m: the frame count must be a positive "
-                             "integer, not '%s'",
-                             optarg);
-            break;
-        case 'n':
-            if (parse_count(optarg, &o.size))
-                return usage("-n: the frame size must be a positive "
-                             "integer, not '%s'",
-                             optarg);
-            break;
-        case 'o':
-            if (parse_mode(optarg, &o.mode))
-                return usage("-o: the mode must be octal 0..777, not '%s'",
-                             optarg);
-            break;
-        case '1': o.accept_existing = 1; break;
-        case 't': o.truncate = 1; break;
-        case 'v': o.verbose++; break;
-        case 'V': ach_print_version("ach"); return 0;
-        case 'h':
-        case 'H': help(stdout); return 0;
-        case 1:
-            if (npos == 3)
-                return usage("unexpected argument '%s'", optarg);
-            pos[npos++] = optarg;
-            break;
-        case '?':
-            if (optopt == '?') {
-                help(stdout);
-                return 0;
-            }
-            return usage("unknown option or missing argument: -%c", optopt);
-        default: return usage("unknown option%s", "");
-        }
+    return GO_ON;
+}
+
+/* The verb of a deprecated verb flag (-C -U -D -F). */
+static enum verb flag_verb(int c)
+{
+    return c == 'C' ? V_MK : c == 'U' ? V_RM : c == 'D' ? V_DUMP : V_FILE;
+}
+
+/* One result `c` of getopt (argument `arg`) into `o`; positional arguments
+ * (c == 1) collect in `pos`, at most 3. GO_ON or the exit status. */
+static int parse_opt(int c, const char *arg, struct opts *o, const char **pos,
+                     int *npos)
+{
+    switch (c) {
+    case 'C':
+    case 'U':
+    case 'D':
+    case 'F': {
+        int rc = set_verb(o, flag_verb(c), arg);
+        return rc ? rc : GO_ON;
     }
-    int i = 0;
-    if (o.verb == V_NONE && npos > 0) {
-        static const struct {
-            const char *w;
-            enum verb v;
-        } verbs[] = {{"mk", V_MK},       {"create", V_MK}, {"make", V_MK},
-                     {"rm", V_RM},       {"unlink", V_RM}, {"remove", V_RM},
-                     {"chmod", V_CHMOD}, {"dump", V_DUMP}, {"file", V_FILE}};
-        for (size_t k = 0; k < sizeof verbs / sizeof verbs[0]; k++) {
-            if (strcasecmp(pos[0], verbs[k].w) == 0)
-                o.verb = verbs[k].v;
+    case 'm':
+        if (parse_count(arg, &o->count))
+            return usage("-m: the frame count must be a positive "
+                         "integer, not '%s'",
+                         arg);
+        return GO_ON;
+    case 'n':
+        if (parse_count(arg, &o->size))
+            return usage("-n: the frame size must be a positive "
+                         "integer, not '%s'",
+                         arg);
+        return GO_ON;
+    case 'o':
+        if (parse_mode(arg, &o->mode))
+            return usage("-o: the mode must be octal 0..777, not '%s'", arg);
+        return GO_ON;
+    case '1': o->accept_existing = 1; return GO_ON;
+    case 't': o->truncate = 1; return GO_ON;
+    case 'v': o->verbose++; return GO_ON;
+    case 'V': ach_print_version("ach"); return 0;
+    case 'h':
+    case 'H': help(stdout); return 0;
+    case 1:
+        if (*npos == 3)
+            return usage("unexpected argument '%s'", arg);
+        pos[(*npos)++] = arg;
+        return GO_ON;
+    case '?':
+        if (optopt == '?') {
+            help(stdout);
+            return 0;
         }
-        if (o.verb == V_NONE)
+        return usage("unknown option or missing argument: -%c", optopt);
+    default: return usage("unknown option%s", "");
+    }
+}
+
+/* The verb named by `word` (Ach's names and their synonyms, any case), or
+ * V_NONE. */
+static enum verb verb_named(const char *word)
+{
+    static const struct {
+        const char *w;
+        enum verb v;
+    } verbs[] = {{"mk", V_MK},       {"create", V_MK}, {"make", V_MK},
+                 {"rm", V_RM},       {"unlink", V_RM}, {"remove", V_RM},
+                 {"chmod", V_CHMOD}, {"dump", V_DUMP}, {"file", V_FILE}};
+    enum verb v = V_NONE;
+    for (size_t k = 0; k < sizeof verbs / sizeof verbs[0]; k++) {
+        if (strcasecmp(word, verbs[k].w) == 0)
+            v = verbs[k].v;
+    }
+    return v;
+}
+
+/* The positional arguments `pos` into `o`: the verb first unless a
+ * deprecated flag gave it, then chmod's MODE, then the one channel name
+ * (unless the flag gave it). GO_ON or the exit status. */
+static int bind_positionals(struct opts *o, const char **pos, int npos)
+{
+    int i = 0;
+    if (o->verb == V_NONE && npos > 0) {
+        o->verb = verb_named(pos[0]);
+        if (o->verb == V_NONE)
             return usage("unknown command '%s'", pos[0]);
         i = 1;
     }
-    if (o.verb == V_CHMOD) {
+    if (o->verb == V_CHMOD) {
         if (npos - i != 2)
             return usage("usage: ach chmod MODE CHANNEL%s", "");
-        if (parse_mode(pos[i], &o.mode))
+        if (parse_mode(pos[i], &o->mode))
             return usage("chmod: the mode must be octal 0..777, not '%s'",
                          pos[i]);
-        o.name = pos[i + 1];
-    } else if (o.verb != V_NONE && o.name == NULL) {
+        o->name = pos[i + 1];
+    } else if (o->verb != V_NONE && o->name == NULL) {
         if (npos - i != 1)
             return usage("give exactly one channel name%s", "");
-        o.name = pos[i];
+        o->name = pos[i];
     } else if (npos - i != 0) {
         return usage("unexpected argument '%s'", pos[i]);
     }
-    if (o.verb == V_NONE)
+    if (o->verb == V_NONE)
         return usage("no command given%s", "");
+    return GO_ON;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {
+        V_NONE, NULL, ACH_DEFAULT_FRAME_COUNT, ACH_DEFAULT_FRAME_SIZE, -1, 0,
+        0,      0};
+    const char *pos[3];
+    int npos = 0, c;
+    opterr = 0;
+    int rc = long_flags(argc, argv);
+    if (rc != GO_ON)
+        return rc;
+    /* '-' first: positional arguments come back in order as option 1. */
+    while ((c = getopt(argc, argv, "-C:U:D:F:m:n:o:1tvVhH?")) != -1) {
+        rc = parse_opt(c, optarg, &o, pos, &npos);
+        if (rc != GO_ON)
+            return rc;
+    }
+    rc = bind_positionals(&o, pos, npos);
+    if (rc != GO_ON)
+        return rc;
     return run(&o);
 }

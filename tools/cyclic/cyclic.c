@@ -352,6 +352,77 @@ static void stop_load(pid_t pid)
     }
 }
 
+/* The options that shape the measurement (-p -d -s -P --prio -a), checked
+ * against their ranges: 0 set, -1 out of range, 1 not one of these. */
+static int parse_run_opt(int ch, const char *arg, struct config *cfg)
+{
+    char *end;
+    switch (ch) {
+    case 'p': {
+        double us = strtod(arg, &end);
+        if (*end || us < 10 || us > 10e6)
+            return -1;
+        cfg->period_ns = (int64_t)(us * 1e3);
+        return 0;
+    }
+    case 'd':
+        cfg->duration_s = strtod(arg, &end);
+        return *end || cfg->duration_s <= 0 ? -1 : 0;
+    case 's':
+        if (strcmp(arg, "one") == 0)
+            cfg->harmonic = 0;
+        else if (strcmp(arg, "harmonic") == 0)
+            cfg->harmonic = 1;
+        else
+            return -1;
+        return 0;
+    case 'P':
+        cfg->run_other = strcmp(arg, "other") == 0 || strcmp(arg, "both") == 0;
+        cfg->run_fifo = strcmp(arg, "fifo") == 0 || strcmp(arg, "both") == 0;
+        return !cfg->run_other && !cfg->run_fifo ? -1 : 0;
+    case 1:
+        cfg->prio = (int)strtol(arg, &end, 10);
+        return *end || cfg->prio < 1 || cfg->prio > 99 ? -1 : 0;
+    case 'a':
+        cfg->cpu = (int)strtol(arg, &end, 10);
+        return *end || cfg->cpu < 0 || cfg->cpu > 63 ? -1 : 0;
+    default: return 1;
+    }
+}
+
+/* The options for load and output (-l --load-workers -j -H --hist-max -q):
+ * 0 set, -1 out of range or not an option at all. */
+static int parse_out_opt(int ch, const char *arg, struct config *cfg)
+{
+    char *end;
+    switch (ch) {
+    case 'l':
+        if (strcmp(arg, "none") == 0)
+            cfg->load = 0;
+        else if (strcmp(arg, "stress") == 0)
+            cfg->load = 1;
+        else
+            return -1;
+        return 0;
+    case 2:
+        cfg->load_workers = (int)strtol(arg, &end, 10);
+        return *end || cfg->load_workers < 1 ? -1 : 0;
+    case 'j': cfg->json_path = arg; return 0;
+    case 'H': cfg->hist_path = arg; return 0;
+    case 3: {
+        long v = strtol(arg, &end, 10);
+        if (*end || v < 10 || v > 10000000)
+            return -1;
+        cfg->hist_us = (uint32_t)v;
+        return 0;
+    }
+    case 'q': cfg->quiet = 1; return 0;
+    default: return -1;
+    }
+}
+
+/* Fills `cfg` from the command line: 0, or -1 for a usage error (the
+ * caller prints the usage); --help prints it and exits 0. */
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
     static const struct option longopts[] = {
@@ -370,76 +441,151 @@ static int parse_args(int argc, char **argv, struct config *cfg)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     int ch;
-    char *end;
     while ((ch = getopt_long(argc, argv, "p:d:s:P:a:l:j:H:qh", longopts,
                              NULL)) != -1) {
-        switch (ch) {
-        case 'p': {
-            double us = strtod(optarg, &end);
-            if (*end || us < 10 || us > 10e6)
-                return -1;
-            cfg->period_ns = (int64_t)(us * 1e3);
-            break;
+        if (ch == 'h') {
+            usage(stdout);
+            exit(0);
         }
-        case 'd':
-            cfg->duration_s = strtod(optarg, &end);
-            if (*end || cfg->duration_s <= 0)
-                return -1;
-            break;
-        case 's':
-            if (strcmp(optarg, "one") == 0)
-                cfg->harmonic = 0;
-            else if (strcmp(optarg, "harmonic") == 0)
-                cfg->harmonic = 1;
-            else
-                return -1;
-            break;
-        case 'P':
-            cfg->run_other =
-                strcmp(optarg, "other") == 0 || strcmp(optarg, "both") == 0;
-            cfg->run_fifo =
-                strcmp(optarg, "fifo") == 0 || strcmp(optarg, "both") == 0;
-            if (!cfg->run_other && !cfg->run_fifo)
-                return -1;
-            break;
-        case 1:
-            cfg->prio = (int)strtol(optarg, &end, 10);
-            if (*end || cfg->prio < 1 || cfg->prio > 99)
-                return -1;
-            break;
-        case 'a':
-            cfg->cpu = (int)strtol(optarg, &end, 10);
-            if (*end || cfg->cpu < 0 || cfg->cpu > 63)
-                return -1;
-            break;
-        case 'l':
-            if (strcmp(optarg, "none") == 0)
-                cfg->load = 0;
-            else if (strcmp(optarg, "stress") == 0)
-                cfg->load = 1;
-            else
-                return -1;
-            break;
-        case 2:
-            cfg->load_workers = (int)strtol(optarg, &end, 10);
-            if (*end || cfg->load_workers < 1)
-                return -1;
-            break;
-        case 'j': cfg->json_path = optarg; break;
-        case 'H': cfg->hist_path = optarg; break;
-        case 3: {
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 10 || v > 10000000)
-                return -1;
-            cfg->hist_us = (uint32_t)v;
-            break;
-        }
-        case 'q': cfg->quiet = 1; break;
-        case 'h': usage(stdout); exit(0);
-        default: return -1;
-        }
+        int rc = parse_run_opt(ch, optarg, cfg);
+        if (rc > 0)
+            rc = parse_out_opt(ch, optarg, cfg);
+        if (rc != 0)
+            return -1;
     }
     return optind == argc ? 0 : -1;
+}
+
+static void signals_init(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Probes the real-time capabilities into `caps` and locks memory (best
+ * effort), saying on stderr what is refused. Returns whether the fifo
+ * phase was asked for but is not permitted (it is then skipped). */
+static int rt_prepare(const struct config *cfg, struct nerve_rt_caps *caps)
+{
+    if (nerve_rt_probe(caps) != 0)
+        memset(caps, 0, sizeof *caps);
+    int fifo_refused = cfg->run_fifo && !caps->fifo_ok;
+    if (fifo_refused)
+        fprintf(stderr,
+                "nerve cyclic: SCHED_FIFO is NOT permitted for this process "
+                "(needs root, CAP_SYS_NICE or RLIMIT_RTPRIO); the fifo phase "
+                "is skipped\n");
+    struct nerve_rt_applied ap;
+    if (nerve_rt_lock_memory(256 * 1024, 0, NERVE_RT_BEST_EFFORT, &ap) == 0 &&
+        !ap.mem_locked)
+        fprintf(stderr, "nerve cyclic: %s\n", ap.msg);
+    return fifo_refused;
+}
+
+/* The `n` clients, client i of period (i+1)P with empty histograms of
+ * cfg->hist_us bins. 0, or -1 out of memory (said). */
+static int clients_init(const struct config *cfg, struct client *cl, int n)
+{
+    memset(cl, 0, MAX_TASKS * sizeof *cl);
+    for (int i = 0; i < n; i++) {
+        cl[i].index = i;
+        cl[i].period_ns = cfg->period_ns * (i + 1);
+        if (hist_init(&cl[i].abs, cfg->hist_us) ||
+            hist_init(&cl[i].rel, cfg->hist_us)) {
+            fprintf(stderr, "nerve cyclic: out of memory\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Opens the --json file (stdout for "-"; the host line written first) and
+ * the --hist file (its header written), each only if asked for. 0, or -1
+ * with the path and reason said. */
+static int outputs_open(const struct config *cfg,
+                        const struct nerve_rt_caps *caps, FILE **json,
+                        FILE **hist)
+{
+    if (cfg->json_path) {
+        *json = strcmp(cfg->json_path, "-") == 0 ? stdout
+                                                 : fopen(cfg->json_path, "w");
+        if (!*json) {
+            fprintf(stderr, "nerve cyclic: %s: %s\n", cfg->json_path,
+                    strerror(errno));
+            return -1;
+        }
+        json_host(*json, caps);
+    }
+    if (cfg->hist_path) {
+        *hist = fopen(cfg->hist_path, "w");
+        if (!*hist) {
+            fprintf(stderr, "nerve cyclic: %s: %s\n", cfg->hist_path,
+                    strerror(errno));
+            return -1;
+        }
+        fprintf(*hist,
+                "# nerve-cyclic histogram: 1 us bins of |error|; "
+                "non-empty bins only; bin %u = overflow\n"
+                "# phase task period_us bin_us abs_count rel_count\n",
+                cfg->hist_us);
+    }
+    return 0;
+}
+
+static void print_banner(const struct config *cfg,
+                         const struct nerve_rt_caps *caps)
+{
+    printf("nerve cyclic: scenario %s, base period %.0f us, %.1f s per "
+           "phase, load %s, PREEMPT_RT %s\n",
+           cfg->harmonic ? "harmonic (P..6P)" : "one client",
+           cfg->period_ns / 1e3, cfg->duration_s,
+           cfg->load ? "stress-ng" : "none", caps->preempt_rt ? "yes" : "no");
+    print_table_header();
+}
+
+/* The histogram file's lines of client `c` in `phase`: non-empty bins
+ * only, bin cfg->hist_us holding the overflow. */
+static void hist_rows(FILE *f, const struct config *cfg, const char *phase,
+                      const struct client *c)
+{
+    for (uint32_t b = 0; b <= cfg->hist_us; b++) {
+        uint64_t a = b < cfg->hist_us ? c->abs.bins[b] : c->abs.over;
+        uint64_t r = b < cfg->hist_us ? c->rel.bins[b] : c->rel.over;
+        if (a || r)
+            fprintf(f, "%s %d %.0f %u %llu %llu\n", phase, c->index,
+                    c->period_ns / 1e3, b, (unsigned long long)a,
+                    (unsigned long long)r);
+    }
+}
+
+/* Runs the phases (other, then fifo unless refused) until done or
+ * interrupted, reporting each client after each phase to the table and
+ * the files opened. 1 if a phase failed, else 0. */
+static int run_phases(const struct config *cfg, struct client *cl, int n,
+                      const int *phases, int np, int fifo_refused, FILE *json,
+                      FILE *hist)
+{
+    int err = 0;
+    for (int p = 0; p < np && !interrupted; p++) {
+        const char *phase = phases[p] == NERVE_RT_FIFO ? "fifo" : "other";
+        int rc = run_phase(cfg, cl, n, phases[p]);
+        if (rc != 0) {
+            err = 1;
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!cfg->quiet)
+                print_row(phase, &cl[i]);
+            if (json)
+                json_row(json, cfg, phase, &cl[i], fifo_refused);
+            if (hist)
+                hist_rows(hist, cfg, phase, &cl[i]);
+        }
+    }
+    return err;
 }
 
 int main(int argc, char **argv)
@@ -452,62 +598,17 @@ int main(int argc, char **argv)
         return 2;
     }
     g_hist_us = cfg.hist_us;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-
+    signals_init();
     struct nerve_rt_caps caps;
-    if (nerve_rt_probe(&caps) != 0)
-        memset(&caps, 0, sizeof caps);
-    int fifo_refused = cfg.run_fifo && !caps.fifo_ok;
-    if (fifo_refused)
-        fprintf(stderr,
-                "nerve cyclic: SCHED_FIFO is NOT permitted for this process "
-                "(needs root, CAP_SYS_NICE or RLIMIT_RTPRIO); the fifo phase "
-                "is skipped\n");
-    struct nerve_rt_applied ap;
-    if (nerve_rt_lock_memory(256 * 1024, 0, NERVE_RT_BEST_EFFORT, &ap) == 0 &&
-        !ap.mem_locked)
-        fprintf(stderr, "nerve cyclic: %s\n", ap.msg);
+    int fifo_refused = rt_prepare(&cfg, &caps);
 
     int n = cfg.harmonic ? MAX_TASKS : 1;
     struct client cl[MAX_TASKS];
-    memset(cl, 0, sizeof cl);
-    for (int i = 0; i < n; i++) {
-        cl[i].index = i;
-        cl[i].period_ns = cfg.period_ns * (i + 1);
-        if (hist_init(&cl[i].abs, cfg.hist_us) ||
-            hist_init(&cl[i].rel, cfg.hist_us)) {
-            fprintf(stderr, "nerve cyclic: out of memory\n");
-            return 1;
-        }
-    }
+    if (clients_init(&cfg, cl, n) != 0)
+        return 1;
     FILE *json = NULL, *hist = NULL;
-    if (cfg.json_path) {
-        json = strcmp(cfg.json_path, "-") == 0 ? stdout
-                                               : fopen(cfg.json_path, "w");
-        if (!json) {
-            fprintf(stderr, "nerve cyclic: %s: %s\n", cfg.json_path,
-                    strerror(errno));
-            return 1;
-        }
-        json_host(json, &caps);
-    }
-    if (cfg.hist_path) {
-        hist = fopen(cfg.hist_path, "w");
-        if (!hist) {
-            fprintf(stderr, "nerve cyclic: %s: %s\n", cfg.hist_path,
-                    strerror(errno));
-            return 1;
-        }
-        fprintf(hist,
-                "# nerve-cyclic histogram: 1 us bins of |error|; "
-                "non-empty bins only; bin %u = overflow\n"
-                "# phase task period_us bin_us abs_count rel_count\n",
-                cfg.hist_us);
-    }
+    if (outputs_open(&cfg, &caps, &json, &hist) != 0)
+        return 1;
 
     int phases[2], np = 0;
     if (cfg.run_other)
@@ -520,41 +621,9 @@ int main(int argc, char **argv)
         if (load < 0)
             return 1;
     }
-    if (!cfg.quiet) {
-        printf("nerve cyclic: scenario %s, base period %.0f us, %.1f s per "
-               "phase, load %s, PREEMPT_RT %s\n",
-               cfg.harmonic ? "harmonic (P..6P)" : "one client",
-               cfg.period_ns / 1e3, cfg.duration_s,
-               cfg.load ? "stress-ng" : "none", caps.preempt_rt ? "yes" : "no");
-        print_table_header();
-    }
-    int err = 0;
-    for (int p = 0; p < np && !interrupted; p++) {
-        const char *phase = phases[p] == NERVE_RT_FIFO ? "fifo" : "other";
-        int rc = run_phase(&cfg, cl, n, phases[p]);
-        if (rc != 0) {
-            err = 1;
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            if (!cfg.quiet)
-                print_row(phase, &cl[i]);
-            if (json)
-                json_row(json, &cfg, phase, &cl[i], fifo_refused);
-            if (hist) {
-                for (uint32_t b = 0; b <= cfg.hist_us; b++) {
-                    uint64_t a =
-                        b < cfg.hist_us ? cl[i].abs.bins[b] : cl[i].abs.over;
-                    uint64_t r =
-                        b < cfg.hist_us ? cl[i].rel.bins[b] : cl[i].rel.over;
-                    if (a || r)
-                        fprintf(hist, "%s %d %.0f %u %llu %llu\n", phase, i,
-                                cl[i].period_ns / 1e3, b, (unsigned long long)a,
-                                (unsigned long long)r);
-                }
-            }
-        }
-    }
+    if (!cfg.quiet)
+        print_banner(&cfg, &caps);
+    int err = run_phases(&cfg, cl, n, phases, np, fifo_refused, json, hist);
     stop_load(load);
     if (fifo_refused && !cfg.quiet)
         printf("fifo   (skipped: SCHED_FIFO not permitted)\n");

@@ -691,28 +691,68 @@ static int rejected(const char *name, int64_t created, int add)
     return 0;
 }
 
-static int export_start(const char *name, const char *topic, int64_t created)
+/* Opens channel `name` for reading and checks that it carries a ROS 2
+ * message as CDR: fills `*c`, `*m` and the DDS type name `dds_type`, or
+ * says why not, leaves nothing open and returns -1. */
+static int export_open(const char *name, nerve_chan **c, struct nerve_meta *m,
+                       char *dds_type, size_t len)
 {
-    nerve_chan *c;
-    int rc = nerve_chan_open(name, NERVE_O_READ, &c);
+    int rc = nerve_chan_open(name, NERVE_O_READ, c);
     if (rc != 0) {
         say("error: to-ros %s: cannot open: %s", name, nerve_strerror(rc));
         return -1;
     }
-    struct nerve_meta m;
-    char dds_type[NERVE_TYPE_MAX + 32];
-    if (nerve_chan_meta(c, &m) != 0 || m.encoding == NULL ||
-        strcmp(m.encoding, "cdr") != 0) {
+    if (nerve_chan_meta(*c, m) != 0 || m->encoding == NULL ||
+        strcmp(m->encoding, "cdr") != 0) {
         say("error: to-ros %s: encoding is '%s', not 'cdr'; not published",
-            name, m.encoding ? m.encoding : "");
-        (void)nerve_chan_close(c);
+            name, m->encoding ? m->encoding : "");
+        (void)nerve_chan_close(*c);
         return -1;
     }
-    if (m.type == NULL || dds_type_of(m.type, dds_type, sizeof dds_type) != 0) {
+    if (m->type == NULL || dds_type_of(m->type, dds_type, len) != 0) {
         say("error: to-ros %s: type '%s' is not a ROS 2 message type "
             "(pkg/msg/Name); not published",
-            name, m.type ? m.type : "");
-        (void)nerve_chan_close(c);
+            name, m->type ? m->type : "");
+        (void)nerve_chan_close(*c);
+        return -1;
+    }
+    return 0;
+}
+
+/* The own-import filter of exporter `e` (channel `name` to `topic`): set
+ * only when a --from spec imports that same topic into that same channel. */
+static void export_own(struct exporter *e, const char *name, const char *topic)
+{
+    for (size_t i = 0; i < opt.nfrom; i++) {
+        /* Only what would go back to the topic it came from is skipped;
+         * re-published under another topic, an import is new there. */
+        if (strcmp(opt.from[i].chan, name) == 0 &&
+            strcmp(opt.from[i].topic, topic) == 0) {
+            e->own = own_get(name);
+        }
+    }
+}
+
+/* Start after what is there; with --latch, at the newest message, so
+ * that a late subscriber gets it from the writer's history. */
+static void export_seek_start(nerve_chan *c)
+{
+    struct nerve_stats st;
+    if (nerve_chan_stat(c, &st) == 0) {
+        uint64_t head = st.head_seq;
+        nerve_chan_seek(c, opt.latch && head > 0 ? head - 1 : head);
+    }
+}
+
+/* Publishes channel `name` (created at `created`) on DDS topic `topic`:
+ * checks it, makes the topic and writer, and starts its export thread.
+ * 0, or -1 with the reason said and nothing left behind. */
+static int export_start(const char *name, const char *topic, int64_t created)
+{
+    nerve_chan *c;
+    struct nerve_meta m;
+    char dds_type[NERVE_TYPE_MAX + 32];
+    if (export_open(name, &c, &m, dds_type, sizeof dds_type) != 0) {
         return -1;
     }
     char rt[TOPIC_MAX + 4];
@@ -750,21 +790,8 @@ static int export_start(const char *name, const char *topic, int64_t created)
         return -1;
     }
     (void)dds_get_guid(e->wr, &e->gid);
-    for (size_t i = 0; i < opt.nfrom; i++) {
-        /* Only what would go back to the topic it came from is skipped;
-         * re-published under another topic, an import is new there. */
-        if (strcmp(opt.from[i].chan, name) == 0 &&
-            strcmp(opt.from[i].topic, topic) == 0) {
-            e->own = own_get(name);
-        }
-    }
-    /* Start after what is there; with --latch, at the newest message, so
-     * that a late subscriber gets it from the writer's history. */
-    struct nerve_stats st;
-    if (nerve_chan_stat(c, &st) == 0) {
-        uint64_t head = st.head_seq;
-        nerve_chan_seek(c, opt.latch && head > 0 ? head - 1 : head);
-    }
+    export_own(e, name, topic);
+    export_seek_start(c);
     if (pthread_create(&e->th, NULL, export_run, e) != 0) {
         say("error: to-ros %s: no thread", name);
         dds_delete(e->wr);
@@ -1341,9 +1368,10 @@ static void make_shm_id(void)
              (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
 }
 
-int main(int argc, char **argv)
+/* The type catalog handed over on --catalog-fd, if any, loaded and its fd
+ * closed. 0, or 2 (the exit code) with the error said. */
+static int catalog_take(void)
 {
-    parse_args(argc, argv);
     if (opt.catalog_fd >= 0) {
         if (catalog_load(opt.catalog_fd) != 0) {
             fprintf(stderr, "%s: bad type catalog\n", PROG);
@@ -1351,13 +1379,24 @@ int main(int argc, char **argv)
         }
         close(opt.catalog_fd);
     }
-    make_shm_id();
+    return 0;
+}
+
+/* SIGINT and SIGTERM end the main loop (via `stop`); a closed pipe is an
+ * error return, not a death. */
+static void signals_init(void)
+{
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+}
 
+/* Joins the DDS domain as participant `pp` and starts the ROS graph.
+ * 0, or 1 (the exit code) with the error said. */
+static int participant_join(void)
+{
     /* The participant says its enclave as ROS 2 Iron and later do. */
     dds_qos_t *pq = dds_create_qos();
     dds_qset_userdata(pq, "enclave=/;", 10);
@@ -1372,11 +1411,17 @@ int main(int argc, char **argv)
     }
     (void)dds_get_guid(pp, &pp_gid);
     graph_init();
+    return 0;
+}
 
+/* One importer per --from spec, not yet reading: its reader is made when
+ * a matching publication is seen. 0, or -1 out of memory. */
+static int importers_init(void)
+{
     for (size_t i = 0; i < opt.nfrom; i++) {
         struct importer *im = calloc(1, sizeof *im);
         if (im == NULL) {
-            return 1;
+            return -1;
         }
         snprintf(im->topic, sizeof im->topic, "%s", opt.from[i].topic);
         snprintf(im->chan, sizeof im->chan, "%s", opt.from[i].chan);
@@ -1384,37 +1429,49 @@ int main(int argc, char **argv)
         im->next = importers;
         importers = im;
     }
-    dds_entity_t pubs =
-        dds_create_reader(pp, DDS_BUILTIN_TOPIC_DCPSPUBLICATION, NULL, NULL);
-    dds_entity_t subs =
-        dds_create_reader(pp, DDS_BUILTIN_TOPIC_DCPSSUBSCRIPTION, NULL, NULL);
-    say("node %s%s%s on DDS domain %u (Cyclone DDS); Ctrl-C to stop", opt.ns,
-        strcmp(opt.ns, "/") == 0 ? "" : "/", opt.node, opt.domain);
+    return 0;
+}
 
+/* Takes what discovery has said since the last call from the built-in
+ * readers `pubs` and `subs` (at most 16 samples each): every live
+ * endpoint goes to the graph, publications also to the importers.
+ * Nonzero when the set of bridged topics changed. */
+static int take_endpoints(dds_entity_t pubs, dds_entity_t subs)
+{
+    int changed = 0;
+    void *samples[16] = {0};
+    dds_sample_info_t infos[16];
+    dds_entity_t rds[2] = {pubs, subs};
+    for (int r = 0; r < 2; r++) {
+        dds_return_t n = dds_take(rds[r], samples, infos, 16, 16);
+        for (dds_return_t k = 0; k < n; k++) {
+            if (!infos[k].valid_data ||
+                infos[k].instance_state != DDS_IST_ALIVE) {
+                continue;
+            }
+            const dds_builtintopic_endpoint_t *ep = samples[k];
+            if (r == 0) {
+                changed |= on_publication(ep);
+            }
+            on_remote_endpoint(ep);
+        }
+        if (n > 0) {
+            dds_return_loan(rds[r], samples, n);
+        }
+    }
+    return changed;
+}
+
+/* The bridge's loop until a signal sets `stop`: every 50 ms takes
+ * discovery news, every SCAN_NS rescans the channels, and republishes the
+ * ROS graph when either changed what is bridged. */
+static void serve(dds_entity_t pubs, dds_entity_t subs)
+{
     int changed = scan();
     graph_publish();
     int64_t next_scan = nerve_clock_now_ns() + SCAN_NS;
     while (!stop) {
-        void *samples[16] = {0};
-        dds_sample_info_t infos[16];
-        dds_entity_t rds[2] = {pubs, subs};
-        for (int r = 0; r < 2; r++) {
-            dds_return_t n = dds_take(rds[r], samples, infos, 16, 16);
-            for (dds_return_t k = 0; k < n; k++) {
-                if (!infos[k].valid_data ||
-                    infos[k].instance_state != DDS_IST_ALIVE) {
-                    continue;
-                }
-                const dds_builtintopic_endpoint_t *ep = samples[k];
-                if (r == 0) {
-                    changed |= on_publication(ep);
-                }
-                on_remote_endpoint(ep);
-            }
-            if (n > 0) {
-                dds_return_loan(rds[r], samples, n);
-            }
-        }
+        changed |= take_endpoints(pubs, subs);
         if (nerve_clock_now_ns() >= next_scan) {
             changed |= scan();
             next_scan = nerve_clock_now_ns() + SCAN_NS;
@@ -1426,7 +1483,12 @@ int main(int argc, char **argv)
         struct timespec ts = {0, 50000000};
         nanosleep(&ts, NULL);
     }
+}
 
+/* Stops every exporter and importer, then prints their summaries: all
+ * threads and listeners are gone before any counter is read. */
+static void shutdown_all(void)
+{
     for (struct exporter *e = exporters; e != NULL; e = e->next) {
         export_stop(e);
     }
@@ -1443,6 +1505,31 @@ int main(int argc, char **argv)
         import_summary(im);
         (void)nerve_chan_close(im->w);
     }
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    int rc = catalog_take();
+    if (rc != 0) {
+        return rc;
+    }
+    make_shm_id();
+    signals_init();
+    if (participant_join() != 0) {
+        return 1;
+    }
+    if (importers_init() != 0) {
+        return 1;
+    }
+    dds_entity_t pubs =
+        dds_create_reader(pp, DDS_BUILTIN_TOPIC_DCPSPUBLICATION, NULL, NULL);
+    dds_entity_t subs =
+        dds_create_reader(pp, DDS_BUILTIN_TOPIC_DCPSSUBSCRIPTION, NULL, NULL);
+    say("node %s%s%s on DDS domain %u (Cyclone DDS); Ctrl-C to stop", opt.ns,
+        strcmp(opt.ns, "/") == 0 ? "" : "/", opt.node, opt.domain);
+    serve(pubs, subs);
+    shutdown_all();
     dds_delete(pp);
     rawcdr_pool_fini();
     return 0;

@@ -31,13 +31,16 @@ import collections
 import fnmatch
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import nerve
 
 from .. import options
 from .._common import human_age, human_bytes
 from .._text import escape
+
+if TYPE_CHECKING:  # textual is imported when the application runs
+    from textual.widgets import DataTable, Input
 
 PROG = "nerve top"
 
@@ -279,13 +282,128 @@ def render_table(rows: List[Row]):  # -> rich.table.Table
     return t
 
 
+class _TopView:
+    """What ``nerve top``'s textual application does: its widgets, the
+    table kept in step with the monitor, the keys' actions. Mixed into the
+    App subclass that make_app builds (textual is imported only there, and
+    in these methods, when the application runs); the key bindings and CSS
+    live on that subclass, where textual looks for them."""
+
+    def __init__(self, monitor: Monitor, interval: float, sort: int, reverse: bool) -> None:
+        super().__init__()
+        self.monitor = monitor
+        self.interval = interval
+        self.sort = sort
+        self.reverse = reverse
+        self.filter = ""
+        self.rows: List[Row] = []
+        self._keys: List[str] = []  # the table's rows, in order
+
+    def _table(self) -> DataTable:
+        from textual.widgets import DataTable
+
+        return self.query_one(DataTable)
+
+    def _filter_box(self) -> Input:
+        from textual.widgets import Input
+
+        return self.query_one(Input)
+
+    def compose(self):  # -> textual.app.ComposeResult
+        from textual.widgets import DataTable, Footer, Input, Static
+
+        yield Static(id="status")
+        yield DataTable(id="table", cursor_type="row", zebra_stripes=True)
+        yield Input(placeholder="filter: substring or glob, Enter to apply", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self._table()
+        for title, _k, _t in COLUMNS:
+            table.add_column(title, key=title)
+        self.refresh_now()
+        self.set_interval(self.interval, self.refresh_now)
+
+    def refresh_now(self) -> None:
+        """Sample the channels and update the table in place."""
+        self.rows = self.monitor.sample()
+        self.redraw()
+
+    def _fill_table(self, shown: List[Row]) -> None:
+        """The table shows `shown`: the same rows in the same order change
+        only their cells (no flicker, the cursor stays where it is); other
+        rows refill it, the cursor kept on the channel it was on."""
+        table = self._table()
+        keys = [r.name for r in shown]
+        if keys == self._keys:
+            for r in shown:
+                for (title, _k, _t), text in zip(COLUMNS, rich_cells(r)):
+                    table.update_cell(r.name, title, text, update_width=True)
+            return
+        cursor = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
+        table.clear()
+        for r in shown:
+            table.add_row(*rich_cells(r), key=r.name)
+        self._keys = keys
+        if cursor in keys:
+            table.move_cursor(row=keys.index(cursor))
+
+    def redraw(self) -> None:
+        """The table and the status line for the rows, sort and filter."""
+        from textual.widgets import Static
+
+        shown = arrange(self.rows, self.sort, self.reverse, self.filter)
+        self._fill_table(shown)
+        arrow = "v" if self.reverse else "^"
+        self.query_one("#status", Static).update(
+            f"{len(shown)}/{len(self.rows)} channels  sort: {COLUMNS[self.sort][0]} {arrow}"
+            + (f"  filter: {self.filter}" if self.filter else ""))
+
+    def action_next_sort(self) -> None:
+        self.sort = (self.sort + 1) % len(COLUMNS)
+        self.redraw()
+
+    def action_reverse(self) -> None:
+        self.reverse = not self.reverse
+        self.redraw()
+
+    def action_filter(self) -> None:
+        box = self._filter_box()
+        box.add_class("shown")
+        box.value = self.filter
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self._filter_box()
+        box.remove_class("shown")
+        self.filter = ""
+        self._table().focus()
+        self.redraw()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter = event.value.strip()
+        self.redraw()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._filter_box().remove_class("shown")
+        self._table().focus()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        titles = [c[0] for c in COLUMNS]
+        i = titles.index(str(event.column_key.value))
+        if i == self.sort:
+            self.reverse = not self.reverse
+        else:
+            self.sort, self.reverse = i, False
+        self.redraw()
+
+
 def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bool = False):
     """The textual application (built lazily: textual is imported here)."""
-    from textual.app import App, ComposeResult
+    from textual.app import App
     from textual.binding import Binding
-    from textual.widgets import DataTable, Footer, Input, Static
 
-    class TopApp(App):
+    class TopApp(_TopView, App):
         TITLE = "nerve top"
         CSS = """
         #filter { dock: bottom; display: none; }
@@ -303,95 +421,7 @@ def make_app(monitor: Monitor, interval: float = 0.5, sort: int = 0, reverse: bo
             Binding("escape", "clear_filter", "clear filter", show=False),
         ]
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.monitor = monitor
-            self.sort = sort
-            self.reverse = reverse
-            self.filter = ""
-            self.rows: List[Row] = []
-            self._keys: List[str] = []
-
-        def compose(self) -> ComposeResult:
-            yield Static(id="status")
-            yield DataTable(id="table", cursor_type="row", zebra_stripes=True)
-            yield Input(placeholder="filter: substring or glob, Enter to apply", id="filter")
-            yield Footer()
-
-        def on_mount(self) -> None:
-            table = self.query_one(DataTable)
-            for title, _k, _t in COLUMNS:
-                table.add_column(title, key=title)
-            self.refresh_now()
-            self.set_interval(interval, self.refresh_now)
-
-        def refresh_now(self) -> None:
-            """Sample the channels and update the table in place."""
-            self.rows = self.monitor.sample()
-            self.redraw()
-
-        def redraw(self) -> None:
-            table = self.query_one(DataTable)
-            shown = arrange(self.rows, self.sort, self.reverse, self.filter)
-            keys = [r.name for r in shown]
-            if keys == self._keys:
-                # Same rows in the same order: change only the cells (no
-                # flicker, the cursor stays where it is).
-                for r in shown:
-                    for (title, _k, _t), text in zip(COLUMNS, rich_cells(r)):
-                        table.update_cell(r.name, title, text, update_width=True)
-            else:
-                cursor = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) else None
-                table.clear()
-                for r in shown:
-                    table.add_row(*rich_cells(r), key=r.name)
-                self._keys = keys
-                if cursor in keys:
-                    table.move_cursor(row=keys.index(cursor))
-            arrow = "v" if self.reverse else "^"
-            self.query_one("#status", Static).update(
-                f"{len(shown)}/{len(self.rows)} channels  sort: {COLUMNS[self.sort][0]} {arrow}"
-                + (f"  filter: {self.filter}" if self.filter else ""))
-
-        def action_next_sort(self) -> None:
-            self.sort = (self.sort + 1) % len(COLUMNS)
-            self.redraw()
-
-        def action_reverse(self) -> None:
-            self.reverse = not self.reverse
-            self.redraw()
-
-        def action_filter(self) -> None:
-            box = self.query_one(Input)
-            box.add_class("shown")
-            box.value = self.filter
-            box.focus()
-
-        def action_clear_filter(self) -> None:
-            box = self.query_one(Input)
-            box.remove_class("shown")
-            self.filter = ""
-            self.query_one(DataTable).focus()
-            self.redraw()
-
-        def on_input_changed(self, event: Input.Changed) -> None:
-            self.filter = event.value.strip()
-            self.redraw()
-
-        def on_input_submitted(self, event: Input.Submitted) -> None:
-            self.query_one(Input).remove_class("shown")
-            self.query_one(DataTable).focus()
-
-        def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-            titles = [c[0] for c in COLUMNS]
-            i = titles.index(str(event.column_key.value))
-            if i == self.sort:
-                self.reverse = not self.reverse
-            else:
-                self.sort, self.reverse = i, False
-            self.redraw()
-
-    return TopApp()
+    return TopApp(monitor, interval, sort, reverse)
 
 
 def parser() -> argparse.ArgumentParser:
