@@ -43,26 +43,25 @@ if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
                 allow_module_level=True)
 
 PEER = r'''
-import json, sys, time, rclpy
+import json, os, sys, time, rclpy
 from rclpy.node import Node
 from std_msgs.msg import String
-sub_topic, pub_topic, word = sys.argv[1:4]
+sub_topic, pub_topic, word, done = sys.argv[1:5]
 rclpy.init()
 n = Node("mixed_" + word, start_parameter_services=False, enable_rosout=False)
 got = []
 n.create_subscription(String, sub_topic, lambda m: got.append(m.data), 10)
 p = n.create_publisher(String, pub_topic, 10)
-end = time.monotonic() + 40
+# Publish until this side has its three and the other side says it has
+# its own (a file in `done` each): either may start or stall late.
+end = time.monotonic() + 150
 i = 0
-while time.monotonic() < end and len(got) < 3:
+while time.monotonic() < end and not (len(got) >= 3 and len(os.listdir(done)) == 2):
     rclpy.spin_once(n, timeout_sec=0.1)
     i += 1
     p.publish(String(data=f"{word} {i}"))
-# Keep publishing a little so that the other side gets its three too.
-for _ in range(20):
-    rclpy.spin_once(n, timeout_sec=0.1)
-    i += 1
-    p.publish(String(data=f"{word} {i}"))
+    if len(got) >= 3:
+        open(os.path.join(done, word), "w").close()
 print(json.dumps({"got": got[:3], "rmw": rclpy.get_rmw_implementation_identifier()}), flush=True)
 '''
 
@@ -88,14 +87,16 @@ def test_rmw_nerve_and_fastrtps_through_nerve_ros2(tmp_path):
          "--to-ros", f"{chatter}:/{tag}/chatter", "--from-ros", f"/{tag}/back:{back}"],
         env=bridge_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)
+    done = tmp_path / "done"
+    done.mkdir()
     try:
-        fast = subprocess.Popen([PY, "-c", PEER, f"/{tag}/chatter", f"/{tag}/back", "fast"],
-                                env=fast_env, stdout=subprocess.PIPE, text=True)
+        fast = subprocess.Popen([PY, "-c", PEER, f"/{tag}/chatter", f"/{tag}/back", "fast",
+                                 str(done)], env=fast_env, stdout=subprocess.PIPE, text=True)
         mine = subprocess.Popen([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
-                                 PY, "-c", PEER, f"/{tag}/back", f"/{tag}/chatter", "nerve"],
-                                env=nerve_env, stdout=subprocess.PIPE, text=True)
-        out_mine = mine.communicate(timeout=90)[0]
-        out_fast = fast.communicate(timeout=90)[0]
+                                 PY, "-c", PEER, f"/{tag}/back", f"/{tag}/chatter", "nerve",
+                                 str(done)], env=nerve_env, stdout=subprocess.PIPE, text=True)
+        out_mine = mine.communicate(timeout=200)[0]
+        out_fast = fast.communicate(timeout=200)[0]
     finally:
         os.killpg(bridge.pid, signal.SIGINT)
         try:

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional
 
@@ -64,6 +66,7 @@ class Ros2Env:
                         ROS_LOG_DIR=str(tmp / "roslog"), ROS_HOME=str(tmp / "roshome"),
                         PYTHONUNBUFFERED="1")
         self.procs: List[Proc] = []
+        self.gates = 0  # gate files opened (open_gate)
 
     def fastdds_env(self, distro: str) -> Dict[str, str]:
         xml = self.tmp / f"fastdds-{distro}.xml"
@@ -95,23 +98,67 @@ class Ros2Env:
             p.wait_line(f"to-ros {c} -> ")
         return p
 
-    def rclpy(self, distro: str, *args: str) -> Proc:
+    def rclpy(self, distro: str, *args: str, gate: bool = False) -> Proc:
+        """rclpy_peer.py; with `gate`, a publisher waits for open_gate()."""
         py = venv_python(distro)
-        return self.spawn([py, PEER, *args], self.fastdds_env(distro))
+        return self.spawn([py, PEER, *args], self.gated(self.fastdds_env(distro), gate))
+
+    def gated(self, env: Dict[str, str], gate: bool) -> Dict[str, str]:
+        """`env` with NERVE_PEER_GO naming the file the next open_gate()
+        creates, when `gate`."""
+        if not gate:
+            return env
+        return dict(env, NERVE_PEER_GO=str(self.tmp / f"go{self.gates}"))
+
+    def open_gate(self, br: Proc, topics: Iterable[str], n: int = 1) -> None:
+        """Let the gated publishers write, once the bridge's reader of each
+        of `topics` has matched `n` writers: a reliable volatile reader
+        gets only what is written after that (the publishers' own READY
+        says only that their writers matched the bridge's readers)."""
+        for t in topics:
+            wait_matched(br, f"from-ros {t}", n)
+        (self.tmp / f"go{self.gates}").touch()
+        self.gates += 1
 
     def rclpy_run(self, distro: str, *args: str, timeout: float = 60.0) -> dict:
         return self.rclpy(distro, *args).json(timeout)
 
-    def peer(self, which: str, *args: str) -> Proc:
+    def peer(self, which: str, *args: str, gate: bool = False) -> Proc:
         """cyclone_peer or fastdds_peer (tests/ros2, built by CMake into
-        $NERVE_ROS2_BIN); Fast DDS 2.9 takes the Jazzy-style profile."""
+        $NERVE_ROS2_BIN); Fast DDS 2.9 takes the Jazzy-style profile. With
+        `gate`, a publisher waits for open_gate()."""
         exe = peer_path(f"{which}_peer")
         env = self.env if which == "cyclone" else self.fastdds_env("jazzy")
-        return self.spawn([exe, *args], env)
+        return self.spawn([exe, *args], self.gated(env, gate))
 
     def close(self) -> None:
         for p in reversed(self.procs):
             p.stop(5)
+
+
+def wait_matched(br: Proc, what: str, n: int = 1, timeout: float = 90.0) -> None:
+    """Wait until the bridge's last "WHAT matched K reader(s)" (or
+    writer(s)) line says K >= n: nerve-ros2-dds prints one each time the
+    DDS endpoints matched with its writer of channel C ("to-ros C") or its
+    reader of topic T ("from-ros T") change. A reliable volatile endpoint
+    gets only what is written after it matched; a test puts after this."""
+    rx = re.compile(rf"{re.escape(what)} matched (\d+) (?:reader|writer)\(s\)$")
+    end = time.monotonic() + timeout
+    while True:
+        counts = [int(m.group(1)) for m in map(rx.search, list(br.lines)) if m]
+        if counts and counts[-1] >= n:
+            return
+        if time.monotonic() >= end or br.p.poll() is not None:
+            raise AssertionError(f"the bridge never said '{what} matched {n}' in {timeout} s "
+                                 f"(exit status {br.p.poll()}):\n" + "\n".join(br.lines))
+        time.sleep(0.05)
+
+
+def to_ros_matched(br: Proc, channels: Iterable[str], n: int = 1) -> None:
+    """Wait until the bridge's writer of each of `channels` matched `n`
+    readers (see wait_matched)."""
+    for c in channels:
+        wait_matched(br, f"to-ros {c}", n)
 
 
 def peer_path(name: str) -> str:

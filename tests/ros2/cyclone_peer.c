@@ -9,11 +9,14 @@
  *
  * KIND is String, Imu or PointCloud2; message i is the same function of i
  * as rclpy_peer.make(). Prints READY once matched, then one JSON line.
+ * A publisher with NERVE_PEER_GO=FILE in its environment waits for FILE
+ * before it writes.
  * Every wait is bounded (30 s). Exit status 0, or 1 on a failure. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dds/dds.h>
 
@@ -21,6 +24,9 @@
 
 #define CLOUD_POINTS 65536
 #define MAX_N 64
+/* Every wait of this program is bounded by this many seconds in all:
+ * generous, for a loaded host. */
+#define BOUND_S 90
 
 typedef std_msgs_msg_dds__String_ String;
 typedef sensor_msgs_msg_dds__Imu_ Imu;
@@ -186,7 +192,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "cyclone_peer: no topic or endpoint\n");
         return 1;
     }
-    dds_time_t end = dds_time() + DDS_SECS(30);
+    dds_time_t end = dds_time() + DDS_SECS(BOUND_S);
     bool matched = false;
     while (!matched && dds_time() < end) {
         if (pub) {
@@ -203,6 +209,18 @@ int main(int argc, char **argv)
     printf("%s\n", matched ? "READY" : "UNMATCHED");
     fflush(stdout);
     int rc = 0;
+    /* With NERVE_PEER_GO set, a publisher waits for that file: the test
+     * creates it once the bridge's reader has matched this writer too
+     * (samples written before that are lost for a volatile reader). */
+    const char *go = getenv("NERVE_PEER_GO");
+    while (pub && matched && go != NULL && access(go, F_OK) != 0) {
+        if (dds_time() >= end) {
+            fprintf(stderr, "cyclone_peer: %s never appeared\n", go);
+            matched = false;
+            break;
+        }
+        dds_sleepfor(DDS_MSECS(20));
+    }
     if (pub) {
         static uint8_t data[16 * CLOUD_POINTS];
         for (int i = 0; i < n && matched; i++) {

@@ -9,16 +9,22 @@
 //
 // The network setup comes from the XML profile that
 // FASTRTPS_DEFAULT_PROFILES_FILE names (the tests: loopback only). Prints
-// READY once matched, then one JSON line. Every wait is bounded (30 s).
+// READY once matched, then one JSON line. Every wait is bounded (90 s in
+// all, for a loaded host). A publisher with NERVE_PEER_GO=FILE in its
+// environment waits for FILE before it writes (the test creates it once
+// the bridge's reader has matched this writer too).
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
@@ -83,7 +89,7 @@ int main(int argc, char **argv)
     type.register_type(pp);
     Topic *tp = pp->create_topic(topic, argv[3], TOPIC_QOS_DEFAULT);
     const auto end =
-        std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        std::chrono::steady_clock::now() + std::chrono::seconds(90);
     bool matched = false;
     int rc = 0;
     if (pub) {
@@ -101,6 +107,15 @@ int main(int argc, char **argv)
         }
         std::printf("%s\n", matched ? "READY" : "UNMATCHED");
         std::fflush(stdout);
+        const char *go = std::getenv("NERVE_PEER_GO");
+        while (matched && go != nullptr && access(go, F_OK) != 0) {
+            if (std::chrono::steady_clock::now() >= end) {
+                std::fprintf(stderr, "fastdds_peer: %s never appeared\n", go);
+                matched = false;
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
         for (int i = 0; i < n && matched; i++) {
             Bytes b = read_file(dir + "/" + std::to_string(i) + ".cdr");
             if (!w->write(&b)) {

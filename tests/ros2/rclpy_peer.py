@@ -9,7 +9,9 @@ rclpy of .venv-jazzy / .venv-kilted, RMW_IMPLEMENTATION=rmw_fastrtps_cpp).
                                            subscription is matched, then what
                                            arrived (and the graph) as JSON
     rclpy_peer.py pub SPEC... --count N    publish N messages per topic once each
-                                           is matched, then the graph as JSON
+                                           is matched (READY) and, with
+                                           NERVE_PEER_GO=FILE, FILE exists;
+                                           then the graph as JSON
 
 SPEC is TOPIC:KIND[:QOS] with KIND String, Imu or PointCloud2 and QOS
 reliable (default), best_effort or latched. Message i of each kind is a
@@ -179,6 +181,18 @@ def cmd_pub(a) -> int:
                                                          for p, _ in pubs):
         rclpy.spin_once(node, timeout_sec=0.05)
     matched = all(p.get_subscription_count() >= a.subs for p, _ in pubs)
+    if a.count:
+        print("READY" if matched else "UNMATCHED", flush=True)
+    # NERVE_PEER_GO=FILE: wait for FILE, which the test creates once the
+    # bridge's readers have matched these writers too (what is published
+    # before that is lost for a volatile reader).
+    go = os.environ.get("NERVE_PEER_GO")
+    while a.count and go and not os.path.exists(go):
+        if time.monotonic() >= end:
+            print(f"{go} never appeared", file=sys.stderr, flush=True)
+            matched = False
+            break
+        rclpy.spin_once(node, timeout_sec=0.02)
     for i in range(a.start, a.start + a.count):
         for p, kind in pubs:
             p.publish(make(kind, i))
@@ -218,7 +232,7 @@ def main() -> int:
         s = sp.add_parser(name)
         s.add_argument("specs", nargs="+")
         s.add_argument("--node", default=f"probe_{name}")
-        s.add_argument("--timeout", type=float, default=20.0)
+        s.add_argument("--timeout", type=float, default=60.0)
         s.add_argument("--want", type=int, default=1)
         s.add_argument("--count", type=int, default=5)
         s.add_argument("--start", type=int, default=0)

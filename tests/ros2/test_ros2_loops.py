@@ -9,7 +9,7 @@ from test_ros2_rclpy import N, make_channels, put_serialized, read_all
 
 import nerve
 
-from conftest import Ros2Env, need_distro, topic
+from conftest import Ros2Env, need_distro, to_ros_matched, topic, wait_matched
 
 
 def test_both_ways_no_echo(r2: Ros2Env, name) -> None:
@@ -21,12 +21,15 @@ def test_both_ways_no_echo(r2: Ros2Env, name) -> None:
     t = topic(c)
     br = r2.bridge(f"--to-ros={c}", f"--from-ros={t}:{c}")
     br.wait_line(f"to-ros {c} -> ")
-    sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", str(2 * N), "--timeout", "12")
-    sub.wait_line("^READY$", 40)
-    res = r2.rclpy_run("jazzy", "pub", f"{t}:String", "--count", str(N), "--subs", "2")
-    assert res["matched"]
+    sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", str(2 * N), "--timeout", "240")
+    sub.wait_line("^READY$", 120)
+    pub = r2.rclpy("jazzy", "pub", f"{t}:String", "--count", str(N), "--subs", "2", gate=True)
+    # (The bridge's reader ignores the bridge's own writer: no local match.)
+    r2.open_gate(br, [t])
+    assert pub.json(150)["matched"]
+    to_ros_matched(br, [c])
     put_serialized(r2, "jazzy", {"String": c}, N, N)
-    got = sub.json(40)["got"][t]
+    got = sub.json(240)["got"][t]
     # The publisher's 0..N-1 (straight from it) and nerve's N..2N-1 (from
     # the bridge), each exactly once: nothing echoed.
     assert sorted(got["idx"]) == list(range(2 * N)), got
@@ -46,11 +49,14 @@ def test_two_bridges_one_shm(r2: Ros2Env, name) -> None:
     a = r2.bridge(f"--to-ros={c}", "--node=bridge_a")
     a.wait_line(f"to-ros {c} -> ")
     b = r2.bridge(f"--from-ros={t}:{c}", "--node=bridge_b")
-    b.wait_line(f"from-ros {t} \\[std_msgs/msg/String\\] -> {c}", 30)
-    sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", str(N), "--timeout", "30")
-    sub.wait_line("^READY$", 40)
+    b.wait_line(f"from-ros {t} \\[std_msgs/msg/String\\] -> {c}", 90)
+    sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", str(N), "--timeout", "120")
+    sub.wait_line("^READY$", 120)
+    # A's writer matched the subscriber and B's reader, B's reader A's writer.
+    to_ros_matched(a, [c], 2)
+    wait_matched(b, f"from-ros {t}", 1)
     put_serialized(r2, "jazzy", {"String": c}, 0, N)
-    assert sub.json(40)["got"][t]["idx"] == list(range(N))
+    assert sub.json(150)["got"][t]["idx"] == list(range(N))
     assert len(read_all(c)) == N
     assert b.stop() == 0
     assert f"0 received, 0 put, {N} from same-host bridges ignored" in b.output, b.output
@@ -69,12 +75,14 @@ def test_later_channel_and_bounds(r2: Ros2Env, name) -> None:
                    f"--from-ros={topic(small)}:{small}", "--max-channel-size=2M")
     ch = nerve.create(later, slots=16, size=1 << 16, type="std_msgs/msg/String", encoding="cdr")
     ch.close()
-    br.wait_line(f"to-ros {later} -> {topic(later)}", 10)
-    res = r2.rclpy_run("jazzy", "pub", f"{topic(big)}:PointCloud2",
-                       f"{topic(small)}:String:best_effort", "--count", "3", "--period", "0.2")
-    assert res["matched"]
+    br.wait_line(f"to-ros {later} -> {topic(later)}", 60)
+    pub = r2.rclpy("jazzy", "pub", f"{topic(big)}:PointCloud2",
+                   f"{topic(small)}:String:best_effort", "--count", "3", "--period", "0.2",
+                   gate=True)
+    r2.open_gate(br, [topic(big), topic(small)])
+    assert pub.json(150)["matched"]
     br.wait_line(rf"error: from-ros {topic(big)}: channel {big} of \d+ bytes refused "
-                 r"\(--max-channel-size 2097152", 10)
+                 r"\(--max-channel-size 2097152", 60)
     assert len(read_all(small)) >= 1
     assert br.stop() == 0
     assert "refused_size 3" in br.output  # each of the three messages
@@ -118,8 +126,10 @@ def test_sensor_data_profile(r2: Ros2Env, name) -> None:
     (out,) = make_channels(name, ["String"]).values()
     br = r2.bridge("--qos=sensor_data", f"--from-ros={topic(c)}:{c}", f"--to-ros={out}")
     br.wait_line(f"to-ros {out} -> ")
-    res = r2.rclpy_run("jazzy", "pub", f"{topic(c)}:String", "--count", "3",
-                       "--graph-topics", topic(c), topic(out))
+    pub = r2.rclpy("jazzy", "pub", f"{topic(c)}:String", "--count", "3",
+                   "--graph-topics", topic(c), topic(out), gate=True)
+    r2.open_gate(br, [topic(c)])
+    res = pub.json(150)
     assert res["matched"]
     ep = res["graph"]["endpoints"]
     assert [s["reliability"] for s in ep[topic(c)]["subscriptions"]] == ["BEST_EFFORT"]

@@ -14,7 +14,7 @@ from typing import Dict
 import pytest
 from test_ros2_rclpy import KINDS, N, equal_but_padding, make_channels, put_serialized, read_all
 
-from conftest import Ros2Env, need_distro, topic
+from conftest import Ros2Env, need_distro, to_ros_matched, topic
 
 DDS_TYPES = {"String": "std_msgs::msg::dds_::String_", "Imu": "sensor_msgs::msg::dds_::Imu_",
              "PointCloud2": "sensor_msgs::msg::dds_::PointCloud2_"}
@@ -41,10 +41,11 @@ def test_to_peer(r2: Ros2Env, name, peer: str) -> None:
             d.mkdir()
             subs[kind] = r2.peer(peer, "sub", topic(c), DDS_TYPES[kind], str(d), str(N))
     for p in subs.values():
-        p.wait_line("^READY$", 40)
+        p.wait_line("^READY$", 120)
+    to_ros_matched(br, chans.values())
     put_serialized(r2, "jazzy", chans)
     for kind, p in subs.items():
-        res = p.json(60)
+        res = p.json(150)
         if peer == "cyclone":
             assert res == {"n": N, "bad": 0, "idx": list(range(N))}, (kind, res)
         else:
@@ -69,11 +70,13 @@ def test_from_peer(r2: Ros2Env, name, peer: str) -> None:
     pubs = {}
     for kind, c in chans.items():
         if peer == "cyclone":
-            pubs[kind] = r2.peer(peer, "pub", kind, topic(c), str(N))
+            pubs[kind] = r2.peer(peer, "pub", kind, topic(c), str(N), gate=True)
         else:
-            pubs[kind] = r2.peer(peer, "pub", topic(c), DDS_TYPES[kind], sent[kind], str(N))
+            pubs[kind] = r2.peer(peer, "pub", topic(c), DDS_TYPES[kind], sent[kind], str(N),
+                                 gate=True)
+    r2.open_gate(br, [topic(c) for c in chans.values()])
     for kind, p in pubs.items():
-        res = p.json(60)
+        res = p.json(150)
         assert res == {"written": N, "matched": True}, (kind, p.output)
     for kind, c in chans.items():
         msgs = read_all(c)

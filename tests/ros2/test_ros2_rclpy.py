@@ -19,7 +19,7 @@ from rosbags.typesys import Stores, get_typestore
 import nerve
 from nerve_tools.ros2 import cli as ros2
 
-from conftest import DISTROS, Ros2Env, need_distro, topic
+from conftest import DISTROS, Ros2Env, need_distro, to_ros_matched, topic
 
 KINDS = {"String": "std_msgs/msg/String", "Imu": "sensor_msgs/msg/Imu",
          "PointCloud2": "sensor_msgs/msg/PointCloud2"}
@@ -165,11 +165,12 @@ def test_to_ros(r2: Ros2Env, name, distro: str) -> None:
     br = r2.bridge_to_ros(chans.values())
     qos = {"String": "reliable", "Imu": "best_effort", "PointCloud2": "reliable"}
     sub = r2.rclpy(distro, "sub", *[f"{topic(c)}:{k}:{qos[k]}" for k, c in chans.items()],
-                   "--want", str(N), "--timeout", "40",
+                   "--want", str(N), "--timeout", "120",
                    "--graph-topics", *[topic(c) for c in chans.values()])
-    sub.wait_line("^READY$", 40)
+    sub.wait_line("^READY$", 120)
+    to_ros_matched(br, chans.values())
     put_serialized(r2, distro, chans)
-    res = sub.json(60)
+    res = sub.json(150)
     for kind, c in chans.items():
         got = res["got"][topic(c)]
         assert got["bad"] == 0, (kind, got)
@@ -205,9 +206,10 @@ def test_from_ros(r2: Ros2Env, name, distro: str) -> None:
     t0 = nerve.now_ns()
     br = r2.bridge(*[f"--from-ros={topic(c)}:{c}" for c in chans.values()])
     pub = r2.rclpy(distro, "pub", *[f"{topic(c)}:{k}" for k, c in chans.items()],
-                   "--count", str(N), "--timeout", "40",
-                   "--graph-topics", *[topic(c) for c in chans.values()])
-    res = pub.json(60)
+                   "--count", str(N), "--timeout", "120",
+                   "--graph-topics", *[topic(c) for c in chans.values()], gate=True)
+    r2.open_gate(br, [topic(c) for c in chans.values()])
+    res = pub.json(150)
     assert res["matched"], pub.output
     t1 = nerve.now_ns()
     for kind, c in chans.items():
@@ -250,8 +252,8 @@ def test_latch_late_joiner(r2: Ros2Env, name) -> None:
     br = r2.bridge("--latch", f"--to-ros={chans['String']}")
     br.wait_line("to-ros .* -> ")
     t = topic(chans["String"])
-    late = r2.rclpy("jazzy", "sub", f"{t}:String:latched", "--want", "1", "--timeout", "20")
-    res = late.json(40)
+    late = r2.rclpy("jazzy", "sub", f"{t}:String:latched", "--want", "1", "--timeout", "90")
+    res = late.json(120)
     assert res["got"][t]["idx"] == [2], res
     assert br.stop() == 0
 
@@ -265,24 +267,25 @@ def test_kill_restart(r2: Ros2Env, name) -> None:
     back = name("back")
     t = topic(chans["String"])
     br = r2.bridge(f"--to-ros={chans['String']}", f"--from-ros={topic(back)}:{back}")
-    sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", "6", "--timeout", "50")
-    sub.wait_line("^READY$", 40)
+    sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", "6", "--timeout", "300")
+    sub.wait_line("^READY$", 120)
+    to_ros_matched(br, chans.values())
     put_serialized(r2, "jazzy", chans, 0, 3)
-    first = r2.rclpy_run("jazzy", "pub", f"{topic(back)}:String", "--count", "3")
-    assert first["matched"]
+    first = r2.rclpy("jazzy", "pub", f"{topic(back)}:String", "--count", "3", gate=True)
+    r2.open_gate(br, [topic(back)])
+    assert first.json(150)["matched"]
     br.kill()
     br2 = r2.bridge(f"--to-ros={chans['String']}", f"--from-ros={topic(back)}:{back}")
     br2.wait_line("to-ros .* -> ")
-    # Until the subscriber has matched the new writer, messages would be
-    # lost (volatile): wait for the graph to show it.
-    wait = r2.rclpy_run("jazzy", "pub", "/nerve_probe_unused:String", "--count", "0",
-                        "--graph-topics", t)
-    assert wait["graph"]["endpoints"][t]["count_publishers"] >= 1
-    time.sleep(1.0)  # the subscriber's own discovery of the new writer
+    # Until the new writer has matched the subscriber, messages would be
+    # lost for it (volatile).
+    to_ros_matched(br2, chans.values())
     put_serialized(r2, "jazzy", chans, 3, 3)
-    second = r2.rclpy_run("jazzy", "pub", f"{topic(back)}:String", "--count", "3", "--start", "3")
-    assert second["matched"]
-    res = sub.json(60)
+    second = r2.rclpy("jazzy", "pub", f"{topic(back)}:String", "--count", "3", "--start", "3",
+                      gate=True)
+    r2.open_gate(br2, [topic(back)])
+    assert second.json(150)["matched"]
+    res = sub.json(300)
     assert res["got"][t]["idx"] == list(range(6)), res
     assert br2.stop() == 0
     msgs = read_all(back)
@@ -307,16 +310,17 @@ def test_type_mismatch(r2: Ros2Env, name) -> None:
     br = r2.bridge(f"--from-ros={topic(wrong)}:{wrong}", f"--from-ros={topic(ok)}:{ok}",
                    f"--to-ros={out}")
     sub = r2.rclpy("jazzy", "sub", f"{topic(out)}:Imu", "--want", "1", "--timeout", "8")
-    res = r2.rclpy_run("jazzy", "pub", f"{topic(wrong)}:String", f"{topic(ok)}:String",
-                       "--count", "3")
-    assert res["matched"]
+    pub = r2.rclpy("jazzy", "pub", f"{topic(wrong)}:String", f"{topic(ok)}:String",
+                   "--count", "3", gate=True)
+    r2.open_gate(br, [topic(wrong), topic(ok)])
+    assert pub.json(150)["matched"]
     br.wait_line(rf"from-ros {topic(wrong)}: channel {wrong} holds type 'sensor_msgs/msg/Imu'.*"
-                 r"'std_msgs/msg/String'", 10)
+                 r"'std_msgs/msg/String'", 60)
     br.wait_line(rf"type mismatch on {topic(out)}: channel {out} has std_msgs/msg/String, "
-                 r"a remote endpoint uses sensor_msgs/msg/Imu", 10)
+                 r"a remote endpoint uses sensor_msgs/msg/Imu", 60)
     assert len(read_all(ok)) == 3
     assert read_all(wrong) == []
-    sub.json(30)
+    sub.json(120)
     assert br.stop() == 0
 
 

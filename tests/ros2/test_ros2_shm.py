@@ -29,7 +29,7 @@ import pytest
 from test_ros2_peers import DDS_TYPES, same_bytes_but_tail
 from test_ros2_rclpy import KINDS, N, make_channels, put_serialized
 
-from conftest import CYCLONE_XML, Ros2Env, need_distro, topic
+from conftest import CYCLONE_XML, Ros2Env, need_distro, to_ros_matched, topic
 
 SHM = "<SharedMemory><Enable>true</Enable><LogLevel>warn</LogLevel></SharedMemory></Domain>"
 
@@ -70,10 +70,13 @@ def shm_bridge_to_fastdds(r2: Ros2Env, name) -> None:
         subs[kind] = r2.peer("fastdds", "sub", topic(c), DDS_TYPES[kind], str(r2.tmp / f"got-{kind}"), str(N))
     shm_reader = r2.peer("cyclone", "sub", "Imu", topic(chans["Imu"]), str(N))
     for p in [*subs.values(), shm_reader]:
-        p.wait_line("^READY$", 40)
+        p.wait_line("^READY$", 120)
+    # The Imu writer matched the Fast DDS subscriber and the SHM reader.
+    to_ros_matched(br, chans.values())
+    to_ros_matched(br, [chans["Imu"]], 2)
     put_serialized(r2, "jazzy", chans)
     for kind, p in subs.items():
-        assert p.json(60) == {"n": N}, kind
+        assert p.json(150) == {"n": N}, kind
         for i in range(N):
             same_bytes_but_tail((r2.tmp / f"got-{kind}" / f"{i}.cdr").read_bytes(),
                                 (r2.tmp / f"ser-{kind}-{N}" / f"{i}.cdr").read_bytes())

@@ -12,38 +12,19 @@ fastdds_peer received) in Python."""
 from __future__ import annotations
 
 import time
-from typing import Callable, List
 
 import numpy as np
 import pytest
 from test_ros2_peers import DDS_TYPES
 from test_ros2_rclpy import KINDS, N, cdr_layout, equal_but_padding
 
-from conftest import Proc, Ros2Env, need_distro, peer_path, topic
+from conftest import Ros2Env, need_distro, peer_path, to_ros_matched, topic
 
 TYPED = ("Imu", "PointCloud2")
-# Samples a to-ROS receiver takes: rounds of messages 0..N-1 (see rounds())
-# lose at most the start of the first, so any 2N-1 in a row hold each index.
-WANT = 2 * N - 1
 
 
 def typed(r2: Ros2Env, *args: str):
     return r2.spawn([peer_path("typed_peer"), *args])
-
-
-def rounds(receivers: List[Proc], put_round: Callable[[], None], limit: int = 20) -> None:
-    """put_round() (messages 0..N-1) until every receiver has its WANT and
-    exited, at most `limit` times. A subscriber is READY once it matched
-    the bridge's writer, which may match it a moment later: the start of
-    the first round can miss it (reliable, volatile), later rounds cannot.
-    The receivers check every field of whatever arrives."""
-    for _ in range(limit):
-        put_round()
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            if all(p.p.poll() is not None for p in receivers):
-                return
-            time.sleep(0.05)
 
 
 def test_cxx_types_to_dds_peers(r2: Ros2Env, name) -> None:
@@ -58,29 +39,26 @@ def test_cxx_types_to_dds_peers(r2: Ros2Env, name) -> None:
     br = r2.bridge_to_ros(chans.values())
     cyc, fdds = {}, {}
     for kind, c in chans.items():
-        cyc[kind] = r2.peer("cyclone", "sub", kind, topic(c), str(WANT))
+        cyc[kind] = r2.peer("cyclone", "sub", kind, topic(c), str(N))
         d = r2.tmp / f"got-{kind}"
         d.mkdir()
-        fdds[kind] = r2.peer("fastdds", "sub", topic(c), DDS_TYPES[kind], str(d),
-                             str(WANT))
+        fdds[kind] = r2.peer("fastdds", "sub", topic(c), DDS_TYPES[kind], str(d), str(N))
     for p in [*cyc.values(), *fdds.values()]:
-        p.wait_line("^READY$", 40)
-
-    def put_round() -> None:
-        for p in [typed(r2, "pub", kind, c, str(N)) for kind, c in chans.items()]:
-            assert p.json(30) == {"published": N}, p.output
-
-    rounds([*cyc.values(), *fdds.values()], put_round)
+        p.wait_line("^READY$", 120)
+    # Each writer of the bridge matched both subscribers: none misses one.
+    to_ros_matched(br, chans.values(), 2)
+    for p in [typed(r2, "pub", kind, c, str(N)) for kind, c in chans.items()]:
+        assert p.json(120) == {"published": N}, p.output
     for kind in chans:
-        res = cyc[kind].json(60)
-        assert res["n"] == WANT and res["bad"] == 0 and set(res["idx"]) == set(range(N)), (kind, res)
-        assert fdds[kind].json(60) == {"n": WANT}, kind
+        res = cyc[kind].json(150)
+        assert res == {"n": N, "bad": 0, "idx": list(range(N))}, (kind, res)
+        assert fdds[kind].json(150) == {"n": N}, kind
         d = r2.tmp / f"got-{kind}"
         # rclpy deserializes each sample and compares it with make(i); it
         # writes its own serialization of make(i) beside it as <i>.ref.
-        assert r2.rclpy_run("jazzy", "check", str(d), kind) == {"checked": WANT, "bad": []}
+        assert r2.rclpy_run("jazzy", "check", str(d), kind) == {"checked": N, "bad": []}
         idx = set()
-        for i in range(WANT):
+        for i in range(N):
             got = (d / f"{i}.cdr").read_bytes()
             equal_but_padding(KINDS[kind], got, (d / f"{i}.ref").read_bytes())
             assert not any(got[cdr_layout(KINDS[kind], got)[1]:]), kind  # DDS's zero tail
@@ -103,15 +81,17 @@ def test_dds_peers_to_cxx_types(r2: Ros2Env, name) -> None:
     pubs = {}
     for (peer, kind), c in chans.items():
         if peer == "cyclone":
-            pubs[peer, kind] = r2.peer(peer, "pub", kind, topic(c), str(N))
+            pubs[peer, kind] = r2.peer(peer, "pub", kind, topic(c), str(N), gate=True)
         else:
             d = r2.tmp / f"ser-{kind}"
             r2.rclpy_run("jazzy", "serialize", str(d), kind, str(N))
-            pubs[peer, kind] = r2.peer(peer, "pub", topic(c), DDS_TYPES[kind], str(d), str(N))
+            pubs[peer, kind] = r2.peer(peer, "pub", topic(c), DDS_TYPES[kind], str(d), str(N),
+                                       gate=True)
+    r2.open_gate(br, [topic(c) for c in chans.values()])
     for key, p in pubs.items():
-        assert p.json(60) == {"written": N, "matched": True}, (key, p.output)
+        assert p.json(150) == {"written": N, "matched": True}, (key, p.output)
     for (peer, kind), c in chans.items():
-        res = typed(r2, "read", kind, c, str(N)).json(60)
+        res = typed(r2, "read", kind, c, str(N)).json(120)
         assert res == {"n": N, "bad": 0, "idx": list(range(N))}, (peer, kind, res, br.output)
     assert br.stop() == 0
 
@@ -126,25 +106,22 @@ def test_python_types_to_rclpy(r2: Ros2Env, name) -> None:
     ch = ros2.create(c, KINDS["Imu"], slots=32, size=1 << 20)
     br = r2.bridge(f"--to-ros={c}")
     br.wait_line(f"to-ros {c} -> ")
-    sub = r2.rclpy("jazzy", "sub", f"{topic(c)}:Imu", "--want", str(WANT), "--timeout", "40")
-    sub.wait_line("^READY$", 40)
-
-    def put_round() -> None:
-        for i in range(N):
-            ch.put(T[KINDS["Imu"]](
-                header=T["std_msgs/msg/Header"](
-                    stamp=T["builtin_interfaces/msg/Time"](sec=i, nanosec=1000 + i),
-                    frame_id="imu" + "_" * (i % 3)),
-                orientation=T["geometry_msgs/msg/Quaternion"](x=0.25 * i, y=0.0, z=0.0, w=1.0),
-                orientation_covariance=np.array([float(i + k) for k in range(9)]),
-                angular_velocity=T["geometry_msgs/msg/Vector3"](x=0.5 * i, y=0.0, z=0.0),
-                angular_velocity_covariance=np.array([0.1 * k for k in range(9)]),
-                linear_acceleration=T["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=9.81),
-                linear_acceleration_covariance=np.full(9, -1.0)))
-            time.sleep(0.05)
-
-    rounds([sub], put_round)
+    sub = r2.rclpy("jazzy", "sub", f"{topic(c)}:Imu", "--want", str(N), "--timeout", "120")
+    sub.wait_line("^READY$", 120)
+    to_ros_matched(br, [c])
+    for i in range(N):
+        ch.put(T[KINDS["Imu"]](
+            header=T["std_msgs/msg/Header"](
+                stamp=T["builtin_interfaces/msg/Time"](sec=i, nanosec=1000 + i),
+                frame_id="imu" + "_" * (i % 3)),
+            orientation=T["geometry_msgs/msg/Quaternion"](x=0.25 * i, y=0.0, z=0.0, w=1.0),
+            orientation_covariance=np.array([float(i + k) for k in range(9)]),
+            angular_velocity=T["geometry_msgs/msg/Vector3"](x=0.5 * i, y=0.0, z=0.0),
+            angular_velocity_covariance=np.array([0.1 * k for k in range(9)]),
+            linear_acceleration=T["geometry_msgs/msg/Vector3"](x=0.0, y=0.0, z=9.81),
+            linear_acceleration_covariance=np.full(9, -1.0)))
+        time.sleep(0.05)
     ch.close()
-    got = sub.json(60)["got"][topic(c)]
-    assert got["n"] == WANT and got["bad"] == 0 and set(got["idx"]) == set(range(N)), got
+    got = sub.json(150)["got"][topic(c)]
+    assert got == {"n": N, "bad": 0, "idx": list(range(N))}, got
     assert br.stop() == 0

@@ -648,6 +648,18 @@ static void export_summary(const struct exporter *e)
         atomic_load(&e->skipped));
 }
 
+/* Cyclone's publication-matched listener of an exporter's writer: one
+ * line each time the set of DDS readers it delivers to changes. A reliable
+ * volatile reader gets only what is written after this line says it is
+ * matched (the tests wait for it before putting). */
+static void on_pub_matched(dds_entity_t wr,
+                           const dds_publication_matched_status_t st, void *arg)
+{
+    (void)wr;
+    const struct exporter *e = arg;
+    say("to-ros %s matched %" PRIu32 " reader(s)", e->chan, st.current_count);
+}
+
 /* Names rejected once, with their creation time (not retried until the
  * channel is recreated). */
 struct rejected {
@@ -766,7 +778,10 @@ static int export_start(const char *name, const char *topic, int64_t created)
     e->created_ns = created;
     e->c = c;
     dds_qos_t *q = writer_qos(te);
-    e->wr = dds_create_writer(pp, t, q, NULL);
+    dds_listener_t *l = dds_create_listener(e);
+    dds_lset_publication_matched(l, on_pub_matched);
+    e->wr = dds_create_writer(pp, t, q, l);
+    dds_delete_listener(l);
     dds_delete_qos(q);
     if (e->wr < 0) {
         say("error: to-ros %s: no DDS writer: %s", name, dds_strretcode(e->wr));
@@ -1072,6 +1087,18 @@ static void on_data(dds_entity_t rd, void *arg)
     }
 }
 
+/* The subscription-matched listener of an importer's reader: one line
+ * each time the set of DDS writers it receives from changes. */
+static void on_sub_matched(dds_entity_t rd,
+                           const dds_subscription_matched_status_t st,
+                           void *arg)
+{
+    (void)rd;
+    const struct importer *im = arg;
+    say("from-ros %s matched %" PRIu32 " writer(s)", im->topic,
+        st.current_count);
+}
+
 static void import_start(struct importer *im, const char *ros_type,
                          const dds_builtintopic_endpoint_t *pub)
 {
@@ -1094,6 +1121,7 @@ static void import_start(struct importer *im, const char *ros_type,
     const struct type_ent *te = type_find(ros_type);
     dds_listener_t *l = dds_create_listener(im);
     dds_lset_data_available(l, on_data);
+    dds_lset_subscription_matched(l, on_sub_matched);
     dds_qos_t *q = reader_qos(pub ? pub->qos : NULL, te);
     im->rd = dds_create_reader(pp, t, q, l);
     dds_delete_qos(q);
