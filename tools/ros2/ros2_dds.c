@@ -339,9 +339,13 @@ static dds_qos_t *writer_qos(const struct type_ent *te)
 {
     dds_qos_t *q = dds_create_qos();
     /* Reliable: matches reliable and best-effort subscribers alike. The
-     * write gives up after a short blocking time rather than wait for a
-     * slow reliable reader; what it gives up is counted. */
-    dds_qset_reliability(q, DDS_RELIABILITY_RELIABLE, DDS_MSECS(10));
+     * write gives up after DDS's default blocking time for a reliable
+     * writer (100 ms) rather than wait longer for a slow reliable reader;
+     * what it gives up is counted. Only this channel's exporter thread
+     * waits: nerve writers never do, and what the ring overwrites meanwhile
+     * is counted as missed. A shorter bound dropped samples for readers
+     * that were only descheduled for a moment on a loaded host. */
+    dds_qset_reliability(q, DDS_RELIABILITY_RELIABLE, DDS_MSECS(100));
     dds_qset_durability(q, opt.latch ? DDS_DURABILITY_TRANSIENT_LOCAL
                                      : DDS_DURABILITY_VOLATILE);
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, opt.sensor_data ? 5 : 10);
