@@ -54,7 +54,9 @@ int mp_c_reader(const char *name, uint32_t nwriters, uint64_t count)
     while (!bad && total < (uint64_t)nwriters * count) {
         unsigned char buf[MP_SAMPLE_LEN];
         struct nerve_get_info gi;
-        rc = nerve_chan_get(c, buf, sizeof buf, 0, 10ll * 1000000000ll, &gi,
+        /* 60 s: a writer may be descheduled for seconds on a loaded host
+         * (or under TSan); a reader that hears nothing that long fails. */
+        rc = nerve_chan_get(c, buf, sizeof buf, 0, 60ll * 1000000000ll, &gi,
                             NERVE_GET_NEXT | NERVE_F_WAIT);
         if (rc != 0) {
             fprintf(stderr, "c reader: get: %s after %llu\n",

@@ -131,8 +131,10 @@ static void check_usable(nerve_chan *w, nerve_chan *r, uint32_t *recovered)
     unsigned char buf[MAXMSG];
     struct nerve_put_info pi;
     nt_payload_fill(buf, 64, 2000, 1);
-    /* Bounded: a dead owner must never make the lock unobtainable. */
-    NT_OK(nerve_chan_put(w, buf, 64, 5000000000ll, &pi, 0));
+    /* Bounded: a dead owner must never make the lock unobtainable. The
+     * bound is generous: the live bystander may hold the lock and be
+     * descheduled for seconds on a loaded host. */
+    NT_OK(nerve_chan_put(w, buf, 64, 60000000000ll, &pi, 0));
     *recovered = pi.recovered;
     struct nerve_stats st;
     NT_OK(nerve_chan_stat(r, &st));

@@ -150,8 +150,18 @@ class Net:
         _run("ip", "-n", self.switch, "link", "set", host.port, "up" if up else "down")
 
 
+# A wait for another process's progress is given WAIT_SCALE times the bound
+# its caller names: on a loaded CI host any process (a bridge, a zenoh
+# thread, a helper) may be descheduled for seconds. The bound only ends a
+# hung test; a wait that succeeds returns at once, so a passing test takes
+# no longer.
+WAIT_SCALE = 3
+
+
 def wait_for(pred, timeout: float, what: str, step: float = 0.1):
-    """Poll pred() until it returns a true value (returned), bounded."""
+    """Poll pred() until it returns a true value (returned), bounded by
+    WAIT_SCALE * timeout seconds."""
+    timeout *= WAIT_SCALE
     end = time.monotonic() + timeout
     while True:
         v = pred()

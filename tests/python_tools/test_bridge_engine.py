@@ -46,7 +46,9 @@ def bridge() -> Iterator[be.HostBridge]:
         session.close()
 
 
-def wait_until(pred, timeout: float = 10.0) -> bool:
+def wait_until(pred, timeout: float = 60.0) -> bool:
+    """Poll pred() until true, bounded: generous, for a session thread
+    descheduled for seconds on a loaded host (a success returns at once)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():

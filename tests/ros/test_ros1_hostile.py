@@ -115,7 +115,7 @@ def slave_uri(b: Proc) -> str:
     """The bridge's slave API, as the master knows it."""
     caller = re.search(r"bridging as (/\S+) ", b.wait_line(r"bridging as /")).group(1)
     master = proxy(b.args[b.args.index("--master") + 1])
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # long: a loaded host may stall the master
     while True:  # registered before "bridging as", unless the master was slow
         code, msg, uri = master.lookupNode("/test", caller)
         if code == 1:
@@ -131,9 +131,9 @@ def tcpros_port(b: Proc, t: str) -> int:
     return proto[2]
 
 
-def to_ros_works(b: Proc, peers: Peers, out_ch: str, timeout: float = 10.0) -> None:
+def to_ros_works(b: Proc, peers: Peers, out_ch: str, timeout: float = 30.0) -> None:
     """A raw subscriber gets what is committed to ``out_ch``."""
-    sub = peers.sub(slave_uri(b), topic(out_ch), min(timeout, 5.0))
+    sub = peers.sub(slave_uri(b), topic(out_ch), timeout)
     assert sub.header.get("type") == STRING_TYPE, sub.header
     ch = nerve.open(out_ch, write=True)
     got: List[bytes] = []
@@ -155,7 +155,7 @@ def to_ros_works(b: Proc, peers: Peers, out_ch: str, timeout: float = 10.0) -> N
 
 
 def from_ros_works(b: Proc, peers: Peers, in_topic: str, in_ch: str,
-                   timeout: float = 15.0) -> None:
+                   timeout: float = 60.0) -> None:
     """A well-behaved raw publisher's messages reach ``in_ch``."""
     p = peers.pub(in_topic)
     start = head(in_ch)
@@ -208,7 +208,7 @@ def test_listens_on_loopback_by_default(ros: Roscore, name) -> None:
         p = Proc([exe, "--master", ros.uri, "--from-ros", f"{topic(ch)}:{ch}", *extra],
                  dict(env, ROS_IP=ros_ip) if ros_ip else env)
         try:
-            p.wait_line(r"bridging as /nerve_ros1", 30)
+            p.wait_line(r"bridging as /nerve_ros1", 60)
             from ros1_fake import listening
 
             socks = listening(p.p.pid)
@@ -224,7 +224,7 @@ def test_huge_message_length(ros: Roscore, pair, peers: Peers) -> None:
     dropped before the bridge buffers them; memory stays bounded."""
     b, out_ch, in_topic, in_ch, g = pair()
     evil = peers.pub(in_topic, caller="/evil_huge")
-    wait_for(lambda: evil.connected() > 0, 15, "the bridge to connect to the publisher")
+    wait_for(lambda: evil.connected() > 0, 60, "the bridge to connect to the publisher")
     chunk = bytes(1 << 20)
     sent = 0
     evil.send_raw(struct.pack("<I", 0xFFFFFFFF))
@@ -236,7 +236,7 @@ def test_huge_message_length(ros: Roscore, pair, peers: Peers) -> None:
         if sent % (32 << 20) == 0:
             g.check()
     g.check()
-    b.wait_line(r"error: .*a 4294967295-byte message .*publisher /evil_huge .*dropped", 10)
+    b.wait_line(r"error: .*a 4294967295-byte message .*publisher /evil_huge .*dropped", 60)
     assert sent < (400 << 20), "the bridge read 400 MiB of one message"
     assert not os.path.exists(f"/dev/shm/nerve.{in_ch}") or head(in_ch) == 0
     both_ways(b, peers, out_ch, in_topic, in_ch, g)
@@ -251,21 +251,21 @@ def test_message_larger_than_channel(ros: Roscore, name, pair, peers: Peers) -> 
     b, out_ch, in_topic, in_ch, g = pair("--max-channel-size", "8M", "--max-import-total", "1536K",
                                          "--from-ros", f"{topic(in2)}:{in2}")
     p = peers.pub(in_topic, caller="/big_first")
-    wait_for(lambda: p.connected() > 0, 15, "the bridge to connect")
+    wait_for(lambda: p.connected() > 0, 60, "the bridge to connect")
     p.send(bytes(9 << 20))  # over the 8 MiB bound: the publisher is dropped
     b.wait_line(r"error: .*a 9437184-byte message \(over --max-channel-size 8388608\)", 10)
     assert head(in_ch) == 0
     q = peers.pub(in_topic, caller="/fits")
-    wait_for(lambda: q.connected() > 0, 15, "the bridge to connect")
+    wait_for(lambda: q.connected() > 0, 60, "the bridge to connect")
     q.send(string_msg("small"))  # a 1 MiB channel
-    wait_for(lambda: head(in_ch) == 1, 10, "the small message")
+    wait_for(lambda: head(in_ch) == 1, 60, "the small message")
     assert nerve.stat(in_ch).data_size == 1 << 20
     q.send(bytes(3 << 20))  # larger than the channel: skipped
     q.send(string_msg("after"))
-    wait_for(lambda: head(in_ch) == 2, 10, "the message after the large one")
-    b.wait_line(r"a 3145728-byte message does not fit channel", 10)
+    wait_for(lambda: head(in_ch) == 2, 60, "the message after the large one")
+    b.wait_line(r"a 3145728-byte message does not fit channel", 60)
     r = peers.pub(topic(in2), caller="/second")  # a second 1 MiB ring would pass 1.5 MiB
-    wait_for(lambda: r.connected() > 0, 15, "the bridge to connect")
+    wait_for(lambda: r.connected() > 0, 60, "the bridge to connect")
     r.send(string_msg("no room"))
     b.wait_line(rf"channel {re.escape(in2)} not created \(refused_size\): .*--max-import-total",
                 10)
@@ -292,7 +292,7 @@ def test_publisher_update_flood(ros: Roscore, pair, peers: Peers) -> None:
         for _ in range(20):
             g.check()
             time.sleep(0.1)
-        b.wait_line(r"publishers wait for a connection", 5)
+        b.wait_line(r"publishers wait for a connection", 60)
         both_ways(b, peers, out_ch, in_topic, in_ch, g)
     finally:
         silent.close()
@@ -408,9 +408,9 @@ def test_broken_publishers_held(ros: Roscore, pair, peers: Peers) -> None:
     # A field length running past the header's end.
     bad.raw_header = struct.pack("<I", 8) + struct.pack("<I", 100) + b"type"
     bad.register()
-    b.wait_line(r"error: .*connection header field runs past the header", 15)
+    b.wait_line(r"error: .*connection header field runs past the header", 60)
     cut = peers.pub(in_topic, caller="/cut_mid_message")
-    wait_for(lambda: cut.connected() > 0, 15, "the bridge to connect")
+    wait_for(lambda: cut.connected() > 0, 60, "the bridge to connect")
     cut.send_raw(struct.pack("<I", 1000) + b"half")
     cut.close()
     g.check()
@@ -601,7 +601,7 @@ def test_churn(ros: Roscore, name, bridge, peers: Peers) -> None:
         # Still bridging both ways, on a new channel and a known topic.
         last = f"{base}.olast"
         string_channel(last).close()
-        b.wait_line(rf"to-ros {re.escape(last)} -> ", 10)
+        b.wait_line(rf"to-ros {re.escape(last)} -> ", 60)
         to_ros_works(b, peers, last)
         from_ros_works(b, peers, topic(ins[0]), ins[0])
         g.check()
