@@ -74,29 +74,18 @@ int main(int argc, char **argv)
     void *out, *in;
     rosidl_runtime_c__uint8__Sequence *data, *in_data;
     if (image) {
-        sensor_msgs__msg__Image *m = sensor_msgs__msg__Image__create();
-        m->height = 1080;
-        m->width = 1920;
-        m->step = 5760;
-        rosidl_runtime_c__String__assign(&m->encoding, "rgb8");
-        rosidl_runtime_c__uint8__Sequence__init(&m->data, 1920 * 1080 * 3);
+        sensor_msgs__msg__Image *m = rcl_prog_image_1080p();
+        sensor_msgs__msg__Image *r = sensor_msgs__msg__Image__create();
         out = m;
         data = &m->data;
-        sensor_msgs__msg__Image *r = sensor_msgs__msg__Image__create();
         in = r;
         in_data = &r->data;
     } else {
-        sensor_msgs__msg__PointCloud2 *m =
-            sensor_msgs__msg__PointCloud2__create();
-        m->height = 1;
-        m->width = 65536;
-        m->point_step = 16;
-        m->row_step = 16 * 65536;
-        rosidl_runtime_c__uint8__Sequence__init(&m->data, 1u << 20);
-        out = m;
-        data = &m->data;
+        sensor_msgs__msg__PointCloud2 *m = rcl_prog_cloud_1mib();
         sensor_msgs__msg__PointCloud2 *r =
             sensor_msgs__msg__PointCloud2__create();
+        out = m;
+        data = &m->data;
         in = r;
         in_data = &r->data;
     }

@@ -67,25 +67,8 @@ static void *make(enum kind k)
         return m;
     }
     case KIMU: return sensor_msgs__msg__Imu__create();
-    case KCLOUD: {
-        sensor_msgs__msg__PointCloud2 *m =
-            sensor_msgs__msg__PointCloud2__create();
-        m->height = 1;
-        m->width = 65536;
-        m->point_step = 16;
-        m->row_step = 16 * 65536;
-        rosidl_runtime_c__uint8__Sequence__init(&m->data, 1u << 20);
-        return m;
-    }
-    default: {
-        sensor_msgs__msg__Image *m = sensor_msgs__msg__Image__create();
-        m->height = 1080;
-        m->width = 1920;
-        m->step = 5760;
-        rosidl_runtime_c__String__assign(&m->encoding, "rgb8");
-        rosidl_runtime_c__uint8__Sequence__init(&m->data, 1920 * 1080 * 3);
-        return m;
-    }
+    case KCLOUD: return rcl_prog_cloud_1mib();
+    default: return rcl_prog_image_1080p();
     }
 }
 

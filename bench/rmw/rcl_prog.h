@@ -13,6 +13,10 @@
 
 #include <rcl/error_handling.h>
 #include <rcl/rcl.h>
+#include <rosidl_runtime_c/primitives_sequence_functions.h>
+#include <rosidl_runtime_c/string_functions.h>
+#include <sensor_msgs/msg/image.h>
+#include <sensor_msgs/msg/point_cloud2.h>
 
 #ifndef RCL_PROG
 #error "define RCL_PROG (the name of the program) before rcl_prog.h"
@@ -51,6 +55,30 @@ static inline void rcl_prog_start(rcl_context_t *ctx, rcl_node_t *node,
     rcl_node_options_t no = rcl_node_get_default_options();
     no.enable_rosout = false;
     CHECK(rcl_node_init(node, name, "", ctx, &no));
+}
+
+/* The two large messages the benchmarks measure, zero-filled: a 1 MiB
+ * PointCloud2 (65536 points of 16 bytes) and a 1080p rgb8 Image. */
+static inline sensor_msgs__msg__PointCloud2 *rcl_prog_cloud_1mib(void)
+{
+    sensor_msgs__msg__PointCloud2 *m = sensor_msgs__msg__PointCloud2__create();
+    m->height = 1;
+    m->width = 65536;
+    m->point_step = 16;
+    m->row_step = 16 * 65536;
+    rosidl_runtime_c__uint8__Sequence__init(&m->data, 1u << 20);
+    return m;
+}
+
+static inline sensor_msgs__msg__Image *rcl_prog_image_1080p(void)
+{
+    sensor_msgs__msg__Image *m = sensor_msgs__msg__Image__create();
+    m->height = 1080;
+    m->width = 1920;
+    m->step = 5760;
+    rosidl_runtime_c__String__assign(&m->encoding, "rgb8");
+    rosidl_runtime_c__uint8__Sequence__init(&m->data, 1920 * 1080 * 3);
+    return m;
 }
 
 /* The node, then rcl, finished. */
