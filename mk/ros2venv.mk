@@ -2,6 +2,7 @@
 # packages of ROS 2 Jazzy and Kilted from their wheels on PyPI, each in a
 # virtual environment of its own (they cannot share one: both install the
 # `rclpy` package). rclpy's default RMW in these wheels is rmw_fastrtps_cpp.
+# test_msgs gives the action tests an action type (Fibonacci).
 # Used by the ROS 2 tests (nerve ros2, ROS 2 message types, rmw_nerve).
 #
 #   make ros2-venvs   create both (about 30 s each on the first run)
@@ -11,9 +12,10 @@ ROS2_KILTED_VENV ?= .venv-kilted
 ROS2_JAZZY_PKGS := 'ros-jazzy-rclpy[fastrtps]==7.1.6' ros-jazzy-std-msgs==5.3.6 \
     ros-jazzy-sensor-msgs==5.3.6 ros-jazzy-geometry-msgs==5.3.6 \
     ros-jazzy-nav-msgs==5.3.6 ros-jazzy-diagnostic-msgs==5.3.6 \
-    ros-jazzy-builtin-interfaces==2.0.3 ros-jazzy-rcl-interfaces==2.0.3
+    ros-jazzy-builtin-interfaces==2.0.3 ros-jazzy-rcl-interfaces==2.0.3 \
+    ros-jazzy-test-msgs==2.0.3
 ROS2_KILTED_PKGS := 'ros-kilted-rclpy[fastrtps]==9.1.2' ros-kilted-std-msgs==5.5.1 \
-    ros-kilted-sensor-msgs==5.5.1
+    ros-kilted-sensor-msgs==5.5.1 ros-kilted-test-msgs==2.3.0
 
 DEPS_PKGS += python3-venv
 

@@ -124,6 +124,10 @@ void Graph::stop()
         nerve_chan_cancel(rd_);
         thread_.join();
     }
+    // Under mu_: a node's entity may be destroyed by another thread while
+    // the context shuts down (rclpy's signal thread shuts it down as its
+    // main thread unwinds), and publish_locked() uses wr_ under mu_.
+    std::lock_guard<std::mutex> lk(mu_);
     if (wr_) {
         std::string bye = std::string(kMagic) + " 2 " +
                           hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8) +

@@ -19,10 +19,6 @@
 
 using namespace rmw_nerve;
 
-struct rmw_context_impl_s {
-    Context ctx;
-};
-
 namespace rmw_nerve {
 rmw_gid_t Context::new_gid()
 {
@@ -203,9 +199,15 @@ rmw_ret_t rmw_shutdown(rmw_context_t *context)
     if (!context->impl)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: context not init");
     Context &c = context->impl->ctx;
-    if (!c.shut_down) {
-        c.shut_down = true;
+    if (!c.shut_down->load()) {
         c.graph->stop();
+        // Then every wait of this context that is blocked, or about to
+        // block, ends (SHUTDOWN WAKE in wait.cpp). Last, so that rcl marks
+        // the context invalid right after: rclpy's and rclcpp's signal
+        // thread triggers the SIGINT guard and then shuts down; a wait
+        // ended earlier would find the context still valid.
+        c.shut_down->store(true);
+        wake_waiters();
     }
     return RMW_RET_OK;
 }
@@ -215,7 +217,7 @@ rmw_ret_t rmw_context_fini(rmw_context_t *context)
     CHECK_ID(context, RMW_RET_INVALID_ARGUMENT);
     if (!context->impl)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: context not init");
-    if (!context->impl->ctx.shut_down)
+    if (!*context->impl->ctx.shut_down)
         return fail(RMW_RET_INVALID_ARGUMENT,
                     "rmw_nerve: context not shut down");
     rmw_ret_t r = rmw_init_options_fini(&context->options);
@@ -272,7 +274,7 @@ rmw_node_t *rmw_create_node(rmw_context_t *context, const char *name,
         fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: context not init");
         return nullptr;
     }
-    if (context->impl->ctx.shut_down) {
+    if (*context->impl->ctx.shut_down) {
         fail(RMW_RET_ERROR, "rmw_nerve: context is shut down");
         return nullptr;
     }

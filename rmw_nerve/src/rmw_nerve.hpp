@@ -210,7 +210,8 @@ private:
 
     size_t domain_;
     uint64_t ctx_id_;
-    nerve_chan *wr_ = nullptr, *rd_ = nullptr;
+    nerve_chan *wr_ = nullptr; // [mu_] once started; null after stop()
+    nerve_chan *rd_ = nullptr; // the graph thread's; closed after it ended
     std::mutex mu_;
     std::vector<NodeRec> my_nodes_;
     std::vector<Endpoint> my_eps_;
@@ -234,9 +235,22 @@ struct Context {
     size_t domain = 0;
     std::atomic<uint64_t> next_entity{1};
     std::unique_ptr<Graph> graph;
-    bool shut_down = false;
+    // Set once by rmw_shutdown, before it wakes every wait (SHUTDOWN WAKE
+    // in wait.cpp); read by waits of any thread. Shared with the context's
+    // wait sets, which may outlive it.
+    std::shared_ptr<std::atomic<bool>> shut_down =
+        std::make_shared<std::atomic<bool>>(false);
     rmw_gid_t new_gid(); // ctx id + counter
 };
+
+} // namespace rmw_nerve
+
+// rmw's opaque context implementation: the context.
+struct rmw_context_impl_s {
+    rmw_nerve::Context ctx;
+};
+
+namespace rmw_nerve {
 
 struct Node {
     Context *ctx = nullptr;

@@ -15,6 +15,15 @@
 // wait sees the flag, or the trigger's put comes after the registration
 // and the wake channel has a message after the cursor, which makes the
 // futex wait return at once.
+//
+// SHUTDOWN WAKE. rmw_shutdown sets the context's shut_down flag and then
+// wakes every registered wait, as a trigger does; a wait looks at the flag
+// after it registered, so it either sees the flag or is woken. A wait of a
+// shut-down context returns at once, with what is ready or as a timeout:
+// rclpy and rclcpp check the context after every wait, and their signal
+// thread may trigger the SIGINT guard (waking a wait that then finds the
+// context still valid and waits again) just before it shuts the context
+// down, so only this makes the first SIGINT or SIGTERM end the node.
 
 #include "rmw_nerve.hpp"
 
@@ -34,6 +43,7 @@ namespace {
 
 struct WaitSet {
     nerve_chan *wake = nullptr;
+    std::shared_ptr<std::atomic<bool>> shut_down; // the context's
 };
 
 // Never destroyed: the graph thread of a context the program did not shut
@@ -311,6 +321,7 @@ rmw_wait_set_t *rmw_create_wait_set(rmw_context_t *context,
         return nullptr;
     }
     auto *ws = new WaitSet;
+    ws->shut_down = context->impl->ctx.shut_down;
     ws->wake = wake_get();
     if (!ws->wake) {
         delete ws;
@@ -355,7 +366,7 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
         arm(ws);
         bool any = poll_ready(call);
         int64_t now = mono_ns();
-        bool expired = !forever && now >= deadline;
+        bool expired = (!forever && now >= deadline) || ws->shut_down->load();
         if (any || expired) {
             unregister(ws);
             report_ready(call);

@@ -505,5 +505,131 @@ def role_init_only():
     rclpy.shutdown()
 
 
+def _fibonacci_server(n, feedback_period=0.05):
+    """An action server of test_msgs/action/Fibonacci on /fib: one feedback
+    per step, cancellable between steps."""
+    from rclpy.action import ActionServer, CancelResponse, GoalResponse
+    from rclpy.callback_groups import ReentrantCallbackGroup
+    from test_msgs.action import Fibonacci
+
+    def execute(handle):
+        seq = [0, 1]
+        for _ in range(handle.request.order):
+            if handle.is_cancel_requested:
+                handle.canceled()
+                return Fibonacci.Result(sequence=seq)
+            seq.append(seq[-1] + seq[-2])
+            handle.publish_feedback(Fibonacci.Feedback(sequence=seq))
+            time.sleep(feedback_period)
+        handle.succeed()
+        return Fibonacci.Result(sequence=seq)
+
+    return ActionServer(n, Fibonacci, "/fib", execute,
+                        goal_callback=lambda _goal: GoalResponse.ACCEPT,
+                        cancel_callback=lambda _handle: CancelResponse.ACCEPT,
+                        callback_group=ReentrantCallbackGroup())
+
+
+def role_sig_wait(kind):
+    """Blocks in a wait (rclpy.spin, or a multi-threaded executor's) with
+    only a subscription, a service server or an action server, until the
+    first SIGINT or SIGTERM; says how the wait ended."""
+    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("sig_wait")
+    if kind in ("sub", "mt"):
+        n.create_subscription(String, "/sig", lambda m: None, 10)
+    elif kind == "service":
+        from rcl_interfaces.srv import GetParameters
+
+        n.create_service(GetParameters, "/sig_srv", lambda req, rep: rep)
+    elif kind == "action":
+        keep = _fibonacci_server(n)  # noqa: F841 - kept alive while spinning
+    say("ready")
+    try:
+        if kind == "mt":
+            ex = MultiThreadedExecutor(num_threads=4)
+            ex.add_node(n)
+            ex.spin()
+        else:
+            rclpy.spin(n)
+        say({"ended": "spin returned"})
+    except KeyboardInterrupt:
+        say({"ended": "KeyboardInterrupt"})
+    except ExternalShutdownException:
+        say({"ended": "ExternalShutdownException"})
+    finally:
+        # As ROS 2's examples end: this also stops rclpy's signal thread,
+        # which otherwise may still be triggering the executor's guard
+        # condition while the interpreter frees it at exit (an rclpy race,
+        # seen on Kilted when the process exits as fast as it does here).
+        n.destroy_node()
+        rclpy.try_shutdown()
+
+
+def role_action_server():
+    """Serves /fib with several threads, so that a cancel request is served
+    while a goal executes."""
+    from rclpy.executors import MultiThreadedExecutor
+
+    rclpy.init()
+    n = Node("fib_server")
+    keep = _fibonacci_server(n, feedback_period=float(os.environ.get("FIB_PERIOD", "0.05")))  # noqa: F841
+    ex = MultiThreadedExecutor(num_threads=4)
+    ex.add_node(n)
+    say("ready")
+    try:
+        ex.spin()
+    except (KeyboardInterrupt, Exception):  # noqa: BLE001 - ended by the test
+        pass
+
+
+def role_action_client(mode):
+    """mode 'full': a goal to its result, then a goal cancelled midway.
+    mode 'killed': a goal whose server the test kills; reports whether the
+    client learned that the server is gone."""
+    from rclpy.action import ActionClient
+    from test_msgs.action import Fibonacci
+
+    rclpy.init()
+    n = Node("fib_client")
+    c = ActionClient(n, Fibonacci, "/fib")
+    out = {"server": c.wait_for_server(timeout_sec=30.0)}
+    feedback = []
+    # Fibonacci's sequence is int32: order 40 is the longest goal it holds.
+    send = c.send_goal_async(Fibonacci.Goal(order=8 if mode == "full" else 40),
+                             feedback_callback=lambda f: feedback.append(list(f.feedback.sequence)))
+    spin_until(n, send.done)
+    handle = send.result()
+    out["accepted"] = bool(handle and handle.accepted)
+    res = handle.get_result_async()
+    if mode == "full":
+        spin_until(n, res.done)
+        out["result"] = list(res.result().result.sequence)
+        out["status"] = res.result().status
+        out["feedback"] = feedback
+        send2 = c.send_goal_async(Fibonacci.Goal(order=40))
+        spin_until(n, send2.done)
+        h2 = send2.result()
+        spin_until(n, lambda: False, limit=0.3)
+        cancel = h2.cancel_goal_async()
+        spin_until(n, cancel.done)
+        out["cancel_goals"] = len(cancel.result().goals_canceling)
+        res2 = h2.get_result_async()
+        spin_until(n, res2.done)
+        out["cancel_status"] = res2.result().status
+    else:
+        spin_until(n, lambda: len(feedback) > 0)
+        say("feedback")
+        gone = spin_until(n, lambda: not c.server_is_ready() or res.done(), limit=60.0)
+        out["server_gone"] = gone and not c.server_is_ready()
+        out["result_done"] = res.done()
+    say(out)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
     globals()["role_" + sys.argv[1]](*sys.argv[2:])
