@@ -173,6 +173,35 @@ def test_create_rm():
           "rm goes on after a failure")
     expect(["rm"], 2)
     expect(["rm", "bad/name"], 2, err_has="EINVAL")
+    # A plain --size is bytes: "8" (meant as 8 MB) is warned about.
+    _, err = expect(["create", name("tiny"), "--size", "8"], 0,
+                    err_has="warning: --size 8 has no unit, so it is 8 bytes")
+    check("8M for MiB" in err, "the warning gives the unit: %r" % err)
+    _, err = expect(["create", name("page"), "--size", "4096"], 0)
+    check("warning" not in err, "no warning at a page: %r" % err)
+    _, err = expect(["create", name("kib"), "--size", "1K"], 0)
+    check("warning" not in err, "no warning with a unit: %r" % err)
+
+
+def test_rm_not_owner():
+    """Only the owner (or root) may remove a file from the sticky /dev/shm:
+    rm says that, not the 'nerve chmod' hint, which cannot help."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        print("SKIP test_rm_not_owner: needs root and setpriv to run "
+              "'nerve rm' as nobody")
+        return
+    c = name("rootowned")
+    expect(["create", c, "--mode", "0666"], 0)
+    p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                        "--clear-groups", NERVE, "rm", c],
+                       capture_output=True, timeout=30)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 1, "rm as nobody: exit %d: %s" % (p.returncode, err))
+    check("only the file's owner (uid 0) or root may remove it from "
+          "/dev/shm" in err, "rm as nobody says who may: %r" % err)
+    check("chmod" not in err, "rm as nobody does not suggest chmod: %r" % err)
+    check(os.path.exists("/dev/shm/nerve." + c), "the channel is still there")
+    expect(["rm", c], 0)
 
 
 def test_info_ls():
@@ -807,7 +836,7 @@ def main():
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
              test_put_get, test_cat, test_chmod, test_check,
              test_pid_namespaces, test_strange_files, test_review_regressions,
-             test_rm_in_use, test_first_commands, test_words_a_user_can_follow,
+             test_rm_in_use, test_rm_not_owner, test_first_commands, test_words_a_user_can_follow,
              test_reader_starts_first, test_errors_one_voice,
              test_one_size_grammar]
     try:
