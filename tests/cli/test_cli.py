@@ -652,12 +652,24 @@ def test_first_commands():
     build tree; put at a terminal says it reads standard input."""
     out, _ = expect(["help"], 0, out_has="external verbs")
     for verb, words in (("hz", "message rate"), ("top", "live monitor"),
-                        ("who", "which processes"), ("cyclic", "jitter")):
+                        ("who", "which processes"), ("cyclic", "jitter"),
+                        ("ros2", "ROS 2 topics; 'ros2 exec' runs"),
+                        ("ros2-dds", "DDS data path"),
+                        ("ros2-exec", "rmw_nerve_cpp")):
         line = [ln for ln in out.decode().splitlines()
                 if ln.startswith("  %s " % verb)]
         check(line and words in line[0],
               "help gives %s a line with its summary: %r" % (verb, line))
     expect(["gett"], 2, err_has="did you mean 'get'?")
+    # Typos in the external verbs nerve ships get a suggestion too; one of
+    # them that is not installed says how to install it.
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    expect(["ros2-exce"], 2, err_has="did you mean 'ros2-exec'?", env=env)
+    expect(["recrod"], 2, err_has="did you mean 'record'?", env=env)
+    _, _, err = run("ros2", env=env)
+    check("'ros2' is a verb of nerve's that is not installed here" in err
+          and "pip install ./python-tools" in err,
+          "an uninstalled shipped verb says how to install it: %r" % err)
     one = name("one-slot")
     expect(["create", one, "--slots", "1"], 0, out_has="%s: 1 slot, " % one)
     expect(["rm", one], 0)
