@@ -39,7 +39,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _limits as limits
-from .. import options
+from .. import options, ros2gen
 from .._common import channel_name, is_pattern
 
 PROG = "nerve ros2"
@@ -153,7 +153,8 @@ def catalog(extra: Optional[Dict[str, Any]] = None) -> bytes:
         if "/msg/" not in name:
             continue
         try:
-            text = store.generate_msgdef(name, ros_version=2)[0].encode()
+            text = ros2gen.with_store_defaults(
+                store.generate_msgdef(name, ros_version=2)[0], name).encode()
         except Exception:  # noqa: BLE001 - a type rosbags cannot render: no schema
             continue
         try:
