@@ -204,6 +204,27 @@ def test_rm_not_owner():
     expect(["rm", c], 0)
 
 
+def test_ls_columns_hold_long_names():
+    """Names longer than the usual column (an rmw_nerve service channel,
+    ros2-d0.NAMESPACE.SERVICE-req) widen it: every column keeps its place."""
+    short = name("s")
+    long_ = name("ros2-d0.some_namespace.some_node.describe_parameters-req")
+    expect(["create", short, "--slots", "8"], 0)
+    expect(["create", long_, "--slots", "16"], 0)
+    out, _ = expect(["ls", short, long_], 0)
+    lines = out.decode().splitlines()
+    check(len(lines) == 3, "ls: a header and two rows: %r" % lines)
+    end = lines[0].index("SLOTS") + len("SLOTS")
+    slots = {short: "8", long_: "16"}
+    for ln in lines[1:]:
+        want = slots.pop(ln.split()[0], "?")
+        check(ln[end - len(want):end] == want and ln[end] == " ",
+              "ls: SLOTS column ends at %d in %r" % (end, ln))
+    check(not slots and lines[0].split()[:2] == ["NAME", "SLOTS"],
+          "ls rows: %r" % lines)
+    expect(["rm", short, long_], 0)
+
+
 def test_info_ls():
     c = name("info")
     with tempfile.NamedTemporaryFile("w", delete=False) as f:
@@ -846,6 +867,7 @@ def main():
         print("SKIP: no /dev/shm")
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
+             test_ls_columns_hold_long_names,
              test_put_get, test_cat, test_chmod, test_check,
              test_pid_namespaces, test_strange_files, test_review_regressions,
              test_rm_in_use, test_rm_not_owner, test_first_commands, test_words_a_user_can_follow,
