@@ -35,8 +35,8 @@
 /* The rule in every bad-character error; the length error states the limit
  * alone. NERVE_NAME_MAX is a plain number, so it spells itself here. */
 #define NAME_RULE                                                              \
-    "names use A-Z a-z 0-9 _ . -, do not start with '.' and have at most "     \
-    NAME_STR(NERVE_NAME_MAX) " bytes"
+    "names use A-Z a-z 0-9 _ . -, do not start with '.' and have at "          \
+    "most " NAME_STR(NERVE_NAME_MAX) " bytes"
 
 /* A name with a '/' is most often a ROS topic (`nerve echo /camera/image`):
  * say which channel the topic maps to (docs/ros2.md "The mapping": strip
@@ -58,9 +58,8 @@ static int slash_error(const char *name)
                              "'/' is not allowed in a channel name; the ROS "
                              "topic %s is the channel %s (" NAME_RULE ")",
                              name, mapped);
-    return nerve__detail(NERVE_EINVAL,
-                         "'/' is not allowed in a channel name (" NAME_RULE
-                         ")");
+    return nerve__detail(
+        NERVE_EINVAL, "'/' is not allowed in a channel name (" NAME_RULE ")");
 }
 
 int nerve_chan_name_check(const char *name)

@@ -39,10 +39,13 @@ static const struct {
     {"pub", "publish messages encoded from text", "tools"},
     {"record", "record channels to MCAP", "tools"},
     {"ros1", "bridge channels and ROS 1 topics", "tools"},
-    {"ros2", "bridge channels and ROS 2 topics; 'ros2 exec' runs ROS 2 nodes on nerve",
+    {"ros2",
+     "bridge channels and ROS 2 topics; 'ros2 exec' runs ROS 2 nodes on nerve",
      "tools"},
-    {"ros2-dds", "the DDS data path that 'nerve ros2' starts (Cyclone DDS)", "nerve"},
-    {"ros2-exec", "run a ROS 2 program on rmw_nerve_cpp ('nerve ros2 exec')", "tools"},
+    {"ros2-dds", "the DDS data path that 'nerve ros2' starts (Cyclone DDS)",
+     "nerve"},
+    {"ros2-exec", "run a ROS 2 program on rmw_nerve_cpp ('nerve ros2 exec')",
+     "tools"},
     {"top", "live monitor of channels", "tools"},
     {"who", "which processes read or write a channel", "tools"},
 };
@@ -53,8 +56,9 @@ const char *cli_external_known(size_t i, const char **how)
         return NULL;
     }
     if (how != NULL) {
-        *how = strcmp(known[i].from, "tools") == 0 ? "pip install ./python-tools"
-                                                   : "build or install nerve";
+        *how = strcmp(known[i].from, "tools") == 0
+                   ? "pip install ./python-tools"
+                   : "build or install nerve";
     }
     return known[i].name;
 }

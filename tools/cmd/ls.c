@@ -128,8 +128,8 @@ static void print_text_row(const struct ls_row *w, int64_t now, int width)
     } else {
         snprintf(age, sizeof age, "-");
     }
-    printf("%-*s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", width,
-           w->name, st->slots, size, cli_present(st), bytes, age,
+    printf("%-*s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", width, w->name,
+           st->slots, size, cli_present(st), bytes, age,
            w->meta.type[0] ? cli_text_buf(type, sizeof type, w->meta.type)
                            : "-");
 }
@@ -185,8 +185,8 @@ static int ls_once(char **pat, int npat, int json)
     if (json) {
         fputc('[', stdout);
     } else {
-        printf("%-*s %7s %7s %9s %9s %8s  %s\n", width, "NAME", "SLOTS",
-               "SIZE", "MESSAGES", "BYTES", "NEWEST", "TYPE");
+        printf("%-*s %7s %7s %9s %9s %8s  %s\n", width, "NAME", "SLOTS", "SIZE",
+               "MESSAGES", "BYTES", "NEWEST", "TYPE");
     }
     size_t shown = 0;
     for (size_t i = 0; i < l.n; i++) {

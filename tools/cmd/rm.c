@@ -100,8 +100,7 @@ static int run(int argc, char **argv)
             struct stat st;
             if (nerve_chan_path(argv[i], 0, path, sizeof path) == 0 &&
                 stat(path, &st) == 0) {
-                snprintf(owner, sizeof owner, " (uid %u)",
-                         (unsigned)st.st_uid);
+                snprintf(owner, sizeof owner, " (uid %u)", (unsigned)st.st_uid);
             }
             status = cli_fail("rm",
                               "%s: %s: only the file's owner%s or root may "
