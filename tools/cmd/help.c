@@ -50,15 +50,20 @@ static const struct {
     {"who", "which processes read or write a channel", "tools"},
 };
 
+/* How to install an external verb that comes `from` "tools" or "nerve". */
+static const char *install_hint(const char *from)
+{
+    return strcmp(from, "tools") == 0 ? "pip install ./python-tools"
+                                      : "build or install nerve";
+}
+
 const char *cli_external_known(size_t i, const char **how)
 {
     if (i >= sizeof known / sizeof known[0]) {
         return NULL;
     }
     if (how != NULL) {
-        *how = strcmp(known[i].from, "tools") == 0
-                   ? "pip install ./python-tools"
-                   : "build or install nerve";
+        *how = install_hint(known[i].from);
     }
     return known[i].name;
 }
@@ -147,8 +152,7 @@ static void list_external(FILE *f)
             fprintf(f, "  %-9s %s\n", names[i], summary);
         } else {
             fprintf(f, "  %-9s %s (not installed: %s)\n", names[i], summary,
-                    strcmp(from, "tools") == 0 ? "pip install ./python-tools"
-                                               : "build or install nerve");
+                    install_hint(from));
         }
     }
 }

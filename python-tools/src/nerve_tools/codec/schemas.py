@@ -109,8 +109,8 @@ def ros_schema(typename: str, ros_version: int = 2) -> Schema:
     definitions it depends on, separated by '=' lines and "MSG: " headers
     (what ROS 1 bags, rosbag2's MCAP storage and Foxglove use)."""
     if ros_version == 2:
-        # The generator's text: rosbags' generate_msgdef less nothing, plus
-        # the field defaults its store drops (Quaternion's ``float64 w 1``).
+        # The generator's text: rosbags' generate_msgdef, plus the field
+        # defaults its store drops (Quaternion's ``float64 w 1``).
         name = _ros2_name(typename)
         return Schema(name, "ros2msg", ros2gen.ros2msg(_ros2_registry(), name).encode())
     ts = typestore(ros_version)
