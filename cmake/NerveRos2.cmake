@@ -21,8 +21,8 @@
 # the interpreter (one with rosbags installed, e.g. `pip install
 # rosbags==0.11.9`), as a CMake variable (-D, which wins) or an environment
 # variable; by default the first of the project's .venv and the Python 3 on
-# the PATH that can import rosbags (remembered in the build directory's
-# cache as NERVE_ROS2GEN_PYTHON). A Python named that cannot import rosbags
+# the PATH that can import rosbags. The one used is remembered in the build
+# directory's cache as NERVE_ROS2GEN_PYTHON. A Python named that cannot import rosbags
 # is an error that says so. NERVE_ROS2GEN_PYTHON_PATH
 # and NERVE_ROS2GEN_MODULE say where the generator is (set by nerve's own
 # build and by nerveConfig.cmake).
@@ -44,6 +44,10 @@ function(_nerve_ros2gen_find_python out)
                 "rosbags (${_rc}); install it there (pip install rosbags==0.11.9) or name "
                 "another Python")
         endif()
+        # Remembered like a Python found by the search (scripts and the
+        # tests read the cache).
+        set(NERVE_ROS2GEN_PYTHON ${_given} CACHE FILEPATH
+            "Python with rosbags, for nerve's ROS 2 message generator")
         set(${out} ${_given} PARENT_SCOPE)
         return()
     endif()
