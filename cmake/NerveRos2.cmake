@@ -19,14 +19,36 @@
 # The generator is Python (nerve_tools.ros2gen) and reads the ROS 2
 # definitions that the `rosbags` package ships: NERVE_ROS2GEN_PYTHON names
 # the interpreter (one with rosbags installed, e.g. `pip install
-# rosbags==0.11.9`); by default the first of the project's .venv and the
-# Python 3 on the PATH that can import rosbags. NERVE_ROS2GEN_PYTHON_PATH
+# rosbags==0.11.9`), as a CMake variable (-D, which wins) or an environment
+# variable; by default the first of the project's .venv and the Python 3 on
+# the PATH that can import rosbags. The one used is remembered in the build
+# directory's cache as NERVE_ROS2GEN_PYTHON. A Python named that cannot import rosbags
+# is an error that says so. NERVE_ROS2GEN_PYTHON_PATH
 # and NERVE_ROS2GEN_MODULE say where the generator is (set by nerve's own
 # build and by nerveConfig.cmake).
 
 function(_nerve_ros2gen_find_python out)
+    set(_given "")
     if(NERVE_ROS2GEN_PYTHON)
-        set(${out} ${NERVE_ROS2GEN_PYTHON} PARENT_SCOPE)
+        set(_given ${NERVE_ROS2GEN_PYTHON})
+        set(_how "the CMake variable NERVE_ROS2GEN_PYTHON")
+    elseif(NOT "$ENV{NERVE_ROS2GEN_PYTHON}" STREQUAL "")
+        set(_given $ENV{NERVE_ROS2GEN_PYTHON})
+        set(_how "the environment variable NERVE_ROS2GEN_PYTHON")
+    endif()
+    if(_given)
+        execute_process(COMMAND ${_given} -c "import rosbags.typesys"
+            RESULT_VARIABLE _rc OUTPUT_QUIET ERROR_QUIET)
+        if(NOT _rc EQUAL 0)
+            message(FATAL_ERROR "nerve: ${_how} names '${_given}', which cannot import "
+                "rosbags (${_rc}); install it there (pip install rosbags==0.11.9) or name "
+                "another Python")
+        endif()
+        # Remembered like a Python found by the search (scripts and the
+        # tests read the cache).
+        set(NERVE_ROS2GEN_PYTHON ${_given} CACHE FILEPATH
+            "Python with rosbags, for nerve's ROS 2 message generator")
+        set(${out} ${_given} PARENT_SCOPE)
         return()
     endif()
     set(_cands)
@@ -67,7 +89,8 @@ function(nerve_generate_ros2_messages)
     _nerve_ros2gen_find_python(_py)
     if(NOT _py)
         message(FATAL_ERROR "nerve_generate_ros2_messages(${A_TARGET}): no Python with rosbags "
-            "found; pip install rosbags==0.11.9 and/or set NERVE_ROS2GEN_PYTHON")
+            "found; pip install rosbags==0.11.9 and/or set NERVE_ROS2GEN_PYTHON (a CMake or "
+            "environment variable)")
     endif()
     set(_args --out ${A_OUTPUT_DIR} --distro ${A_DISTRO} --index ${A_TARGET})
     foreach(_p IN LISTS A_PACKAGES)

@@ -6,6 +6,9 @@
 # Used by the ROS 2 tests (nerve ros2, ROS 2 message types, rmw_nerve).
 #
 #   make ros2-venvs   create both (about 30 s each on the first run)
+#   make ros2-jazzy   create the Jazzy one only (rclpy for ROS 2 Jazzy
+#                     nodes, and what rmw_nerve_cpp builds against; the
+#                     ROS 2 Quick start of docs/ros2.md names it)
 
 ROS2_JAZZY_VENV ?= .venv-jazzy
 ROS2_KILTED_VENV ?= .venv-kilted
@@ -19,7 +22,7 @@ ROS2_KILTED_PKGS := 'ros-kilted-rclpy[fastrtps]==9.1.2' ros-kilted-std-msgs==5.5
 
 DEPS_PKGS += python3-venv
 
-.PHONY: ros2-venvs
+.PHONY: ros2-venvs ros2-jazzy
 
 $(ROS2_JAZZY_VENV)/.nerve-ros2: mk/ros2venv.mk | deps
 	test -x $(ROS2_JAZZY_VENV)/bin/python || python3 -m venv $(ROS2_JAZZY_VENV)
@@ -32,3 +35,4 @@ $(ROS2_KILTED_VENV)/.nerve-ros2: mk/ros2venv.mk | deps
 	touch $@
 
 ros2-venvs: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2
+ros2-jazzy: $(ROS2_JAZZY_VENV)/.nerve-ros2

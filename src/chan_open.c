@@ -30,9 +30,37 @@
 #define MAX_SLOTS (1ull << 32)
 #define MAX_DATA (1ull << 40)
 
+#define NAME_STR_(x) #x
+#define NAME_STR(x) NAME_STR_(x)
+/* The rule in every bad-character error; the length error states the limit
+ * alone. NERVE_NAME_MAX is a plain number, so it spells itself here. */
 #define NAME_RULE                                                              \
-    "names use A-Z a-z 0-9 _ . -, do not start with '.' and have at most "     \
-    "255 bytes"
+    "names use A-Z a-z 0-9 _ . -, do not start with '.' and have at "          \
+    "most " NAME_STR(NERVE_NAME_MAX) " bytes"
+
+/* A name with a '/' is most often a ROS topic (`nerve echo /camera/image`):
+ * say which channel the topic maps to (docs/ros2.md "The mapping": strip
+ * the leading '/', then '/' -> '.'), when that is a valid name. */
+static int slash_error(const char *name)
+{
+    char mapped[NERVE_NAME_MAX + 1];
+    const char *p = name;
+    size_t n = 0;
+    while (*p == '/')
+        p++;
+    for (; *p && n < NERVE_NAME_MAX; p++)
+        mapped[n++] = *p == '/' ? '.' : *p;
+    mapped[n] = 0;
+    if (*p == 0 && n > 0 && mapped[0] != '.' &&
+        strspn(mapped, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "0123456789_.-") == n)
+        return nerve__detail(NERVE_EINVAL,
+                             "'/' is not allowed in a channel name; the ROS "
+                             "topic %s is the channel %s (" NAME_RULE ")",
+                             name, mapped);
+    return nerve__detail(
+        NERVE_EINVAL, "'/' is not allowed in a channel name (" NAME_RULE ")");
+}
 
 int nerve_chan_name_check(const char *name)
 {
@@ -56,6 +84,8 @@ int nerve_chan_name_check(const char *name)
                 return nerve__detail(NERVE_EINVAL,
                                      "a space is not allowed in a channel "
                                      "name (" NAME_RULE ")");
+            if (u == '/')
+                return slash_error(name);
             if (u > ' ' && u < 127)
                 return nerve__detail(NERVE_EINVAL,
                                      "'%c' is not allowed in a channel name "
@@ -68,8 +98,7 @@ int nerve_chan_name_check(const char *name)
         }
         if (n >= NERVE_NAME_MAX)
             return nerve__detail(NERVE_ENAMETOOLONG,
-                                 "channel name longer than %d bytes "
-                                 "(" NAME_RULE ")",
+                                 "channel name longer than %d bytes",
                                  NERVE_NAME_MAX);
     }
     return 0;

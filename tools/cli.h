@@ -61,6 +61,9 @@ int cli_usage(const char *verb, const char *fmt, ...)
 int cli_print_help(const char *verb);
 /* The command's usage and the list of built-in verbs (tools/cmd/help.c). */
 void cli_usage_all(FILE *f);
+/* The i-th external verb that nerve ships (help.c's table), or NULL past
+ * the last; *how (if not NULL) says how to install it. */
+const char *cli_external_known(size_t i, const char **how);
 
 /* ---- options (cli_opt.c; sizes: cli_size.c) ----------------------------- */
 

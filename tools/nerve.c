@@ -47,10 +47,11 @@ static int distance(const char *a, const char *b)
     return row[lb] < 3 ? row[lb] : 3;
 }
 
-/* The built-in verb closest to `verb` (at most 2 edits), or NULL. */
+/* The verb closest to `verb` (at most 2 edits), built-in or one of the
+ * external verbs nerve ships, or NULL. */
 static const char *nearest_verb(const char *verb)
 {
-    const char *best = NULL;
+    const char *best = NULL, *ext;
     int d = 3;
     for (size_t i = 0; i < cli_nverbs; i++) {
         int e = distance(verb, cli_verbs[i]->name);
@@ -59,7 +60,26 @@ static const char *nearest_verb(const char *verb)
             best = cli_verbs[i]->name;
         }
     }
+    for (size_t i = 0; (ext = cli_external_known(i, NULL)) != NULL; i++) {
+        int e = distance(verb, ext);
+        if (e < d) {
+            d = e;
+            best = ext;
+        }
+    }
     return best;
+}
+
+/* How to install `verb` if it is an external verb nerve ships, or NULL. */
+static const char *shipped_how(const char *verb)
+{
+    const char *ext, *how;
+    for (size_t i = 0; (ext = cli_external_known(i, &how)) != NULL; i++) {
+        if (strcmp(ext, verb) == 0) {
+            return how;
+        }
+    }
+    return NULL;
 }
 
 /* A verb whose output could not be written (a full disk, a closed pipe)
@@ -101,7 +121,15 @@ int main(int argc, char **argv)
     }
     char path[PATH_MAX];
     if (cli_find_external(verb, path, sizeof path) != 0) {
-        const char *near = nearest_verb(verb);
+        const char *near = nearest_verb(verb), *how = shipped_how(verb);
+        if (how != NULL) {
+            fprintf(stderr,
+                    "nerve: '%s' is a verb of nerve's that is not installed "
+                    "here (nerve-%s was not found beside nerve or on the "
+                    "PATH): %s\n",
+                    verb, verb, how);
+            return CLI_USAGE;
+        }
         if (near != NULL) {
             fprintf(stderr,
                     "nerve: '%s' is not a nerve verb; did you mean '%s'? "

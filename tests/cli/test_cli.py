@@ -173,6 +173,56 @@ def test_create_rm():
           "rm goes on after a failure")
     expect(["rm"], 2)
     expect(["rm", "bad/name"], 2, err_has="EINVAL")
+    # A plain --size is bytes: "8" (meant as 8 MB) is warned about.
+    _, err = expect(["create", name("tiny"), "--size", "8"], 0,
+                    err_has="warning: --size 8 has no unit, so it is 8 bytes")
+    check("8M for MiB" in err, "the warning gives the unit: %r" % err)
+    _, err = expect(["create", name("page"), "--size", "4096"], 0)
+    check("warning" not in err, "no warning at a page: %r" % err)
+    _, err = expect(["create", name("kib"), "--size", "1K"], 0)
+    check("warning" not in err, "no warning with a unit: %r" % err)
+
+
+def test_rm_not_owner():
+    """Only the owner (or root) may remove a file from the sticky /dev/shm:
+    rm says that, not the 'nerve chmod' hint, which cannot help."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        print("SKIP test_rm_not_owner: needs root and setpriv to run "
+              "'nerve rm' as nobody")
+        return
+    c = name("rootowned")
+    expect(["create", c, "--mode", "0666"], 0)
+    p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                        "--clear-groups", NERVE, "rm", c],
+                       capture_output=True, timeout=30)
+    err = p.stderr.decode(errors="replace")
+    check(p.returncode == 1, "rm as nobody: exit %d: %s" % (p.returncode, err))
+    check("only the file's owner (uid 0) or root may remove it from "
+          "/dev/shm" in err, "rm as nobody says who may: %r" % err)
+    check("chmod" not in err, "rm as nobody does not suggest chmod: %r" % err)
+    check(os.path.exists("/dev/shm/nerve." + c), "the channel is still there")
+    expect(["rm", c], 0)
+
+
+def test_ls_columns_hold_long_names():
+    """Names longer than the usual column (an rmw_nerve service channel,
+    ros2-d0.NAMESPACE.SERVICE-req) widen it: every column keeps its place."""
+    short = name("s")
+    long_ = name("ros2-d0.some_namespace.some_node.describe_parameters-req")
+    expect(["create", short, "--slots", "8"], 0)
+    expect(["create", long_, "--slots", "16"], 0)
+    out, _ = expect(["ls", short, long_], 0)
+    lines = out.decode().splitlines()
+    check(len(lines) == 3, "ls: a header and two rows: %r" % lines)
+    end = lines[0].index("SLOTS") + len("SLOTS")
+    slots = {short: "8", long_: "16"}
+    for ln in lines[1:]:
+        want = slots.pop(ln.split()[0], "?")
+        check(ln[end - len(want):end] == want and ln[end] == " ",
+              "ls: SLOTS column ends at %d in %r" % (end, ln))
+    check(not slots and lines[0].split()[:2] == ["NAME", "SLOTS"],
+          "ls rows: %r" % lines)
+    expect(["rm", short, long_], 0)
 
 
 def test_info_ls():
@@ -623,12 +673,24 @@ def test_first_commands():
     build tree; put at a terminal says it reads standard input."""
     out, _ = expect(["help"], 0, out_has="external verbs")
     for verb, words in (("hz", "message rate"), ("top", "live monitor"),
-                        ("who", "which processes"), ("cyclic", "jitter")):
+                        ("who", "which processes"), ("cyclic", "jitter"),
+                        ("ros2", "ROS 2 topics; 'ros2 exec' runs"),
+                        ("ros2-dds", "DDS data path"),
+                        ("ros2-exec", "rmw_nerve_cpp")):
         line = [ln for ln in out.decode().splitlines()
                 if ln.startswith("  %s " % verb)]
         check(line and words in line[0],
               "help gives %s a line with its summary: %r" % (verb, line))
     expect(["gett"], 2, err_has="did you mean 'get'?")
+    # Typos in the external verbs nerve ships get a suggestion too; one of
+    # them that is not installed says how to install it.
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    expect(["ros2-exce"], 2, err_has="did you mean 'ros2-exec'?", env=env)
+    expect(["recrod"], 2, err_has="did you mean 'record'?", env=env)
+    _, _, err = run("ros2", env=env)
+    check("'ros2' is a verb of nerve's that is not installed here" in err
+          and "pip install ./python-tools" in err,
+          "an uninstalled shipped verb says how to install it: %r" % err)
     one = name("one-slot")
     expect(["create", one, "--slots", "1"], 0, out_has="%s: 1 slot, " % one)
     expect(["rm", one], 0)
@@ -805,9 +867,10 @@ def main():
         print("SKIP: no /dev/shm")
         return 77
     tests = [test_help, test_external_verbs, test_create_rm, test_info_ls,
+             test_ls_columns_hold_long_names,
              test_put_get, test_cat, test_chmod, test_check,
              test_pid_namespaces, test_strange_files, test_review_regressions,
-             test_rm_in_use, test_first_commands, test_words_a_user_can_follow,
+             test_rm_in_use, test_rm_not_owner, test_first_commands, test_words_a_user_can_follow,
              test_reader_starts_first, test_errors_one_voice,
              test_one_size_grammar]
     try:

@@ -170,7 +170,36 @@ def test_pub_example(name) -> None:
     nerve.create(ch, slots=16, size=1 << 16, **schemas.channel_options(IMU)).close()
     ex = json.loads(ok("pub", ch, "--example"))
     assert ex["header"]["stamp"] == {"sec": 0, "nanosec": 0}
-    assert nerve.open(ch).stat().head_seq == 0  # --example publishes nothing
+    # The definition's defaults (geometry_msgs/Quaternion: float64 w 1), as
+    # rclpy's Imu() has them, and as the channel's schema text says.
+    assert ex["orientation"] == {"x": 0.0, "y": 0.0, "z": 0.0, "w": 1.0}
+    with nerve.open(ch) as c:
+        assert "\nfloat64 w 1\n" in bytes(c.metadata.schema).decode()
+    # A value that leaves the orientation out gets the default too.
+    ok("pub", ch, "{linear_acceleration: {z: 9.81}}", "-q")
+    got = json.loads(ok("echo", ch, "--all", "-n", "1", "--json", "--timeout", "30"))
+    got = got["value"]
+    assert got["orientation"]["w"] == 1.0 and got["linear_acceleration"]["z"] == 9.81
+    assert nerve.open(ch).stat().head_seq == 1
+
+
+def test_pub_takes_ros2_topic_pub_order(name) -> None:
+    """`nerve pub NAME TYPE VALUE` (the `ros2 topic pub` habit): the type is
+    checked against the channel's; a type where the value goes is told so."""
+    ch = name("imu")
+    nerve.create(ch, slots=16, size=1 << 16, **schemas.channel_options(IMU)).close()
+    ok("pub", ch, IMU, "{linear_acceleration: {z: 2.5}}", "-q")
+    ok("pub", ch, "sensor_msgs/Imu", "{}", "-q")
+    got = json.loads(ok("echo", ch, "--all", "-n", "1", "--json", "--timeout", "30"))
+    assert got["value"]["linear_acceleration"]["z"] == 2.5
+    for args, words in (([ch, "geometry_msgs/msg/Twist", "{}"],
+                         "carries sensor_msgs/msg/Imu, not geometry_msgs/msg/Twist"),
+                        ([ch, IMU], "is a message type, not a value"),
+                        ([ch, "geometry_msgs/msg/Twist"], "is a message type, not a value"),
+                        ([ch, "not-a-type", "{}"], "'not-a-type' is not a message type")):
+        p = run("pub", *args)
+        assert p.returncode == 2 and words.encode() in p.stderr, (args, p.stderr)
+    assert nerve.open(ch).stat().head_seq == 2
 
 
 # ---- hz, bw, delay -------------------------------------------------------

@@ -67,3 +67,18 @@ def test_host_record_matches_the_c_writer(name) -> None:
     assert set(c_host) == set(py_host)
     assert c_host == py_host
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z", row["started"])
+
+
+def test_ros2_names_its_subcommands_and_catches_typos(capsys) -> None:
+    """`nerve ros2 --help` lists and describes `exec`; a mistyped
+    subcommand is told so (with the nearest one), not given the bridge's
+    usage for a missing --to-ros."""
+    text = ros2.parser().format_help()
+    assert "nerve ros2 exec [--lib PATH]" in text
+    assert re.search(r"subcommands:\n  exec +run a ROS 2 program on rmw_nerve_cpp", text), text
+    with pytest.raises(SystemExit) as e:
+        ros2.main(["exce", "--", "true"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "'exce' is not a subcommand of nerve ros2 (subcommands: exec); did you mean 'exec'?" in err
+    assert "--to-ros" not in err.splitlines()[-1]

@@ -9,6 +9,9 @@ stdin and answers one JSON line each:
                                         back: the fields rclpy decodes from
                                         "cdr" (bytes nerve wrote)
   {"error": TEXT}                       rclpy refused the fields or bytes
+
+A request {"type": T, "default": true} is answered {"fields": {...}}, the
+fields of rclpy's default-constructed T (or {"missing": true}).
 """
 
 import array
@@ -75,6 +78,9 @@ def main():
         cls = msg_class(req["type"])
         if cls is None:
             print(json.dumps({"missing": True}), flush=True)
+            continue
+        if req.get("default"):
+            print(json.dumps({"fields": plain(cls())}), flush=True)
             continue
         try:
             ser = serialize_message(build(cls, req["fields"]))

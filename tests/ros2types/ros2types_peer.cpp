@@ -12,7 +12,9 @@
 //   UNKNOWN                  no generated type has that name
 //
 // A line "SCHEMA TYPE" is answered "OK <hex>" with the hex of the type's
-// definition (what a channel of it records as its schema).
+// definition (what a channel of it records as its schema), and a line
+// "DEFAULT TYPE" "OK <hex>" with nerve's encoding of a default-constructed
+// TYPE (its fields' defaults).
 // Python compares these bytes with rosbags' and rclpy's.
 #include <nerve/ros2/nerve_ros2_types.hpp>
 #include <nerve/ros2/nerve_test_msgs.hpp>
@@ -68,6 +70,14 @@ struct Schema {
     }
 };
 
+struct Default {
+    std::string out;
+    template <class T, class V> void operator()(T *, V *)
+    {
+        out = "OK " + hex(enc<T, 0>(T{}));
+    }
+};
+
 struct Answer {
     const std::vector<uint8_t> &in;
     std::string out;
@@ -116,6 +126,16 @@ int main()
                 sc.out = "UNKNOWN";
             }
             std::cout << sc.out << '\n';
+            continue;
+        }
+        if (type == "DEFAULT" && sp != std::string::npos) {
+            Default d;
+            const std::string t = line.substr(sp + 1);
+            if (!nerve::ros2::nerve_ros2_types::with_type(t, d) &&
+                !nerve::ros2::nerve_test_msgs::with_type(t, d)) {
+                d.out = "UNKNOWN";
+            }
+            std::cout << d.out << '\n';
             continue;
         }
         std::vector<uint8_t> in;

@@ -90,6 +90,21 @@ static void test_names(void)
     longname[NERVE_NAME_MAX] = 'x';
     longname[NERVE_NAME_MAX + 1] = 0;
     NT_RC(nerve_chan_name_check(longname), NERVE_ENAMETOOLONG);
+    /* The limit is stated once and as the one enforced (it said "longer
+     * than 200 bytes (... at most 255 bytes)"). */
+    NT_ASSERT(strcmp(nerve_err_detail(NERVE_ENAMETOOLONG),
+                     "channel name longer than 200 bytes") == 0);
+    NT_RC(nerve_chan_name_check("sp ace"), NERVE_EINVAL);
+    NT_ASSERT(strstr(nerve_err_detail(NERVE_EINVAL), "at most 200 bytes"));
+    NT_ASSERT(!strstr(nerve_err_detail(NERVE_EINVAL), "255"));
+    /* A ROS topic is told its channel. */
+    NT_RC(nerve_chan_name_check("/camera/image"), NERVE_EINVAL);
+    NT_ASSERT(strstr(nerve_err_detail(NERVE_EINVAL),
+                     "the ROS topic /camera/image is the channel "
+                     "camera.image"));
+    NT_RC(nerve_chan_name_check("/a/#"), NERVE_EINVAL);
+    NT_ASSERT(strstr(nerve_err_detail(NERVE_EINVAL),
+                     "'/' is not allowed in a channel name (names use"));
     nerve_chan *c;
     NT_RC(nerve_chan_create("bad/name", NULL), NERVE_EINVAL);
     NT_RC(nerve_chan_open(longname, NERVE_O_READ, &c), NERVE_ENAMETOOLONG);

@@ -69,6 +69,16 @@ static int parse_args(int argc, char **argv, struct create_args *a)
                                  "; at least 1)",
                                  optarg);
             }
+            /* "--size 8" meant as 8 MB makes a one-page ring: a plain
+             * number is bytes, so say so where it is smaller than a page. */
+            if (a->o.data_size < 4096 &&
+                optarg[strspn(optarg, "0123456789")] == 0) {
+                cli_note("create",
+                         "warning: --size %s has no unit, so it is %s bytes "
+                         "(the data ring is one page, 4096 bytes); write "
+                         "%sM for MiB or %sK for KiB",
+                         optarg, optarg, optarg, optarg);
+            }
             break;
         case 'm':
             if (cli_parse_mode(optarg, &a->o.mode) != 0) {

@@ -39,9 +39,34 @@ static const struct {
     {"pub", "publish messages encoded from text", "tools"},
     {"record", "record channels to MCAP", "tools"},
     {"ros1", "bridge channels and ROS 1 topics", "tools"},
+    {"ros2",
+     "bridge channels and ROS 2 topics; 'ros2 exec' runs ROS 2 nodes on nerve",
+     "tools"},
+    {"ros2-dds", "the DDS data path that 'nerve ros2' starts (Cyclone DDS)",
+     "nerve"},
+    {"ros2-exec", "run a ROS 2 program on rmw_nerve_cpp ('nerve ros2 exec')",
+     "tools"},
     {"top", "live monitor of channels", "tools"},
     {"who", "which processes read or write a channel", "tools"},
 };
+
+/* How to install an external verb that comes `from` "tools" or "nerve". */
+static const char *install_hint(const char *from)
+{
+    return strcmp(from, "tools") == 0 ? "pip install ./python-tools"
+                                      : "build or install nerve";
+}
+
+const char *cli_external_known(size_t i, const char **how)
+{
+    if (i >= sizeof known / sizeof known[0]) {
+        return NULL;
+    }
+    if (how != NULL) {
+        *how = install_hint(known[i].from);
+    }
+    return known[i].name;
+}
 
 /* Collect external verbs from one directory into names[] (deduplicated). */
 static void scan_dir(const char *dir, char names[][64], size_t *n, size_t max)
@@ -124,11 +149,10 @@ static void list_external(FILE *f)
         if (summary == NULL) {
             fprintf(f, "  %s\n", names[i]);
         } else if (here) {
-            fprintf(f, "  %-8s %s\n", names[i], summary);
+            fprintf(f, "  %-9s %s\n", names[i], summary);
         } else {
-            fprintf(f, "  %-8s %s (not installed: %s)\n", names[i], summary,
-                    strcmp(from, "tools") == 0 ? "pip install ./python-tools"
-                                               : "build or install nerve");
+            fprintf(f, "  %-9s %s (not installed: %s)\n", names[i], summary,
+                    install_hint(from));
         }
     }
 }

@@ -112,11 +112,11 @@ static void print_json_row(const struct ls_row *w, int64_t now, size_t shown)
     fputc('}', stdout);
 }
 
-static void print_text_row(const struct ls_row *w, int64_t now)
+static void print_text_row(const struct ls_row *w, int64_t now, int width)
 {
     const struct nerve_stats *st = &w->st;
     if (w->rc != 0) {
-        printf("%-24s %s: %s\n", w->name, nerve_err_name(w->rc),
+        printf("%-*s %s: %s\n", width, w->name, nerve_err_name(w->rc),
                nerve_strerror(w->rc));
         return;
     }
@@ -128,14 +128,16 @@ static void print_text_row(const struct ls_row *w, int64_t now)
     } else {
         snprintf(age, sizeof age, "-");
     }
-    printf("%-24s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", w->name,
+    printf("%-*s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", width, w->name,
            st->slots, size, cli_present(st), bytes, age,
            w->meta.type[0] ? cli_text_buf(type, sizeof type, w->meta.type)
                            : "-");
 }
 
-/* Read and print channel `name`'s row (shown: rows printed before). */
-static void ls_one(const char *name, int json, int64_t now, size_t shown)
+/* Read and print channel `name`'s row (shown: rows printed before; width:
+ * of the NAME column). */
+static void ls_one(const char *name, int json, int64_t now, size_t shown,
+                   int width)
 {
     nerve_chan *ch = NULL;
     struct ls_row w = {
@@ -150,7 +152,7 @@ static void ls_one(const char *name, int json, int64_t now, size_t shown)
     if (json) {
         print_json_row(&w, now, shown);
     } else {
-        print_text_row(&w, now);
+        print_text_row(&w, now, width);
     }
     nerve_chan_close(ch);
 }
@@ -171,16 +173,25 @@ static int ls_once(char **pat, int npat, int json)
     }
     qsort(l.v, l.n, sizeof l.v[0], cmp_str);
     int64_t now = nerve_clock_now_ns();
+    /* The NAME column is as wide as the longest name shown (24 at least),
+     * so long names (every rmw_nerve service channel) keep the columns. */
+    int width = 24;
+    for (size_t i = 0; i < l.n; i++) {
+        size_t n = strlen(l.v[i]);
+        if (ls_match(l.v[i], pat, npat) && n > (size_t)width) {
+            width = (int)n; /* at most NERVE_NAME_MAX */
+        }
+    }
     if (json) {
         fputc('[', stdout);
     } else {
-        printf("%-24s %7s %7s %9s %9s %8s  %s\n", "NAME", "SLOTS", "SIZE",
+        printf("%-*s %7s %7s %9s %9s %8s  %s\n", width, "NAME", "SLOTS", "SIZE",
                "MESSAGES", "BYTES", "NEWEST", "TYPE");
     }
     size_t shown = 0;
     for (size_t i = 0; i < l.n; i++) {
         if (ls_match(l.v[i], pat, npat)) {
-            ls_one(l.v[i], json, now, shown++);
+            ls_one(l.v[i], json, now, shown++, width);
         }
         free(l.v[i]);
     }

@@ -93,6 +93,20 @@ static int run(int argc, char **argv)
         if (rc == NERVE_ENOENT && had_bell && lstat(bell, &bst) != 0) {
             cli_note("rm", "%s: no channel; removed its orphaned bell",
                      argv[i]);
+        } else if (rc == NERVE_EACCES || rc == NERVE_EPERM) {
+            /* /dev/shm is sticky: neither the file's mode nor 'nerve
+             * chmod' lets anyone else remove it (the usual EACCES hint). */
+            char path[NERVE_PATH_MAX], owner[32] = "", esc[256];
+            struct stat st;
+            if (nerve_chan_path(argv[i], 0, path, sizeof path) == 0 &&
+                stat(path, &st) == 0) {
+                snprintf(owner, sizeof owner, " (uid %u)", (unsigned)st.st_uid);
+            }
+            status = cli_fail("rm",
+                              "%s: %s: only the file's owner%s or root may "
+                              "remove it from /dev/shm, whatever its mode",
+                              cli_text_buf(esc, sizeof esc, argv[i]),
+                              nerve_err_name(rc), owner);
         } else if (rc != 0) {
             status = cli_err("rm", argv[i], rc);
         }

@@ -239,9 +239,11 @@ public:
     Publisher() noexcept = default;
 
     /// Create channel `name` for T (recording T's type name, encoding and
-    /// schema) or reuse an existing one of equal geometry and metadata,
-    /// and open it for writing. NERVE_EMISMATCH when it exists with
-    /// another type or geometry. Setup phase (allocates, system calls).
+    /// schema) and open it for writing. NERVE_EEXIST when it exists, unless
+    /// o.exist_ok: then an existing one of equal geometry and metadata is
+    /// reused (what a program that restarts wants), and NERVE_EMISMATCH
+    /// is the answer when it has another type or geometry. Setup phase
+    /// (allocates, system calls).
     static Result<Publisher> create(std::string_view name,
                                     const ChannelOptions &o = {})
     {

@@ -353,14 +353,15 @@ impl Channel {
     /// (writers must share a PID namespace), [`Error::Os`]. Not real-time
     /// safe.
     pub fn open(name: &str, access: Access) -> Result<Channel> {
-        let name = cstring(name)?;
+        let cname = cstring(name)?;
         let flags = match access {
             Access::Read => sys::NERVE_O_READ,
             Access::Write => sys::NERVE_O_WRITE,
         };
         let mut raw = core::ptr::null_mut();
         // SAFETY: NUL-terminated name, raw a valid out-pointer (Thread: any).
-        check(unsafe { sys::nerve_chan_open(name.as_ptr(), flags, &mut raw) })?;
+        check(unsafe { sys::nerve_chan_open(cname.as_ptr(), flags, &mut raw) })
+            .map_err(|e| e.on(name))?;
         let raw = NonNull::new(raw).ok_or(Error::NoMem)?;
         Ok(Channel {
             raw,

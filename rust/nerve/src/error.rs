@@ -1,4 +1,5 @@
 //! Errors: one variant per `NERVE_E*` code of `include/nerve/errors.h`.
+use core::cell::RefCell;
 use core::ffi::{c_int, CStr};
 use core::fmt;
 use nerve_sys as sys;
@@ -12,7 +13,9 @@ macro_rules! errors {
         /// library (the C header's comment of each call says which it
         /// returns), plus [`Error::Os`] for a system error that nerve gives
         /// no meaning of its own. [`Error::code`] gives the C code back.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        /// Its `Debug` (what `?` in `main` prints) carries the library's
+        /// detail: `NoEnt (ENOENT): robot.imu: no such channel`.
+        #[derive(Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum Error {
             $($(#[$doc])* $variant,)*
@@ -30,6 +33,15 @@ macro_rules! errors {
                 match self {
                     $(Error::$variant => sys::$code,)*
                     Error::Os(c) => c,
+                }
+            }
+
+            /// The variant's name (`"NoEnt"`), as `derive(Debug)` would
+            /// print it.
+            fn variant(self) -> &'static str {
+                match self {
+                    $(Error::$variant => stringify!($variant),)*
+                    Error::Os(_) => "Os",
                 }
             }
 
@@ -158,6 +170,50 @@ unsafe fn static_str(p: *const core::ffi::c_char) -> &'static str {
     unsafe { CStr::from_ptr(p) }
         .to_str()
         .unwrap_or("unknown error")
+}
+
+thread_local! {
+    /// The channel name a setup call of this thread failed on (open,
+    /// create, unlink, ...), with its code and the library's detail then.
+    /// Setup calls only: recording allocates, and the hot path's errors
+    /// (`Again`, `TimedOut`, ...) never record.
+    static SUBJECT: RefCell<Option<(i32, String, String)>> = const { RefCell::new(None) };
+}
+
+impl Error {
+    /// This error of a setup call on channel `name`: remembered (for this
+    /// thread) so that `Debug` can name the channel.
+    pub(crate) fn on(self, name: &str) -> Error {
+        let detail = self.detail();
+        SUBJECT.with(|s| *s.borrow_mut() = Some((self.code(), name.to_owned(), detail)));
+        self
+    }
+}
+
+impl fmt::Debug for Error {
+    /// `NoEnt (ENOENT): robot.imu: no such channel`: the variant, the C
+    /// code's name, the channel (when a setup call failed on one) and the
+    /// library's detail of this thread's last failure with this code, so
+    /// that `fn main() -> Result<(), nerve::Error>` says what went wrong.
+    /// The channel is named while that detail is still the library's
+    /// latest for the code (a later failure with it replaces both).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Os(c) => write!(f, "Os({c})")?,
+            _ => f.write_str(self.variant())?,
+        }
+        let detail = self.detail();
+        let name = SUBJECT.with(|s| match &*s.borrow() {
+            Some((code, name, then)) if *code == self.code() && *then == detail => {
+                Some(name.clone())
+            }
+            _ => None,
+        });
+        match name {
+            Some(name) => write!(f, " ({}): {name}: {detail}", self.name()),
+            None => write!(f, " ({}): {detail}", self.name()),
+        }
+    }
 }
 
 impl fmt::Display for Error {

@@ -82,30 +82,31 @@ pub(crate) fn cstring(s: &str) -> Result<CString> {
 /// [`Error::NoSpace`], [`Error::NoMem`], [`Error::MFile`], [`Error::NFile`].
 /// Not real-time safe (allocates, system calls).
 pub fn create(name: &str, opts: &Options) -> Result<()> {
-    let name = cstring(name)?;
+    let cname = cstring(name)?;
     opts.with_raw(|raw| {
         // SAFETY: name is NUL-terminated; raw and the strings it points to
         // live until with_raw returns (Thread: any).
-        error::check(unsafe { sys::nerve_chan_create(name.as_ptr(), raw) })
+        error::check(unsafe { sys::nerve_chan_create(cname.as_ptr(), raw) })
     })
+    .map_err(|e| e.on(name))
 }
 
 /// Remove channel `name` (its file, then its bell). Open handles keep
 /// working until closed. Errors: [`Error::NoEnt`], [`Error::Inval`],
 /// [`Error::NameTooLong`], [`Error::Access`], [`Error::NotChan`].
 pub fn unlink(name: &str) -> Result<()> {
-    let name = cstring(name)?;
+    let cname = cstring(name)?;
     // SAFETY: NUL-terminated name (Thread: any).
-    error::check(unsafe { sys::nerve_chan_unlink(name.as_ptr()) })
+    error::check(unsafe { sys::nerve_chan_unlink(cname.as_ptr()) }).map_err(|e| e.on(name))
 }
 
 /// Change the permission bits of channel `name` (and its bell) to `mode`
 /// (at most `0o777`). Errors: [`Error::NoEnt`], [`Error::Inval`],
 /// [`Error::Access`] (not the owner), [`Error::NotChan`].
 pub fn chmod(name: &str, mode: u32) -> Result<()> {
-    let name = cstring(name)?;
+    let cname = cstring(name)?;
     // SAFETY: NUL-terminated name (Thread: any).
-    error::check(unsafe { sys::nerve_chan_chmod(name.as_ptr(), mode) })
+    error::check(unsafe { sys::nerve_chan_chmod(cname.as_ptr(), mode) }).map_err(|e| e.on(name))
 }
 
 /// Whether `name` is a valid channel name: `Ok`, [`Error::Inval`] or
@@ -135,10 +136,11 @@ pub fn path(name: &str) -> Result<String> {
 /// Facts of channel `name` (opened read-only, mapped header and index only,
 /// closed). Errors as [`Channel::open`].
 pub fn stat_name(name: &str) -> Result<Stats> {
-    let name = cstring(name)?;
+    let cname = cstring(name)?;
     let mut st = sys::nerve_stats::default();
     // SAFETY: NUL-terminated name, st a valid out-struct (Thread: any).
-    error::check(unsafe { sys::nerve_chan_stat_name(name.as_ptr(), &mut st) })?;
+    error::check(unsafe { sys::nerve_chan_stat_name(cname.as_ptr(), &mut st) })
+        .map_err(|e| e.on(name))?;
     Ok(Stats::from(st))
 }
 

@@ -400,3 +400,30 @@ fn version_and_thread_markers() {
     send_sync::<nerve::View<'static>>();
     send_sync::<Error>();
 }
+
+#[test]
+fn debug_of_an_error_carries_the_detail() {
+    // What `fn main() -> Result<(), nerve::Error>` prints after `Error: `.
+    let name = TestChan::fresh_name("nosuch");
+    let e = Channel::open(&name, Access::Read).unwrap_err();
+    assert_eq!(
+        format!("{e:?}"),
+        format!("NoEnt (ENOENT): {name}: no such channel")
+    );
+    let e = Channel::open("/camera/image", Access::Read).unwrap_err();
+    let text = format!("{e:?}");
+    assert!(
+        text.starts_with("Inval (EINVAL): /camera/image: '/' is not allowed")
+            && text.contains("the ROS topic /camera/image is the channel camera.image"),
+        "{text}"
+    );
+    // A later failure with the same code replaces the channel named.
+    let other = TestChan::fresh_name("nosuch2");
+    let _ = nerve::stat_name(&other).unwrap_err();
+    assert!(format!("{:?}", Error::NoEnt).contains(&other));
+    // An error no call returned: the code's message.
+    assert_eq!(
+        format!("{:?}", Error::Corrupt),
+        "Corrupt (ECORRUPT): channel file is corrupt"
+    );
+}

@@ -39,6 +39,7 @@ import zenoh
 import nerve
 from nerve import _nerve
 
+from .. import ros2gen
 from .wire import mono_to_real, real_to_mono, short_error
 
 ADMIN = "@ros2_lv"
@@ -187,7 +188,7 @@ class Types:
         with self.lock:
             if t is None or t not in self.store.fielddefs:
                 return None
-            return self.store.generate_msgdef(t, ros_version=2)[0]
+            return ros2gen.with_store_defaults(self.store.generate_msgdef(t, ros_version=2)[0], t)
 
 
 def parse_hash_overrides(items: Sequence[str]) -> Dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from typing import Optional, Sequence
@@ -16,22 +17,30 @@ import nerve
 from .. import options
 from .._common import sigterm_as_interrupt
 from ..codec import payload as codecs
+from ..codec.schemas import _ros2_name
 from .follow import open_channel
 
 PROG = "nerve pub"
+#: A ROS message type as `ros2 topic pub` takes it: pkg/msg/Name or pkg/Name.
+_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*/(?:msg/)?[A-Za-z][A-Za-z0-9_]*$")
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
+        usage="%(prog)s NAME [TYPE] [VALUE] [options]",
         description="Publish a JSON or YAML value, encoded by the channel's encoding and "
                     "schema (json, cdr, ros1msg, protobuf); raw channels get the bytes as given.",
         epilog="examples: nerve pub cmd '{linear: {x: 0.5}}' --rate 10;  "
                "nerve pub imu '{header: {stamp: now}}' --count 5 --rate 100;  "
+               "nerve pub robot.imu sensor_msgs/msg/Imu '{}' (ros2 topic pub's order);  "
                "nerve pub cam --file frame.bin")
     p.add_argument("name", metavar="NAME", help="channel name")
     p.add_argument("value", metavar="VALUE", nargs="?",
                    help="the message: JSON or YAML for typed channels, the bytes for raw ones")
+    # `ros2 topic pub TOPIC TYPE VALUE`'s order: TYPE is checked against
+    # the channel's type, which is what encodes the value.
+    p.add_argument("after_type", nargs="?", help=argparse.SUPPRESS)
     p.add_argument("-f", "--file", metavar="F", help="read VALUE from file F ('-': standard input)")
     p.add_argument("-r", "--rate", type=float, metavar="HZ",
                    help="publish repeatedly at HZ until Ctrl-C (or --count)")
@@ -47,6 +56,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = parser()
     args = ap.parse_args(argv)
+    args.type = None
+    if args.after_type is not None:
+        args.type, args.value = args.value, args.after_type
+    elif args.value is not None and args.file is not None and _TYPE.match(args.value):
+        args.type, args.value = args.value, None
     if args.rate is not None and not args.rate > 0:
         ap.error("--rate must be positive")
     if args.count is not None and args.count <= 0:
@@ -67,6 +81,24 @@ def _run(args: argparse.Namespace, ch: nerve.Channel) -> int:
     except codecs.CodecError as e:
         print(f"{PROG}: {args.name}: {e}", file=sys.stderr)
         return 1
+    have = ch.metadata.type
+    if args.type is not None:
+        if not _TYPE.match(args.type):
+            print(f"{PROG}: {args.name}: {args.type!r} is not a message type (pkg/msg/Name); "
+                  "give NAME [TYPE] VALUE", file=sys.stderr)
+            return 2
+        if not have or _ros2_name(args.type) != _ros2_name(have):
+            print(f"{PROG}: {args.name}: the channel carries {have or 'untyped (raw) data'}, "
+                  f"not {args.type}; the channel's own type encodes the value", file=sys.stderr)
+            return 2
+    elif (args.value is not None and codec.kind in ("ros", "protobuf")
+          and _TYPE.match(args.value.strip())):
+        # `nerve pub NAME TYPE` with the value left out: a type is never a
+        # message of these encodings (a json channel may take the string).
+        print(f"{PROG}: {args.name}: {args.value.strip()!r} is a message type, not a value "
+              f"(the channel carries {have}); give the value after it (NAME [TYPE] VALUE), "
+              "or '{}' for all defaults", file=sys.stderr)
+        return 2
     if args.example:
         print(json.dumps(codecs.jsonable(codecs.example_value(codec))))
         return 0

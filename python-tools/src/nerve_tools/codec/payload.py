@@ -29,6 +29,7 @@ from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 
+from .. import ros2gen
 from .._text import escape, has_control
 from ..codec import schemas
 
@@ -109,6 +110,17 @@ class Codec:
                 raise CodecError(f"cannot parse the {self.encoding} schema of "
                                  f"{self.typename!r}: {e}") from None
         self._ts = ts
+        # Field defaults (ROS 2 only; ROS 1 has none): from the channel's
+        # schema where it has one (a user's own .msg keeps its defaults),
+        # else from the definitions of the store.
+        self._defaults: dict = {}
+        if self._v == 2:
+            text = self.schema.decode("utf-8", "replace") if self.schema else \
+                schemas.ros_schema(self._name).text.decode()
+            try:
+                self._defaults = ros2gen.schema_defaults(text, self._name)
+            except (ros2gen.DefinitionError, ValueError):
+                pass  # rosbags parsed the schema; without defaults, fields are zero
 
     def _to_ros(self, value: Any, typename: str, path: str) -> Any:
         ts = self._ts
@@ -128,9 +140,10 @@ class Codec:
             raise CodecError(f"{path or typename}: no field {', '.join(map(repr, extra))} "
                              f"(fields: {', '.join(sorted(known))})")
         kw = {}
+        defaults = self._defaults.get(typename, {})
         for fname, desc in fields:
             p = f"{path}.{fname}" if path else fname
-            kw[fname] = self._field(value.get(fname), desc, p)
+            kw[fname] = self._field(value.get(fname, defaults.get(fname)), desc, p)
         return ts.types[typename](**kw)
 
     def _base(self, v: Any, typ: str, path: str) -> Any:

@@ -31,6 +31,8 @@ import numpy as np
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from .. import ros2gen
+
 __all__ = [
     "BUILTIN_TYPES",
     "Schema",
@@ -96,14 +98,23 @@ def typestore(ros_version: int = 2) -> Typestore:
     return get_typestore(Stores.ROS2_HUMBLE if ros_version == 2 else Stores.ROS1_NOETIC)
 
 
+@functools.lru_cache(maxsize=None)
+def _ros2_registry() -> ros2gen.Registry:
+    """The ROS 2 definitions of :func:`typestore` (2) as the generator reads them."""
+    return ros2gen.Registry("humble")
+
+
 def ros_schema(typename: str, ros_version: int = 2) -> Schema:
     """The MCAP schema of a ROS message type: its definition followed by the
     definitions it depends on, separated by '=' lines and "MSG: " headers
     (what ROS 1 bags, rosbag2's MCAP storage and Foxglove use)."""
+    if ros_version == 2:
+        # The generator's text: rosbags' generate_msgdef, plus the field
+        # defaults its store drops (Quaternion's ``float64 w 1``).
+        name = _ros2_name(typename)
+        return Schema(name, "ros2msg", ros2gen.ros2msg(_ros2_registry(), name).encode())
     ts = typestore(ros_version)
     text, _md5 = ts.generate_msgdef(_ros2_name(typename), ros_version=ros_version)
-    if ros_version == 2:
-        return Schema(_ros2_name(typename), "ros2msg", text.encode())
     return Schema(_ros1_name(typename), "ros1msg", text.encode())
 
 

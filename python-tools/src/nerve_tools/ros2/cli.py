@@ -31,6 +31,7 @@ error, 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import shutil
@@ -38,7 +39,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _limits as limits
-from .. import options
+from .. import options, ros2gen
 from .._common import channel_name, is_pattern
 
 PROG = "nerve ros2"
@@ -152,7 +153,8 @@ def catalog(extra: Optional[Dict[str, Any]] = None) -> bytes:
         if "/msg/" not in name:
             continue
         try:
-            text = store.generate_msgdef(name, ros_version=2)[0].encode()
+            text = ros2gen.with_store_defaults(
+                store.generate_msgdef(name, ros_version=2)[0], name).encode()
         except Exception:  # noqa: BLE001 - a type rosbags cannot render: no schema
             continue
         try:
@@ -176,13 +178,22 @@ def find_native() -> Optional[str]:
     return shutil.which(NATIVE)
 
 
+#: The subcommands of `nerve ros2`, with their lines in --help.
+SUBCOMMANDS = {
+    "exec": "run a ROS 2 program on rmw_nerve_cpp, its topics as nerve channels "
+            "(docs/ros2.md#rmw_nerve; 'nerve ros2 exec --help')",
+}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
+        usage="%(prog)s [--to-ros GLOB[:TOPIC]] [--from-ros TOPIC[:CHANNEL]] [options]\n"
+              "       %(prog)s exec [--lib PATH] [--rcl PATH] [--print] -- CMD [ARGS]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Bridge nerve channels (encoding cdr, type pkg/msg/Name) and ROS 2 topics, "
-                    "both ways, as CDR bytes passed through unchanged.",
-        epilog="nerve ros2 exec [--lib PATH] [--rcl PATH] [--print] -- CMD [ARGS]: run a ROS 2 "
-               "program on rmw_nerve_cpp, its topics as nerve channels (docs/ros2.md#rmw_nerve).")
+                    "both ways, as CDR bytes passed through unchanged.\n\nsubcommands:\n"
+                    + "".join(f"  {k:<6} {v}\n" for k, v in SUBCOMMANDS.items()))
     p.add_argument("--domain", type=int, default=None, metavar="N",
                    help="ROS 2 domain (default: $ROS_DOMAIN_ID or 0)")
     p.add_argument("--qos", choices=("default", "sensor_data"), default="default",
@@ -265,6 +276,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         return exec_main(argv[1:])
     p = parser()
+    if argv and not argv[0].startswith("-"):
+        # The bridge takes no operand: a first word is a mistyped subcommand
+        # ("exce"), which would otherwise get the bridge's usage.
+        near = difflib.get_close_matches(argv[0], SUBCOMMANDS, n=1)
+        p.error(f"{argv[0]!r} is not a subcommand of nerve ros2 (subcommands: "
+                f"{', '.join(SUBCOMMANDS)})" + (f"; did you mean {near[0]!r}?" if near else ""))
     args = p.parse_args(argv)
     if not args.to_ros and not args.from_ros:
         p.error("give at least one --to-ros or --from-ros")

@@ -19,9 +19,10 @@ that a channel carries as its schema (MCAP's ``ros2msg`` form, as rosbags'
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 #: The packages the install ships pre-generated.
 SHIPPED_PACKAGES = (
@@ -51,6 +52,27 @@ PRIMITIVES: Dict[str, Tuple[str, int]] = {
     "float64": ("double", 8),
 }
 STRINGS = ("string", "wstring")
+
+#: Field defaults of the distributions' own definitions. rosbags' type
+#: stores keep constants but drop defaults (``float64 w 1`` of Quaternion
+#: becomes ``float64 w``), so a type read from a store takes its defaults
+#: from here, written as in the .msg. tests/ros2types checks every type of
+#: the Jazzy store that the ROS 2 Jazzy wheels have against rclpy's
+#: default-constructed message, so this table cannot drift from Jazzy;
+#: Humble's entries are the definitions of ROS 2 Humble's packages.
+_QUATERNION = {"x": "0", "y": "0", "z": "0", "w": "1"}
+STORE_DEFAULTS: Dict[str, Dict[str, Dict[str, str]]] = {
+    "jazzy": {
+        "geometry_msgs/msg/Quaternion": _QUATERNION,
+        "sensor_msgs/msg/NavSatStatus": {"status": "-2"},
+        "rcl_interfaces/msg/ParameterDescriptor": {"read_only": "false",
+                                                   "dynamic_typing": "false"},
+        "type_description_interfaces/msg/FieldType": {"type_id": "0"},
+    },
+    "humble": {
+        "geometry_msgs/msg/Quaternion": _QUATERNION,
+    },
+}
 #: The member rosidl gives a message without fields (one uint8 on the wire).
 DUMMY_MEMBER = "structure_needs_at_least_one_member"
 
@@ -281,12 +303,16 @@ def _from_node(node, where: str) -> Field:
     raise DefinitionError(f"{where}: unknown node {node!r}")
 
 
-def from_rosbags(fielddefs, name: str, origin: str) -> Message:
+def from_rosbags(fielddefs, name: str, origin: str,
+                defaults: Optional[Dict[str, str]] = None) -> Message:
+    """Message ``name`` of a rosbags store; ``defaults`` (field -> value as
+    written in a .msg) gives back what the store dropped."""
     consts, fdefs = fielddefs[name]
     fields = []
     for fname, node in fdefs:
         f = _from_node(node, f"{name}.{fname}")
         f.name = fname
+        f.default = (defaults or {}).get(fname)
         fields.append(f)
     return Message(name, fields, [Constant(n, t, v) for n, t, v in consts], origin)
 
@@ -333,7 +359,8 @@ class Registry:
             if name not in fd:
                 raise DefinitionError(f"unknown message type {name!r} (not among the .msg files "
                                       f"given nor in rosbags' ROS 2 {self.distro} store)")
-            m = from_rosbags(fd, name, f"rosbags {self.distro}")
+            m = from_rosbags(fd, name, f"rosbags {self.distro}",
+                             STORE_DEFAULTS.get(self.distro, {}).get(name))
             self.messages[name] = m
         return m
 
@@ -415,3 +442,63 @@ def ros2msg(reg: Registry, name: str) -> str:
 
     walk(name)
     return "".join(parts)
+
+
+# ---- default values -----------------------------------------------------------
+
+def with_store_defaults(text: str, name: str, distro: str = "jazzy") -> str:
+    """ros2msg text of ``name`` as rosbags' ``generate_msgdef`` writes it,
+    with the field defaults its store drops (:data:`STORE_DEFAULTS`)
+    written back, as the distribution's .msg files have them."""
+    table = STORE_DEFAULTS.get(distro, {})
+    out, typ = [], name
+    for line in text.splitlines(keepends=True):
+        words = line.split()
+        if line.startswith("MSG: "):
+            typ = full_name(line[5:].strip(), "")
+        elif len(words) == 2 and "=" not in line:
+            d = table.get(typ, {}).get(words[1])
+            if d is not None:
+                line = f"{words[0]} {words[1]} {d}\n"
+        out.append(line)
+    return "".join(out)
+
+
+def default_value(f: Field) -> Any:
+    """A field's default as a Python value (a list for an array or
+    sequence), or None when it has none (zero / empty)."""
+    if f.default is None:
+        return None
+    d = f.default.strip()
+    where = f"default of {f.name}"
+    if not f.container:
+        return _constant_value(f.base, d, where)
+    if not (d.startswith("[") and d.endswith("]")):
+        raise DefinitionError(f"{where}: an array default is written [a, b, ...]: {d!r}")
+    if f.base in STRINGS:
+        try:
+            items = json.loads(d)  # quoted strings may hold commas
+            if isinstance(items, list) and all(isinstance(x, str) for x in items):
+                return items
+        except ValueError:
+            pass
+    return [_constant_value(f.base, x, where) for x in d[1:-1].split(",") if x.strip()]
+
+
+def schema_defaults(text: str, name: str) -> Dict[str, Dict[str, Any]]:
+    """The field defaults that a ros2msg schema (the text a channel of
+    type ``name`` records) spells out: {"pkg/msg/Type": {field: value}}."""
+    out: Dict[str, Dict[str, Any]] = {}
+    sections = re.split(r"^={80}\n", text, flags=re.M)
+    for i, sec in enumerate(sections):
+        tname = name
+        if i:
+            head, _, sec = sec.partition("\n")
+            if not head.startswith("MSG: "):
+                raise DefinitionError(f"schema of {name}: a section without 'MSG: ': {head!r}")
+            tname = full_name(head[5:].strip(), name.split("/")[0])
+        m = parse_msg(sec, tname, origin=f"schema of {name}")
+        d = {f.name: default_value(f) for f in m.fields if f.default is not None}
+        if d:
+            out[tname] = d
+    return out
