@@ -4,6 +4,8 @@
 #                  (W1, R2-R3, ...) of the channel protocol is named on both
 #                  sides, the code (src/) and the SPIN model (model/*.pml);
 #                  and the checker's own self-test
+#   lint-docs      scripts/check-doc-paths: every path that README.md,
+#                  CONTRIBUTING.md and docs/ cite exists; and its self-test
 #   lint-cppcheck  cppcheck over src/ and tools/ (warning, portability and
 #                  performance checks; a false positive is suppressed inline
 #                  with `cppcheck-suppress ID ; reason`)
@@ -32,16 +34,21 @@ CPPCHECK_FLAGS := --enable=warning,portability,performance --std=c11 \
     --platform=unix64 -Iinclude -Isrc -D_GNU_SOURCE -D__GNUC__=12 \
     -D__BYTE_ORDER__=1234 -D__ORDER_LITTLE_ENDIAN__=1234 \
     --inline-suppr --error-exitcode=1 --quiet -j$(JOBS)
-RUFF_PATHS := python python-tools tests bench tools/man scripts/check-sync-tags
+RUFF_PATHS := python python-tools tests bench tools/man scripts/check-sync-tags \
+    scripts/check-doc-paths
 
-.PHONY: lint lint-sync lint-cppcheck lint-ruff format-check format
+.PHONY: lint lint-sync lint-docs lint-cppcheck lint-ruff format-check format
 
-lint: lint-sync lint-cppcheck lint-ruff format-check
+lint: lint-sync lint-docs lint-cppcheck lint-ruff format-check
 	@echo "lint: all static checks passed"
 
 lint-sync:
 	scripts/check-sync-tags
 	scripts/check-sync-tags --self-test
+
+lint-docs:
+	scripts/check-doc-paths
+	scripts/check-doc-paths --self-test
 
 lint-cppcheck: deps
 	cppcheck $(CPPCHECK_FLAGS) src tools
