@@ -1,7 +1,8 @@
 #!/bin/sh
 # Model-check the channel protocol (model/nerve.pml), the channel's two
-# names under create and unlink (model/names.pml) and the writers'
-# namespace claim (model/claim.pml) with SPIN.
+# names under create and unlink (model/names.pml), the writers'
+# namespace claim (model/claim.pml) and a channel's growth (model/grow.pml)
+# with SPIN.
 #
 #   model/check.sh            every check below; exit 0 only if all pass
 #   model/check.sh -q         the same, one line per check
@@ -70,6 +71,14 @@ w-esrch    |witness|                          |-DWITNESS=10 -DGHOST=1
 w-desc     |witness|                          |-DWITNESS=12
 w-desc-fall|witness|                          |-DWITNESS=13
 w-pass     |witness|                          |-DWITNESS=11 -DWAKE_SPLIT=1 -DWKILLS=0 -DNW=1 -DPUTS=1 -DNRD=2 -DGETS=1 -DRMODES=2
+grow       |verify |                          |grow.pml
+grow-3w    |verify |                          |grow.pml -DNW=3 -DPUTS=1 -DNG=1 -DKILLS=1
+grow-no-mark|broken|invalid end state         |grow.pml -DBROKEN_NO_RECOVER_MARK
+grow-copy-early|broken|head[h]==(g_last+1)    |grow.pml -DBROKEN_COPY_UNLOCKED
+grow-w-recover|witness|                       |grow.pml -DWITNESS=1
+grow-w-mark|witness|                          |grow.pml -DWITNESS=2
+grow-w-follow|witness|                        |grow.pml -DWITNESS=3
+grow-w-renamed|witness|                       |grow.pml -DWITNESS=4
 claim-3ns  |verify |                          |claim.pml -DGHOST=1 -DKILLS=3 -DLOOPS=2
 claim-2in1 |verify |                          |claim.pml -DNSCFG=1 -DGHOST=1 -DKILLS=3 -DLOOPS=2
 claim-reuse|verify |                          |claim.pml -DNSCFG=2 -DGHOST=1 -DKILLS=3 -DLOOPS=2

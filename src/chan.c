@@ -259,7 +259,80 @@ static int lock_writer(nerve_chan *c, int64_t timeout_ns, uint32_t flags,
         (void)nerve__mutex_unlock(&h->lock.l);
         return NERVE_ECORRUPT;
     }
+    /* GROWTH: no commit after G5. A grower that died between G4 and G5
+     * held this lock, so its death is reported here (r == 1): finish its
+     * G5 when the name now names another file. */
+    if (!nerve__load_rlx(&h->superseded) && r == 1 &&
+        nerve_chan_renamed(c) == 1)
+        nerve__supersede(c); /* G5, for the dead grower */
+    if (nerve__load_rlx(&h->superseded)) {
+        (void)nerve__mutex_unlock(&h->lock.l);
+        return NERVE_ESUPERSEDED;
+    }
     return 0;
+}
+
+/* ---- growth (GROWTH in chan_open.c) ------------------------------------ */
+
+int nerve__lock_for_growth(nerve_chan *c, int64_t timeout_ns)
+{
+    uint32_t recovered;
+    return lock_writer(c, timeout_ns, 0, &recovered);
+}
+
+void nerve__unlock_writer(nerve_chan *c)
+{
+    (void)nerve__mutex_unlock(&c->hdr->lock.l);
+}
+
+/* G3, holding c's lock: every message still readable in c, with its
+ * sequence number and commit time, into the successor (header nh, index
+ * nsl of nslots entries, data ring nring), which nobody else can see yet.
+ * The successor's ring is at least as large as c's, and the messages are
+ * laid out from position 0 as closely as alignment allows, so they take
+ * no more room than they took in c: all fit, none wraps. */
+void nerve__grow_copy(const nerve_chan *c, struct nerve__shm_hdr *nh,
+                      struct nerve__shm_slot *nsl, uint64_t nslots,
+                      unsigned char *nring)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    uint64_t head = nerve__load_rlx(&h->head);
+    uint64_t from =
+        nerve__readable_from(head, nerve__load_rlx(&h->tail), c->nslots);
+    uint64_t pos = 0;
+    for (uint64_t s = from; s <= head; s++) {
+        const struct nerve__shm_slot *sl = slot_of(c, s);
+        uint64_t off = nerve__load_rlx(&sl->off);
+        uint64_t len = nerve__load_rlx(&sl->len);
+        int64_t t = nerve__loadi_rlx(&sl->time_ns);
+        memcpy(nring + pos, c->ring + off % c->data_size, len);
+        struct nerve__shm_slot *d = &nsl[(s - 1) % nslots];
+        nerve__store_rlx(&d->seq, s);
+        nerve__store_rlx(&d->off, pos);
+        nerve__store_rlx(&d->len, len);
+        nerve__storei_rlx(&d->time_ns, t);
+        nerve__store_rlx(&nh->desc_off, pos);
+        nerve__store_rlx(&nh->desc_len, len);
+        nerve__storei_rlx(&nh->desc_time_ns, t);
+        nerve__store_rlx(&nh->desc_seq, s);
+        pos = round_up(pos + len, NERVE__MSG_ALIGN);
+    }
+    /* The sequence continues: the successor's next message is head + 1. */
+    nerve__store_rlx(&nh->head, head);
+    nerve__store_rlx(&nh->tail, from <= head ? from : head + 1);
+    nerve__store_rlx(&nh->wpos, pos);
+    nerve__store_rlx(&nh->bytes_total, nerve__load_rlx(&h->bytes_total));
+}
+
+/* G5, holding c's lock: mark c superseded (release: SYNC(supersede), after
+ * every commit to c, so a reader that sees the mark sees c's final head),
+ * then wake every reader waiting on c: its head's word does not change,
+ * so a reader about to sleep may miss this wake and sleep its slice (V1:
+ * at most NERVE__WAIT_SLICE_NS) before V2 sees the mark. */
+void nerve__supersede(nerve_chan *c)
+{
+    nerve__store_rel(&c->hdr->superseded, 1); /* G5 */
+    nerve__futex->wake_all((const uint32_t *)&c->hdr->head, 1);
 }
 
 /* W1-W2: choose the position of message head + 1 of `len` bytes and
@@ -607,6 +680,14 @@ static const unsigned char *msg_ptr(const nerve_chan *c,
     return c->ring + m->off % c->data_size;
 }
 
+/* F1 SYNC(supersede) acquire: whether a writer superseded c (GROWTH).
+ * After it, a second R1 sees c's final head: a reader that still finds
+ * nothing new has read all of c and follows the name. */
+static int superseded_now(const nerve_chan *c)
+{
+    return nerve__load_acq(&c->hdr->superseded) != 0; /* F1 */
+}
+
 /* One read's choice (R1): the message, how many the reader missed before
  * it, and the head the choice was made against (0 for NERVE_GET_AT). */
 struct pick {
@@ -769,7 +850,7 @@ static int wait_check(nerve_chan *const *chans, const uint64_t *seen, size_t n,
         if (nerve__load32_acq(&c->cancel))
             return NERVE_ECANCELED;
         uint64_t hv = nerve__load_sc(&c->hdr->head); /* V2 */
-        if (hv != seen[i])
+        if (hv != seen[i] || superseded_now(c))
             changed = 1;
         w[2 * i].word = (const uint32_t *)&c->hdr->head;
         w[2 * i].expect = (uint32_t)hv;
@@ -967,6 +1048,10 @@ static int read_msg(nerve_chan *c, void *buf, size_t len, int view, int64_t arg,
     for (;;) {
         struct pick p;
         r = read_pick(c, flags, arg, (unsigned)retries, &p); /* R1 */
+        if (r == NERVE_EAGAIN && superseded_now(c) &&
+            (r = read_pick(c, flags, arg, (unsigned)retries, &p)) ==
+                NERVE_EAGAIN)
+            return NERVE_ESUPERSEDED; /* F1 */
         if (r == NERVE_EAGAIN && (flags & NERVE_F_WAIT)) {
             /* A copy: p's address stays private, so that the compiler
              * keeps the pick in registers on the path that reads. */
@@ -1075,7 +1160,7 @@ int nerve_chan_wait_any(nerve_chan *const *chans, size_t n, int64_t timeout_ns,
         for (size_t i = 0; i < n; i++) {
             /* SYNC(pub-seq) acquire, as in locate(). */
             seen[i] = nerve__load_acq(&chans[i]->hdr->head);
-            if (seen[i] > chans[i]->cursor) {
+            if (seen[i] > chans[i]->cursor || superseded_now(chans[i])) {
                 mask |= 1ull << i;
                 count++;
             }

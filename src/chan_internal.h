@@ -38,6 +38,7 @@ struct nerve_chan {
     uint64_t map_len; /* NERVE__O_HEADER: bytes mapped; 0: all,
                                      the data ring twice */
     int fd;
+    uint64_t ino, dev; /* the file's identity, for nerve_chan_renamed() */
     int writable;
     int wake_always;   /* NERVE__COMPAT_WAKE_ALWAYS, from open */
     nerve__a32 cancel; /* private futex word; 1 = cancelled */
@@ -90,6 +91,17 @@ int nerve__read_slot(const nerve_chan *c, uint64_t seq, struct nerve__msg *m);
 int nerve__read_desc(const nerve_chan *c, uint64_t seq, struct nerve__msg *m);
 /* The handle's reservation belongs to a thread that no longer exists. */
 int nerve__reservation_orphaned(const nerve_chan *c);
+
+/* GROWTH (chan_open.c) steps in the protocol file: take c's writer lock
+ * (NERVE_ESUPERSEDED if a grower came first), G3 copy c's messages into a
+ * successor, G5 mark c superseded and wake its waiters (lock held), and
+ * release the lock. */
+int nerve__lock_for_growth(nerve_chan *c, int64_t timeout_ns);
+void nerve__grow_copy(const nerve_chan *c, struct nerve__shm_hdr *nh,
+                      struct nerve__shm_slot *nsl, uint64_t nslots,
+                      unsigned char *nring);
+void nerve__supersede(nerve_chan *c);
+void nerve__unlock_writer(nerve_chan *c);
 
 /* ---- chan_open.c: files ---- */
 

@@ -1046,6 +1046,8 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         return r;
     }
     c->bell = nerve__bell_map(name, &st, 1, NULL, 0);
+    c->ino = (uint64_t)st.st_ino;
+    c->dev = (uint64_t)st.st_dev;
     if (!c->map_len)
         reader_start(c);
     *out = c;
@@ -1117,6 +1119,174 @@ int nerve_chan_close(nerve_chan *c)
     free(c->schema);
     free(c);
     return 0;
+}
+
+/* ---- growth ----------------------------------------------------------------
+ *
+ * GROWTH
+ *   Sizes are fixed at creation (DESIGN.md), so a channel grows by being
+ *   superseded: a writer that needs room makes a larger successor and puts
+ *   it under the name. Steps (G: the grower, on a writable handle c; F: a
+ *   reader):
+ *     G1  Make the successor, unnamed: c's metadata, mode and owner, at
+ *         least the sizes asked for and c's; its header says empty.
+ *     G2  Take c's writer lock. A writer that grew c first marked it (G5):
+ *         then this grower follows instead (NERVE_ESUPERSEDED inside).
+ *     G3  Copy every message still readable in c into the successor with
+ *         its sequence number and commit time; its head is c's head, so the
+ *         sequence continues and readers keep their cursors.
+ *     G4  Rename the successor over the name (atomic on tmpfs): from here
+ *         an opener of the name gets the successor. The bell stays, as a
+ *         bell belongs to the name (its owner and mode are the channel's),
+ *         not to the file.
+ *     G5  superseded = 1 in c (release, SYNC(supersede)), after c's last
+ *         commit; wake every waiter of c; unlock.
+ *     F1  A reader whose get finds nothing new loads superseded (acquire)
+ *         and, if set, looks again: still nothing means it has read all of
+ *         c (no commit follows G5), and the get says NERVE_ESUPERSEDED.
+ *     F2  nerve_chan_follow(): open the name, keep the cursor.
+ *   Crash recovery: killed before G4, nothing is visible (an unnamed file
+ *   vanishes; a named temporary is swept). Killed between G4 and G5, the
+ *   dead grower held c's lock, so the next writer of c recovers it, finds
+ *   that the name names another file and performs G5 itself (lock_writer()
+ *   in chan.c). Until a writer of c comes, c's readers see no new message,
+ *   which is true of c: new messages go to the successor, which
+ *   nerve_chan_renamed() tells an idle reader about. Two growers: G2
+ *   serializes them on c's lock; the second finds c superseded and follows
+ *   (and grows the successor if it is still too small). A name removed and
+ *   made anew during G3 is not replaced: the check just before G4 sees it
+ *   (what remains is the window between that check and the rename).
+ *   MODEL: model/grow.pml checks G1-G5 and F1-F2 with a grower killed at
+ *   every step, two growers, and a writer and a reader of c meanwhile.
+ */
+
+int nerve_chan_renamed(const nerve_chan *c)
+{
+    if (!c)
+        return NERVE_EBADF;
+    char path[PATH_MAX];
+    nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, c->name);
+    struct stat st;
+    if (nerve__file->lstat(path, &st) != 0)
+        return nerve__err_from_errno(errno);
+    return (uint64_t)st.st_ino != c->ino || (uint64_t)st.st_dev != c->dev;
+}
+
+int nerve_chan_follow(nerve_chan **cp)
+{
+    if (!cp || !*cp)
+        return NERVE_EBADF;
+    nerve_chan *c = *cp;
+    if (c->reserved)
+        return NERVE_EBUSY;
+    nerve_chan *n;
+    int r = nerve_chan_open(c->name, c->writable ? NERVE_O_WRITE : 0, &n);
+    if (r)
+        return r;
+    if (n->ino == c->ino && n->dev == c->dev) {
+        (void)nerve_chan_close(n);
+        return 0;
+    }
+    /* F2: a successor continues c's sequence (G3), so the cursor stays; a
+     * channel made anew under the name starts where a new handle starts. */
+    if (nerve__load_acq(&n->hdr->head) >= c->cursor) {
+        n->cursor = c->cursor;
+        n->origin = c->origin;
+    }
+    (void)nerve_chan_close(c);
+    *cp = n;
+    return 0;
+}
+
+/* G1: the options of a successor of c with at least the sizes asked for. */
+static int grow_opts(const nerve_chan *c, uint64_t data_size, uint64_t slots,
+                     struct nerve_chan_opts *out, struct stat *st)
+{
+    if (nerve__file->fstat(c->fd, st) != 0)
+        return nerve__err_from_errno(errno);
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.slots = slots > c->nslots ? slots : c->nslots;
+    o.data_size = data_size > c->data_size ? data_size : c->data_size;
+    o.mode = (uint32_t)(st->st_mode & 0777);
+    o.type = c->type && *c->type ? c->type : NULL;
+    o.encoding = c->encoding && *c->encoding ? c->encoding : NULL;
+    o.schema = c->schema_len ? c->schema : NULL;
+    o.schema_len = c->schema_len;
+    o.flags = c->wake_always ? NERVE_C_WAKE_ALWAYS : 0;
+    return opts_read(&o, out);
+}
+
+/* G2-G5 with the successor t (geometry g) made. */
+static int grow_swap(nerve_chan *c, struct nerve__shm_tmp *t,
+                     const struct nerve__geometry *g)
+{
+    unsigned char *m = nerve__shm_map(t->fd, g->file_size, 1);
+    if (!m)
+        return nerve__err_from_errno(errno);
+    int r = nerve__lock_for_growth(c, 1000000000ll); /* G2 */
+    if (r == 0) {
+        NERVE_CRASHPOINT("grow.locked");
+        nerve__grow_copy(c, (struct nerve__shm_hdr *)m, /* G3 */
+                         (struct nerve__shm_slot *)(m + g->index_off),
+                         g->nslots, m + g->data_off);
+        NERVE_CRASHPOINT("grow.copied");
+        char path[PATH_MAX];
+        nerve__path_of(path, sizeof path, NERVE__CHAN_PREFIX, c->name);
+        r = nerve_chan_renamed(c);
+        if (r == 0)
+            r = nerve__shm_tmp_replace(t, path); /* G4 */
+        else if (r > 0)
+            r = nerve__detail(NERVE_ENOENT, "the channel's name was given to "
+                                            "another channel while it grew");
+        if (r == 0) {
+            NERVE_CRASHPOINT("grow.renamed");
+            nerve__supersede(c); /* G5 */
+            NERVE_CRASHPOINT("grow.marked");
+        }
+        nerve__unlock_writer(c);
+    }
+    nerve__shm_unmap(m, g->file_size);
+    return r;
+}
+
+int nerve_chan_grow(nerve_chan **cp, uint64_t data_size, uint64_t slots)
+{
+    if (!cp || !*cp)
+        return NERVE_EBADF;
+    nerve_chan *c = *cp;
+    if (!c->writable)
+        return NERVE_EROFS;
+    if (c->reserved || c->map_len)
+        return c->reserved ? NERVE_EBUSY : NERVE_EINVAL;
+    struct nerve_chan_opts o;
+    struct stat st;
+    int r = grow_opts(c, data_size, slots, &o, &st);
+    if (r)
+        return r;
+    struct nerve__geometry g;
+    r = geometry_of(o.slots, o.data_size, meta_bytes_of(&o), nerve__page_size(),
+                    &g);
+    if (r)
+        return r;
+    nerve__shm_tmp_sweep(NERVE__SHM_DIR);
+    struct nerve__shm_tmp t;
+    r = make_channel(&o, &t); /* G1 */
+    if (r)
+        return r;
+    /* Root growing another user's channel keeps it that user's (and its
+     * bell's owner the channel's). */
+    if (geteuid() == 0 && st.st_uid != 0 && fchown(t.fd, st.st_uid, st.st_gid))
+        r = nerve__err_from_errno(errno);
+    if (r == 0)
+        r = grow_swap(c, &t, &g);
+    nerve__shm_tmp_discard(&t);
+    if (r == NERVE_EPERM)
+        nerve__detail(r, "only the channel's owner (uid %u) or root may "
+                         "replace it with a larger one",
+                      (unsigned)st.st_uid);
+    if (r == 0 || r == NERVE_ESUPERSEDED)
+        r = nerve_chan_follow(cp);
+    return r;
 }
 
 int nerve_chan_repair(const char *name, uint32_t flags, char *msg, size_t len)

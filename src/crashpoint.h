@@ -15,6 +15,11 @@ void nerve__crashpoint_arm(const char *name, long skip);
 #define NERVE_CRASHPOINT(name) nerve__crashpoint(name)
 #else
 #define NERVE_CRASHPOINT(name) ((void)0)
+/* Every NERVE_CRASHPOINT of a channel's growth (src/chan_open.c, GROWTH,
+ * G2-G5): tests/mp/test_mp_grow.c kills a grower at each. */
+#define NERVE_CRASHPOINT_GROW_NAMES                                            \
+    "grow.locked", "grow.copied", "grow.renamed", "grow.marked"
+
 #endif
 
 /* Every NERVE_CRASHPOINT of src/chan.c, in the order a put passes them:
@@ -33,5 +38,10 @@ void nerve__crashpoint_arm(const char *name, long skip);
  * N3-N5): the torture's namespace episodes kill a writer at each. */
 #define NERVE_CRASHPOINT_CLAIM_NAMES                                           \
     "claim.exclusive", "claim.after-reset", "claim.after-ns"
+
+/* Every NERVE_CRASHPOINT of a channel's growth (src/chan_open.c, GROWTH,
+ * G2-G5): tests/mp/test_mp_grow.c kills a grower at each. */
+#define NERVE_CRASHPOINT_GROW_NAMES                                            \
+    "grow.locked", "grow.copied", "grow.renamed", "grow.marked"
 
 #endif

@@ -154,6 +154,7 @@ struct nerve__file_ops {
                   int flags);
     int (*unlink)(const char *path);
     int (*unlinkat)(int dfd, const char *name, int flags);
+    int (*rename)(const char *from, const char *to);
     int (*fchmod)(int fd, unsigned mode);
     int (*chmod)(const char *path, unsigned mode);
     int (*access)(const char *path, int mode);
@@ -210,6 +211,12 @@ int nerve__shm_tmp_create(const char *dir, uint64_t size,
 /* Give the file the name `path`, never replacing an existing file there
  * (NERVE_EEXIST). The descriptor stays open. */
 int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path);
+/* Give the file the name `path`, atomically replacing what is there (a
+ * channel's growth: GROWTH in chan_open.c): linked first under a named
+ * temporary `.nerve-tmp-grow-PID-RANDOM` (removed by
+ * nerve__shm_tmp_sweep() if the caller dies before the rename), then
+ * renamed over `path`. The descriptor stays open. */
+int nerve__shm_tmp_replace(struct nerve__shm_tmp *t, const char *path);
 /* Close the descriptor and remove the temporary name, if any. */
 void nerve__shm_tmp_discard(struct nerve__shm_tmp *t);
 /* Remove the regular file `path` (NERVE_ENOTCHAN if anything else is

@@ -156,7 +156,15 @@ struct nerve__shm_hdr {
     nerve__a64 desc_off; /* [W:lock][R:rlx] as slot.off */
     nerve__a64 desc_len; /* [W:lock][R:rlx] as slot.len */
     nerve__ai64 desc_time_ns; /* [W:lock][R:rlx] as slot.time_ns */
-    uint8_t reserved2[64 - 48];
+    /* GROWTH (chan_open.c): 1 once a writer made a larger successor and
+     * renamed it over the channel's name; set after the last commit, and
+     * never again cleared. Writers that lock afterwards refuse to commit;
+     * readers that have read every message follow the name. On the line
+     * readers poll, so looking at it costs no cache line. Zero in files
+     * made before it (and older readers ignore it: they stay on the old
+     * channel). SYNC(supersede) */
+    nerve__a64 superseded; /* [W:lock][R:acq] 0, or 1: superseded */
+    uint8_t reserved2[64 - 56];
 };
 
 _Static_assert(sizeof(pthread_mutex_t) <= 128, "mutex does not fit its slot");
@@ -172,6 +180,7 @@ _Static_assert(offsetof(struct nerve__shm_hdr, desc_seq) == 336, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, desc_off) == 344, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, desc_len) == 352, "layout");
 _Static_assert(offsetof(struct nerve__shm_hdr, desc_time_ns) == 360, "layout");
+_Static_assert(offsetof(struct nerve__shm_hdr, superseded) == 368, "layout");
 _Static_assert(sizeof(struct nerve__shm_hdr) == 384, "layout");
 _Static_assert(sizeof(struct nerve__shm_hdr) <= NERVE__HDR_REGION, "layout");
 _Static_assert(sizeof(struct nerve__shm_slot) == 32, "layout");

@@ -302,6 +302,41 @@ NERVE_NODISCARD NERVE_API int nerve_chan_open(const char *name, uint32_t flags,
  * safe (munmap).  Signal: not safe. */
 NERVE_API int nerve_chan_close(nerve_chan *c);
 
+/* Growth: a channel's sizes are fixed at creation, so a channel grows by
+ * being superseded. nerve_chan_grow() makes a successor under the same name
+ * with at least `data_size` data ring bytes and `slots` index slots (the
+ * current ones where larger), holding every message still present with its
+ * sequence number and commit time, the same metadata, mode and bell; it
+ * renames the successor over the name and marks the old channel superseded,
+ * waking its waiters. *c then is a writable handle on the successor. If
+ * another writer grew the channel first, *c follows that one instead (grow
+ * again if it is still too small). Puts and reservations on a superseded
+ * channel return NERVE_ESUPERSEDED; so do NEXT and NEWEST gets, waiting or
+ * not, once the reader has read every message of it. Then
+ * nerve_chan_follow() reopens the name, with the same access, and keeps
+ * the cursor: the next NEXT get returns the next message, or the oldest
+ * present with the number missed, as always (if the name now names a
+ * channel that does not continue the sequence, a new one made after a
+ * removal, the cursor starts at its oldest message). nerve_chan_follow()
+ * returns 0 with *c unchanged while the name still names c's file.
+ * nerve_chan_renamed() answers 1 when the name names another file, 0 when
+ * it names c's, NERVE_ENOENT when it names none, for readers that want to notice a successor
+ * whose grower died before marking the old channel (the next writer of the
+ * old channel marks it; a reader of a channel nobody writes any more can
+ * ask, say once a second while idle). Returns 0 or an error (grow:
+ * NERVE_EROFS, NERVE_EBUSY with a reservation open, NERVE_EPERM when the
+ * name may not be replaced by this user, NERVE_ENOSPC, the open errors;
+ * on an error *c is unchanged and still usable). See GROWTH in
+ * src/chan_open.c.
+ * Thread: no other call on this handle may run.  Blocking: file system
+ * calls; grow copies the ring under the writer lock.  RT: not safe.
+ * Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_grow(nerve_chan **c,
+                                              uint64_t data_size,
+                                              uint64_t slots);
+NERVE_NODISCARD NERVE_API int nerve_chan_follow(nerve_chan **c);
+NERVE_API int nerve_chan_renamed(const nerve_chan *c);
+
 /* The handle's channel name (without the file prefix).
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_API const char *nerve_chan_name(const nerve_chan *c);

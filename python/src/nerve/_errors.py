@@ -123,6 +123,10 @@ _TABLE = [
     ("DecodeFailed", "EDECODE", (),
      "EDECODE: a message does not decode as the expected type (C++ codecs, "
      "nerve_tools.ros2.types)."),
+    ("Superseded", "ESUPERSEDED", (),
+     "ESUPERSEDED: a writer grew the channel: its name now names a larger "
+     "successor holding every message still present; Channel.follow() "
+     "moves the handle there, keeping its place."),
 ]
 
 #: Every error class by its (negative) code, from the C library's own table.

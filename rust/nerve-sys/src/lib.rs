@@ -252,6 +252,8 @@ pub const NERVE_ELAPPED: c_int = -1006;
 pub const NERVE_EABI: c_int = -1007;
 /// `NERVE_EDECODE`: the message does not decode as the expected type.
 pub const NERVE_EDECODE: c_int = -1008;
+/// `NERVE_ESUPERSEDED`: the channel was superseded by a larger one.
+pub const NERVE_ESUPERSEDED: c_int = -1009;
 
 // ---- version.h ---------------------------------------------------------
 

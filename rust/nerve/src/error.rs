@@ -123,6 +123,9 @@ errors! {
     /// `NERVE_EDECODE`: the message does not decode as the expected type
     /// (in Rust: its size is not the size of the plain-old-data type).
     Decode = NERVE_EDECODE,
+    /// `NERVE_ESUPERSEDED`: a writer grew the channel; its name now names a
+    /// larger successor (follow it by name).
+    Superseded = NERVE_ESUPERSEDED,
 }
 
 impl Error {

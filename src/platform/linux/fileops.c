@@ -1,6 +1,6 @@
 /* The system calls nerve makes on files in the shared-memory directory,
  * as a table (platform.h, struct nerve__file_ops): every open, stat,
- * fallocate, link, unlink, chmod, mmap and directory read of channel and
+ * fallocate, link, unlink, rename, chmod, mmap and directory read of channel and
  * bell files goes through nerve__file, so a test can replace it with a
  * table that fails chosen calls, as it replaces nerve__futex. Each entry
  * has the system call's own contract: -1 (NULL, MAP_FAILED) with errno
@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -75,6 +76,11 @@ static int lx_unlinkat(int dfd, const char *name, int flags)
     return unlinkat(dfd, name, flags);
 }
 
+static int lx_rename(const char *from, const char *to)
+{
+    return rename(from, to);
+}
+
 static int lx_fchmod(int fd, unsigned mode)
 {
     return fchmod(fd, (mode_t)mode);
@@ -133,6 +139,7 @@ const struct nerve__file_ops nerve__file_linux = {
     .linkat = lx_linkat,
     .unlink = lx_unlink,
     .unlinkat = lx_unlinkat,
+    .rename = lx_rename,
     .fchmod = lx_fchmod,
     .chmod = lx_chmod,
     .access = lx_access,

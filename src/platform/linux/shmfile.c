@@ -90,7 +90,8 @@ void nerve__shm_tmp_sweep(const char *dir)
         if (strncmp(e->d_name, TMP_PREFIX, sizeof TMP_PREFIX - 1) != 0)
             continue;
         const char *p = e->d_name + sizeof TMP_PREFIX - 1;
-        if (strncmp(p, "chan-", 5) == 0 || strncmp(p, "bell-", 5) == 0)
+        if (strncmp(p, "chan-", 5) == 0 || strncmp(p, "bell-", 5) == 0 ||
+            strncmp(p, "grow-", 5) == 0)
             p += 5;
         char *end;
         long pid = strtol(p, &end, 10);
@@ -184,6 +185,35 @@ int nerve__shm_tmp_link(struct nerve__shm_tmp *t, const char *path)
         }
     }
     return r == 0 ? 0 : nerve__err_from_errno(errno);
+}
+
+int nerve__shm_tmp_replace(struct nerve__shm_tmp *t, const char *path)
+{
+    if (!t->path[0]) {
+        /* Unnamed: a named temporary first, in the same directory. */
+        char tmp[sizeof t->path];
+        const char *slash = strrchr(path, '/');
+        int dirlen = slash ? (int)(slash - path + 1) : 0;
+        int r = NERVE_EEXIST;
+        for (int attempt = 0; attempt < 16 && r == NERVE_EEXIST; attempt++) {
+            uint64_t rnd = 0;
+            if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != sizeof rnd) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                rnd = (uint64_t)ts.tv_nsec ^ ((uint64_t)attempt << 56);
+            }
+            snprintf(tmp, sizeof tmp, "%.*s" TMP_PREFIX "grow-%d-%016llx",
+                     dirlen, path, (int)getpid(), (unsigned long long)rnd);
+            r = nerve__shm_tmp_link(t, tmp);
+        }
+        if (r)
+            return r;
+        memcpy(t->path, tmp, sizeof tmp);
+    }
+    if (nerve__file->rename(t->path, path) != 0)
+        return nerve__err_from_errno(errno);
+    t->path[0] = 0; /* the name is now `path`: not ours to remove */
+    return 0;
 }
 
 void nerve__shm_tmp_discard(struct nerve__shm_tmp *t)
