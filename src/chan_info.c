@@ -54,6 +54,8 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->created_ns = h->created_ns;
     st->lock_owner_tid = nerve__mutex_owner(&h->lock.l, &st->lock_flags);
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
+    if (nerve__load_acq(&h->superseded)) /* SYNC(supersede), as F1 */
+        st->flags |= NERVE_STAT_SUPERSEDED;
     /* Readers counted while some lease is running; a count that killed
      * readers left raised reads 0 once their leases end. */
     st->waiters =

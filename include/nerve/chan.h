@@ -204,9 +204,14 @@ struct nerve_stats {
     uint32_t lock_owner_tid; /* thread id of the holder, as the writers' PID
                                 namespace numbers it; 0: free (since 1.1) */
     uint32_t lock_flags;     /* NERVE_LOCK_* (since 1.1) */
-    uint32_t reserved0;
+    uint32_t flags;          /* NERVE_STAT_* (since 1.2) */
     uint64_t reserved[7]; /* zero; for fields added later (docs/abi.md) */
 };
+
+/* nerve_stats.flags: */
+#define NERVE_STAT_SUPERSEDED                                                  \
+    0x1u /* a writer grew the channel: its name names a larger successor     \
+            (nerve_chan_grow()); readers follow it when they have read all */
 
 /* nerve_stats.lock_flags: */
 #define NERVE_LOCK_OWNER_DIED                                                  \

@@ -7,8 +7,12 @@
 // data ring. Creating the channel marks the publisher "ready" in the
 // graph, which wakes the subscriptions that wait for the channel to
 // appear. A channel that already exists (another publisher's, `nerve ros2`'s,
-// a nerve program's) is used as it is when its type and encoding are
-// right, and refused with a clear error otherwise.
+// a nerve program's, an earlier run's) is used when its type and encoding
+// are right, and refused with a clear error otherwise. A message larger
+// than the channel holds grows it (nerve_chan_grow: a larger successor
+// under the same name, with every message present), up to
+// NERVE_RMW_MAX_DATA_SIZE; subscriptions, and publishers of other
+// processes, follow the successor (chan_make_room, chan_has_news).
 //
 // A typed publish serialises straight into a reservation in the ring (one
 // pass over the message, no staging buffer); a take deserialises straight
@@ -52,6 +56,57 @@ int chan_create_for(const std::string &name, const std::string &type,
     o.schema = schema.empty() ? nullptr : schema.c_str();
     o.schema_len = schema.size();
     return nerve_chan_create(name.c_str(), &o);
+}
+
+bool chan_has_news(nerve_chan *ch)
+{
+    struct nerve_stats st;
+    return nerve_chan_stat(ch, &st) == 0 &&
+           (st.head_seq > nerve_chan_cursor(ch) ||
+            (st.flags & NERVE_STAT_SUPERSEDED));
+}
+
+int chan_follow(nerve_chan **ch, const char *type, Retired *retired)
+{
+    if (nerve_chan_renamed(*ch) == 0)
+        return 0; // not superseded yet (a grower died before marking it)
+    nerve_chan *n = nullptr;
+    std::string why;
+    int r = chan_open_checked(nerve_chan_name(*ch), type, NERVE_O_READ, &n,
+                              &why);
+    if (r) {
+        fprintf(stderr, "rmw_nerve: cannot follow the grown channel '%s': %s\n",
+                nerve_chan_name(*ch), why.c_str());
+        return r;
+    }
+    // F2: a successor continues the sequence, so the cursor stays.
+    struct nerve_stats st;
+    uint64_t cur = nerve_chan_cursor(*ch);
+    if (nerve_chan_stat(n, &st) == 0 && st.head_seq >= cur)
+        nerve_chan_seek(n, cur);
+    retired->v.push_back(*ch);
+    *ch = n;
+    return 0;
+}
+
+uint64_t chan_max_data()
+{
+    uint64_t e = env_size("NERVE_RMW_MAX_DATA_SIZE");
+    return e ? e : (1ull << 30);
+}
+
+int chan_make_room(nerve_chan **ch, int r, uint64_t want, uint64_t slots)
+{
+    if (r == NERVE_ESUPERSEDED)
+        return nerve_chan_follow(ch);
+    if (r != NERVE_EMSGSIZE)
+        return r;
+    if (want > chan_max_data())
+        want = chan_max_data();
+    struct nerve_stats st;
+    if (nerve_chan_stat(*ch, &st) != 0 || want <= st.data_size)
+        return NERVE_EMSGSIZE; // no larger ring allowed
+    return nerve_chan_grow(ch, want, slots);
 }
 
 int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
@@ -193,10 +248,7 @@ bool sub_ready(Subscription *s)
 {
     if (!sub_open(s))
         return false;
-    struct nerve_stats st;
-    if (nerve_chan_stat(s->ch, &st) != 0)
-        return false;
-    return st.head_seq > nerve_chan_cursor(s->ch);
+    return chan_has_news(s->ch);
 }
 
 } // namespace rmw_nerve
@@ -219,12 +271,11 @@ uint64_t env_size(const char *name)
 }
 } // namespace rmw_nerve
 
-// Create (or find) the publisher's channel for a first message of `size`.
-static rmw_ret_t pub_channel(Publisher *p, size_t size)
+// The data ring for messages of `msg` bytes: 2 x depth x msg, at least
+// 64 KiB and at most 64 MiB unless one message needs more;
+// NERVE_RMW_DATA_SIZE sets the first channel's.
+static uint64_t ring_for(const Publisher *p, uint64_t msg)
 {
-    if (p->ch)
-        return RMW_RET_OK;
-    uint64_t msg = p->type.bounded ? p->type.max_size + 4 : size;
     uint64_t data = 2 * uint64_t(p->qos.depth) * msg;
     if (data < (64u << 10))
         data = 64u << 10;
@@ -232,6 +283,15 @@ static rmw_ret_t pub_channel(Publisher *p, size_t size)
         data = 64u << 20;
     if (data < 2 * msg)
         data = 2 * msg;
+    return data;
+}
+
+// Create (or find) the publisher's channel for a first message of `size`.
+static rmw_ret_t pub_channel(Publisher *p, size_t size)
+{
+    if (p->ch)
+        return RMW_RET_OK;
+    uint64_t data = ring_for(p, p->type.bounded ? p->type.max_size + 4 : size);
     if (uint64_t e = env_size("NERVE_RMW_DATA_SIZE"))
         data = e;
     int r = chan_create_for(p->chan_name, p->type.name, p->type.schema,
@@ -251,6 +311,31 @@ static rmw_ret_t pub_channel(Publisher *p, size_t size)
     return RMW_RET_OK;
 }
 
+// Room in p's channel for a message of `len` bytes: grown ahead when the
+// ring holds less than half of what ring_for() gives for this size, so
+// that the QoS depth's worth of history survives a growing message (a ring
+// that only fits it would overwrite the older ones), unless the user fixed
+// the ring (NERVE_RMW_DATA_SIZE); grown or followed when a put says so
+// (after = the put's error). 0, or the error.
+static int pub_room(Publisher *p, size_t len, int after)
+{
+    struct nerve_stats st;
+    if (!p->ring && nerve_chan_stat(p->ch, &st) == 0)
+        p->ring = st.data_size;
+    uint64_t want = ring_for(p, len);
+    int r = 0;
+    if (after)
+        r = chan_make_room(&p->ch, after, want, p->qos.depth);
+    else if (p->ring < want / 2 && !env_size("NERVE_RMW_DATA_SIZE") &&
+             want <= chan_max_data())
+        (void)chan_make_room(&p->ch, NERVE_EMSGSIZE, want, p->qos.depth);
+    else
+        return 0; // the hot path: no call at all
+    if (nerve_chan_stat(p->ch, &st) == 0)
+        p->ring = st.data_size;
+    return r;
+}
+
 static rmw_ret_t put_error(Publisher *p, int r, size_t len)
 {
     if (r == NERVE_EMSGSIZE) {
@@ -259,9 +344,10 @@ static rmw_ret_t put_error(Publisher *p, int r, size_t len)
         return fail(RMW_RET_ERROR,
                     "rmw_nerve: publish on '%s': a message of %zu bytes does "
                     "not fit channel '%s' (data ring %" PRIu64
-                    " bytes; set NERVE_RMW_DATA_SIZE, or remove the channel "
-                    "so that it is made again for this size)",
-                    p->topic.c_str(), len, p->chan_name.c_str(), st.data_size);
+                    " bytes), and growing it past NERVE_RMW_MAX_DATA_SIZE (%" PRIu64
+                    " bytes) is refused",
+                    p->topic.c_str(), len, p->chan_name.c_str(), st.data_size,
+                    chan_max_data());
     }
     return fail(RMW_RET_ERROR, "rmw_nerve: publish on '%s': %s",
                 p->topic.c_str(), nerve_strerror(r));
@@ -365,7 +451,13 @@ rmw_ret_t rmw_publish(const rmw_publisher_t *pub, const void *msg,
     if (rr != RMW_RET_OK)
         return rr;
     void *dst = nullptr;
-    int r = nerve_chan_reserve(p->ch, len, NERVE_FOREVER, &dst, 0);
+    int r = pub_room(p, len, 0);
+    for (int tries = 0;
+         r == 0 &&
+         (r = nerve_chan_reserve(p->ch, len, NERVE_FOREVER, &dst, 0)) != 0 &&
+         tries < 8;
+         tries++)
+        r = pub_room(p, len, r);
     if (r)
         return put_error(p, r, len);
     long n = serialize(p->type, msg, dst, len);
@@ -394,9 +486,16 @@ rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *pub,
     rmw_ret_t rr = pub_channel(p, m->buffer_length);
     if (rr != RMW_RET_OK)
         return rr;
-    int r = nerve_chan_put(p->ch, m->buffer, m->buffer_length, NERVE_FOREVER,
-                           nullptr, 0);
-    return r ? put_error(p, r, m->buffer_length) : RMW_RET_OK;
+    size_t len = m->buffer_length;
+    int r = pub_room(p, len, 0);
+    for (int tries = 0;
+         r == 0 &&
+         (r = nerve_chan_put(p->ch, m->buffer, len, NERVE_FOREVER, nullptr,
+                             0)) != 0 &&
+         tries < 8;
+         tries++)
+        r = pub_room(p, len, r);
+    return r ? put_error(p, r, len) : RMW_RET_OK;
 }
 
 rmw_ret_t rmw_publisher_count_matched_subscriptions(const rmw_publisher_t *pub,
@@ -577,6 +676,9 @@ static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
         int r = nerve_chan_view(s->ch, 0, 0, &v, NERVE_GET_NEXT);
         if (r == NERVE_EAGAIN)
             return RMW_RET_OK;
+        if (r == NERVE_ESUPERSEDED &&
+            chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
+            continue; // the publisher grew the channel: read on there
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
                         s->topic.c_str(), nerve_strerror(r));
@@ -669,6 +771,9 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *sub,
         }
         if (r == NERVE_EAGAIN)
             return RMW_RET_OK;
+        if (r == NERVE_ESUPERSEDED &&
+            chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
+            continue; // the publisher grew the channel: read on there
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
                         s->topic.c_str(), nerve_strerror(r));

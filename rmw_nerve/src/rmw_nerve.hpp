@@ -293,10 +293,27 @@ struct Publisher {
     QosEvents bad_qos;
     std::mutex mu; // one put at a time per handle
     nerve_chan *ch = nullptr;
+    uint64_t ring = 0; // [mu] ch's data ring bytes
     std::set<std::string> other_types;  // [mu] endpoints seen with another type
     size_t other_types_reported = 0;    // [mu]
     uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
     LoanPoolPtr loans;                  // loan.cpp
+};
+
+// The handles a reader left for a successor (chan_follow): another thread's
+// rmw_wait may still sleep on one, so they are closed only with their
+// entity. Each growth at least doubles the ring, so they map at most as
+// much again as the newest channel.
+struct Retired {
+    std::vector<nerve_chan *> v;
+    Retired() = default;
+    Retired(const Retired &) = delete;
+    Retired &operator=(const Retired &) = delete;
+    ~Retired()
+    {
+        for (nerve_chan *c : v)
+            nerve_chan_close(c);
+    }
 };
 
 struct Subscription {
@@ -309,6 +326,7 @@ struct Subscription {
     // multi-threaded executor takes in worker threads while another waits.
     std::mutex mu;
     nerve_chan *ch = nullptr;
+    Retired retired;      // [mu] channels ch followed away from
     bool refused = false; // the channel under the name is not this topic's
     uint64_t lost_total = 0, lost_reported = 0;
     uint64_t corrupt = 0;
@@ -349,6 +367,21 @@ int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
 int chan_create_for(const std::string &name, const std::string &type,
                     const std::string &schema, uint64_t slots,
                     uint64_t data_size);
+// F2 for a reader of `type` whose *ch said NERVE_ESUPERSEDED: open the
+// name again (the type checked as at first), keep the cursor, retire the
+// old handle. 0, or the error (*ch unchanged).
+int chan_follow(nerve_chan **ch, const char *type, Retired *retired);
+// GROWTH (src/chan_open.c, nerve_chan_grow): whether *ch has something for
+// its reader, a new message or a successor to follow.
+bool chan_has_news(nerve_chan *ch);
+// After a put or reserve on *ch failed with `r`: follow the successor
+// another writer made (NERVE_ESUPERSEDED), or grow *ch to a data ring of
+// `want` bytes and at least `slots` slots (NERVE_EMSGSIZE), refusing more
+// than NERVE_RMW_MAX_DATA_SIZE (default 1 GiB). 0: put again; else the
+// error (*ch is then unchanged and usable).
+int chan_make_room(nerve_chan **ch, int r, uint64_t want, uint64_t slots);
+// The most a channel of rmw_nerve may grow to (NERVE_RMW_MAX_DATA_SIZE).
+uint64_t chan_max_data();
 
 // ---- services (service.cpp) ------------------------------------------------
 

@@ -70,6 +70,7 @@ struct Service {
     rmw_qos_profile_t qos{};
     rmw_gid_t gid{};
     nerve_chan *req = nullptr, *rep = nullptr;
+    Retired retired; // requests' channels req followed away from
     std::mutex mu;
 };
 
@@ -80,15 +81,14 @@ struct Client {
     rmw_qos_profile_t qos{};
     rmw_gid_t gid{};
     nerve_chan *req = nullptr, *rep = nullptr;
+    Retired retired; // replies' channels rep followed away from
     int64_t next_seq = 1;
     std::mutex mu;
 };
 
 bool srv_ready(Service *s)
 {
-    struct nerve_stats st;
-    return nerve_chan_stat(s->req, &st) == 0 &&
-           st.head_seq > nerve_chan_cursor(s->req);
+    return chan_has_news(s->req);
 }
 
 static bool cli_open(Client *c)
@@ -109,9 +109,7 @@ bool cli_ready(Client *c)
 {
     if (!cli_open(c))
         return false;
-    struct nerve_stats st;
-    return nerve_chan_stat(c->rep, &st) == 0 &&
-           st.head_seq > nerve_chan_cursor(c->rep);
+    return chan_has_news(c->rep);
 }
 
 nerve_chan *srv_chan(Service *s)
@@ -139,20 +137,34 @@ static uint64_t ring_bytes(const MsgType &t)
     return d;
 }
 
-// Put header + CDR of msg into ch.
-static rmw_ret_t put_framed(nerve_chan *ch, const MsgType &t,
+// Put header + CDR of msg into *ch, growing it (64 such messages, at
+// least twice its ring) when the message does not fit.
+static rmw_ret_t put_framed(nerve_chan **chp, const MsgType &t,
                             const uint8_t *gid, int64_t seq, const void *msg,
                             const std::string &what)
 {
     size_t len = kHdr + serialized_size(t, msg);
     void *dst = nullptr;
-    int r = nerve_chan_reserve(ch, len, NERVE_FOREVER, &dst, 0);
+    int r;
+    for (int tries = 0;
+         (r = nerve_chan_reserve(*chp, len, NERVE_FOREVER, &dst, 0)) != 0 &&
+         tries < 8;
+         tries++) {
+        struct nerve_stats st {};
+        (void)nerve_chan_stat(*chp, &st);
+        uint64_t want = 64 * uint64_t(len) > 2 * st.data_size
+                            ? 64 * uint64_t(len)
+                            : 2 * st.data_size;
+        if ((r = chan_make_room(chp, r, want, st.slots)) != 0)
+            break;
+    }
+    nerve_chan *ch = *chp;
     if (r == NERVE_EMSGSIZE)
         return fail(RMW_RET_ERROR,
-                    "rmw_nerve: %s: %zu bytes do not fit channel '%s' (set "
-                    "NERVE_RMW_SERVICE_SIZE before the server starts, or "
-                    "remove the channel)",
-                    what.c_str(), len, nerve_chan_name(ch));
+                    "rmw_nerve: %s: %zu bytes do not fit channel '%s', and "
+                    "growing it past NERVE_RMW_MAX_DATA_SIZE (%" PRIu64
+                    " bytes) is refused",
+                    what.c_str(), len, nerve_chan_name(ch), chan_max_data());
     if (r)
         return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
                     nerve_strerror(r));
@@ -175,17 +187,21 @@ static rmw_ret_t put_framed(nerve_chan *ch, const MsgType &t,
 }
 
 // Take the next message of ch addressed to `want` (any when NULL).
-static rmw_ret_t take_framed(nerve_chan *ch, const MsgType &t,
-                             const uint8_t *want, void *msg,
+static rmw_ret_t take_framed(nerve_chan **chp, Retired *retired,
+                             const MsgType &t, const uint8_t *want, void *msg,
                              rmw_service_info_t *hdr, bool *taken,
                              const std::string &what)
 {
     *taken = false;
     for (int attempt = 0; attempt < 1024; attempt++) {
         struct nerve_view v;
+        nerve_chan *ch = *chp;
         int r = nerve_chan_view(ch, 0, 0, &v, NERVE_GET_NEXT);
         if (r == NERVE_EAGAIN)
             return RMW_RET_OK;
+        if (r == NERVE_ESUPERSEDED &&
+            chan_follow(chp, t.name.c_str(), retired) == 0)
+            continue; // the other side grew the channel: read on there
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
                         nerve_strerror(r));
@@ -367,7 +383,7 @@ rmw_ret_t rmw_send_request(const rmw_client_t *cli, const void *req,
                     c->name.c_str(),
                     why.empty() ? "no reply channel" : why.c_str());
     int64_t s = c->next_seq;
-    rmw_ret_t r = put_framed(c->req, c->t.req, c->gid.data, s, req,
+    rmw_ret_t r = put_framed(&c->req, c->t.req, c->gid.data, s, req,
                              "request to '" + c->name + "'");
     if (r == RMW_RET_OK) {
         c->next_seq++;
@@ -383,7 +399,7 @@ rmw_ret_t rmw_take_request(const rmw_service_t *srv, rmw_service_info_t *hdr,
     if (!hdr || !req || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Service *>(srv->data);
-    return take_framed(s->req, s->t.req, nullptr, req, hdr, taken,
+    return take_framed(&s->req, &s->retired, s->t.req, nullptr, req, hdr, taken,
                        "service '" + s->name + "'");
 }
 
@@ -395,7 +411,7 @@ rmw_ret_t rmw_send_response(const rmw_service_t *srv, rmw_request_id_t *id,
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Service *>(srv->data);
     std::lock_guard<std::mutex> lk(s->mu);
-    return put_framed(s->rep, s->t.rep, id->writer_guid, id->sequence_number,
+    return put_framed(&s->rep, s->t.rep, id->writer_guid, id->sequence_number,
                       rep, "reply of '" + s->name + "'");
 }
 
@@ -409,7 +425,8 @@ rmw_ret_t rmw_take_response(const rmw_client_t *cli, rmw_service_info_t *hdr,
     *taken = false;
     if (!cli_open(c))
         return RMW_RET_OK;
-    return take_framed(c->rep, c->t.rep, c->gid.data, rep, hdr, taken,
+    return take_framed(&c->rep, &c->retired, c->t.rep, c->gid.data, rep, hdr,
+                       taken,
                        "client of '" + c->name + "'");
 }
 

@@ -631,5 +631,82 @@ def role_action_client(mode):
     rclpy.shutdown()
 
 
+GROW_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+def _grow_msgs(kind):
+    """(message, size tag) in growing order: an Image 100 B to 4 MB, a
+    PointCloud2 1 kB to 8 MB, a Path of 0 to 10,000 poses."""
+    if kind == "image":
+        from sensor_msgs.msg import Image
+        for i, n in enumerate([100, 1000, 100_000, 1_000_000, 4_000_000]):
+            m = Image(height=1, width=n, encoding="mono8", step=n)
+            m.header.frame_id = str(i)
+            m.data = bytes([i + 1]) * n
+            yield m, n
+    elif kind == "cloud":
+        from sensor_msgs.msg import PointCloud2
+        for i, n in enumerate([1000, 10_000, 100_000, 1_000_000, 8_000_000]):
+            m = PointCloud2(height=1, width=n // 16, point_step=16, row_step=n)
+            m.header.frame_id = str(i)
+            m.data = bytes([i + 1]) * n
+            yield m, n
+    else:
+        from geometry_msgs.msg import PoseStamped
+        from nav_msgs.msg import Path as NavPath
+        for i, n in enumerate(range(0, 10_001, 2000)):
+            m = NavPath()
+            m.header.frame_id = str(i)
+            m.poses = [PoseStamped() for _ in range(n)]
+            for k, ps in enumerate(m.poses):
+                ps.pose.position.x = float(k)
+            yield m, n
+
+
+def _grow_size(kind, m):
+    return len(m.poses) if kind == "path" else len(m.data)
+
+
+def role_grow_pub(kind, subs):
+    rclpy.init()
+    n = Node("grow_pub")
+    msgs = list(_grow_msgs(kind))
+    p = n.create_publisher(type(msgs[0][0]), "/grow", GROW_QOS)
+    spin_until(n, lambda: p.get_subscription_count() >= int(subs))
+    say("ready")
+    for m, _ in msgs:
+        p.publish(m)
+        spin_until(n, lambda: False, limit=0.05)
+    say({"published": [size for _, size in msgs]})
+    sys.stdin.readline()  # the late joiner reads the history meanwhile
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def role_grow_sub(kind, count):
+    """Every message of /grow, in order: (frame_id, size, content ok)."""
+    rclpy.init()
+    n = Node("grow_sub")
+    cls = type(next(_grow_msgs(kind))[0])
+    got = []
+
+    def cb(m):
+        size = _grow_size(kind, m)
+        i = int(m.header.frame_id)
+        if kind == "path":
+            ok = all(ps.pose.position.x == float(k) for k, ps in enumerate(m.poses))
+        else:
+            ok = bytes(m.data) == bytes([i + 1]) * size
+        got.append([i, size, ok])
+
+    n.create_subscription(cls, "/grow", cb, GROW_QOS)
+    say("ready")
+    spin_until(n, lambda: len(got) >= int(count), limit=60.0)
+    say({"got": got})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 if __name__ == "__main__":
     globals()["role_" + sys.argv[1]](*sys.argv[2:])

@@ -334,6 +334,54 @@ def test_action_server_killed_is_reported(domain, monkeypatch):
     assert not r["result_done"]
 
 
+@pytest.mark.parametrize("kind", ["image", "cloud", "path"])
+def test_messages_that_grow(domain, kind):
+    """A topic whose messages grow (Image 100 B to 4 MB, PointCloud2 1 kB to
+    8 MB, Path 0 to 10,000 poses): every one is published (the channel
+    grows), received in order by a subscriber that was there from the start
+    and by a transient-local late joiner after the growth, and the channel
+    left under the name holds the largest."""
+    sub = node(domain, "grow_sub", kind, "6" if kind == "path" else "5")
+    expect(sub, "ready")
+    pub = node(domain, "grow_pub", kind, "1")
+    try:
+        expect(pub, "ready")
+        published = json.loads(expect(pub, "published"))["published"]
+        got = result(sub)["got"]
+        late = node(domain, "grow_sub", kind, str(len(published)))
+        expect(late, "ready")
+        late_got = result(late)["got"]
+        st = nerve.stat(f"ros2-d{domain}.grow")
+    finally:
+        pub.kill()
+        pub.communicate()
+    want = [[i, n, True] for i, n in enumerate(published)]
+    assert got == want, f"the subscriber got {got}"
+    assert late_got == want, f"the late joiner got {late_got}"
+    # Grown from the first message's 64 KiB to hold the largest twice.
+    largest = 10_000 * 64 if kind == "path" else max(published)
+    assert st.data_size >= 2 * largest
+
+
+def test_a_leftover_small_channel_grows(domain):
+    """An earlier run's channel, made for small messages, is grown for
+    larger ones rather than "used as it is"."""
+    nerve.create(f"ros2-d{domain}.grow", slots=10, size=65536, type="sensor_msgs/msg/Image",
+                 encoding="cdr")
+    sub = node(domain, "grow_sub", "image", "5")
+    expect(sub, "ready")
+    pub = node(domain, "grow_pub", "image", "1")
+    try:
+        expect(pub, "ready")
+        json.loads(expect(pub, "published"))
+        got = result(sub)["got"]
+    finally:
+        pub.kill()
+        pub.communicate()
+    assert [g[1] for g in got] == [100, 1000, 100_000, 1_000_000, 4_000_000]
+    assert all(g[2] for g in got)
+
+
 def test_graph_changes_and_kill(domain):
     watcher = node(domain, "graph")
     expect(watcher, "ready")

@@ -167,7 +167,7 @@ pub struct nerve_stats {
     pub creator_version: u32,
     pub lock_owner_tid: u32,
     pub lock_flags: u32,
-    pub reserved0: u32,
+    pub flags: u32,
     pub reserved: [u64; 7],
 }
 
