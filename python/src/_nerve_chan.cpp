@@ -1039,6 +1039,56 @@ void bind_chan(nb::module_ &m)
              "Close the handle. Buffers still exported from views keep the "
              "mapping alive until they are released.")
         .def(
+            "grow",
+            [](Chan &ch, uint64_t size, uint64_t slots) {
+                nerve_chan *c = ch.use();
+                if (ch.exports || ch.reserved)
+                    raise_nerve(NERVE_EBUSY, ch.name.c_str(),
+                                "views or a reservation of this handle are "
+                                "still alive; release them before growing");
+                int rc = nerve_chan_grow(&c, size, slots);
+                if (rc != 0)
+                    raise_nerve(rc, ch.name.c_str());
+                ch.c = c;
+            },
+            "size"_a, "slots"_a = 0,
+            "Replace the channel with a larger successor under the same name "
+            "(at least `size` data ring bytes and `slots` slots), holding "
+            "every message present with its sequence number; this handle "
+            "then writes the successor, and readers of the old channel get "
+            "nerve.Superseded once they have read all of it "
+            "(nerve_chan_grow); Channel.follow() follows it by itself.")
+        .def(
+            "follow_successor",
+            [](Chan &ch) {
+                nerve_chan *c = ch.use();
+                if (ch.exports || ch.reserved)
+                    raise_nerve(NERVE_EBUSY, ch.name.c_str(),
+                                "views or a reservation of this handle are "
+                                "still alive; release them before following");
+                nerve_chan *before = c;
+                int rc = nerve_chan_follow(&c);
+                if (rc != 0)
+                    raise_nerve(rc, ch.name.c_str());
+                ch.c = c;
+                return c != before;
+            },
+            "After nerve.Superseded: reopen the name (a writer grew the "
+            "channel) keeping this handle's place, so that the next get "
+            "returns the next message. Returns whether the handle moved "
+            "(False while the name still names this channel).")
+        .def(
+            "renamed",
+            [](Chan &ch) {
+                int rc = nerve_chan_renamed(ch.use());
+                if (rc < 0 && rc != NERVE_ENOENT)
+                    raise_nerve(rc, ch.name.c_str());
+                return rc != 0;
+            },
+            "Whether the channel's name now names another file, or none (a "
+            "successor whose grower died before marking this channel: "
+            "follow_successor() moves there).")
+        .def(
             "cancel",
             [](Chan &ch) {
                 if (ch.c) {

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import List, Tuple
 
@@ -93,6 +94,29 @@ def test_echo_pub_json(name) -> None:
     assert [json.loads(x)["value"]["x"] for x in lines] == [1.5, 2]
     with nerve.open(ch) as r:
         assert json.loads(r.get(seq=1).data) == {"x": 1.5, "tags": ["a", "b"], "ok": True}
+
+
+def test_echo_follows_a_channel_that_grows(name) -> None:
+    """`nerve echo` waiting on a channel that a writer grows (GROWTH) goes
+    on with the successor: every message, in order, then the large one."""
+    ch = name("grows")
+    w = nerve.create(ch, slots=16, size=4096, type="demo.Blob", encoding="json")
+    w.put(json.dumps({"n": 1}).encode())
+    echo = subprocess.Popen([NERVE, "echo", ch, "--all", "--count", "3", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # into its wait on the small channel (a later start also passes)
+        w.grow(1 << 16)
+        w.put(json.dumps({"n": 2}).encode())
+        w.put(json.dumps({"n": 3, "pad": "x" * 20_000}).encode())
+        out, err = echo.communicate(timeout=60)
+    finally:
+        echo.kill()
+        w.close()
+    assert echo.returncode == 0, err
+    values = [json.loads(x)["value"] for x in out.splitlines()]
+    assert [v["n"] for v in values] == [1, 2, 3]
+    assert len(values[2]["pad"]) == 20_000
 
 
 def _pose_descriptor_set() -> bytes:

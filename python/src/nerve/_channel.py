@@ -403,12 +403,17 @@ class Channel(_nerve.Chan):
         were overwritten before this reader got to them) or only the newest
         (``newest=True``, skipping what arrived meanwhile). The iteration
         ends when no message arrives within ``timeout`` seconds (None: never
-        ends); Ctrl-C interrupts it. ``spin`` and ``lead`` as :meth:`get`."""
+        ends); Ctrl-C interrupts it. ``spin`` and ``lead`` as :meth:`get`.
+        A channel that a writer grows (:meth:`grow`) is followed to its
+        successor without losing the place."""
         while True:
             try:
                 msg = self.get(newest=newest, wait=True, timeout=timeout, spin=spin, lead=lead)
             except _errors.Timeout:
                 return
+            except _errors.Superseded:
+                self.follow_successor()
+                continue
             if msg is not None:
                 yield msg
 

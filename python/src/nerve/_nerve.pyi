@@ -86,6 +86,12 @@ class Chan:
         """Undo cancel()."""
     def seek(self, seq: int) -> None:
         """Set the cursor: the next get() returns message seq + 1."""
+    def grow(self, size: int, slots: int = 0) -> None:
+        """Replace the channel with a larger successor under its name."""
+    def follow_successor(self) -> bool:
+        """After Superseded: reopen the name, keeping this handle's place."""
+    def renamed(self) -> bool:
+        """Whether the name now names another file, or none."""
     @property
     def cursor(self) -> int:
         """Sequence number of the last message get() or view() returned."""

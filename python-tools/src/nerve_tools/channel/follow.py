@@ -29,7 +29,9 @@ def follow(ch: nerve.Channel, *, start: str = "now", newest: bool = False,
     """Messages as they arrive. ``start``: "now" (messages committed from
     now on), "all" (from the oldest still present), "newest" (the newest
     present first). ``newest``: only the newest at each wake-up. Ends (by
-    raising nerve.Timeout) after ``timeout`` seconds without a message."""
+    raising nerve.Timeout) after ``timeout`` seconds without a message.
+    A channel that a writer grows is followed to its successor, in order
+    (nerve.Superseded)."""
     head = ch.stat().head_seq
     if start == "now":
         ch.seek(head)
@@ -38,7 +40,11 @@ def follow(ch: nerve.Channel, *, start: str = "now", newest: bool = False,
         if msg is not None:
             yield msg
     while True:
-        msg = ch.get(newest=newest, wait=True, timeout=timeout)
+        try:
+            msg = ch.get(newest=newest, wait=True, timeout=timeout)
+        except nerve.Superseded:
+            ch.follow_successor()
+            continue
         if msg is not None:
             yield msg
 

@@ -282,7 +282,11 @@ class Recorder:
         n = 0
         st = self.stats[name]
         while limit is None or n < limit:
-            msg = src.ch.get()
+            try:
+                msg = src.ch.get()
+            except nerve.Superseded:  # a writer grew it: on to the successor
+                src.ch.follow_successor()
+                continue
             if msg is None:
                 break
             if self.split_bytes or self.split_seconds:
