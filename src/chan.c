@@ -317,6 +317,9 @@ void nerve__grow_copy(const nerve_chan *c, struct nerve__shm_hdr *nh,
         nerve__store_rlx(&nh->desc_seq, s);
         pos = round_up(pos + len, NERVE__MSG_ALIGN);
     }
+    /* The channel's identity for tools (nerve_stats.created_ns) stays: a
+     * successor is the same channel, grown. */
+    nh->created_ns = h->created_ns;
     /* The sequence continues: the successor's next message is head + 1. */
     nerve__store_rlx(&nh->head, head);
     nerve__store_rlx(&nh->tail, from <= head ? from : head + 1);

@@ -34,11 +34,13 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import Imu, PointCloud2, PointField
 from std_msgs.msg import String
 
-TYPES = {"String": String, "Imu": Imu, "PointCloud2": PointCloud2}
+TYPES = {"String": String, "Imu": Imu, "PointCloud2": PointCloud2, "Growing": String}
 CLOUD_POINTS = 65536  # 16-byte points: 1 MiB of data
 
 
 def make(kind: str, i: int):
+    if kind == "Growing":  # 10 B, then over 1 MiB: the channel must grow
+        return String(data=f"hello {i} " + "!" * (i and 1_100_000 + 100_000 * i))
     if kind == "String":
         m = String()
         m.data = f"hello {i}" + "!" * (i % 4)  # lengths that need padding and not
@@ -72,7 +74,7 @@ def make(kind: str, i: int):
 
 
 def index_of(kind: str, m) -> int:
-    if kind == "String":
+    if kind in ("String", "Growing"):
         return int(m.data.split()[1].rstrip("!"))
     return int(m.header.stamp.sec)
 

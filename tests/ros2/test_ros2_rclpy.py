@@ -243,6 +243,27 @@ def test_from_ros(r2: Ros2Env, name, distro: str) -> None:
         assert f"-> {c}: {N} received, {N} put" in br.output, br.output
 
 
+def test_from_ros_grows_the_channel(r2: Ros2Env, name) -> None:
+    """A topic whose samples outgrow the channel made for the first one:
+    the bridge grows it (within --max-channel-size) and every sample
+    arrives, in order, whole."""
+    need_distro("jazzy")
+    c = name("grow")
+    br = r2.bridge(f"--from-ros={topic(c)}:{c}")
+    pub = r2.rclpy("jazzy", "pub", f"{topic(c)}:Growing", "--count", "3", "--period", "0.3",
+                   "--timeout", "120", gate=True)
+    r2.open_gate(br, [topic(c)])
+    assert pub.json(150)["matched"], pub.output
+    msgs = read_all(c)
+    assert br.stop() == 0
+    sizes = [len(m.data) for m in msgs]
+    # The first sample made a 1 MiB ring (the smallest); the others need more.
+    assert len(msgs) == 3 and sizes == sorted(sizes) and sizes[1] > 1 << 20, (sizes, br.output)
+    assert [bytes(m.data)[8:16] for m in msgs] == [b"hello 0 ", b"hello 1 ", b"hello 2 "]
+    assert "grew channel" in br.output, br.output
+    assert f"-> {c}: 3 received, 3 put" in br.output, br.output
+
+
 def test_latch_late_joiner(r2: Ros2Env, name) -> None:
     """--latch: a transient-local subscriber that comes after the messages
     gets the newest one, a volatile one gets nothing old."""

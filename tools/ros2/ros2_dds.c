@@ -21,7 +21,9 @@
  * the channel, committed at the sample's source time translated to
  * CLOCK_MONOTONIC (nerve_chan_commit_at keeps ring times ordered). The
  * channel is created on the first sample, sized from it within the
- * --max-channel-size / --max-import-total bounds.
+ * --max-channel-size / --max-import-total bounds, and grown (GROWTH in
+ * src/chan_open.c) within them when a later sample is larger; exporters
+ * follow a channel that a writer grew.
  *
  * No loops. (1) Readers ignore this participant's writers (ignore local).
  * (2) Every writer of a nerve bridge says in its user data which /dev/shm
@@ -305,6 +307,8 @@ struct importer {
     dds_entity_t rd;
     dds_guid_t gid;
     nerve_chan *w; /* opened on the first sample */
+    int counted;   /* w was made by this bridge: its bytes count in
+                      --max-import-total */
     uint64_t data_size;
     struct own *own;
     atomic_int disabled; /* a fatal problem for this topic was reported
@@ -560,6 +564,18 @@ static void *export_run(void *arg)
         if (rc == NERVE_ECANCELED) {
             break;
         }
+        if (rc == NERVE_ESUPERSEDED) {
+            /* A writer grew the channel: on with its successor, in order
+             * (under `lock`, against export_stop()'s cancel). */
+            pthread_mutex_lock(&lock);
+            if (!atomic_load(&e->quit)) {
+                rc = nerve_chan_follow(&e->c);
+            }
+            pthread_mutex_unlock(&lock);
+            if (rc == 0) {
+                continue;
+            }
+        }
         if (rc != 0) {
             say("to-ros %s: read failed: %s", e->chan, nerve_strerror(rc));
             struct timespec ts = {0, WAIT_NS};
@@ -633,8 +649,10 @@ static int export_topic(const char *name, char *topic, size_t len)
 
 static void export_stop(struct exporter *e)
 {
+    pthread_mutex_lock(&lock); /* e->c may be following a growth */
     atomic_store(&e->quit, 1);
     nerve_chan_cancel(e->c);
+    pthread_mutex_unlock(&lock);
     pthread_join(e->th, NULL);
     dds_delete(e->wr);
     e->wr = 0;
@@ -983,6 +1001,7 @@ static int import_open(struct importer *im, size_t len)
         if (rc == 0 || rc == NERVE_EEXIST) {
             if (rc == 0) {
                 atomic_fetch_add(&import_total, size);
+                im->counted = 1;
                 say("from-ros %s: created channel %s (%" PRIu64
                     " slots, %" PRIu64 " bytes)%s",
                     im->topic, im->chan, slots, size,
@@ -1015,6 +1034,44 @@ static int import_open(struct importer *im, size_t len)
     return 0;
 }
 
+/* A sample of `len` bytes larger than the channel of `im`: grow the channel
+ * (nerve_chan_grow: a larger successor under the name, every message
+ * kept; readers follow it) to the size a first sample of `len` would have
+ * got, within --max-channel-size and, for a channel this bridge made,
+ * --max-import-total. 0, or -1 (the sample is dropped and counted). */
+static int import_grow(struct importer *im, size_t len)
+{
+    uint64_t slots, size;
+    default_geometry(len, &slots, &size);
+    if (size < 2 * im->data_size) {
+        size = 2 * im->data_size;
+    }
+    if (size < len) {
+        size = len;
+    }
+    uint64_t grown = size - im->data_size;
+    if (size > opt.max_chan ||
+        (im->counted && atomic_load(&import_total) + grown > opt.max_total)) {
+        return -1;
+    }
+    int rc = nerve_chan_grow(&im->w, size, 0);
+    if (rc != 0) {
+        say("error: from-ros %s: cannot grow channel %s: %s", im->topic,
+            im->chan, nerve_strerror(rc));
+        return -1;
+    }
+    struct nerve_stats st;
+    uint64_t now = nerve_chan_stat(im->w, &st) == 0 ? st.data_size : size;
+    if (im->counted) {
+        atomic_fetch_add(&import_total, now - im->data_size);
+    }
+    say("from-ros %s: grew channel %s from %" PRIu64 " to %" PRIu64
+        " bytes for a message of %zu",
+        im->topic, im->chan, im->data_size, now, len);
+    im->data_size = now;
+    return len > now ? -1 : 0;
+}
+
 static void import_deliver(struct importer *im, struct ddsi_serdata *sd,
                            const dds_sample_info_t *si)
 {
@@ -1024,16 +1081,26 @@ static void import_deliver(struct importer *im, struct ddsi_serdata *sd,
     if (im->disabled || (im->w == NULL && import_open(im, len) != 0)) {
         return;
     }
-    if (len > im->data_size) {
+    if (len > im->data_size && import_grow(im, len) != 0) {
         if (im->too_big++ == 0) {
             say("error: from-ros %s: a message of %zu bytes is larger than "
-                "channel %s (%" PRIu64 " bytes); dropped (counted)",
-                im->topic, len, im->chan, im->data_size);
+                "channel %s (%" PRIu64 " bytes) and may not grow it "
+                "(--max-channel-size %" PRIu64 ", --max-import-total %" PRIu64
+                "); dropped (counted)",
+                im->topic, len, im->chan, im->data_size, opt.max_chan,
+                opt.max_total);
         }
         return;
     }
     void *p;
     int rc = nerve_chan_reserve(im->w, len, 100000000LL, &p, 0);
+    if (rc == NERVE_ESUPERSEDED && nerve_chan_follow(&im->w) == 0) {
+        struct nerve_stats fs; /* another writer grew it */
+        im->data_size = nerve_chan_stat(im->w, &fs) == 0 ? fs.data_size : 0;
+        rc = len > im->data_size ? NERVE_EMSGSIZE
+                                 : nerve_chan_reserve(im->w, len, 100000000LL,
+                                                      &p, 0);
+    }
     if (rc != 0) {
         if (im->errors++ == 0) {
             say("error: from-ros %s: put into %s failed: %s", im->topic,
