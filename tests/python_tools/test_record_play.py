@@ -249,6 +249,34 @@ def test_play_selection_window_rename_and_created_metadata(name, tmp_path: Path)
     assert "/robot/pose\trobot.pose\t10 messages\tdemo.Pose\tjson" in r.stdout
 
 
+def test_play_grows_a_channel_too_small_for_the_recording(name, tmp_path: Path) -> None:
+    """A channel left by an earlier run, smaller than the recording's largest
+    message: play grows it (GROWTH) rather than refusing, and a reader of
+    the small channel follows to every message."""
+    path = tmp_path / "big.mcap"
+    with open(path, "wb") as f:
+        w = Writer(f)
+        w.start()
+        js = schemas.json_schema("demo.Blob", {"type": "object"})
+        cid = w.register_channel("/blob", "json", w.register_schema(js.name, js.encoding, js.text))
+        for i, n in enumerate([10, 50_000, 200_000]):
+            w.add_message(cid, log_time=1000 + i, publish_time=1000 + i, sequence=i,
+                          data=schemas.encode_json({"i": i, "pad": "x" * n}))
+        w.finish()
+    target = name("blob")
+    nerve.create(target, slots=8, size=4096, type="demo.Blob", encoding="json").close()
+    reader = nerve.open(target)
+    r = subprocess.run([tool("play"), str(path), "--rename", f"/blob={target}", "--fast"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"grew channel {target}" in r.stderr
+    got = [m for m in reader.follow(timeout=0.5)]
+    reader.close()
+    assert [m.seq for m in got] == [1, 2, 3]
+    assert [len(schemas.decode_json(m.data)["pad"]) for m in got] == [10, 50_000, 200_000]
+    assert nerve.stat(target).data_size >= 2 * 200_000
+
+
 def test_play_rate_and_loop(name, tmp_path: Path) -> None:
     path = tmp_path / "foreign.mcap"
     _foreign_mcap(path)

@@ -170,10 +170,15 @@ class Player:
             ch = nerve.open(t.name, write=True)
         size = ch.stat().data_size
         if size < t.largest:
-            ch.close()
-            raise ValueError(f"channel {t.name!r} exists with a data ring of {size} bytes, "
-                             f"smaller than its largest message ({t.largest} bytes); "
-                             "remove it or --rename")
+            # An existing channel too small for the recording grows (a larger
+            # successor under its name; its readers follow it).
+            try:
+                ch.grow(need)
+            except nerve.Error:
+                ch.close()
+                raise
+            print(f"{PROG}: grew channel {t.name} from {size} to {ch.stat().data_size} bytes "
+                  f"for its largest message ({t.largest} bytes)", file=sys.stderr)
         t.ch = ch
 
     def close(self) -> None:
@@ -209,7 +214,11 @@ class Player:
             # counted, so an interrupted pass counts exactly what it put.
             held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
             try:
-                t.ch.put(msg.data)
+                try:
+                    t.ch.put(msg.data)
+                except nerve.Superseded:  # another writer grew it meanwhile
+                    t.ch.follow_successor()
+                    t.ch.put(msg.data)
                 n += 1
                 self.played += 1
             finally:
