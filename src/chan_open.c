@@ -1281,8 +1281,9 @@ int nerve_chan_grow(nerve_chan **cp, uint64_t data_size, uint64_t slots)
         r = grow_swap(c, &t, &g);
     nerve__shm_tmp_discard(&t);
     if (r == NERVE_EPERM)
-        nerve__detail(r, "only the channel's owner (uid %u) or root may "
-                         "replace it with a larger one",
+        nerve__detail(r,
+                      "only the channel's owner (uid %u) or root may "
+                      "replace it with a larger one",
                       (unsigned)st.st_uid);
     if (r == 0 || r == NERVE_ESUPERSEDED)
         r = nerve_chan_follow(cp);

@@ -205,7 +205,7 @@ struct nerve_stats {
                                 namespace numbers it; 0: free (since 1.1) */
     uint32_t lock_flags;     /* NERVE_LOCK_* (since 1.1) */
     uint32_t flags;          /* NERVE_STAT_* (since 1.2) */
-    uint64_t reserved[7]; /* zero; for fields added later (docs/abi.md) */
+    uint64_t reserved[7];    /* zero; for fields added later (docs/abi.md) */
 };
 
 /* nerve_stats.flags: */
@@ -336,9 +336,8 @@ NERVE_API int nerve_chan_close(nerve_chan *c);
  * Thread: no other call on this handle may run.  Blocking: file system
  * calls; grow copies the ring under the writer lock.  RT: not safe.
  * Signal: not safe. */
-NERVE_NODISCARD NERVE_API int nerve_chan_grow(nerve_chan **c,
-                                              uint64_t data_size,
-                                              uint64_t slots);
+NERVE_NODISCARD NERVE_API int
+nerve_chan_grow(nerve_chan **c, uint64_t data_size, uint64_t slots);
 NERVE_NODISCARD NERVE_API int nerve_chan_follow(nerve_chan **c);
 NERVE_API int nerve_chan_renamed(const nerve_chan *c);
 

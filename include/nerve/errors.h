@@ -60,7 +60,7 @@ extern "C" {
     XX(EOVERWRITTEN, -1005, "message was overwritten")                         \
     XX(ELAPPED, -1006, "writers overwrote the message on every attempt")       \
     XX(EABI, -1007, "channel was made by an incompatible platform or ABI")     \
-    XX(EDECODE, -1008, "message does not decode as the expected type")        \
+    XX(EDECODE, -1008, "message does not decode as the expected type")         \
     XX(ESUPERSEDED, -1009,                                                     \
        "channel was superseded by a larger one (follow it by name)")
 

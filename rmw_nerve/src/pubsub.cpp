@@ -72,8 +72,8 @@ int chan_follow(nerve_chan **ch, const char *type, Retired *retired)
         return 0; // not superseded yet (a grower died before marking it)
     nerve_chan *n = nullptr;
     std::string why;
-    int r = chan_open_checked(nerve_chan_name(*ch), type, NERVE_O_READ, &n,
-                              &why);
+    int r =
+        chan_open_checked(nerve_chan_name(*ch), type, NERVE_O_READ, &n, &why);
     if (r) {
         fprintf(stderr, "rmw_nerve: cannot follow the grown channel '%s': %s\n",
                 nerve_chan_name(*ch), why.c_str());
@@ -341,13 +341,14 @@ static rmw_ret_t put_error(Publisher *p, int r, size_t len)
     if (r == NERVE_EMSGSIZE) {
         struct nerve_stats st {};
         (void)nerve_chan_stat(p->ch, &st);
-        return fail(RMW_RET_ERROR,
-                    "rmw_nerve: publish on '%s': a message of %zu bytes does "
-                    "not fit channel '%s' (data ring %" PRIu64
-                    " bytes), and growing it past NERVE_RMW_MAX_DATA_SIZE (%" PRIu64
-                    " bytes) is refused",
-                    p->topic.c_str(), len, p->chan_name.c_str(), st.data_size,
-                    chan_max_data());
+        return fail(
+            RMW_RET_ERROR,
+            "rmw_nerve: publish on '%s': a message of %zu bytes does "
+            "not fit channel '%s' (data ring %" PRIu64
+            " bytes), and growing it past NERVE_RMW_MAX_DATA_SIZE (%" PRIu64
+            " bytes) is refused",
+            p->topic.c_str(), len, p->chan_name.c_str(), st.data_size,
+            chan_max_data());
     }
     return fail(RMW_RET_ERROR, "rmw_nerve: publish on '%s': %s",
                 p->topic.c_str(), nerve_strerror(r));
@@ -488,11 +489,10 @@ rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *pub,
         return rr;
     size_t len = m->buffer_length;
     int r = pub_room(p, len, 0);
-    for (int tries = 0;
-         r == 0 &&
-         (r = nerve_chan_put(p->ch, m->buffer, len, NERVE_FOREVER, nullptr,
-                             0)) != 0 &&
-         tries < 8;
+    for (int tries = 0; r == 0 &&
+                        (r = nerve_chan_put(p->ch, m->buffer, len,
+                                            NERVE_FOREVER, nullptr, 0)) != 0 &&
+                        tries < 8;
          tries++)
         r = pub_room(p, len, r);
     return r ? put_error(p, r, len) : RMW_RET_OK;

@@ -293,7 +293,7 @@ struct Publisher {
     QosEvents bad_qos;
     std::mutex mu; // one put at a time per handle
     nerve_chan *ch = nullptr;
-    uint64_t ring = 0; // [mu] ch's data ring bytes
+    uint64_t ring = 0;                  // [mu] ch's data ring bytes
     std::set<std::string> other_types;  // [mu] endpoints seen with another type
     size_t other_types_reported = 0;    // [mu]
     uint64_t other_types_graph = ~0ull; // [mu] graph version looked at

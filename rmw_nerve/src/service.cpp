@@ -426,8 +426,7 @@ rmw_ret_t rmw_take_response(const rmw_client_t *cli, rmw_service_info_t *hdr,
     if (!cli_open(c))
         return RMW_RET_OK;
     return take_framed(&c->rep, &c->retired, c->t.rep, c->gid.data, rep, hdr,
-                       taken,
-                       "client of '" + c->name + "'");
+                       taken, "client of '" + c->name + "'");
 }
 
 rmw_ret_t rmw_service_server_is_available(const rmw_node_t *node,

@@ -1097,9 +1097,9 @@ static void import_deliver(struct importer *im, struct ddsi_serdata *sd,
     if (rc == NERVE_ESUPERSEDED && nerve_chan_follow(&im->w) == 0) {
         struct nerve_stats fs; /* another writer grew it */
         im->data_size = nerve_chan_stat(im->w, &fs) == 0 ? fs.data_size : 0;
-        rc = len > im->data_size ? NERVE_EMSGSIZE
-                                 : nerve_chan_reserve(im->w, len, 100000000LL,
-                                                      &p, 0);
+        rc = len > im->data_size
+                 ? NERVE_EMSGSIZE
+                 : nerve_chan_reserve(im->w, len, 100000000LL, &p, 0);
     }
     if (rc != 0) {
         if (im->errors++ == 0) {
