@@ -325,3 +325,37 @@ def test_graph_channel_garbage_and_foreign(domain):
     r = result(node(domain, "init_only"))
     assert ("graph channel 'ros2-graph-d%d': the channel carries type 'foo/msg/Bar'" % domain
             in r["init"])
+
+
+def plant_as_nobody(name: str, type_: str, encoding: str, slots: int, size: int) -> None:
+    """A channel of the right type and mode 0666 that user nobody owns, as
+    if nobody had created it before any node started (issue 41, item 1)."""
+    nerve.create(name, slots=slots, size=size, type=type_, encoding=encoding,
+                 mode=0o666).close()
+    for path in (f"/dev/shm/nerve.{name}", f"/dev/shm/nerve-bell.{name}"):
+        os.chown(path, 65534, 65534)
+
+
+def test_planted_channels_of_another_user_are_refused(domain):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a channel to user nobody")
+    plant_as_nobody(f"ros2-d{domain}.planted", "std_msgs/msg/String", "cdr", 16, 65536)
+    r = result(node(domain, "planted"))
+    said = "owned by uid 65534 (nobody), who is not trusted"
+    # The subscription opens the channel later and says so on stderr.
+    assert said in (r["sub"] or "") + r["_stderr"] and said in r["pub"], r
+    # Trusted by name: the same node then uses it.
+    env_node = subprocess.Popen(
+        [*EXEC, PY, str(HERE / "nodes.py"), "planted"],
+        env=dict(os.environ, ROS_DOMAIN_ID=str(domain), NERVE_RMW_TRUST_USERS="daemon,nobody"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
+    r = result(env_node)
+    assert r["sub"] is None and r["pub"] is None, r
+
+
+def test_planted_graph_channel_is_refused(domain):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a channel to user nobody")
+    plant_as_nobody(f"ros2-graph-d{domain}", "rmw_nerve/graph", "text", 4096, 4 << 20)
+    r = result(node(domain, "init_only"))
+    assert r["init"] and "owned by uid 65534 (nobody), who is not trusted" in r["init"], r
