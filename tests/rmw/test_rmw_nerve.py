@@ -359,3 +359,23 @@ def test_planted_graph_channel_is_refused(domain):
     plant_as_nobody(f"ros2-graph-d{domain}", "rmw_nerve/graph", "text", 4096, 4 << 20)
     r = result(node(domain, "init_only"))
     assert r["init"] and "owned by uid 65534 (nobody), who is not trusted" in r["init"], r
+
+
+def test_graph_bounds_big_message_and_non_utf8_names(domain):
+    """A 3 MiB graph message of fake nodes is skipped unread, a node name of
+    bytes \\xff\\xfe is skipped, and rclpy's get_node_names_and_namespaces
+    neither raises nor lists them; each skip says one line (issue 41, 4)."""
+    g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=8 << 20, type="rmw_nerve/graph",
+                     encoding="text")
+    ctx = 0x0123456789abcdef
+    fake = b"".join(b"N %d fake%d / /\n" % (i, i) for i in range(300000))
+    assert len(fake) > 3 << 20
+    g.put(b"nerve-rmw-graph 2 %016x %d live\n" % (ctx, os.getpid()) + fake)
+    g.put(b"nerve-rmw-graph 2 %016x %d live\nN 1 \xff\xfe / /\nN 2 fine / /\n"
+          % (ctx + 1, os.getpid()))
+    g.close()
+    r = result(node(domain, "init_only"))
+    assert r["init"] is None, r
+    assert sorted(r["nodes"]) == ["fine", "init_only"], r
+    assert r["_stderr"].count("a message over 1 MiB skipped") == 1, r["_stderr"]
+    assert r["_stderr"].count("a name that is not valid UTF-8 skipped") == 1, r["_stderr"]
