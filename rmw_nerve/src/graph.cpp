@@ -200,6 +200,8 @@ static bool too_big(size_t len)
     return true;
 }
 
+// RFC 3629, the rules of the library's decoder (src/utf8.h, which is C
+// that a C++ compiler refuses: void * converted implicitly).
 static bool utf8_valid(const std::string &s)
 {
     size_t i = 0, n = s.size();

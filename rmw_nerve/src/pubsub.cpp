@@ -87,6 +87,10 @@ static bool owner_trusted(uint32_t uid, std::string *why)
             unsigned long n = strtoul(u.c_str(), &e, 10);
             if (*e == '\0' ? n == uid : (pw && u == pw->pw_name))
                 return true;
+            if (*e != '\0' && !getpwnam(u.c_str())) {
+                *why = "NERVE_RMW_TRUST_USERS names no user: '" + u + "'";
+                return false;
+            }
         }
         if (end == std::string::npos)
             break;

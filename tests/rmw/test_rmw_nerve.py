@@ -344,12 +344,18 @@ def test_planted_channels_of_another_user_are_refused(domain):
     said = "owned by uid 65534 (nobody), who is not trusted"
     # The subscription opens the channel later and says so on stderr.
     assert said in (r["sub"] or "") + r["_stderr"] and said in r["pub"], r
+
+    def planted(trust: str) -> dict:
+        return result(subprocess.Popen(
+            [*EXEC, PY, str(HERE / "nodes.py"), "planted"],
+            env=dict(os.environ, ROS_DOMAIN_ID=str(domain), NERVE_RMW_TRUST_USERS=trust),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True))
+
+    # A setting that names no user is an error that says so.
+    r = planted("no-such-user-41")
+    assert "NERVE_RMW_TRUST_USERS names no user: 'no-such-user-41'" in r["pub"], r
     # Trusted by name: the same node then uses it.
-    env_node = subprocess.Popen(
-        [*EXEC, PY, str(HERE / "nodes.py"), "planted"],
-        env=dict(os.environ, ROS_DOMAIN_ID=str(domain), NERVE_RMW_TRUST_USERS="daemon,nobody"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
-    r = result(env_node)
+    r = planted("daemon,nobody")
     assert r["sub"] is None and r["pub"] is None, r
 
 

@@ -24,8 +24,8 @@ import time
 from typing import Optional, Sequence
 
 from .. import _limits as limits
-from .._text import escape
 from .. import options
+from .._text import escape
 from . import registry
 from .engine import BridgeOptions, HostBridge
 from .wire import (
