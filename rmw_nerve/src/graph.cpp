@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -38,6 +39,8 @@
 #include <sstream>
 
 namespace rmw_nerve {
+
+static bool too_big(size_t len); // BOUNDS, below
 
 static const int64_t kTick = 100 * 1000000LL;      // reader wake-up
 static const int64_t kHeartbeat = 500 * 1000000LL; // republish period
@@ -99,7 +102,10 @@ rmw_ret_t Graph::start()
         int g = nerve_chan_get(rd_, buf.data(), buf.size(), 0, 0, &info,
                                NERVE_GET_NEXT);
         if (g == NERVE_EMSGSIZE) {
-            buf.resize(info.len);
+            if (!too_big(info.len))
+                buf.resize(info.len);
+            else
+                nerve_chan_seek(rd_, nerve_chan_cursor(rd_) + 1);
             continue;
         }
         if (g != 0)
@@ -171,9 +177,88 @@ void Graph::publish_locked()
     last_pub_ns_ = mono_ns();
 }
 
+// BOUNDS. Anyone who may write the graph channel could write anything, so
+// what one message may cost every process of the domain is bounded: a
+// message over kMaxGraphMsg is skipped unread, one of more than
+// kMaxGraphNodes nodes or kMaxGraphEndpoints endpoints is ignored, and a
+// name, namespace, enclave or type that is not valid UTF-8 (rclpy decodes
+// them and would raise) is skipped with its node or endpoint. Each kind of
+// skip says one line on stderr, once per process.
+static const size_t kMaxGraphMsg = 1u << 20;
+static const size_t kMaxGraphNodes = 1024;
+static const size_t kMaxGraphEndpoints = 16384;
+
+static void say_once(std::atomic<bool> &said, const char *what)
+{
+    if (!said.exchange(true))
+        fprintf(stderr, "rmw_nerve: graph: %s (further ones not reported)\n",
+                what);
+}
+
+static bool too_big(size_t len)
+{
+    static std::atomic<bool> said{false};
+    if (len <= kMaxGraphMsg)
+        return false;
+    say_once(said, "a message over 1 MiB skipped");
+    return true;
+}
+
+// RFC 3629, the rules of the library's decoder (src/utf8.h, which is C
+// that a C++ compiler refuses: void * converted implicitly).
+static bool utf8_valid(const std::string &s)
+{
+    size_t i = 0, n = s.size();
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            k = 1, cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            k = 2, cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            k = 3, cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + k >= n)
+            return false;
+        for (size_t j = 1; j <= k; j++) {
+            unsigned char d = (unsigned char)s[i + j];
+            if ((d & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (d & 0x3f);
+        }
+        // Overlong forms, surrogates and code points past U+10FFFF.
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) ||
+            (k == 3 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+            cp > 0x10ffff)
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+static bool utf8_or_skip(std::initializer_list<const std::string *> names)
+{
+    static std::atomic<bool> said{false};
+    for (const std::string *s : names)
+        if (!utf8_valid(*s)) {
+            say_once(said, "a name that is not valid UTF-8 skipped");
+            return false;
+        }
+    return true;
+}
+
 // Parse one context's message. Returns whether the view changed.
 bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
 {
+    if (too_big(len))
+        return false;
     std::istringstream in(std::string(buf, len));
     std::string magic, ver, idhex, state;
     int pid = 0;
@@ -197,7 +282,8 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             NodeRec n;
             if (!(in >> n.id >> n.name >> n.ns >> n.enclave))
                 return false;
-            r.nodes.push_back(n);
+            if (utf8_or_skip({&n.name, &n.ns, &n.enclave}))
+                r.nodes.push_back(n);
         } else if (tag == "E") {
             Endpoint e;
             char k;
@@ -231,8 +317,16 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             e.qos.liveliness_lease_duration.sec = lease_sec;
             e.qos.liveliness_lease_duration.nsec = lease_nsec;
             e.ready = ready != 0;
-            r.eps.push_back(e);
+            if (utf8_or_skip({&e.name, &e.type}))
+                r.eps.push_back(e);
         } else {
+            return false;
+        }
+        if (r.nodes.size() > kMaxGraphNodes ||
+            r.eps.size() > kMaxGraphEndpoints) {
+            static std::atomic<bool> said{false};
+            say_once(said, "a process of more than 1024 nodes or 16384 "
+                           "endpoints ignored");
             return false;
         }
     }
@@ -292,7 +386,7 @@ void Graph::run()
                                NERVE_GET_NEXT | NERVE_F_WAIT);
         bool ch = false;
         if (g == NERVE_EMSGSIZE) {
-            if (info.len > (64u << 20))
+            if (too_big(info.len))
                 nerve_chan_seek(rd_, nerve_chan_cursor(rd_) + 1);
             else
                 buf.resize(info.len);

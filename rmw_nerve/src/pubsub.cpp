@@ -26,6 +26,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
 #include <rmw/event.h>
 #include <rmw/qos_profiles.h>
 #include <rmw/serialized_message.h>
@@ -109,6 +113,65 @@ int chan_make_room(nerve_chan **ch, int r, uint64_t want, uint64_t slots)
     return nerve_chan_grow(ch, want, slots);
 }
 
+// Trust: readers trust a channel's writers with the file
+// (docs/hostile-files.md), so a node uses a topic's, a service's or the
+// graph's channel only when the file's owner is trusted: the node's own
+// user and root, and the users that NERVE_RMW_TRUST_USERS lists (names or
+// uids, comma-separated) or that are members of NERVE_RMW_TRUST_GROUP (a
+// group name or gid; its members and the users whose primary group it is).
+// Invariant: every channel rmw_nerve opens passes here before any message
+// of it is read or written (chan_open_checked is the only opener).
+static bool owner_trusted(uint32_t uid, std::string *why)
+{
+    if (uid == 0 || uid == (uint32_t)geteuid())
+        return true;
+    struct passwd *pw = getpwuid((uid_t)uid);
+    std::string owner = std::to_string(uid);
+    if (pw)
+        owner += " (" + std::string(pw->pw_name) + ")";
+    const char *users = getenv("NERVE_RMW_TRUST_USERS");
+    std::string list = users ? users : "";
+    size_t at = 0;
+    while (at <= list.size() && !list.empty()) {
+        size_t end = list.find(',', at);
+        std::string u = list.substr(
+            at, end == std::string::npos ? std::string::npos : end - at);
+        if (!u.empty()) {
+            char *e = nullptr;
+            unsigned long n = strtoul(u.c_str(), &e, 10);
+            if (*e == '\0' ? n == uid : (pw && u == pw->pw_name))
+                return true;
+            if (*e != '\0' && !getpwnam(u.c_str())) {
+                *why = "NERVE_RMW_TRUST_USERS names no user: '" + u + "'";
+                return false;
+            }
+        }
+        if (end == std::string::npos)
+            break;
+        at = end + 1;
+    }
+    const char *group = getenv("NERVE_RMW_TRUST_GROUP");
+    if (group && *group) {
+        char *e = nullptr;
+        unsigned long n = strtoul(group, &e, 10);
+        struct group *gr = *e == '\0' ? getgrgid((gid_t)n) : getgrnam(group);
+        if (!gr) {
+            *why = "NERVE_RMW_TRUST_GROUP names no group: '" +
+                   std::string(group) + "'";
+            return false;
+        }
+        if (pw && pw->pw_gid == gr->gr_gid)
+            return true;
+        for (char **m = gr->gr_mem; pw && m && *m; m++)
+            if (strcmp(*m, pw->pw_name) == 0)
+                return true;
+    }
+    *why = "the channel's file is owned by uid " + owner +
+           ", who is not trusted (trusted: uid " + std::to_string(geteuid()) +
+           ", root, NERVE_RMW_TRUST_USERS and NERVE_RMW_TRUST_GROUP)";
+    return false;
+}
+
 int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
                       nerve_chan **out, std::string *why)
 {
@@ -117,6 +180,14 @@ int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
     if (r) {
         *why = std::string(nerve_err_name(r)) + ": " + nerve_strerror(r);
         return r;
+    }
+    struct nerve_stats st;
+    r = nerve_chan_stat(c, &st);
+    if (r || !owner_trusted(st.uid, why)) {
+        if (r)
+            *why = "the channel's owner cannot be read";
+        nerve_chan_close(c);
+        return NERVE_EPERM;
     }
     struct nerve_meta m;
     if (nerve_chan_meta(c, &m) != 0 || !m.type || !m.encoding ||

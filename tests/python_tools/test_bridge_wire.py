@@ -116,3 +116,24 @@ def test_version_and_launcher_name_the_data_path(monkeypatch: pytest.MonkeyPatch
     assert bridge.data_path(argparse.Namespace(ros2=False, poll=0.0)) == ("rust", rs)
     text = bridge.version_text()
     assert "data path: rust" in text and "zenoh 1.10.2" in text, text
+
+
+def test_ls_remote_escapes_what_peers_say(monkeypatch, capsys) -> None:
+    """`nerve ls --remote` prints a peer's key, host, name and type escaped:
+    no raw ESC reaches the terminal (issue 41, item 3)."""
+    from nerve_tools.bridge import cli
+
+    esc = "\x1b]0;owned\x07\x1b[2J"
+    replies = [(f"nerve/0/meta/{esc}", "not JSON"),
+               ("nerve/0/meta/h/x", Description(host="h" + esc, name="n" + esc, slots=8,
+                                                 data_size=4096, type="t" + esc,
+                                                 encoding="raw", schema=None))]
+    monkeypatch.setattr(cli, "open_session", lambda opts: type("S", (), {"close": lambda s: None})())
+    monkeypatch.setattr(cli, "wait_connected", lambda *a: True)
+    monkeypatch.setattr(cli, "query_descriptions", lambda *a: replies)
+    monkeypatch.setattr(cli, "SETTLE_S", 0)
+    monkeypatch.setattr(cli.registry, "read_all", lambda: [])
+    assert cli.ls(["--connect", "tcp/192.0.2.1:7447"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out, repr(out)
+    assert out.count("\\u001b]0;owned\\u0007\\u001b[2J") == 4, out

@@ -493,6 +493,27 @@ def role_qos_pub():
     rclpy.shutdown()
 
 
+def role_planted():
+    """Uses /planted both ways; says what each creation said."""
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("planted")
+    out = {}
+    for kind in ("sub", "pub"):
+        try:
+            if kind == "sub":
+                n.create_subscription(String, "/planted", lambda m: None, 10)
+            else:
+                n.create_publisher(String, "/planted", 10)
+            out[kind] = None
+        except Exception as e:  # noqa: BLE001 - the message is the point
+            out[kind] = str(e)
+    say(out)
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 def role_init_only():
     try:
         rclpy.init()

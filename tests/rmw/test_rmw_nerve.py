@@ -476,3 +476,63 @@ def test_graph_channel_garbage_and_foreign(domain):
     r = result(node(domain, "init_only"))
     assert ("graph channel 'ros2-graph-d%d': the channel carries type 'foo/msg/Bar'" % domain
             in r["init"])
+
+
+def plant_as_nobody(name: str, type_: str, encoding: str, slots: int, size: int) -> None:
+    """A channel of the right type and mode 0666 that user nobody owns, as
+    if nobody had created it before any node started (issue 41, item 1)."""
+    nerve.create(name, slots=slots, size=size, type=type_, encoding=encoding,
+                 mode=0o666).close()
+    for path in (f"/dev/shm/nerve.{name}", f"/dev/shm/nerve-bell.{name}"):
+        os.chown(path, 65534, 65534)
+
+
+def test_planted_channels_of_another_user_are_refused(domain):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a channel to user nobody")
+    plant_as_nobody(f"ros2-d{domain}.planted", "std_msgs/msg/String", "cdr", 16, 65536)
+    r = result(node(domain, "planted"))
+    said = "owned by uid 65534 (nobody), who is not trusted"
+    # The subscription opens the channel later and says so on stderr.
+    assert said in (r["sub"] or "") + r["_stderr"] and said in r["pub"], r
+
+    def planted(trust: str) -> dict:
+        return result(subprocess.Popen(
+            [*EXEC, PY, str(HERE / "nodes.py"), "planted"],
+            env=dict(os.environ, ROS_DOMAIN_ID=str(domain), NERVE_RMW_TRUST_USERS=trust),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, text=True))
+
+    # A setting that names no user is an error that says so.
+    r = planted("no-such-user-41")
+    assert "NERVE_RMW_TRUST_USERS names no user: 'no-such-user-41'" in r["pub"], r
+    # Trusted by name: the same node then uses it.
+    r = planted("daemon,nobody")
+    assert r["sub"] is None and r["pub"] is None, r
+
+
+def test_planted_graph_channel_is_refused(domain):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give a channel to user nobody")
+    plant_as_nobody(f"ros2-graph-d{domain}", "rmw_nerve/graph", "text", 4096, 4 << 20)
+    r = result(node(domain, "init_only"))
+    assert r["init"] and "owned by uid 65534 (nobody), who is not trusted" in r["init"], r
+
+
+def test_graph_bounds_big_message_and_non_utf8_names(domain):
+    """A 3 MiB graph message of fake nodes is skipped unread, a node name of
+    bytes \\xff\\xfe is skipped, and rclpy's get_node_names_and_namespaces
+    neither raises nor lists them; each skip says one line (issue 41, 4)."""
+    g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=8 << 20, type="rmw_nerve/graph",
+                     encoding="text")
+    ctx = 0x0123456789abcdef
+    fake = b"".join(b"N %d fake%d / /\n" % (i, i) for i in range(300000))
+    assert len(fake) > 3 << 20
+    g.put(b"nerve-rmw-graph 2 %016x %d live\n" % (ctx, os.getpid()) + fake)
+    g.put(b"nerve-rmw-graph 2 %016x %d live\nN 1 \xff\xfe / /\nN 2 fine / /\n"
+          % (ctx + 1, os.getpid()))
+    g.close()
+    r = result(node(domain, "init_only"))
+    assert r["init"] is None, r
+    assert sorted(r["nodes"]) == ["fine", "init_only"], r
+    assert r["_stderr"].count("a message over 1 MiB skipped") == 1, r["_stderr"]
+    assert r["_stderr"].count("a name that is not valid UTF-8 skipped") == 1, r["_stderr"]

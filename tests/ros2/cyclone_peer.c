@@ -10,7 +10,8 @@
  * KIND is String, Imu or PointCloud2; message i is the same function of i
  * as rclpy_peer.make(). Prints READY once matched, then one JSON line.
  * A publisher with NERVE_PEER_GO=FILE in its environment waits for FILE
- * before it writes.
+ * before it writes; NERVE_PEER_TYPE_NAME=NAME announces NAME as the DDS
+ * type name instead of the real one.
  * Every wait is bounded (30 s). Exit status 0, or 1 on a failure. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -167,6 +168,15 @@ int main(int argc, char **argv)
                                     : &sensor_msgs_msg_dds__PointCloud2__desc;
     if (n < 0 || n > MAX_N) {
         return 2;
+    }
+    /* NERVE_PEER_TYPE_NAME: the DDS type name to announce instead (a
+     * hostile peer lying about, or hiding escapes in, its type). */
+    dds_topic_descriptor_t lie; /* its fields are const: set by copying */
+    const char *tn = getenv("NERVE_PEER_TYPE_NAME");
+    if (tn) {
+        memcpy(&lie, desc, sizeof lie);
+        memcpy((void *)&lie.m_typename, &tn, sizeof tn);
+        desc = &lie;
     }
     const char *dom = getenv("ROS_DOMAIN_ID");
     dds_entity_t pp =

@@ -14,7 +14,7 @@ from typing import Dict
 import pytest
 from test_ros2_rclpy import KINDS, N, equal_but_padding, make_channels, put_serialized, read_all
 
-from conftest import Ros2Env, need_distro, to_ros_matched, topic
+from conftest import Ros2Env, need_distro, peer_path, to_ros_matched, topic
 
 DDS_TYPES = {"String": "std_msgs::msg::dds_::String_", "Imu": "sensor_msgs::msg::dds_::Imu_",
              "PointCloud2": "sensor_msgs::msg::dds_::PointCloud2_"}
@@ -106,3 +106,18 @@ def nerve_meta(chan: str):
     m = ch.metadata
     ch.close()
     return m.type, m.encoding
+
+
+def test_escape_sequences_in_a_peer_type_name_are_escaped(r2: Ros2Env, name) -> None:
+    """A DDS publisher whose type name holds escape sequences: the bridge's
+    line about it is escaped, no raw ESC or BEL reaches its stderr (issue
+    41, item 3)."""
+    c = name("esc")
+    br = r2.bridge(f"--from-ros={topic(c)}:{c}")
+    evil = "evil\x1b]0;owned\x07\x1b[2J::x"
+    r2.spawn([peer_path("cyclone_peer"), "pub", "String", topic(c), "1"],
+             dict(r2.env, NERVE_PEER_TYPE_NAME=evil))
+    line = br.wait_line(r"not a ROS 2 message type; ignored", 60)
+    assert "evil\\u001b]0;owned\\u0007\\u001b[2J::x" in line, line
+    assert "\x1b" not in br.output and "\x07" not in br.output, repr(br.output)
+    assert br.stop() == 0

@@ -227,7 +227,11 @@ static void say(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s\n", PROG, line);
+    /* Type names, topics and channels come from DDS peers: escaped, so no
+     * peer writes escape sequences into the operator's terminal. */
+    fprintf(stderr, "%s: ", PROG);
+    cli_ctext(stderr, line);
+    fputc('\n', stderr);
     fflush(stderr);
 }
 

@@ -25,6 +25,7 @@ from typing import Optional, Sequence
 
 from .. import _limits as limits
 from .. import options
+from .._text import escape
 from . import registry
 from .engine import BridgeOptions, HostBridge
 from .wire import (
@@ -337,15 +338,16 @@ def ls(argv: Sequence[str]) -> int:
         print(json.dumps(rows))
         return 0
     print(f"{'HOST':<16} {'NAME':<24} {'SLOTS':>7} {'SIZE':>9} {'RATE':>8}  {'IMPORTED':<8} TYPE")
+    # Keys, hosts, names and types come from peers: escaped (_text.escape).
     for r in rows:
         if "error" in r:
-            print(f"{r['key']}: bad description: {r['error']}")
+            print(f"{escape(r['key'])}: bad description: {escape(str(r['error']))}")
             continue
         t = r["type"] or "-"
         if r["encoding"]:
             t += f" ({r['encoding']})"
-        print(f"{r['host']:<16} {r['name']:<24} {r['slots']:>7} {r['data_size']:>9} "
-              f"{r['rate_hz']:>7.1f}  {'yes' if r['imported'] else 'no':<8} {t}")
+        print(f"{escape(r['host']):<16} {escape(r['name']):<24} {r['slots']:>7} {r['data_size']:>9} "
+              f"{r['rate_hz']:>7.1f}  {'yes' if r['imported'] else 'no':<8} {escape(t)}")
     return 0
 
 
