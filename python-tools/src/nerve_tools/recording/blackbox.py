@@ -109,7 +109,7 @@ def silence_spec(text: str) -> Tuple[str, float]:
 
 @dataclass
 class Trigger:
-    kind: str     # signal, command, channel, process-death, lock-owner-died, silence
+    kind: str     # signal, channel, process-death, silence, dump
     source: str
     time_ns: int  # CLOCK_MONOTONIC
     note: str = ""
@@ -282,7 +282,10 @@ class Incident:
                 # Gone before it was copied: every sequence number up to the
                 # oldest still present is missed (counted exactly).
                 tail = d.ch.stat().tail_seq
-                d.missed += max(tail - d.next_seq, 1)
+                if d.last_state_seq or d.messages:
+                    d.missed += max(tail - d.next_seq, 1)
+                # else the ring did not hold the window's start: the
+                # achieved window (from the first message copied) says so.
                 d.next_seq = max(tail, d.next_seq + 1)
                 continue
             if msg is None:  # not written yet
@@ -366,7 +369,8 @@ def prune(out: str, keep: Optional[int], keep_bytes: Optional[int]) -> List[str]
 def resolve(patterns: Sequence[str]) -> List[str]:
     infos = [i for i in nerve.list_channels() if i.error is None and i.name != TRIGGER_CHANNEL]
     exact = [p for p in patterns if not any(c in p for c in "*?[")]
-    names = set(select_channels([p for p in patterns if p not in exact], infos))
+    globs = [p for p in patterns if p not in exact]
+    names = set(select_channels(globs, infos)) if globs else set()
     have = {i.name for i in infos}
     for p in exact:
         if p in have:
@@ -480,7 +484,7 @@ class Armed:
             except ValueError:
                 note, src = bytes(msg.data).decode("utf-8", "replace"), ""
             self.trigger("channel", src or self.args.trigger_channel, note, when=msg.time_ns)
-        # Silences and writers that died holding the lock.
+        # Silences.
         for name in self.names:
             try:
                 st = nerve.stat(name)
@@ -492,12 +496,6 @@ class Armed:
                     if quiet and not self.silent.get(name):
                         self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
                     self.silent[name] = bool(quiet)
-            tid = st.lock_owner_tid
-            if tid and not os.path.exists(f"/proc/{tid}") and not self.silent.get("lock:" + name):
-                self.silent["lock:" + name] = True
-                self.trigger("lock-owner-died", f"{name}: writer {tid} died holding the lock", when=now)
-            elif not tid:
-                self.silent.pop("lock:" + name, None)
 
     def step(self) -> None:
         now = nerve.now_ns()
@@ -569,7 +567,7 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Flight recorder: armed on channels, it copies their rings into an MCAP "
         "file when something goes wrong (a watched process dies, a channel goes silent, "
-        "a writer dies holding its lock, SIGUSR1, `nerve blackbox trigger`, a message on "
+        "SIGUSR1, `nerve blackbox trigger`, a message on "
         "the trigger channel). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
     p.add_argument("patterns", nargs="+", metavar="CHANNEL", help="channel names or glob patterns")
     _add_window(p)
