@@ -136,7 +136,7 @@ def check(path: Path, expect_missed_zero: bool = True) -> Dict[str, object]:
                 after = ch.get(seq=nxt)
             except nerve.Overwritten:
                 after = None
-            assert after is None or after.time_ns > stop_ns, f"{name}: message {nxt} is in the window but not in the file"
+            assert after is None or after.time_ns > stop_ns, f"{name}: message {nxt} is in the window, not the file"
             if not info["last_state_seq"] and seqs:
                 # The ring did not hold T - pre: the file says what it achieved.
                 assert info["achieved_pre_s"] < info["requested_pre_s"]

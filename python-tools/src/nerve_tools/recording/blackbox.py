@@ -41,7 +41,7 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mcap.writer import CompressionType, Writer
@@ -58,8 +58,10 @@ from .._common import (
     die,
     human_bytes,
     realtime_offset_ns,
-    select as select_channels,
     to_mcap,
+)
+from .._common import (
+    select as select_channels,
 )
 
 PROG = "nerve blackbox"
