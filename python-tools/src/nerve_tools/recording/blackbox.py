@@ -1,0 +1,704 @@
+"""nerve blackbox: a flight recorder that copies the rings out on a trigger.
+
+Every nerve channel already holds its recent past in shared memory. While
+armed, the recorder reads nothing of the watched channels: it copies no
+message, makes no system call, allocates nothing and is not woken per
+published message. It wakes on a timer (``TICK_S``, 50 ms) to check
+silences and on the events it waits for (a pidfd of a watched process
+becoming readable, a message on the trigger channel, SIGUSR1).
+
+At a trigger at CLOCK_MONOTONIC time T, each watched channel is copied
+oldest-first: the newest message committed at or before T - pre (the last
+known state), then every message with commit time in (T - pre, T + post],
+read by sequence number as any reader does (each read validated by the
+library; a message overwritten before it was copied raises Overwritten and
+is counted, exactly, as missed). When the ring no longer holds T - pre,
+the window achieved starts at its oldest message and the file says so. The
+channels are followed until T + post has passed and every message
+committed until then was read.
+
+The MCAP file (one per incident) is what ``nerve record`` writes (channel
+metadata that ``nerve play`` recreates channels from, ``nerve.recording``
+with the clock offset) plus a metadata record ``nerve.blackbox.trigger``:
+kind, source, time, note, the windows requested and achieved and the
+missed count of every channel. A trigger that comes while an incident's
+post window is still open is merged into it (the post window extends to
+the later trigger's T + post; the record lists every trigger).
+
+``nerve blackbox dump --at TIME`` writes the same file later from what the
+rings still hold (after the recorder was killed mid-dump, for one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import os
+import re
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from mcap.writer import CompressionType, Writer
+
+import nerve
+
+from .. import __version__
+from .._common import (
+    META_DATA_SIZE,
+    META_ENCODING,
+    META_NAME,
+    META_SLOTS,
+    META_TYPE,
+    die,
+    human_bytes,
+    realtime_offset_ns,
+    to_mcap,
+)
+from .._common import (
+    select as select_channels,
+)
+
+PROG = "nerve blackbox"
+LIBRARY = f"nerve-tools {__version__}"
+#: The armed recorder's only periodic wake-up: silence checks, process
+#: death detection by pidfd, the trigger channel and the holder rescan.
+TICK_S = 0.05
+#: How often the holders of watched channels are looked up again.
+RESCAN_S = 1.0
+#: The channel `nerve blackbox trigger` publishes to (and any process may).
+TRIGGER_CHANNEL = "blackbox.trigger"
+TRIGGER_META = "nerve.blackbox.trigger"
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min)?\s*$")
+
+
+def duration(text: str) -> float:
+    """``10s``, ``500ms``, ``2m``, ``1.5`` (seconds) -> seconds."""
+    m = _DURATION.match(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 10s, 500ms, 2m)")
+    v = float(m.group(1)) * {"ms": 1e-3, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0}[m.group(2)]
+    return v
+
+
+def _spec(text: str) -> Tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected GLOB=VALUE, got {text!r}")
+    k, v = text.split("=", 1)
+    if not k:
+        raise argparse.ArgumentTypeError(f"empty channel pattern in {text!r}")
+    return k, v
+
+
+def window_spec(text: str) -> Tuple[str, float, float]:
+    """``GLOB=PRE,POST`` (per-channel windows)."""
+    k, v = _spec(text)
+    parts = v.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected GLOB=PRE,POST, got {text!r}")
+    return k, duration(parts[0]), duration(parts[1])
+
+
+def silence_spec(text: str) -> Tuple[str, float]:
+    k, v = _spec(text)
+    return k, duration(v)
+
+
+@dataclass
+class Trigger:
+    kind: str     # signal, channel, process-death, silence, dump
+    source: str
+    time_ns: int  # CLOCK_MONOTONIC
+    note: str = ""
+
+    def record(self, offset: int) -> Dict[str, object]:
+        return {"kind": self.kind, "source": self.source, "time_ns": self.time_ns,
+                "wall_time_ns": self.time_ns + offset, "note": self.note}
+
+
+@dataclass
+class ChannelDump:
+    """One channel's part of an incident."""
+
+    name: str
+    pre_s: float
+    post_s: float
+    ch: nerve.Channel
+    next_seq: int = 0       # next sequence number to copy
+    mcap_id: int = 0
+    messages: int = 0
+    missed: int = 0
+    last_state_seq: int = 0  # 0: none before the window
+    first_ns: int = 0        # commit time of the first message in the window
+    last_ns: int = 0
+    done: bool = False
+
+
+@dataclass
+class PlanRow:
+    name: str
+    rate_hz: float
+    holds_s: float      # the window the ring holds at that rate
+    pre_s: float
+    shorter: bool
+
+
+def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
+    """For each channel: the rate over what its ring holds and the window
+    (in seconds) the ring holds at that rate (slots and data ring both
+    bound it: it is their oldest message's age, as the ring is full once
+    it has wrapped)."""
+    rows = []
+    now = nerve.now_ns()
+    for name in names:
+        pre, _post = windows.of(name)
+        try:
+            with nerve.open(name) as ch:
+                st = ch.stat()
+                n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
+                oldest = ch.get(seq=st.tail_seq) if n > 0 else None
+        except nerve.Error:
+            continue
+        if oldest is None or n < 2 or st.newest_time_ns <= oldest.time_ns:
+            rows.append(PlanRow(name, 0.0, float("inf"), pre, False))
+            continue
+        rate = (n - 1) * 1e9 / (st.newest_time_ns - oldest.time_ns)
+        wrapped = st.tail_seq > 1
+        holds = (now - oldest.time_ns) / 1e9 if wrapped else float("inf")
+        rows.append(PlanRow(name, rate, holds, pre, holds < pre))
+    return rows
+
+
+def render_plan(rows: Sequence[PlanRow]) -> str:
+    out = []
+    for r in rows:
+        holds = "all so far" if r.holds_s == float("inf") else f"{r.holds_s:.2f} s"
+        warn = f"  WARNING: shorter than --pre {r.pre_s:g} s" if r.shorter else ""
+        out.append(f"  {r.name}: {r.rate_hz:.1f} Hz, ring holds {holds}{warn}")
+    return "\n".join(out)
+
+
+@dataclass
+class Windows:
+    pre: float
+    post: float
+    overrides: Sequence[Tuple[str, float, float]] = ()
+
+    def of(self, name: str) -> Tuple[float, float]:
+        for glob, pre, post in self.overrides:
+            if fnmatch.fnmatchcase(name, glob):
+                return pre, post
+        return self.pre, self.post
+
+
+class Incident:
+    """One MCAP file: the windows of every watched channel around one or
+    more (merged) triggers."""
+
+    def __init__(self, path: str, names: Sequence[str], windows: Windows, trigger: Trigger,
+                 offset: int, compression: str = "zstd") -> None:
+        self.path = path
+        self.triggers = [trigger]
+        self.offset = offset
+        self.t0 = trigger.time_ns
+        self.channels: List[ChannelDump] = []
+        self.missing: List[str] = []
+        self._stream = open(path, "wb")
+        comp = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4,
+                "none": CompressionType.NONE}[compression]
+        self._writer = Writer(self._stream, compression=comp, enable_data_crcs=True)
+        self._writer.start(profile="", library=LIBRARY)
+        for name in names:
+            pre, post = windows.of(name)
+            try:
+                ch = nerve.open(name)
+            except nerve.Error:
+                self.missing.append(name)
+                continue
+            d = ChannelDump(name, pre, post, ch)
+            self._register(d)
+            self._start(d)
+            self.channels.append(d)
+
+    def end_ns(self, d: ChannelDump) -> int:
+        return max(t.time_ns for t in self.triggers) + int(d.post_s * 1e9)
+
+    def merge(self, trigger: Trigger) -> None:
+        self.triggers.append(trigger)
+        for d in self.channels:
+            d.done = False
+
+    def _register(self, d: ChannelDump) -> None:
+        meta = d.ch.metadata
+        enc = to_mcap(meta)
+        schema_id = 0
+        if enc.schema_encoding:
+            schema_id = self._writer.register_schema(enc.schema_name, enc.schema_encoding, enc.schema)
+        st = d.ch.stat()
+        d.mcap_id = self._writer.register_channel(
+            topic=d.name, message_encoding=enc.message_encoding, schema_id=schema_id,
+            metadata={META_NAME: d.name, META_TYPE: meta.type or "",
+                      META_ENCODING: meta.encoding or "",
+                      META_SLOTS: str(st.slots), META_DATA_SIZE: str(st.data_size)})
+
+    def _start(self, d: ChannelDump) -> None:
+        """Find the last-state message (newest at or before T - pre) and
+        write it; the window starts right after it."""
+        start = self.t0 - int(d.pre_s * 1e9)
+        st = d.ch.stat()
+        d.next_seq = max(st.tail_seq, 1)
+        try:
+            last = d.ch.get(at=start)
+        except nerve.Error:
+            last = None
+        if last is not None:
+            self._write(d, last)
+            d.last_state_seq = last.seq
+            d.next_seq = last.seq + 1
+
+    def _write(self, d: ChannelDump, msg: nerve.Message) -> None:
+        t = msg.time_ns + self.offset
+        self._writer.add_message(d.mcap_id, log_time=t, publish_time=t, data=msg.data,
+                                 sequence=msg.seq & 0xFFFFFFFF)
+
+    def pump(self, now_ns: int) -> bool:
+        """Copy what is there; True once every channel is complete."""
+        complete = True
+        for d in self.channels:
+            if not d.done:
+                self._copy(d, now_ns)
+            complete = complete and d.done
+        return complete
+
+    def _copy(self, d: ChannelDump, now_ns: int) -> None:
+        end = self.end_ns(d)
+        while True:
+            try:
+                msg = d.ch.get(seq=d.next_seq)
+            except nerve.Overwritten:
+                # Gone before it was copied: every sequence number up to the
+                # oldest still present is missed (counted exactly).
+                tail = d.ch.stat().tail_seq
+                if d.last_state_seq or d.messages:
+                    d.missed += max(tail - d.next_seq, 1)
+                # else the ring did not hold the window's start: the
+                # achieved window (from the first message copied) says so.
+                d.next_seq = max(tail, d.next_seq + 1)
+                continue
+            if msg is None:  # not written yet
+                d.done = now_ns > end
+                return
+            if msg.time_ns > end:
+                d.done = True
+                return
+            self._write(d, msg)
+            if d.messages == 0:
+                d.first_ns = msg.time_ns
+            d.messages += 1
+            d.last_ns = msg.time_ns
+            d.next_seq = msg.seq + 1
+
+    def record(self) -> Dict[str, str]:
+        chans = {}
+        for d in self.channels:
+            # Achieved: from the first message copied (the requested start,
+            # if the last-state message was still there) to the last one.
+            achieved_pre = d.pre_s if d.last_state_seq else (
+                (self.t0 - d.first_ns) / 1e9 if d.messages else 0.0)
+            chans[d.name] = {
+                "requested_pre_s": d.pre_s, "requested_post_s": d.post_s,
+                "achieved_pre_s": round(achieved_pre, 9),
+                "achieved_post_s": round((self.end_ns(d) - self.t0) / 1e9, 9),
+                "messages": d.messages, "missed": d.missed,
+                "last_state_seq": d.last_state_seq,
+                "first_seq": d.next_seq - d.messages - d.missed if d.messages else 0,
+            }
+        t = self.triggers[0]
+        return {"kind": t.kind, "source": t.source, "time_ns": str(t.time_ns),
+                "wall_time_ns": str(t.time_ns + self.offset), "note": t.note,
+                "triggers": json.dumps([x.record(self.offset) for x in self.triggers]),
+                "channels": json.dumps(chans), "missing": json.dumps(self.missing)}
+
+    def close(self) -> None:
+        if self._writer is None:
+            return
+        try:
+            self._writer.add_metadata(TRIGGER_META, self.record())
+            self._writer.add_metadata("nerve.recording", {
+                "clock_offset_ns": str(self.offset), "started_monotonic_ns": str(self.t0),
+                "recorder": LIBRARY, "host": os.uname().nodename})
+            self._writer.add_metadata("nerve.missed", {d.name: str(d.missed) for d in self.channels})
+            self._writer.finish()
+        finally:
+            self._writer = None
+            self._stream.close()
+            for d in self.channels:
+                d.ch.close()
+
+
+def incident_name(out: str, trigger: Trigger, offset: int) -> str:
+    wall = datetime.datetime.fromtimestamp((trigger.time_ns + offset) / 1e9, datetime.timezone.utc)
+    base = f"incident-{wall.strftime('%Y%m%dT%H%M%S.%f')}Z-{trigger.kind}"
+    path = os.path.join(out, base + ".mcap")
+    n = 1
+    while os.path.exists(path):
+        path = os.path.join(out, f"{base}-{n}.mcap")
+        n += 1
+    return path
+
+
+def prune(out: str, keep: Optional[int], keep_bytes: Optional[int]) -> List[str]:
+    """Remove the oldest incident files beyond the last ``keep`` / over
+    ``keep_bytes`` in all; returns those removed."""
+    files = sorted((os.path.join(out, f) for f in os.listdir(out)
+                    if f.startswith("incident-") and f.endswith(".mcap")), key=os.path.getmtime)
+    removed = []
+    total = sum(os.path.getsize(f) for f in files)
+    while files and ((keep is not None and len(files) > keep)
+                     or (keep_bytes is not None and total > keep_bytes and len(files) > 1)):
+        f = files.pop(0)
+        total -= os.path.getsize(f)
+        os.unlink(f)
+        removed.append(f)
+    return removed
+
+
+def resolve(patterns: Sequence[str]) -> List[str]:
+    infos = [i for i in nerve.list_channels() if i.error is None and i.name != TRIGGER_CHANNEL]
+    exact = [p for p in patterns if not any(c in p for c in "*?[")]
+    globs = [p for p in patterns if p not in exact]
+    names = set(select_channels(globs, infos)) if globs else set()
+    have = {i.name for i in infos}
+    for p in exact:
+        if p in have:
+            names.add(p)
+    return sorted(names)
+
+
+class Armed:
+    """The armed recorder: waits for triggers, dumps incidents."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.windows = Windows(args.pre, args.post, args.window or ())
+        self.offset = realtime_offset_ns()
+        self.names = resolve(args.patterns)
+        self.incident: Optional[Incident] = None
+        self.last_trigger_ns = 0
+        self.recent: List[int] = []  # trigger times within the last minute
+        self.pending: List[Trigger] = []
+        self.pidfds: Dict[int, Tuple[int, str]] = {}  # fd -> (pid, what)
+        self.watched_pids: Dict[int, int] = {}        # pid -> fd
+        self.silence = args.silence or []
+        self.silent: Dict[str, bool] = {}
+        self.files: List[str] = []
+        self.created_trigger = False
+        self.trig_ch = self._trigger_channel()
+        self.last_scan = 0.0
+        self.poller = select.poll()
+        for pid in args.pid or ():
+            self._watch_pid(pid, f"pid {pid}")
+        self._rescan()
+
+    def _trigger_channel(self) -> nerve.Channel:
+        name = self.args.trigger_channel
+        try:
+            ch = nerve.create(name, slots=16, size=1 << 16, encoding="json")
+            self.created_trigger = True
+        except nerve.ChannelExists:
+            ch = nerve.open(name)
+        ch.seek(ch.stat().head_seq)
+        return ch
+
+    def _watch_pid(self, pid: int, what: str) -> None:
+        if pid in self.watched_pids or pid == os.getpid():
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError as e:
+            if what.startswith("pid "):
+                die(PROG, f"--pid {pid}: {e.strerror}")
+            return
+        self.watched_pids[pid] = fd
+        self.pidfds[fd] = (pid, what)
+        self.poller.register(fd, select.POLLIN)
+
+    def _rescan(self) -> None:
+        """Holders of watched channels (as `nerve who` finds them)."""
+        from ..monitor import who
+
+        self.last_scan = time.monotonic()
+        if self.args.no_holders:
+            return
+        try:
+            res = who.scan(self.names)
+        except OSError:
+            return
+        for u in res.uses:
+            if u.channel in self.names:
+                self._watch_pid(u.pid, f"{u.pid} ({u.command.split()[0] if u.command else '?'}) "
+                                f"holding {u.channel}")
+
+    def trigger(self, kind: str, source: str, note: str = "", when: Optional[int] = None) -> None:
+        self.pending.append(Trigger(kind, source, when if when is not None else nerve.now_ns(), note))
+
+    def _accept(self, t: Trigger) -> bool:
+        """Cooldown and rate limit; a trigger during an incident's post
+        window is merged whatever they say (it loses nothing)."""
+        if self.incident is not None:
+            self.incident.merge(t)
+            print(f"{PROG}: {t.kind} trigger ({t.source}) merged into {self.incident.path}",
+                  file=sys.stderr, flush=True)
+            return False
+        if self.last_trigger_ns and t.time_ns - self.last_trigger_ns < self.args.cooldown * 1e9:
+            print(f"{PROG}: {t.kind} trigger ({t.source}) ignored: cooldown", file=sys.stderr, flush=True)
+            return False
+        self.recent = [x for x in self.recent if t.time_ns - x < 60e9]
+        if len(self.recent) >= self.args.max_per_minute:
+            print(f"{PROG}: {t.kind} trigger ({t.source}) ignored: rate limit", file=sys.stderr, flush=True)
+            return False
+        self.recent.append(t.time_ns)
+        self.last_trigger_ns = t.time_ns
+        return True
+
+    def _check(self, now: int) -> None:
+        # Deaths (the pidfd is readable once the process has exited).
+        for fd, _ in self.poller.poll(0):
+            pid, what = self.pidfds.pop(fd)
+            self.poller.unregister(fd)
+            os.close(fd)
+            del self.watched_pids[pid]
+            self.trigger("process-death", what, when=now)
+        # Trigger channel: one message per trigger, JSON {"note": ...}.
+        while True:
+            msg = self.trig_ch.get()
+            if msg is None:
+                break
+            try:
+                body = json.loads(bytes(msg.data))
+                note = str(body.get("note", "")) if isinstance(body, dict) else str(body)
+                src = str(body.get("source", "")) if isinstance(body, dict) else ""
+            except ValueError:
+                note, src = bytes(msg.data).decode("utf-8", "replace"), ""
+            self.trigger("channel", src or self.args.trigger_channel, note, when=msg.time_ns)
+        # Silences.
+        for name in self.names:
+            try:
+                st = nerve.stat(name)
+            except nerve.Error:
+                continue
+            for glob, limit in self.silence:
+                if fnmatch.fnmatchcase(name, glob):
+                    quiet = st.head_seq and now - st.newest_time_ns > limit * 1e9
+                    if quiet and not self.silent.get(name):
+                        self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
+                    self.silent[name] = bool(quiet)
+
+    def step(self) -> None:
+        now = nerve.now_ns()
+        self._check(now)
+        if time.monotonic() - self.last_scan > RESCAN_S and self.incident is None:
+            self._rescan()
+        while self.pending:
+            t = self.pending.pop(0)
+            if self._accept(t):
+                self._open(t)
+        if self.incident is not None and self.incident.pump(nerve.now_ns()):
+            self._close()
+
+    def _open(self, t: Trigger) -> None:
+        path = incident_name(self.args.out, t, self.offset)
+        print(f"{PROG}: {t.kind} trigger ({t.source}){': ' + t.note if t.note else ''}; "
+              f"writing {path}", file=sys.stderr, flush=True)
+        self.incident = Incident(path, self.names, self.windows, t, self.offset, self.args.compression)
+        for m in self.incident.missing:
+            print(f"{PROG}: {m}: no longer there; not in the file", file=sys.stderr, flush=True)
+
+    def _close(self) -> None:
+        inc = self.incident
+        assert inc is not None
+        self.incident = None
+        inc.close()
+        self.files.append(inc.path)
+        missed = sum(d.missed for d in inc.channels)
+        print(f"{PROG}: wrote {inc.path} ({human_bytes(os.path.getsize(inc.path))}, "
+              f"{sum(d.messages for d in inc.channels)} messages, {missed} missed)",
+              file=sys.stderr, flush=True)
+        for f in prune(self.args.out, self.args.keep, self.args.keep_bytes):
+            print(f"{PROG}: removed {f} (--keep/--keep-bytes)", file=sys.stderr, flush=True)
+
+    def wait(self) -> None:
+        if self.incident is not None:
+            time.sleep(0.005)  # following a post window: poll the rings
+        else:
+            self.poller.poll(TICK_S * 1000)
+
+    def close(self) -> None:
+        if self.incident is not None:
+            self.incident.close()
+        for fd in self.pidfds:
+            os.close(fd)
+        self.trig_ch.close()
+        if self.created_trigger:
+            try:
+                nerve.unlink(self.args.trigger_channel)
+            except nerve.Error:
+                pass
+
+
+# -- command line -----------------------------------------------------------
+
+
+def _add_window(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pre", type=duration, default=10.0, metavar="DUR",
+                   help="window before the trigger (default 10s)")
+    p.add_argument("--post", type=duration, default=2.0, metavar="DUR",
+                   help="window after the trigger (default 2s)")
+    p.add_argument("--window", type=window_spec, action="append", metavar="GLOB=PRE,POST",
+                   help="the windows of the channels matching GLOB (first match wins)")
+    p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Flight recorder: armed on channels, it copies their rings into an MCAP "
+        "file when something goes wrong (a watched process dies, a channel goes silent, "
+        "SIGUSR1, `nerve blackbox trigger`, a message on "
+        "the trigger channel). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
+    p.add_argument("patterns", nargs="+", metavar="CHANNEL", help="channel names or glob patterns")
+    _add_window(p)
+    p.add_argument("-o", "--out", default=".", metavar="DIR", help="directory of the incident files")
+    p.add_argument("--pid", type=int, action="append", metavar="PID",
+                   help="also trigger when this process dies")
+    p.add_argument("--no-holders", action="store_true",
+                   help="do not watch the processes that hold the watched channels")
+    p.add_argument("--silence", type=silence_spec, action="append", metavar="GLOB=DUR",
+                   help="trigger when a channel matching GLOB has no message for DUR")
+    p.add_argument("--trigger-channel", default=TRIGGER_CHANNEL, metavar="NAME",
+                   help=f"channel whose messages trigger (default {TRIGGER_CHANNEL})")
+    p.add_argument("--cooldown", type=duration, default=1.0, metavar="DUR",
+                   help="ignore triggers this long after one (default 1s)")
+    p.add_argument("--max-per-minute", type=int, default=10, metavar="N",
+                   help="at most N incidents a minute (default 10)")
+    p.add_argument("--keep", type=int, metavar="N", help="keep only the last N incident files")
+    p.add_argument("--keep-bytes", type=int, metavar="BYTES",
+                   help="remove the oldest incident files beyond BYTES in all")
+    p.add_argument("--plan", action="store_true", help="print the plan and exit")
+    return p
+
+
+def trigger_main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog=f"{PROG} trigger",
+                                description="Trigger the armed recorders (a message on the trigger channel).")
+    p.add_argument("--note", default="", help="a note kept in the incident file")
+    p.add_argument("--trigger-channel", default=TRIGGER_CHANNEL, metavar="NAME")
+    args = p.parse_args(argv)
+    try:
+        with nerve.open(args.trigger_channel, write=True) as ch:
+            ch.put(json.dumps({"note": args.note, "source": f"nerve blackbox trigger (pid {os.getpid()})"}).encode())
+    except nerve.ChannelNotFound:
+        die(PROG, f"{args.trigger_channel}: no armed recorder (the trigger channel does not exist)")
+    except nerve.Error as e:
+        die(PROG, str(e))
+    return 0
+
+
+def parse_time(text: str, offset: int) -> int:
+    """ISO 8601 wall-clock time or Unix seconds -> CLOCK_MONOTONIC ns."""
+    try:
+        wall = float(text)
+    except ValueError:
+        try:
+            d = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"not a time: {text!r} (ISO 8601, e.g. 2026-11-29T01:02:03.5Z, or Unix seconds)") from None
+        if d.tzinfo is None:
+            d = d.astimezone()
+        wall = d.timestamp()
+    return int(wall * 1e9) - offset
+
+
+def dump_main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog=f"{PROG} dump",
+                                description="Write an incident file for a past time from what the rings still hold.")
+    p.add_argument("patterns", nargs="+", metavar="CHANNEL")
+    p.add_argument("--at", required=True, metavar="TIME", help="trigger time: ISO 8601 or Unix seconds")
+    p.add_argument("--note", default="")
+    p.add_argument("-o", "--out", default=".", metavar="DIR")
+    _add_window(p)
+    args = p.parse_args(argv)
+    offset = realtime_offset_ns()
+    try:
+        t_ns = parse_time(args.at, offset)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
+    names = resolve(args.patterns)
+    if not names:
+        die(PROG, f"no channel matches {' '.join(args.patterns)}")
+    t = Trigger("dump", "nerve blackbox dump --at", t_ns, args.note)
+    windows = Windows(args.pre, args.post, args.window or ())
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        inc = Incident(incident_name(args.out, t, offset), names, windows, t, offset, args.compression)
+        try:
+            while not inc.pump(nerve.now_ns()):
+                time.sleep(0.005)
+        finally:
+            inc.close()
+    except OSError as e:
+        die(PROG, f"{e.filename or args.out}: {e.strerror}")
+    print(inc.path)
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["trigger"]:
+        return trigger_main(argv[1:])
+    if argv[:1] == ["dump"]:
+        return dump_main(argv[1:])
+    args = parser().parse_args(argv)
+    for glob, _ in args.silence or ():
+        nerve.check(glob.replace("*", "x").replace("?", "x").replace("[", "x").replace("]", "x"))
+    names = resolve(args.patterns)
+    if not names:
+        die(PROG, f"no channel matches {' '.join(args.patterns)} ('nerve ls' lists channels)")
+    windows = Windows(args.pre, args.post, args.window or ())
+    rows = plan(names, windows)
+    print(f"{PROG}: plan (pre {args.pre:g} s, post {args.post:g} s):\n{render_plan(rows)}",
+          file=sys.stderr, flush=True)
+    if args.plan:
+        return 0
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        die(PROG, f"{args.out}: {e.strerror}")
+    stop: List[int] = []
+    armed = Armed(args)
+    signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
+    signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
+    signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
+    print(f"{PROG}: armed on {', '.join(armed.names)}; watching {len(armed.pidfds)} processes; "
+          f"pid {os.getpid()}", file=sys.stderr, flush=True)
+    rc = 0
+    try:
+        while not stop or armed.incident is not None:
+            armed.step()
+            armed.wait()
+    except OSError as e:
+        print(f"{PROG}: {e.filename or args.out}: {e.strerror}; the incident files written "
+              f"before are kept", file=sys.stderr, flush=True)
+        rc = 1
+    finally:
+        try:
+            armed.close()
+        except OSError:
+            rc = 1
+    return rc
