@@ -8,6 +8,7 @@ sensor_msgs/PointCloud2. Messages are a fixed function of their index
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
@@ -360,3 +361,38 @@ def test_rosbags_hashes_match_jazzy() -> None:
         pkg, _, n = t.split("/")
         desc = json.loads((root / pkg / "msg" / f"{n}.json").read_text())
         assert desc["type_hashes"][0]["hash_string"] == hashes[t], t
+
+
+def test_rmw_domain_names(r2: Ros2Env, name) -> None:
+    """rmw_nerve's channels of the bridge's own domain N ("ros2-dN.<topic>",
+    rmw_nerve/src/names.cpp) go out as /<topic>, not /ros2_dN/<topic>, and
+    its service channels (encoding rmw_nerve-service) are neither
+    published nor reported as errors, from one --to-ros glob."""
+    need_distro("jazzy")
+    pre = f"ros2-d{r2.domain}."
+    msg = pre + name("chatter")
+    svc = pre + name("svc") + ".request"
+    made: List[str] = []
+    try:
+        ch = nerve.create(msg, slots=32, size=1 << 16, type=KINDS["String"], encoding="cdr",
+                          schema=STORE.generate_msgdef(KINDS["String"], ros_version=2)[0])
+        ch.close()
+        made.append(msg)
+        nerve.create(svc, slots=8, size=4096, type="example_interfaces/srv/AddTwoInts",
+                     encoding="rmw_nerve-service").close()
+        made.append(svc)
+        t = "/" + msg[len(pre):].replace(".", "/").replace("-", "_")
+        br = r2.bridge(f"--to-ros={pre}*")
+        br.wait_line(f"to-ros {re.escape(msg)} -> {re.escape(t)} ")
+        sub = r2.rclpy("jazzy", "sub", f"{t}:String", "--want", str(N), "--timeout", "120")
+        sub.wait_line("^READY$", 120)
+        to_ros_matched(br, [msg])
+        put_serialized(r2, "jazzy", {"String": msg})
+        got = sub.json(150)["got"][t]
+        assert got["bad"] == 0 and got["idx"] == list(range(N)), got
+        assert br.stop() == 0
+        assert f"to-ros {msg} -> {t}: {N} sent" in br.output, br.output
+        assert svc not in br.output and "error" not in br.output, br.output
+    finally:
+        for c in made:
+            nerve.unlink(c)

@@ -607,9 +607,28 @@ static void *export_run(void *arg)
     return NULL;
 }
 
+/* rmw_nerve's channel of topic /a/b in DDS domain N > 0 is "ros2-dN.a.b"
+ * (rmw_nerve/src/names.cpp; domain 0 has no prefix): the length of that
+ * prefix when `name` carries the one of the bridge's own --domain, else 0,
+ * so that such a channel maps back to /a/b and not to /ros2_dN/a/b. */
+static size_t rmw_domain_prefix(const char *name)
+{
+    char p[32];
+    if (opt.domain == 0) {
+        return 0;
+    }
+    int n = snprintf(p, sizeof p, "ros2-d%" PRIu32 ".", opt.domain);
+    if (n <= 0 || (size_t)n >= sizeof p || strncmp(name, p, (size_t)n) != 0 ||
+        name[n] == '\0') {
+        return 0;
+    }
+    return (size_t)n;
+}
+
 static void topic_of_channel(const char *name, char *out, size_t len)
 {
     size_t j = 0;
+    name += rmw_domain_prefix(name);
     if (j + 1 < len) {
         out[j++] = '/';
     }
@@ -636,8 +655,8 @@ static int export_topic(const char *name, char *topic, size_t len)
             while (pl > 0 && s->topic[pl - 1] == '/') {
                 pl--;
             }
-            snprintf(topic, len, "%.*s%s", (int)pl, s->topic, t);
-            return 1;
+            int n = snprintf(topic, len, "%.*s%s", (int)pl, s->topic, t);
+            return n > 0 && (size_t)n < len; /* a cut topic is not used */
         }
         if (strcmp(s->glob, name) == 0) {
             if (s->topic[0] != '\0') {
@@ -726,6 +745,13 @@ static int export_open(const char *name, nerve_chan **c, struct nerve_meta *m,
     int rc = nerve_chan_open(name, NERVE_O_READ, c);
     if (rc != 0) {
         say("error: to-ros %s: cannot open: %s", name, nerve_strerror(rc));
+        return -1;
+    }
+    if (nerve_chan_meta(*c, m) == 0 && m->encoding != NULL &&
+        strcmp(m->encoding, "rmw_nerve-service") == 0) {
+        /* rmw_nerve's request/reply channels are a service's, not a
+         * topic's: never published, and not an error. */
+        (void)nerve_chan_close(*c);
         return -1;
     }
     if (nerve_chan_meta(*c, m) != 0 || m->encoding == NULL ||
