@@ -208,7 +208,8 @@ struct nerve_stats {
     uint32_t lock_owner_tid; /* thread id of the holder, as the writers' PID
                                 namespace numbers it; 0: free (since 1.1) */
     uint32_t lock_flags;     /* NERVE_LOCK_* (since 1.1) */
-    uint32_t reserved0;
+    uint32_t create_flags;   /* NERVE_C_WAKE_ALWAYS, NERVE_C_REMOVE_UNUSED
+                                as the channel was made (was reserved0) */
     uint64_t reserved[7]; /* zero; for fields added later (docs/abi.md) */
 };
 
@@ -245,6 +246,8 @@ struct nerve_meta {
  * NERVE_C_EXIST_OK not given, or by any other file),
  * NERVE_EMISMATCH (exists with other slots, size or metadata),
  * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
+ * NERVE_ENOENT (NERVE_C_EXIST_OK, and the channel found was removed as
+ * unused, nerve_chan_remove_unused(), each of 16 times it was made again),
  * NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE.
  * Thread: any.  Blocking: file system calls (and up to 200 ms while a bell
  * without a channel is at the name).  RT: not safe (allocates, system

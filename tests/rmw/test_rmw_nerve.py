@@ -342,7 +342,8 @@ def test_nothing_left_behind(domain):
     before = _shm_of(domain)
     bindir = Path(sys.executable).parent
     kept = f"ros2-d{domain}.kept"
-    nerve.create(kept, slots=4, size=4096).close()
+    with nerve.create(kept, slots=4, size=4096):
+        pass
     # A topic whose node ends while `nerve echo` still reads it.
     holder = node(domain, "life", "held")
     expect(holder, "ready")
