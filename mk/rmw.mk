@@ -31,3 +31,16 @@ test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
 	@echo "== rmw_nerve_cpp on ROS 2 Kilted"
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/kilted/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_KILTED_VENV))/bin/python $(RMW_TEST)
+
+# A benchmark, not a test: 20 rclpy nodes restarted at random (half by
+# kill -9) for SOAK_MINUTES (10), printing /dev/shm bytes and each node's
+# RSS, descriptors and threads every 30 s, and a flat/not-flat verdict.
+SOAK_MINUTES ?= 10
+.PHONY: soak-rmw
+soak-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(VENV)/.nerve-tools-installed build
+	cmake -S . -B $(BUILD) -DNERVE_ROS2_PREFIX=$(abspath $(ROS2_JAZZY_VENV)) >/dev/null
+	cmake --build $(BUILD) -j$(JOBS) --target rmw_nerve_cpp
+	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/librmw_nerve_cpp.so \
+	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_JAZZY_VENV))/bin/python \
+	    PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
+	    $(PY) bench/rmw/soak.py --minutes $(SOAK_MINUTES)
