@@ -69,6 +69,12 @@ static void flag_and_holders(void)
     /* Without the flag: never removed, as `nerve create` makes them. */
     const char *plain = nt_name("plain");
     make(plain, 0);
+    nerve_chan *pc;
+    struct nerve_stats pst;
+    NT_OK(nerve_chan_open(plain, NERVE_O_READ, &pc));
+    NT_OK(nerve_chan_stat(pc, &pst));
+    NT_EQ(pst.create_flags, 0);
+    NT_OK(nerve_chan_close(pc));
     NT_EQ(nerve_chan_remove_unused(plain), NERVE_EPERM);
     NT_ASSERT(exists("nerve.", plain));
     NT_OK(nerve_chan_unlink(plain));
@@ -81,10 +87,14 @@ static void flag_and_holders(void)
     NT_ASSERT(!exists("nerve.", f) && !exists("nerve-bell.", f));
     NT_EQ(nerve_chan_remove_unused(f), NERVE_ENOENT);
 
-    /* A handle of this process, read-only, keeps it. */
+    /* A handle of this process, read-only, keeps it; its statistics show
+     * the flag (nerve ls / info print it from there). */
     make(f, NERVE_C_REMOVE_UNUSED);
     nerve_chan *c;
     NT_OK(nerve_chan_open(f, NERVE_O_READ, &c));
+    struct nerve_stats st;
+    NT_OK(nerve_chan_stat(c, &st));
+    NT_EQ(st.create_flags, NERVE_C_REMOVE_UNUSED);
     NT_EQ(nerve_chan_remove_unused(f), NERVE_EBUSY);
     NT_OK(nerve_chan_close(c));
     NT_OK(nerve_chan_remove_unused(f));
