@@ -286,8 +286,7 @@ void Graph::changed()
 // those made otherwise, stay).
 void Graph::sweep()
 {
-    unsigned n = 0;
-    (void)nerve_chan_sweep_unused(domain_prefix(domain_).c_str(), &n);
+    (void)nerve_chan_sweep_unused(domain_prefix(domain_).c_str(), nullptr);
 }
 
 void Graph::run()
