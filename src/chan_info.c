@@ -53,9 +53,13 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
     st->creator_version = h->creator_version;
     st->created_ns = h->created_ns;
     st->lock_owner_tid = nerve__mutex_owner(&h->lock.l, &st->lock_flags);
+    if (h->compat_flags & NERVE__COMPAT_WAKE_ALWAYS)
+        st->create_flags |= NERVE_C_WAKE_ALWAYS;
+    if (h->compat_flags & NERVE__COMPAT_REMOVE_UNUSED)
+        st->create_flags |= NERVE_C_REMOVE_UNUSED;
     st->bytes_total = nerve__load_rlx(&h->bytes_total);
     if (nerve__load_acq(&h->superseded)) /* SYNC(supersede), as F1 */
-        st->flags |= NERVE_STAT_SUPERSEDED;
+        st->state_flags |= NERVE_STAT_SUPERSEDED;
     /* Readers counted while some lease is running; a count that killed
      * readers left raised reads 0 once their leases end. */
     st->waiters =

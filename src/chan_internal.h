@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "atomics.h"
 #include "nerve/chan.h"
@@ -14,6 +15,13 @@
 #define NERVE__SHM_DIR "/dev/shm/"
 #define NERVE__CHAN_PREFIX "nerve."
 #define NERVE__BELL_PREFIX "nerve-bell."
+/* Open nerve.NAME with `open` (as chan_file_open) and take the handle's
+ * shared use lock (chan_life.c, LIFETIME); reopens a file removed while it
+ * was being opened. The descriptor or an error. */
+typedef int (*nerve__file_opener)(const char *name, int writable,
+                                  struct stat *st, char *msg, size_t len);
+int nerve__use_open(const char *name, int writable, struct stat *st,
+                    nerve__file_opener open, char *msg, size_t len);
 /* nerve__chan_open() flag: map the header, metadata and index only (no
  * data ring; ring is NULL), read-only, for nerve_chan_stat_name(). */
 #define NERVE__O_HEADER 0x80000000u

@@ -194,7 +194,8 @@ static int opts_read(const struct nerve_chan_opts *in,
             return r;
     }
     o->size = sizeof *o;
-    if (o->flags & ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS) ||
+    if (o->flags & ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS |
+                     NERVE_C_REMOVE_UNUSED) ||
         o->reserved0 != 0)
         return NERVE_EINVAL;
     if (!o->slots)
@@ -314,6 +315,8 @@ static int make_channel(const struct nerve_chan_opts *o,
     h->created_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
     if (o->flags & NERVE_C_WAKE_ALWAYS)
         h->compat_flags |= NERVE__COMPAT_WAKE_ALWAYS;
+    if (o->flags & NERVE_C_REMOVE_UNUSED)
+        h->compat_flags |= NERVE__COMPAT_REMOVE_UNUSED;
     /* Fresh file: no message; tail = 1 > head = 0 means empty. */
     nerve__store_rlx(&h->head, 0);
     nerve__store_rlx(&h->tail, 1);
@@ -509,7 +512,20 @@ static void release_bell(const char *bpath, struct nerve__shm_tmp *bell)
         (void)nerve__file->unlink(bpath);
 }
 
+static int chan_create_once(const char *name, const struct nerve_chan_opts *opts);
+
 int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
+{
+    /* With NERVE_C_EXIST_OK, the channel found may be removed as unused
+     * (chan_life.c) before it is compared: create again. A name removed
+     * this often in a row is answered NERVE_ENOENT. */
+    int r = NERVE_ENOENT;
+    for (int i = 0; i < 16 && r == NERVE_ENOENT; i++)
+        r = chan_create_once(name, opts);
+    return r;
+}
+
+static int chan_create_once(const char *name, const struct nerve_chan_opts *opts)
 {
     struct nerve_chan_opts o;
     int r = nerve_chan_name_check(name);
@@ -1025,7 +1041,7 @@ int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
         return r;
     int writable = (flags & NERVE_O_WRITE) != 0;
     struct stat st;
-    int fd = chan_file_open(name, writable, &st, msg, len);
+    int fd = nerve__use_open(name, writable, &st, chan_file_open, msg, len);
     if (fd < 0)
         return fd;
     struct nerve__shm_hdr h;
@@ -1213,6 +1229,8 @@ static int grow_opts(const nerve_chan *c, uint64_t data_size, uint64_t slots,
     o.schema = c->schema_len ? c->schema : NULL;
     o.schema_len = c->schema_len;
     o.flags = c->wake_always ? NERVE_C_WAKE_ALWAYS : 0;
+    if (c->hdr->compat_flags & NERVE__COMPAT_REMOVE_UNUSED)
+        o.flags |= NERVE_C_REMOVE_UNUSED; /* LIFETIME goes along */
     return opts_read(&o, out);
 }
 

@@ -48,6 +48,9 @@
  * that may not write the bell (and so cannot announce themselves) wait on
  * the futex too. Older readers may ignore it. */
 #define NERVE__COMPAT_WAKE_ALWAYS 0x1ull
+/* compat_flags bit: made with NERVE_C_REMOVE_UNUSED; the last user's
+ * nerve_chan_remove_unused() or a sweep removes it (chan_life.c). */
+#define NERVE__COMPAT_REMOVE_UNUSED 0x2ull
 /* The header region is one page of this size on every supported platform
  * (the data ring needs page alignment; the header needs far less). */
 #define NERVE__HDR_REGION 4096u
@@ -92,6 +95,11 @@ _Static_assert(offsetof(struct nerve__shm_lock, pidns) == 64, "layout");
  * covers them. */
 #define NERVE__CLAIM_BYTE 200u
 #define NERVE__CLAIM_GATE 201u
+/* Byte 202 (lock reserved1 + 74), also only a name in the OFD lock table
+ * (chan_life.c, LIFETIME): every open handle of any channel holds a shared
+ * lock on it for its life; nerve_chan_remove_unused() removes a channel
+ * only while it holds it exclusively. */
+#define NERVE__USE_BYTE 202u
 
 struct nerve__shm_hdr {
     /* Identity: lets an opener reject a file before trusting anything. */

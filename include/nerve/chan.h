@@ -91,6 +91,10 @@ typedef struct nerve_chan nerve_chan;
                                     futex system call per put), so that
                                     readers who may not write the channel
                                     (and its bell) wait without polling */
+#define NERVE_C_REMOVE_UNUSED                                                  \
+    0x4u /* mark the channel "remove when unused": nerve_chan_remove_unused()
+            and nerve_chan_sweep_unused() may remove it once no handle of
+            any process has it open (kill -9 included); made by rmw_nerve */
 
 /* Which message a get or view takes (the low two bits of flags). */
 #define NERVE_GET_NEXT                                                         \
@@ -204,11 +208,14 @@ struct nerve_stats {
     uint32_t lock_owner_tid; /* thread id of the holder, as the writers' PID
                                 namespace numbers it; 0: free (since 1.1) */
     uint32_t lock_flags;     /* NERVE_LOCK_* (since 1.1) */
-    uint32_t flags;          /* NERVE_STAT_* (since 1.2) */
-    uint64_t reserved[7];    /* zero; for fields added later (docs/abi.md) */
+    uint32_t create_flags;   /* NERVE_C_WAKE_ALWAYS, NERVE_C_REMOVE_UNUSED
+                                as the channel was made (was reserved0) */
+    uint32_t state_flags;    /* NERVE_STAT_* (since 1.2) */
+    uint32_t reserved0;
+    uint64_t reserved[6]; /* zero; for fields added later (docs/abi.md) */
 };
 
-/* nerve_stats.flags: */
+/* nerve_stats.state_flags: */
 #define NERVE_STAT_SUPERSEDED                                                  \
     0x1u /* a writer grew the channel: its name names a larger successor     \
             (nerve_chan_grow()); readers follow it when they have read all */
@@ -246,6 +253,8 @@ struct nerve_meta {
  * NERVE_C_EXIST_OK not given, or by any other file),
  * NERVE_EMISMATCH (exists with other slots, size or metadata),
  * NERVE_ENOTCHAN (NERVE_C_EXIST_OK, and the name holds no channel),
+ * NERVE_ENOENT (NERVE_C_EXIST_OK, and the channel found was removed as
+ * unused, nerve_chan_remove_unused(), each of 16 times it was made again),
  * NERVE_EACCES, NERVE_ENOSPC, NERVE_ENOMEM, NERVE_EMFILE, NERVE_ENFILE.
  * Thread: any.  Blocking: file system calls (and up to 200 ms while a bell
  * without a channel is at the name).  RT: not safe (allocates, system
@@ -266,6 +275,31 @@ nerve_chan_create(const char *name, const struct nerve_chan_opts *opts);
  * Thread: any.  Blocking: file system calls (and up to 200 ms while a
  * bell without a channel is there).  RT: not safe.  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_chan_unlink(const char *name);
+
+/* Remove channel `name` if it was made with NERVE_C_REMOVE_UNUSED and no
+ * handle of any process has it open (each open handle holds a shared OFD
+ * lock on a byte of the file; a killed process's go with it). The file
+ * removed is the one found unused: if another file was renamed over the
+ * name meanwhile, nothing is removed (NERVE_ENOENT). An opener that raced
+ * the removal finds the file gone and opens the name afresh (NERVE_ENOENT
+ * if nothing is there). Returns 0 (removed, with its bell), NERVE_EBUSY (a
+ * handle is open), NERVE_EPERM (not made with NERVE_C_REMOVE_UNUSED),
+ * NERVE_ENOENT, NERVE_ENOTCHAN (not a channel), NERVE_EACCES (removal needs
+ * write permission), NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_ENOSYS (no OFD
+ * locks: Linux before 3.15).
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_remove_unused(const char *name);
+
+/* nerve_chan_remove_unused() on every channel whose name starts with
+ * `prefix` ("" for all): collects what killed processes left. Channels in
+ * use, without the flag or not this user's to remove are skipped silently.
+ * *removed (may be NULL) gets the number removed. Returns 0, NERVE_EINVAL
+ * (prefix NULL), or the error of reading the directory.
+ * Thread: any.  Blocking: file system calls.  RT: not safe.  Signal: not
+ * safe. */
+NERVE_NODISCARD NERVE_API int nerve_chan_sweep_unused(const char *prefix,
+                                                      unsigned *removed);
 
 /* Change the permission bits of channel `name` to `mode` (<= 0777), and
  * its bell's to the same bits (a bell is used only while its mode equals

@@ -43,6 +43,7 @@ namespace rmw_nerve {
 static bool too_big(size_t len); // BOUNDS, below
 
 static const int64_t kTick = 100 * 1000000LL;      // reader wake-up
+static const int64_t kSweep = 5000 * 1000000LL;    // leftovers collected
 static const int64_t kHeartbeat = 500 * 1000000LL; // republish period
 static const int64_t kLease = 2000 * 1000000LL;    // silence that expires
 
@@ -84,7 +85,8 @@ static bool unhex(const std::string &s, uint8_t *p, size_t n)
 rmw_ret_t Graph::start()
 {
     std::string name = graph_channel(domain_);
-    int r = chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20);
+    int r = chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20,
+                            false);
     (void)r; // an existing graph channel of other geometry is fine
     std::string why;
     if (0 != chan_open_checked(name, "rmw_nerve/graph", NERVE_O_WRITE, &wr_,
@@ -118,6 +120,7 @@ rmw_ret_t Graph::start()
         std::lock_guard<std::mutex> lk(mu_);
         publish_locked();
     }
+    sweep();
     thread_ = std::thread([this] { run(); });
     return RMW_RET_OK;
 }
@@ -376,10 +379,19 @@ void Graph::changed()
     wake_waiters();
 }
 
+// Collect the channels of this domain that processes killed with kill -9
+// left (rmw_nerve makes them NERVE_C_REMOVE_UNUSED; those in use, and
+// those made otherwise, stay).
+void Graph::sweep()
+{
+    (void)nerve_chan_sweep_unused(domain_prefix(domain_).c_str(), nullptr);
+}
+
 void Graph::run()
 {
     std::vector<char> buf(64 * 1024);
     int64_t last_tick = mono_ns();
+    int64_t last_sweep = last_tick;
     while (!stop_.load()) {
         struct nerve_get_info info;
         int g = nerve_chan_get(rd_, buf.data(), buf.size(), 0, kTick, &info,
@@ -400,6 +412,10 @@ void Graph::run()
         if (now - last_tick >= kTick) {
             last_tick = now;
             ch = expire(now) || ch;
+        }
+        if (now - last_sweep >= kSweep) {
+            last_sweep = now;
+            sweep();
         }
         {
             std::lock_guard<std::mutex> lk(mu_);

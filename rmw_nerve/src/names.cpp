@@ -52,7 +52,7 @@ int64_t real_ns()
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-static std::string domain_prefix(size_t domain)
+std::string domain_prefix(size_t domain)
 {
     if (domain == 0)
         return "";

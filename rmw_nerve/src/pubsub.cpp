@@ -49,10 +49,10 @@ static const char *encoding_of(const std::string &type)
 
 int chan_create_for(const std::string &name, const std::string &type,
                     const std::string &schema, uint64_t slots,
-                    uint64_t data_size)
+                    uint64_t data_size, bool remove_unused)
 {
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
-    o.flags = NERVE_C_EXIST_OK;
+    o.flags = NERVE_C_EXIST_OK | (remove_unused ? NERVE_C_REMOVE_UNUSED : 0);
     o.slots = slots;
     o.data_size = data_size;
     o.type = type.c_str();
@@ -67,7 +67,7 @@ bool chan_has_news(nerve_chan *ch)
     struct nerve_stats st;
     return nerve_chan_stat(ch, &st) == 0 &&
            (st.head_seq > nerve_chan_cursor(ch) ||
-            (st.flags & NERVE_STAT_SUPERSEDED));
+            (st.state_flags & NERVE_STAT_SUPERSEDED));
 }
 
 int chan_follow(nerve_chan **ch, const char *type, Retired *retired)
@@ -205,6 +205,14 @@ int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
     }
     *out = c;
     return 0;
+}
+
+void chan_release(nerve_chan *c, const std::string &name)
+{
+    nerve_chan_close(c);
+    // The last user removes it (NERVE_EBUSY: others still use it;
+    // NERVE_EPERM: a channel made by `nerve create`, which stays).
+    (void)nerve_chan_remove_unused(name.c_str());
 }
 
 static bool duration_set(rmw_time_t t)
@@ -365,16 +373,23 @@ static rmw_ret_t pub_channel(Publisher *p, size_t size)
     uint64_t data = ring_for(p, p->type.bounded ? p->type.max_size + 4 : size);
     if (uint64_t e = env_size("NERVE_RMW_DATA_SIZE"))
         data = e;
-    int r = chan_create_for(p->chan_name, p->type.name, p->type.schema,
-                            p->qos.depth, data);
-    if (r && r != NERVE_EMISMATCH)
-        return fail(RMW_RET_ERROR,
-                    "rmw_nerve: publisher on '%s': cannot create channel "
-                    "'%s': %s",
-                    p->topic.c_str(), p->chan_name.c_str(), nerve_strerror(r));
     std::string why;
-    if (0 != chan_open_checked(p->chan_name, p->type.name.c_str(),
-                               NERVE_O_WRITE, &p->ch, &why))
+    int o = NERVE_ENOENT;
+    // A channel left unused between create and open is removed by any
+    // process's sweep (docs/ros2.md): make it again.
+    for (int i = 0; i < 16 && o == NERVE_ENOENT; i++) {
+        int r = chan_create_for(p->chan_name, p->type.name, p->type.schema,
+                                p->qos.depth, data);
+        if (r && r != NERVE_EMISMATCH)
+            return fail(RMW_RET_ERROR,
+                        "rmw_nerve: publisher on '%s': cannot create channel "
+                        "'%s': %s",
+                        p->topic.c_str(), p->chan_name.c_str(),
+                        nerve_strerror(r));
+        o = chan_open_checked(p->chan_name, p->type.name.c_str(),
+                              NERVE_O_WRITE, &p->ch, &why);
+    }
+    if (o != 0)
         return fail(RMW_RET_ERROR,
                     "rmw_nerve: publisher on '%s': channel '%s': %s",
                     p->topic.c_str(), p->chan_name.c_str(), why.c_str());
@@ -502,7 +517,7 @@ rmw_ret_t rmw_destroy_publisher(rmw_node_t *node, rmw_publisher_t *pub)
     auto *p = static_cast<Publisher *>(pub->data);
     p->node->ctx->graph->remove_endpoint(p->gid);
     if (p->ch)
-        nerve_chan_close(p->ch);
+        chan_release(p->ch, p->chan_name);
     free(const_cast<char *>(pub->topic_name));
     delete p;
     delete pub;
@@ -723,7 +738,7 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *sub)
     auto *s = static_cast<Subscription *>(sub->data);
     s->node->ctx->graph->remove_endpoint(s->gid);
     if (s->ch)
-        nerve_chan_close(s->ch);
+        chan_release(s->ch, s->chan_name);
     free(const_cast<char *>(sub->topic_name));
     delete s;
     delete sub;

@@ -85,6 +85,8 @@ int64_t real_ns();
 bool topic_channel(size_t domain, const char *topic, const char *suffix,
                    std::string *out);
 std::string graph_channel(size_t domain);
+// The prefix of every topic and service channel of a domain ("" for 0).
+std::string domain_prefix(size_t domain);
 
 struct MsgType {
     const message_type_support_callbacks_t *cb = nullptr;
@@ -204,6 +206,7 @@ public:
 private:
     void publish_locked();
     void run();
+    void sweep();
     bool ingest(const char *buf, size_t len, int64_t time_ns);
     bool expire(int64_t now);
     void changed();
@@ -364,9 +367,14 @@ rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
 // (the channel's type or encoding is not this one's); *why says which.
 int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
                       nerve_chan **out, std::string *why);
+// Made "remove when unused" (NERVE_C_REMOVE_UNUSED) unless told not to:
+// the last process to close it, or a sweep, removes it.
 int chan_create_for(const std::string &name, const std::string &type,
                     const std::string &schema, uint64_t slots,
-                    uint64_t data_size);
+                    uint64_t data_size, bool remove_unused = true);
+// Close c, a handle on channel `name`, and remove the channel if nobody
+// else has it open and rmw_nerve made it.
+void chan_release(nerve_chan *c, const std::string &name);
 // F2 for a reader of `type` whose *ch said NERVE_ESUPERSEDED: open the
 // name again (the type checked as at first), keep the cursor, retire the
 // old handle. 0, or the error (*ch unchanged).

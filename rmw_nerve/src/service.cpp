@@ -279,19 +279,25 @@ rmw_service_t *rmw_create_service(const rmw_node_t *node,
         return nullptr;
     }
     uint64_t slots = s->qos.depth < 64 ? 64 : s->qos.depth;
-    (void)chan_create_for(s->req_name, s->t.req.name, s->t.req.schema, slots,
-                          ring_bytes(s->t.req));
-    (void)chan_create_for(s->rep_name, s->t.rep.name, s->t.rep.schema, slots,
-                          ring_bytes(s->t.rep));
     std::string why;
-    if (0 != chan_open_checked(s->req_name, s->t.req.name.c_str(), NERVE_O_READ,
-                               &s->req, &why) ||
-        0 != chan_open_checked(s->rep_name, s->t.rep.name.c_str(),
-                               NERVE_O_WRITE, &s->rep, &why)) {
+    // Made, then opened; made again if a sweep removed it in between (it
+    // was unused for that moment).
+    auto make_open = [&](const std::string &name, const auto &t,
+                         uint32_t flags, nerve_chan **out) {
+        int o = NERVE_ENOENT;
+        for (int i = 0; i < 16 && o == NERVE_ENOENT; i++) {
+            (void)chan_create_for(name, t.name, t.schema, slots,
+                                  ring_bytes(t));
+            o = chan_open_checked(name, t.name.c_str(), flags, out, &why);
+        }
+        return o;
+    };
+    if (0 != make_open(s->req_name, s->t.req, NERVE_O_READ, &s->req) ||
+        0 != make_open(s->rep_name, s->t.rep, NERVE_O_WRITE, &s->rep)) {
         fail(RMW_RET_ERROR, "rmw_nerve: service '%s': %s", service_name,
              why.c_str());
         if (s->req)
-            nerve_chan_close(s->req);
+            chan_release(s->req, s->req_name);
         delete s;
         return nullptr;
     }
@@ -313,8 +319,8 @@ rmw_ret_t rmw_destroy_service(rmw_node_t *node, rmw_service_t *srv)
     CHECK_HANDLE(srv, "service");
     auto *s = static_cast<Service *>(srv->data);
     s->node->ctx->graph->remove_endpoint(s->gid);
-    nerve_chan_close(s->req);
-    nerve_chan_close(s->rep);
+    chan_release(s->req, s->req_name);
+    chan_release(s->rep, s->rep_name);
     free(const_cast<char *>(srv->service_name));
     delete s;
     delete srv;
@@ -353,9 +359,9 @@ rmw_ret_t rmw_destroy_client(rmw_node_t *node, rmw_client_t *cli)
     auto *c = static_cast<Client *>(cli->data);
     c->node->ctx->graph->remove_endpoint(c->gid);
     if (c->req)
-        nerve_chan_close(c->req);
+        chan_release(c->req, c->req_name);
     if (c->rep)
-        nerve_chan_close(c->rep);
+        chan_release(c->rep, c->rep_name);
     free(const_cast<char *>(cli->service_name));
     delete c;
     delete cli;

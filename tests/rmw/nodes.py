@@ -729,5 +729,25 @@ def role_grow_sub(kind, count):
     rclpy.shutdown()
 
 
+def role_life(topic="life"):
+    """An anonymous-name node (its seven parameter services come with it)
+    with a publisher, a subscription and a service; says ready, then ends
+    normally at end of stdin, unless killed first."""
+    from rcl_interfaces.srv import ListParameters
+    from std_msgs.msg import String
+
+    rclpy.init()
+    node = Node(f"anon_{os.getpid()}_{time.monotonic_ns() % 1000000}")
+    pub = node.create_publisher(String, topic, 10)
+    node.create_subscription(String, topic, lambda m: None, 10)
+    node.create_service(ListParameters, "life_list", lambda q, r: r)
+    pub.publish(String(data="alive"))
+    say("ready")
+    sys.stdin.read()
+    node.destroy_node()
+    rclpy.shutdown()
+    say({"ok": True})
+
+
 if __name__ == "__main__":
     globals()["role_" + sys.argv[1]](*sys.argv[2:])

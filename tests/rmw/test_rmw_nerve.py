@@ -536,3 +536,76 @@ def test_graph_bounds_big_message_and_non_utf8_names(domain):
     assert sorted(r["nodes"]) == ["fine", "init_only"], r
     assert r["_stderr"].count("a message over 1 MiB skipped") == 1, r["_stderr"]
     assert r["_stderr"].count("a name that is not valid UTF-8 skipped") == 1, r["_stderr"]
+
+
+def _shm_of(domain: int) -> set[str]:
+    """The domain's files in /dev/shm, its graph channel aside."""
+    return {f for f in os.listdir("/dev/shm")
+            if f"ros2-d{domain}." in f and f"ros2-graph-d{domain}" not in f}
+
+
+def _sweep(domain: int) -> int:
+    """nerve_chan_sweep_unused() on the domain, as the next rmw_nerve
+    context's init does: rcl does not destroy a node's
+    get_type_description service before the process exits, so the last
+    node's two channels wait for the next sweep of the domain."""
+    import ctypes
+
+    lib = next(d / "libnerve.so.1" for d in Path(LIB).resolve().parents
+               if (d / "libnerve.so.1").exists())
+    n = ctypes.c_uint(0)
+    rc = ctypes.CDLL(str(lib)).nerve_chan_sweep_unused(f"ros2-d{domain}.".encode(),
+                                                       ctypes.byref(n))
+    assert rc == 0
+    return n.value
+
+
+@pytest.mark.timeout(900)
+def test_nothing_left_behind(domain):
+    """Issue 35 item 2: 200 starts of anonymous-name nodes (topic, service,
+    the seven parameter services each), half ended with kill -9: the
+    domain's channels that rmw_nerve made are gone afterwards; one made with
+    `nerve create` and one that `nerve echo` holds open stay."""
+    starts = int(os.environ.get("NERVE_TEST_LIFE_STARTS", "200"))
+    before = _shm_of(domain)
+    bindir = Path(sys.executable).parent
+    kept = f"ros2-d{domain}.kept"
+    with nerve.create(kept, slots=4, size=4096):
+        pass
+    # A topic whose node ends while `nerve echo` still reads it.
+    holder = node(domain, "life", "held")
+    expect(holder, "ready")
+    echo = subprocess.Popen([str(bindir / "nerve-echo"), f"ros2-d{domain}.held",
+                             "--timeout", "600"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        batch = 20
+        for first in range(0, starts, batch):
+            ps = [node(domain, "life") for _ in range(min(batch, starts - first))]
+            for p in ps:
+                expect(p, "ready")
+            for i, p in enumerate(ps):
+                if (first + i) % 2:
+                    p.kill()
+                    p.communicate(timeout=60)
+                else:
+                    assert result(p, "")["ok"]
+        result(holder, "")
+        assert echo.poll() is None, echo.stderr.read()
+        # A last node's start sweeps what the killed ones left; it removes
+        # its own channels when it ends.
+        result(node(domain, "life"), "")
+        assert _sweep(domain) == 2  # the last node's type description
+        left = _shm_of(domain) - before
+        assert left == {f"nerve.{kept}", f"nerve-bell.{kept}",
+                        f"nerve.ros2-d{domain}.held", f"nerve-bell.ros2-d{domain}.held"}, \
+            sorted(left)
+    finally:
+        echo.kill()
+        echo.wait(timeout=30)
+    # Once `nerve echo` is gone, the next sweep collects the held topic;
+    # the created channel stays until removed by hand.
+    result(node(domain, "life"), "")
+    assert _sweep(domain) == 2
+    assert _shm_of(domain) - before == {f"nerve.{kept}", f"nerve-bell.{kept}"}
+    nerve.unlink(kept)

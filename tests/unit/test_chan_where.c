@@ -84,7 +84,8 @@ static void check_lock_owner(const char *name)
     NT_OK(nerve_chan_stat(r, &st));
     NT_EQ(st.lock_owner_tid, 0u);
     NT_EQ(st.lock_flags, 0u);
-    NT_EQ(st.flags, 0u); /* not superseded */
+    NT_EQ(st.state_flags, 0u); /* not superseded */
+    NT_EQ(st.reserved0, 0u);
 
     /* A reservation holds the lock: this thread is its owner. */
     void *p;

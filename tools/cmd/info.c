@@ -54,6 +54,8 @@ static void print_json(const struct info *in)
               ",\"newest_age_ns\":null",
               stdout);
     }
+    printf(",\"remove_unused\":%s",
+           (st.create_flags & NERVE_C_REMOVE_UNUSED) ? "true" : "false");
     printf(",\"mode\":\"%04o\",\"uid\":%u,\"gid\":%u,\"type\":", st.mode,
            st.uid, st.gid);
     json_cstr(stdout, meta.type);
@@ -92,6 +94,10 @@ static void print_text(const struct info *in)
     printf("waiting readers: %" PRIu64 "\n", st.waiters);
     printf("created:         %s\n", created);
     printf("mode:            %04o (uid %u, gid %u)\n", st.mode, st.uid, st.gid);
+    printf("lifetime:        %s\n",
+           (st.create_flags & NERVE_C_REMOVE_UNUSED)
+               ? "removed when unused (made by rmw_nerve)"
+               : "until removed");
     fputs("type:            ", stdout);
     cli_ctext(stdout, meta.type[0] ? meta.type : "-");
     fputs("\nencoding:        ", stdout);

@@ -104,7 +104,9 @@ static void print_json_row(const struct ls_row *w, int64_t now, size_t shown)
         } else {
             fputs("null", stdout);
         }
-        printf(",\"mode\":\"%04o\",\"type\":", st->mode);
+        printf(",\"remove_unused\":%s,\"mode\":\"%04o\",\"type\":",
+               (st->create_flags & NERVE_C_REMOVE_UNUSED) ? "true" : "false",
+               st->mode);
         json_cstr(stdout, w->meta.type);
         fputs(",\"encoding\":", stdout);
         json_cstr(stdout, w->meta.encoding);
@@ -128,10 +130,11 @@ static void print_text_row(const struct ls_row *w, int64_t now, int width)
     } else {
         snprintf(age, sizeof age, "-");
     }
-    printf("%-*s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s\n", width, w->name,
+    printf("%-*s %7" PRIu64 " %7s %9" PRIu64 " %9s %8s  %s%s\n", width, w->name,
            st->slots, size, cli_present(st), bytes, age,
            w->meta.type[0] ? cli_text_buf(type, sizeof type, w->meta.type)
-                           : "-");
+                           : "-",
+           (st->create_flags & NERVE_C_REMOVE_UNUSED) ? " (auto-remove)" : "");
 }
 
 /* Read and print channel `name`'s row (shown: rows printed before; width:

@@ -167,8 +167,10 @@ pub struct nerve_stats {
     pub creator_version: u32,
     pub lock_owner_tid: u32,
     pub lock_flags: u32,
-    pub flags: u32,
-    pub reserved: [u64; 7],
+    pub create_flags: u32,
+    pub state_flags: u32,
+    pub reserved0: u32,
+    pub reserved: [u64; 6],
 }
 
 /// `struct nerve_meta`: metadata recorded at creation.
