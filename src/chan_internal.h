@@ -20,6 +20,10 @@
  * was being opened. The descriptor or an error. */
 typedef int (*nerve__file_opener)(const char *name, int writable,
                                   struct stat *st, char *msg, size_t len);
+/* Hold the shared use lock (LIFETIME, chan_life.c) on the channel file fd,
+ * as every open handle does: a file being given a name (a growth's
+ * successor, GROWTH in chan_open.c) counts as used from then on. */
+int nerve__use_hold(int fd);
 int nerve__use_open(const char *name, int writable, struct stat *st,
                     nerve__file_opener open, char *msg, size_t len);
 /* nerve__chan_open() flag: map the header, metadata and index only (no

@@ -56,6 +56,11 @@ static int use_lock(int fd, short type)
     return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
+int nerve__use_hold(int fd)
+{
+    return use_lock(fd, F_RDLCK) == 0 ? 0 : nerve__err_from_errno(errno);
+}
+
 int nerve__use_open(const char *name, int writable, struct stat *st,
                     nerve__file_opener open, char *msg, size_t len)
 {

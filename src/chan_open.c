@@ -194,8 +194,8 @@ static int opts_read(const struct nerve_chan_opts *in,
             return r;
     }
     o->size = sizeof *o;
-    if (o->flags & ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS |
-                     NERVE_C_REMOVE_UNUSED) ||
+    if (o->flags &
+            ~(NERVE_C_EXIST_OK | NERVE_C_WAKE_ALWAYS | NERVE_C_REMOVE_UNUSED) ||
         o->reserved0 != 0)
         return NERVE_EINVAL;
     if (!o->slots)
@@ -512,7 +512,8 @@ static void release_bell(const char *bpath, struct nerve__shm_tmp *bell)
         (void)nerve__file->unlink(bpath);
 }
 
-static int chan_create_once(const char *name, const struct nerve_chan_opts *opts);
+static int chan_create_once(const char *name,
+                            const struct nerve_chan_opts *opts);
 
 int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
 {
@@ -525,7 +526,8 @@ int nerve_chan_create(const char *name, const struct nerve_chan_opts *opts)
     return r;
 }
 
-static int chan_create_once(const char *name, const struct nerve_chan_opts *opts)
+static int chan_create_once(const char *name,
+                            const struct nerve_chan_opts *opts)
 {
     struct nerve_chan_opts o;
     int r = nerve_chan_name_check(name);
@@ -1295,9 +1297,12 @@ int nerve_chan_grow(nerve_chan **cp, uint64_t data_size, uint64_t slots)
      * bell's owner the channel's). */
     if (geteuid() == 0 && st.st_uid != 0 && fchown(t.fd, st.st_uid, st.st_gid))
         r = nerve__err_from_errno(errno);
+    /* Used from before it has a name until the follow below opened it, so
+     * that no sweep (LIFETIME) takes a successor nobody holds yet. */
+    if (r == 0)
+        r = nerve__use_hold(t.fd);
     if (r == 0)
         r = grow_swap(c, &t, &g);
-    nerve__shm_tmp_discard(&t);
     if (r == NERVE_EPERM)
         nerve__detail(r,
                       "only the channel's owner (uid %u) or root may "
@@ -1305,6 +1310,7 @@ int nerve_chan_grow(nerve_chan **cp, uint64_t data_size, uint64_t slots)
                       (unsigned)st.st_uid);
     if (r == 0 || r == NERVE_ESUPERSEDED)
         r = nerve_chan_follow(cp);
+    nerve__shm_tmp_discard(&t); /* after the follow: t held the use lock */
     return r;
 }
 

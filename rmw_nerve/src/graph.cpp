@@ -85,8 +85,7 @@ static bool unhex(const std::string &s, uint8_t *p, size_t n)
 rmw_ret_t Graph::start()
 {
     std::string name = graph_channel(domain_);
-    int r = chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20,
-                            false);
+    int r = chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20, false);
     (void)r; // an existing graph channel of other geometry is fine
     std::string why;
     if (0 != chan_open_checked(name, "rmw_nerve/graph", NERVE_O_WRITE, &wr_,

@@ -386,8 +386,8 @@ static rmw_ret_t pub_channel(Publisher *p, size_t size)
                         "'%s': %s",
                         p->topic.c_str(), p->chan_name.c_str(),
                         nerve_strerror(r));
-        o = chan_open_checked(p->chan_name, p->type.name.c_str(),
-                              NERVE_O_WRITE, &p->ch, &why);
+        o = chan_open_checked(p->chan_name, p->type.name.c_str(), NERVE_O_WRITE,
+                              &p->ch, &why);
     }
     if (o != 0)
         return fail(RMW_RET_ERROR,

@@ -282,12 +282,11 @@ rmw_service_t *rmw_create_service(const rmw_node_t *node,
     std::string why;
     // Made, then opened; made again if a sweep removed it in between (it
     // was unused for that moment).
-    auto make_open = [&](const std::string &name, const auto &t,
-                         uint32_t flags, nerve_chan **out) {
+    auto make_open = [&](const std::string &name, const auto &t, uint32_t flags,
+                         nerve_chan **out) {
         int o = NERVE_ENOENT;
         for (int i = 0; i < 16 && o == NERVE_ENOENT; i++) {
-            (void)chan_create_for(name, t.name, t.schema, slots,
-                                  ring_bytes(t));
+            (void)chan_create_for(name, t.name, t.schema, slots, ring_bytes(t));
             o = chan_open_checked(name, t.name.c_str(), flags, out, &why);
         }
         return o;
