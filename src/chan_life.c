@@ -4,25 +4,25 @@
  * LIFETIME protocol (Linux open-file-description locks, which the kernel
  * drops when the last descriptor of the description closes, also when its
  * process is killed):
- *   O1  every nerve_chan_open() opens the file and takes a shared OFD lock
+ *   K1  every nerve_chan_open() opens the file and takes a shared OFD lock
  *       (F_RDLCK, never waiting; allowed on a read-only descriptor) on
  *       NERVE__USE_BYTE, held until nerve_chan_close();
- *   O2  then fstat()s its descriptor: st_nlink == 0 means a remover
- *       unlinked the file between O1's open and lock; it closes and opens
+ *   K2  then fstat()s its descriptor: st_nlink == 0 means a remover
+ *       unlinked the file between K1's open and lock; it closes and opens
  *       the name again (bounded tries; NERVE_ENOENT when nothing is there).
- *   R1  a remover opens the file read-write, checks the header's
+ *   K3  a remover opens the file read-write, checks the header's
  *       NERVE__COMPAT_REMOVE_UNUSED bit (a channel without it, such as one
  *       made by `nerve create`, is never removed) and takes an exclusive
  *       OFD lock on NERVE__USE_BYTE, never waiting: EAGAIN means a handle
  *       is open (NERVE_EBUSY);
- *   R2  holding it, checks that the name still names the inode it locked
+ *   K4  holding it, checks that the name still names the inode it locked
  *       (a successor renamed over the name is not its to remove);
- *   R3  unlinks the channel, then its bell, and drops the lock.
- * An opener holding O1's lock blocks R1; an opener whose O1 open came
- * before R3 but whose lock came after sees st_nlink == 0 at O2 and retries,
- * so no handle stays on a removed file. RESIDUAL RACE: between R2's stat
- * and R3's unlink (two system calls) another process can rename a new file
- * over the name; R3 then removes that one. Its open handles keep working
+ *   K5  unlinks the channel, then its bell, and drops the lock.
+ * An opener holding K1's lock blocks K3; an opener whose K1 open came
+ * before K5 but whose lock came after sees st_nlink == 0 at K2 and retries,
+ * so no handle stays on a removed file. RESIDUAL RACE: between K4's stat
+ * and K5's unlink (two system calls) another process can rename a new file
+ * over the name; K5 then removes that one. Its open handles keep working
  * (an unlinked file lives until closed) and the next create of the name
  * makes a fresh one; only a process that opens the name in that window
  * finds NERVE_ENOENT. Linux has no "unlink if inode" call to close it.
@@ -40,7 +40,7 @@
 #include "nerve/errors.h"
 #include "platform.h"
 
-/* Tries of O1/O2 before giving up: each retry means a remover unlinked
+/* Tries of K1/K2 before giving up: each retry means a remover unlinked
  * the file just opened, which a channel name suffers at most a few times
  * in a row. */
 #define USE_OPEN_TRIES 16
@@ -68,7 +68,7 @@ int nerve__use_open(const char *name, int writable, struct stat *st,
         int fd = open(name, writable, st, msg, len);
         if (fd < 0)
             return fd;
-        /* O1. A kernel without OFD locks (EINVAL) opens without one: its
+        /* K1. A kernel without OFD locks (EINVAL) opens without one: its
          * channels are never found unused. A remover's exclusive lock
          * (EAGAIN) is held only while it unlinks: open again. */
         if (use_lock(fd, F_RDLCK) != 0 && errno != EAGAIN) {
@@ -78,7 +78,7 @@ int nerve__use_open(const char *name, int writable, struct stat *st,
             nerve__file->close(fd);
             return r;
         }
-        /* O2 */
+        /* K2 */
         struct stat now;
         if (errno != EAGAIN && fstat(fd, &now) == 0 && now.st_nlink > 0) {
             *st = now;
@@ -100,7 +100,7 @@ int nerve_chan_remove_unused(const char *name)
     nerve__path_of(cpath, sizeof cpath, NERVE__CHAN_PREFIX, name);
     nerve__path_of(bpath, sizeof bpath, NERVE__BELL_PREFIX, name);
     struct stat st;
-    int fd = nerve__shm_open(cpath, 1, &st); /* R1 */
+    int fd = nerve__shm_open(cpath, 1, &st); /* K3 */
     if (fd < 0)
         return fd;
     struct nerve__shm_hdr h;
@@ -120,14 +120,14 @@ int nerve_chan_remove_unused(const char *name)
         else
             r = nerve__err_from_errno(errno);
     } else {
-        /* R2: still the inode locked, and not already removed? */
+        /* K4: still the inode locked, and not already removed? */
         struct stat now;
         if (fstat(fd, &now) != 0 || now.st_nlink == 0 ||
             stat(cpath, &now) != 0 || now.st_ino != st.st_ino ||
             now.st_dev != st.st_dev)
             r = NERVE_ENOENT;
         else
-            r = nerve__shm_unlink(cpath); /* R3 */
+            r = nerve__shm_unlink(cpath); /* K5 */
         if (r == 0)
             (void)nerve__file->unlink(bpath);
     }
