@@ -20,7 +20,7 @@
 #![no_std]
 #![allow(non_camel_case_types)]
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_char, c_int, c_uint, c_void};
 
 // ---- chan.h: constants -------------------------------------------------
 
@@ -55,6 +55,11 @@ pub const NERVE_O_WRITE: u32 = 0x1;
 pub const NERVE_C_EXIST_OK: u32 = 0x1;
 /// `NERVE_C_WAKE_ALWAYS`: wake waiting readers on every put.
 pub const NERVE_C_WAKE_ALWAYS: u32 = 0x2;
+/// `NERVE_C_REMOVE_UNUSED`: remove the channel once no process has it open.
+pub const NERVE_C_REMOVE_UNUSED: u32 = 0x4;
+/// `NERVE_STAT_SUPERSEDED`: `nerve_stats.state_flags`, a writer grew the
+/// channel and its name names the successor.
+pub const NERVE_STAT_SUPERSEDED: u32 = 0x1;
 /// `NERVE_GET_NEXT`: the next unseen message after the cursor.
 pub const NERVE_GET_NEXT: u32 = 0x0;
 /// `NERVE_GET_NEWEST`: the newest message.
@@ -369,4 +374,10 @@ extern "C" {
     pub fn nerve_chan_name_check(name: *const c_char) -> c_int;
     pub fn nerve_chan_path(name: *const c_char, flags: u32, buf: *mut c_char, len: usize) -> c_int;
     pub fn nerve_chan_file_size(opts: *const nerve_chan_opts, size: *mut u64) -> c_int;
+
+    pub fn nerve_chan_grow(c: *mut *mut nerve_chan, data_size: u64, slots: u64) -> c_int;
+    pub fn nerve_chan_follow(c: *mut *mut nerve_chan) -> c_int;
+    pub fn nerve_chan_renamed(c: *const nerve_chan) -> c_int;
+    pub fn nerve_chan_remove_unused(name: *const c_char) -> c_int;
+    pub fn nerve_chan_sweep_unused(prefix: *const c_char, removed: *mut c_uint) -> c_int;
 }

@@ -73,7 +73,8 @@ fn structs(out: &mut String) {
         bytes_total => "bytes_total", waiters => "waiters", created_ns => "created_ns",
         layout_version => "layout_version", mode => "mode", uid => "uid", gid => "gid",
         creator_version => "creator_version", lock_owner_tid => "lock_owner_tid",
-        lock_flags => "lock_flags", reserved0 => "reserved0", reserved => "reserved",
+        lock_flags => "lock_flags", create_flags => "create_flags",
+        state_flags => "state_flags", reserved0 => "reserved0", reserved => "reserved",
     });
     check_struct!(out, nerve_meta {
         type_ => "type", encoding => "encoding", schema => "schema",
@@ -179,6 +180,7 @@ fn c_type(rust: &str) -> String {
     }
     match t {
         "c_int" => "int".into(),
+        "c_uint" => "unsigned".into(),
         "c_char" => "char".into(),
         "c_void" => "void".into(),
         "i64" => "int64_t".into(),

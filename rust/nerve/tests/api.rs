@@ -24,7 +24,7 @@ fn errors_map_one_to_one_with_the_c_codes() {
         );
         assert!(!e.message().is_empty() && e.message() != "unknown error");
     }
-    assert_eq!(Error::ALL.len(), 31);
+    assert_eq!(Error::ALL.len(), 32);
     assert_eq!(Error::Again.code(), -libc_errno::EAGAIN);
     assert_eq!(Error::Again.name(), "EAGAIN");
     assert_eq!(Error::Corrupt.raw_os_error(), None);
