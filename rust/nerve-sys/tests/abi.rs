@@ -116,6 +116,7 @@ fn rust_errors() -> Vec<(&'static str, i32)> {
         ("ELAPPED", NERVE_ELAPPED),
         ("EABI", NERVE_EABI),
         ("EDECODE", NERVE_EDECODE),
+        ("ESUPERSEDED", NERVE_ESUPERSEDED),
     ]
 }
 
