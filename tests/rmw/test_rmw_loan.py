@@ -36,6 +36,12 @@ def test_loans_through_rcl(domain):
                     "rcl_loan line)")
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     env.pop("ROS_DISABLE_LOANED_MESSAGES", None)
+    # Made here, so that they outlive the program: rmw_nerve removes the
+    # channels it made itself when their last user goes, never one a user
+    # made (the fixture removes these).
+    for topic in ("wire", "plain"):
+        nerve.create(f"ros2-d{domain}.loan.{topic}", slots=10, size=65536,
+                     type="geometry_msgs/msg/Vector3", encoding="cdr").close()
     p = subprocess.run([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB,
                         "--rcl", str(RCL), "--", str(PROG)], env=env, capture_output=True,
                        text=True, timeout=120)
