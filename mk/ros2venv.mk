@@ -18,7 +18,7 @@ ROS2_JAZZY_PKGS := 'ros-jazzy-rclpy[fastrtps]==7.1.6' ros-jazzy-std-msgs==5.3.6 
     ros-jazzy-builtin-interfaces==2.0.3 ros-jazzy-rcl-interfaces==2.0.3 \
     ros-jazzy-test-msgs==2.0.3
 ROS2_KILTED_PKGS := 'ros-kilted-rclpy[fastrtps]==9.1.2' ros-kilted-std-msgs==5.5.1 \
-    ros-kilted-sensor-msgs==5.5.1 ros-kilted-test-msgs==2.3.0
+    ros-kilted-sensor-msgs==5.5.1 ros-kilted-test-msgs==2.3.0 ros-kilted-nav-msgs==5.5.1
 
 DEPS_PKGS += python3-venv
 
