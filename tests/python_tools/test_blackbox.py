@@ -191,7 +191,9 @@ def test_signal_trigger_and_keep(rig):
     finally:
         said = end(p)
     assert check(second)["kind"] == "signal"
-    assert not first.exists() and "removed" in before + said  # --keep 1 (said before or after the second)
+    # --keep 1: only the newest incident file is left.
+    assert not first.exists() and second.exists()
+    assert [f.name for f in second.parent.glob("*.mcap")] == [second.name], before + said
 
 
 def test_triggering_process_sigkilled(rig):
