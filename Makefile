@@ -57,7 +57,15 @@ test-tsan: deps
 test-install: build
 	scripts/test-install.sh $(BUILD)
 
-test: $(TEST_TARGETS)
+# The test targets run one after another, in the order of TEST_TARGETS.
+# Beside them, in the background and at the lowest CPU priority, the Rust
+# bridge compiles (test-bridge-prebuild in mk/rust.mk: several CPU-minutes
+# in release mode) in the time the tests before test-rust leave the CPUs
+# idle; test-rust and test-tools then find it built.
+test: build
+	@$(MAKE) --no-print-directory test-bridge-prebuild & prebuild=$$!; \
+	    $(MAKE) --no-print-directory $(TEST_TARGETS); status=$$?; \
+	    wait $$prebuild; exit $$status
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
 
 clean:

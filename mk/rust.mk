@@ -63,6 +63,22 @@ rust-bridge-install: build
 	    echo "installed $(VENV)/bin/nerve-bridge-rs"; \
 	fi
 
+# What `make test` runs beside its test targets: the bridge's release build,
+# niced, without make's jobserver (cargo would take one job slot from it),
+# its output in $(BUILD)/rust-bridge-prebuild.log. It never fails by itself:
+# a failed build is compiled again, and reported, by test-rust.
+.PHONY: test-bridge-prebuild
+test-bridge-prebuild:
+	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml >/dev/null; then \
+	    if env -u MAKEFLAGS -u MFLAGS $(CARGO_ENV) nice -n 19 $(CARGO) build $(CARGO_MANIFEST) \
+	        --locked --release -j$(JOBS) -p nerve-bridge \
+	        >$(BUILD)/rust-bridge-prebuild.log 2>&1; then \
+	        echo "test-bridge-prebuild: the Rust bridge is built (log: $(BUILD)/rust-bridge-prebuild.log)"; \
+	    else \
+	        echo "test-bridge-prebuild: the Rust bridge did not build; test-rust builds it again and says why"; \
+	    fi; \
+	fi
+
 # The same release profile and zenoh features as rust-bridge-install, so
 # only nerve-bridge itself is compiled again for the feature.
 bench-bridge-peer: rust-bridge-install
