@@ -112,6 +112,36 @@ bool cli_ready(Client *c)
     return chan_has_news(c->rep);
 }
 
+uint64_t srv_listen(Service *s, std::string *name, std::string *type,
+                    uint64_t *base)
+{
+    std::lock_guard<std::mutex> lk(s->mu);
+    *name = s->req_name;
+    *type = s->t.req.name;
+    struct nerve_stats st;
+    *base = 0;
+    if (nerve_chan_stat(s->req, &st) != 0)
+        return 0;
+    *base = st.head_seq;
+    uint64_t cur = nerve_chan_cursor(s->req);
+    return st.head_seq > cur ? st.head_seq - cur : 0;
+}
+
+uint64_t cli_listen(Client *c, std::string *name, std::string *type,
+                    uint64_t *base)
+{
+    std::lock_guard<std::mutex> lk(c->mu);
+    *name = c->rep_name;
+    *type = c->t.rep.name;
+    struct nerve_stats st;
+    *base = 0;
+    if (!cli_open(c) || nerve_chan_stat(c->rep, &st) != 0)
+        return 0;
+    *base = st.head_seq;
+    uint64_t cur = nerve_chan_cursor(c->rep);
+    return st.head_seq > cur ? st.head_seq - cur : 0;
+}
+
 nerve_chan *srv_chan(Service *s)
 {
     return s->req;
@@ -317,6 +347,7 @@ rmw_ret_t rmw_destroy_service(rmw_node_t *node, rmw_service_t *srv)
     CHECK_HANDLE(node, "node");
     CHECK_HANDLE(srv, "service");
     auto *s = static_cast<Service *>(srv->data);
+    listener_forget(s);
     s->node->ctx->graph->remove_endpoint(s->gid);
     chan_release(s->req, s->req_name);
     chan_release(s->rep, s->rep_name);
@@ -356,6 +387,7 @@ rmw_ret_t rmw_destroy_client(rmw_node_t *node, rmw_client_t *cli)
     CHECK_HANDLE(node, "node");
     CHECK_HANDLE(cli, "client");
     auto *c = static_cast<Client *>(cli->data);
+    listener_forget(c);
     c->node->ctx->graph->remove_endpoint(c->gid);
     if (c->req)
         chan_release(c->req, c->req_name);
