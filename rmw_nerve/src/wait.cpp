@@ -16,6 +16,15 @@
 // and the wake channel has a message after the cursor, which makes the
 // futex wait return at once.
 //
+// THREADS. Wait sets are per thread at a time (rcl's rule: one rmw_wait
+// per wait set at once), but one may be used by several threads in turn,
+// and several wait sets, in several threads, may hold the same
+// subscription, service or client while other threads take from them
+// (rclcpp's multi-threaded executor): every look at an entity's handles
+// holds the entity's mutex, and a handle an entity followed away from
+// stays open until the entity is destroyed (Retired), so a wait on it
+// after the lock was let go is safe.
+//
 // SHUTDOWN WAKE. rmw_shutdown sets the context's shut_down flag and then
 // wakes every registered wait, as a trigger does; a wait looks at the flag
 // after it registered, so it either sees the flag or is woken. A wait of a
@@ -291,16 +300,21 @@ std::vector<nerve_chan *> wait_chans(const WaitCall &w, WaitSet *ws,
             *overflow = true;
     };
     add(ws->wake);
-    for (size_t i = 0; i < w.ns; i++)
+    for (size_t i = 0; i < w.ns; i++) {
+        std::lock_guard<std::mutex> lk(w.sub(i)->mu);
         add(w.sub(i)->ch);
+    }
     for (size_t i = 0; i < w.nv; i++)
         add(srv_chan(w.srv(i)));
     for (size_t i = 0; i < w.nc; i++)
         add(cli_chan(w.cli(i)));
     for (size_t i = 0; i < w.ne; i++) {
         auto *ev = w.event(i);
-        if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST)
-            add(static_cast<Subscription *>(ev->data)->ch);
+        if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST) {
+            auto *s = static_cast<Subscription *>(ev->data);
+            std::lock_guard<std::mutex> lk(s->mu);
+            add(s->ch);
+        }
     }
     return chans;
 }
@@ -314,6 +328,7 @@ bool any_unopened(const WaitCall &w)
     bool unopened = false;
     for (size_t i = 0; i < w.ns; i++) {
         auto *s = w.sub(i);
+        std::lock_guard<std::mutex> lk(s->mu);
         unopened |= s->ch == nullptr && !s->refused;
     }
     for (size_t i = 0; i < w.nc; i++)

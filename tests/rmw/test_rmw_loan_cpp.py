@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from test_rmw_nerve import LIB
 
 PROG = os.path.join(os.path.dirname(LIB), "rcl_loan_cpp")
