@@ -30,7 +30,6 @@
 // READY is a set of bits: 1 the publisher's channel exists, 2 its
 // manual-by-topic liveliness lease ran out (LIVELINESS in events.cpp); a
 // reader that knows only 0 and 1 takes any non-zero value as ready.
-// Other versions are ignored.
 
 #include "rmw_nerve.hpp"
 

@@ -163,9 +163,9 @@ rmw_ret_t set_callback(const void *key, rmw_event_callback_t cb,
     return RMW_RET_OK;
 }
 
-// What a reader at `cursor` of channel `ch` (may be null) has not taken,
-// and where counting goes on: (unread, base).
-uint64_t unread_of(nerve_chan *ch, uint64_t *base)
+} // namespace
+
+uint64_t chan_unread(nerve_chan *ch, uint64_t *base)
 {
     *base = 0; // no channel yet: all its messages will be new
     struct nerve_stats st;
@@ -175,8 +175,6 @@ uint64_t unread_of(nerve_chan *ch, uint64_t *base)
     uint64_t cur = nerve_chan_cursor(ch);
     return st.head_seq > cur ? st.head_seq - cur : 0;
 }
-
-} // namespace
 
 void listener_forget(const void *key)
 {
@@ -203,7 +201,7 @@ rmw_ret_t rmw_subscription_set_on_new_message_callback(rmw_subscription_t *sub,
         e.type = s->type.name;
         if (sub_open(s))
             sub_count_lost(s); // keep-last: at most depth are pending
-        return unread_of(s->ch, &e.base);
+        return chan_unread(s->ch, &e.base);
     });
 }
 

@@ -155,6 +155,10 @@ bool event_ready(rmw_event_t *ev, int64_t *next_ns);
 // Stop the callbacks of a subscription, service or client (and of its
 // events) that is being destroyed.
 void listener_forget(const void *key);
+// What the reader `ch` (may be null: nothing) has not taken yet; *base:
+// the newest sequence number, from which a listener counts new ones (0
+// without a channel: all of its messages will be new).
+uint64_t chan_unread(nerve_chan *ch, uint64_t *base);
 
 struct GuardCondition {
     std::atomic<bool> triggered{false};

@@ -125,13 +125,7 @@ uint64_t srv_listen(Service *s, std::string *name, std::string *type,
     std::lock_guard<std::mutex> lk(s->mu);
     *name = s->req_name;
     *type = s->t.req.name;
-    struct nerve_stats st;
-    *base = 0;
-    if (nerve_chan_stat(s->req, &st) != 0)
-        return 0;
-    *base = st.head_seq;
-    uint64_t cur = nerve_chan_cursor(s->req);
-    return st.head_seq > cur ? st.head_seq - cur : 0;
+    return chan_unread(s->req, base);
 }
 
 uint64_t cli_listen(Client *c, std::string *name, std::string *type,
@@ -140,13 +134,7 @@ uint64_t cli_listen(Client *c, std::string *name, std::string *type,
     std::lock_guard<std::mutex> lk(c->mu);
     *name = c->rep_name;
     *type = c->t.rep.name;
-    struct nerve_stats st;
-    *base = 0;
-    if (!cli_open(c) || nerve_chan_stat(c->rep, &st) != 0)
-        return 0;
-    *base = st.head_seq;
-    uint64_t cur = nerve_chan_cursor(c->rep);
-    return st.head_seq > cur ? st.head_seq - cur : 0;
+    return chan_unread(cli_open(c) ? c->rep : nullptr, base);
 }
 
 nerve_chan *srv_chan(Service *s)
