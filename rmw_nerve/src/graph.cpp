@@ -23,7 +23,9 @@
 // per node, "N ID NAME NS ENCLAVE", and per endpoint "E KIND NODE GIDHEX
 // NAME TYPE RELIABILITY DURABILITY HISTORY DEPTH LIVELINESS LEASE_SEC
 // LEASE_NSEC READY V:HASHHEX" (QoS as rmw's enum values; liveliness and its
-// lease since version 2, for the incompatible-QoS events of qos.cpp).
+// lease since version 2, for the incompatible-QoS events of qos.cpp). A
+// service's hash is its request message's (what a DDS client's request
+// writer says; nerve ros2 --services checks it), a client's is 0.
 // Other versions are ignored.
 
 #include "rmw_nerve.hpp"

@@ -1,6 +1,7 @@
 // A Fast DDS (2.9) type whose samples are CDR bytes, encapsulation header
 // included: what a ROS 2 message is on the wire, without its type code.
-// Used by tests/ros2/fastdds_peer.cpp and bench/ros2/fastdds_lat.cpp.
+// Used by nerve-ros2-dds (ros2_services.cpp), tests/ros2/fastdds_peer.cpp
+// and bench/ros2/fastdds_lat.cpp.
 #ifndef NERVE_TESTS_ROS2_FASTDDS_RAW_HPP
 #define NERVE_TESTS_ROS2_FASTDDS_RAW_HPP
 
