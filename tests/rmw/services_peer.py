@@ -91,6 +91,27 @@ def role_client(tag, clients, calls):
     say(out)
 
 
+def request_hash():
+    """The REP 2011 hash of test_msgs/srv/BasicTypes_Request as rclpy's
+    type support gives it (get_type_hash_func of the C struct
+    rosidl_message_type_support_t), "RIHS01_<hex>"."""
+    import ctypes
+
+    from rclpy.type_support import check_for_type_support
+    from test_msgs.srv import BasicTypes
+
+    check_for_type_support(BasicTypes.Request)
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    ts = get(BasicTypes.Request._TYPE_SUPPORT, None)
+    # {identifier, data, func, get_type_hash_func, ...}: the fourth pointer.
+    fn = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(
+        ctypes.cast(ts, ctypes.POINTER(ctypes.c_void_p))[3])
+    h = ctypes.string_at(fn(ts), 33)  # rosidl_type_hash_t {uint8 version; uint8 value[32]}
+    assert h[0] == 1, h[0]
+    return "RIHS01_" + h[1:].hex()
+
+
 def role_hang(tag):
     from test_msgs.srv import BasicTypes
 
