@@ -9,6 +9,10 @@ client   (on DDS) CLIENTS clients of /TAG/double, CALLS calls each, all in
          GetParameters back through the bridge.
 hang     (on DDS) one call that the server never answers; says "sent", then
          waits for the service to disappear.
+action   (on DDS) an action client of /fib (test_msgs/action/Fibonacci,
+         served by nodes.py action_server): a first goal (says "first"),
+         then, once the file $NERVE_PEER_GO exists, a goal of order 8 to its
+         result with feedback and a goal of order 40 cancelled midway.
 
 Each role prints "ready" (or "sent") when the test may go on and one line
 of JSON at the end. Every wait is bounded."""
@@ -124,6 +128,63 @@ def role_hang(tag):
     say({"ready": ready, "gone": gone, "answered": f.done()})
 
 
+def role_action(tag):
+    import os
+
+    from rclpy.action import ActionClient
+    from test_msgs.action import Fibonacci
+
+    n = Node(f"fib_client_{tag}", start_parameter_services=False, enable_rosout=False)
+    c = ActionClient(n, Fibonacci, "/fib")
+    # Until the server's first goal its feedback and status channels do not
+    # exist (rmw_nerve makes a topic's channel at its first publish), so the
+    # bridge has no writers of them and wait_for_server() cannot be true:
+    # the first goal goes once the three services are there.
+    probes = [n.create_client(t, f"/fib/_action/{s}") for t, s in (
+        (Fibonacci.Impl.SendGoalService, "send_goal"),
+        (Fibonacci.Impl.CancelGoalService, "cancel_goal"),
+        (Fibonacci.Impl.GetResultService, "get_result"))]
+    out = {"services": spin_until(n, lambda: all(p.service_is_ready() for p in probes), 90)}
+    say("ready")
+
+    def run(order, feedback=None):
+        """A goal to its result: (result, status, handle), None on a bound."""
+        cb = (lambda f: feedback.append(list(f.feedback.sequence))) if feedback is not None \
+            else None
+        for _ in range(3):  # a request sent before its writer matched is lost
+            send = c.send_goal_async(Fibonacci.Goal(order=order), feedback_callback=cb)
+            if spin_until(n, send.done, 20):
+                break
+        if not send.done() or not send.result().accepted:
+            return None
+        res = send.result().get_result_async()
+        if not spin_until(n, res.done, 30):
+            return None
+        return list(res.result().result.sequence), res.result().status
+
+    out["first"] = run(3) is not None
+    say("first")
+    go = os.environ["NERVE_PEER_GO"]
+    spin_until(n, lambda: os.path.exists(go), 90)
+    out["server"] = c.wait_for_server(timeout_sec=30.0)
+    feedback = []
+    r = run(8, feedback)
+    out["result"], out["status"] = r if r else (None, None)
+    out["feedback"] = feedback
+    send2 = c.send_goal_async(Fibonacci.Goal(order=40))
+    spin_until(n, send2.done, 30)
+    h2 = send2.result()
+    spin_until(n, lambda: False, limit=0.3)
+    cancel = h2.cancel_goal_async()
+    spin_until(n, cancel.done, 30)
+    out["cancel_goals"] = len(cancel.result().goals_canceling) if cancel.done() else None
+    res2 = h2.get_result_async()
+    spin_until(n, res2.done, 30)
+    out["cancel_status"] = res2.result().status if res2.done() else None
+    say(out)
+
+
 if __name__ == "__main__":
     rclpy.init()
-    {"server": role_server, "client": role_client, "hang": role_hang}[sys.argv[1]](*sys.argv[2:])
+    {"server": role_server, "client": role_client, "hang": role_hang,
+     "action": role_action}[sys.argv[1]](*sys.argv[2:])

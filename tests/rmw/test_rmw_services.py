@@ -88,15 +88,15 @@ class World:
         expect(p, "ready")
         return p
 
-    def bridge(self, *globs: str) -> subprocess.Popen:
-        """The bridge, once it offers /TAG/double (the Fast DDS part takes
-        the Fast DDS 2.9 profile, the Cyclone part CYCLONEDDS_URI)."""
+    def bridge(self, *args: str, ready: str = "") -> subprocess.Popen:
+        """The bridge with `args`, once it says `ready` (by default that it
+        offers /TAG/double). Its Fast DDS part takes the Fast DDS 2.9
+        profile, its Cyclone part CYCLONEDDS_URI."""
         env = dict(self.fast_env("fastdds29.xml"),
                    CYCLONEDDS_URI=f"file://{self.tmp}/cyclone.xml")
-        args = [a for g in globs for a in ("--services", g)]
         p = self.spawn([sys.executable, "-m", "nerve_tools.ros2", "--domain", str(self.domain),
                         *args], env)
-        expect(p, f"service /{self.tag}/double [test_msgs/srv/BasicTypes] offered to DDS")
+        expect(p, ready or f"service /{self.tag}/double [test_msgs/srv/BasicTypes] offered")
         return p
 
     def client(self, role: str, *args: str) -> subprocess.Popen:
@@ -117,10 +117,12 @@ class World:
 
 
 def expect(p: subprocess.Popen, what: str) -> None:
-    """Reads `p`'s lines (kept in p.seen) up to one containing `what`; its
-    output ending first fails (every process here ends within its own
-    bounded waits, or by its `timeout`)."""
+    """Reads `p`'s lines (kept in p.seen) up to one containing `what`, unless
+    one read already does; its output ending first fails (every process
+    here ends within its own bounded waits)."""
     seen = p.__dict__.setdefault("seen", [])
+    if any(what in line for line in seen):
+        return
     for line in p.stdout:
         seen.append(line.rstrip("\n"))
         if what in line:
@@ -157,7 +159,7 @@ def test_calls_pair_under_concurrent_clients_and_parameters(world):
     the one to its own request; then `ros2 param set`'s SetParameters and
     GetParameters on the rmw_nerve node through the bridge."""
     world.server()
-    br = world.bridge(f"/{world.tag}/*", "/svc_server/*et_parameters")
+    br = world.bridge("--services", f"/{world.tag}/*", "--services", "/svc_server/*et_parameters")
     r = last_json(world.client("client", "2", "5"))
     log = stop_bridge(br)
     assert r["ready"] and r["calls"] == 10 and r["done"] == 10, (r, log)
@@ -173,7 +175,7 @@ def test_server_killed_mid_call(world):
     bridge withdraws the service (the client sees it gone, its call
     unanswered) and still ends on SIGINT."""
     srv = world.server()
-    br = world.bridge(f"/{world.tag}/*")
+    br = world.bridge("--services", f"/{world.tag}/*")
     cli = world.client("hang")
     expect(cli, "sent")
     os.killpg(srv.pid, signal.SIGKILL)
@@ -197,7 +199,7 @@ def test_type_hash_mismatch_is_refused(world):
     if not RAW.exists():
         pytest.skip(f"{RAW} not built (needs libfastrtps-dev)")
     world.server()
-    br = world.bridge(f"/{world.tag}/*")
+    br = world.bridge("--services", f"/{world.tag}/*")
     results = {}
     for name, h in (("good", good), ("bad", "RIHS01_" + "00" * 32)):
         go = world.tmp / f"go-{name}"
@@ -215,3 +217,39 @@ def test_type_hash_mismatch_is_refused(world):
     assert len(lines) == 1 and "RIHS01_" + "00" * 32 in lines[0] and good in lines[0], log
     assert re.search(rf"service /{world.tag}/double: 2 requests, 1 replies, 0 unanswered "
                      r"dropped, 1 refused", log), log
+
+
+def test_action_goal_feedback_result_cancel(world):
+    """A DDS action client drives an rmw_nerve action server (nodes.py's
+    /fib) through the bridge: its three services with --services, its
+    feedback and status topics with --to-ros; a goal to its result, then a
+    cancel."""
+    srv = world.spawn([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                       PY, str(HERE / "nodes.py"), "action_server"], world.base)
+    expect(srv, "ready")
+    # An action client counts as "server ready" only once it sees
+    # publishers of feedback and status, whose subscription is transient
+    # local: --latch makes the bridge's writers transient local. Their
+    # channels exist from the server's first goal on (rmw_nerve makes a
+    # topic's channel at its first publish): the client's first goal makes
+    # them, and the test goes on once the bridge's writers matched it.
+    feedback = f"ros2-d{world.domain}.fib._action.feedback"
+    status = f"ros2-d{world.domain}.fib._action.status"
+    br = world.bridge("--services", "/fib/_action/*", "--to-ros", feedback, "--to-ros", status,
+                      "--latch", ready="service /fib/_action/send_goal")
+    go = world.tmp / "go"
+    cli = world.spawn([PY, PEER, "action", world.tag], dict(world.fast_env(), NERVE_PEER_GO=str(go)))
+    expect(cli, "first")
+    expect(br, f"to-ros {feedback} matched 1 reader(s)")
+    expect(br, f"to-ros {status} matched 1 reader(s)")
+    go.touch()
+    r = last_json(cli)
+    log = stop_bridge(br)
+    fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
+    assert r["services"] and r["first"] and r["server"], (r, log)
+    assert r["result"] == fib and r["status"] == 4, (r, log)  # STATUS_SUCCEEDED
+    assert r["feedback"] == [fib[:k] for k in range(3, 11)], (r, log)
+    assert r["cancel_goals"] == 1 and r["cancel_status"] == 5, (r, log)  # STATUS_CANCELED
+    for svc in ("send_goal", "cancel_goal", "get_result"):
+        assert re.search(rf"service /fib/_action/{svc}: [1-9]\d* requests, [1-9]\d* replies",
+                         log), log

@@ -190,38 +190,48 @@ static const struct type_ent *type_find(const char *type)
     return NULL;
 }
 
-/* "pkg/msg/Name" -> "pkg::msg::dds_::Name_"; 0 or -1 when not a ROS 2
- * message type. */
+/* "pkg/msg/Name" -> "pkg::msg::dds_::Name_", and the same for an action's
+ * messages ("pkg/action/Name_FeedbackMessage": an action's feedback topic
+ * carries one); 0 or -1 when not a ROS 2 message type. */
 static int dds_type_of(const char *ros, char *out, size_t len)
 {
     const char *a = strchr(ros, '/');
-    if (a == NULL || a == ros || strncmp(a, "/msg/", 5) != 0) {
+    size_t kl = a == NULL                        ? 0
+                : strncmp(a, "/msg/", 5) == 0    ? 3
+                : strncmp(a, "/action/", 8) == 0 ? 6
+                                                 : 0;
+    if (a == NULL || a == ros || kl == 0) {
         return -1;
     }
-    const char *name = a + 5;
+    const char *name = a + kl + 2;
     if (*name == '\0' || strchr(name, '/') != NULL) {
         return -1;
     }
-    int n =
-        snprintf(out, len, "%.*s::msg::dds_::%s_", (int)(a - ros), ros, name);
+    int n = snprintf(out, len, "%.*s::%.*s::dds_::%s_", (int)(a - ros), ros,
+                     (int)kl, a + 1, name);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-/* The reverse: "pkg::msg::dds_::Name_" -> "pkg/msg/Name". */
+/* The reverse: "pkg::msg::dds_::Name_" -> "pkg/msg/Name" (and
+ * "::action::dds_::"). */
 static int ros_type_of(const char *dds, char *out, size_t len)
 {
     const char *a = strstr(dds, "::msg::dds_::");
+    size_t kl = 3;
+    if (a == NULL && (a = strstr(dds, "::action::dds_::")) != NULL) {
+        kl = 6;
+    }
     size_t n = strlen(dds);
     if (a == NULL || a == dds || n < 2 || dds[n - 1] != '_') {
         return -1;
     }
-    const char *name = a + 13;
+    const char *name = a + kl + 10;
     size_t nl = (size_t)(dds + n - 1 - name);
     if (nl == 0) {
         return -1;
     }
-    int w =
-        snprintf(out, len, "%.*s/msg/%.*s", (int)(a - dds), dds, (int)nl, name);
+    int w = snprintf(out, len, "%.*s/%.*s/%.*s", (int)(a - dds), dds, (int)kl,
+                     a + 2, (int)nl, name);
     return w > 0 && (size_t)w < len ? 0 : -1;
 }
 

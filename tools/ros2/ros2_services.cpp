@@ -436,16 +436,22 @@ std::string channel_of(const std::string &name, const char *suffix)
     return s + suffix;
 }
 
-// "pkg/srv/Name" -> "pkg::srv::dds_::Name<part>_", or "" if not a service.
+// "pkg/srv/Name" -> "pkg::srv::dds_::Name<part>_" (and an action's
+// services, "pkg/action/Name_SendGoal"), or "" if not a service type.
 std::string dds_type(const std::string &type, const char *part)
 {
-    size_t a = type.find("/srv/");
-    if (a == std::string::npos || a == 0 ||
-        type.find('/', a + 5) != std::string::npos || a + 5 == type.size()) {
+    size_t a = type.find('/');
+    size_t b = a == std::string::npos ? a : type.find('/', a + 1);
+    if (a == 0 || b == std::string::npos || b + 1 == type.size() ||
+        type.find('/', b + 1) != std::string::npos) {
         return "";
     }
-    return type.substr(0, a) + "::srv::dds_::" + type.substr(a + 5) + part +
-           "_";
+    std::string kind = type.substr(a + 1, b - a - 1);
+    if (kind != "srv" && kind != "action") {
+        return "";
+    }
+    return type.substr(0, a) + "::" + kind + "::dds_::" + type.substr(b + 1) +
+           part + "_";
 }
 
 void service_free(Service *s)
