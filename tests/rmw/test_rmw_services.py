@@ -174,6 +174,7 @@ def test_server_killed_mid_call(world):
     """The server is killed while a DDS client waits for its reply: the
     bridge withdraws the service (the client sees it gone, its call
     unanswered) and still ends on SIGINT."""
+    jazzy_only()
     srv = world.server()
     br = world.bridge("--services", f"/{world.tag}/*")
     cli = world.client("hang")
@@ -186,9 +187,18 @@ def test_server_killed_mid_call(world):
     assert r["ready"] and r["gone"] and not r["answered"], (r, log)
 
 
+def jazzy_only() -> None:
+    """The bridge's side of a test does not depend on the ROS 2 distro; its
+    DDS peer is the same Fast DDS program (or the check is the bridge's):
+    run once, under Jazzy, for CI time."""
+    if "kilted" in PY:
+        pytest.skip("distro-independent: run under Jazzy only (CI time)")
+
+
 def test_type_hash_mismatch_is_refused(world):
     """A DDS client whose request writer says another type hash is refused
     with one line; one with the server's hash is answered."""
+    jazzy_only()
     req = subprocess.run([PY, "-c", "from rclpy.serialization import serialize_message as s; "
                           "from test_msgs.srv import BasicTypes as B; "
                           "print(s(B.Request(int64_value=21)).hex())"],
@@ -203,16 +213,20 @@ def test_type_hash_mismatch_is_refused(world):
     results = {}
     for name, h in (("good", good), ("bad", "RIHS01_" + "00" * 32)):
         go = world.tmp / f"go-{name}"
+        env = dict(world.fast_env("fastdds29.xml"), NERVE_PEER_GO=str(go))
+        if name == "bad":
+            env["NERVE_PEER_NO_REPLY"] = "1"
         p = world.spawn([str(RAW), f"/{world.tag}/double", "test_msgs::srv::dds_::BasicTypes",
-                         h, req], dict(world.fast_env("fastdds29.xml"), NERVE_PEER_GO=str(go)))
+                         h, req], env)
         expect(p, "ready")
         if name == "bad":
             expect(br, "error: type hash mismatch on service")
         go.touch()
         results[name] = last_json(p)
+    expect(br, "a request of a client with another type hash refused")
     log = stop_bridge(br)
     assert results["good"] == {"matched": True, "replies": 1}, (results, log)
-    assert results["bad"] == {"matched": True, "replies": 0}, (results, log)
+    assert results["bad"]["matched"], (results, log)
     lines = [ln for ln in log.splitlines() if "type hash mismatch" in ln]
     assert len(lines) == 1 and "RIHS01_" + "00" * 32 in lines[0] and good in lines[0], log
     assert re.search(rf"service /{world.tag}/double: 2 requests, 1 replies, 0 unanswered "

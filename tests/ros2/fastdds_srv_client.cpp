@@ -10,8 +10,9 @@
 // request's CDR bytes in hex. It waits (bounded) for its writer and reader
 // to match, prints "ready", waits for the file $NERVE_PEER_GO, sends one
 // request with the related sample identity of rmw_fastrtps (its reply
-// reader's GUID), waits for the reply that names it (5 s at most), prints
-// {"matched": ..., "replies": N}.
+// reader's GUID), waits for the reply that names it (5 s at most; with
+// $NERVE_PEER_NO_REPLY set only until the request is acknowledged), and
+// prints {"matched": ..., "replies": N}.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -124,7 +125,14 @@ int main(int argc, char **argv)
             std::fprintf(stderr, "fastdds_srv_client: write failed\n");
         }
         const auto seq = wp.sample_identity().sequence_number();
-        const auto stop = Clock::now() + std::chrono::seconds(5);
+        // With NERVE_PEER_NO_REPLY (a request the test expects refused):
+        // only until the request is acknowledged (delivered).
+        const bool no_reply = std::getenv("NERVE_PEER_NO_REPLY") != nullptr;
+        if (no_reply) {
+            (void)w->wait_for_acknowledgments(
+                eprosima::fastrtps::Duration_t(10, 0));
+        }
+        const auto stop = Clock::now() + std::chrono::seconds(no_reply ? 0 : 5);
         while (replies == 0 && Clock::now() < stop) {
             Bytes b;
             SampleInfo info;

@@ -305,7 +305,11 @@ void RequestListener::on_data_available(DataReader *rd)
         {
             std::lock_guard<std::mutex> lk(s->mu);
             if (s->refused.count(guid_key(writer))) {
-                s->refused_n++;
+                if (s->refused_n++ == 0) {
+                    say("service %s: a request of a client with another type "
+                        "hash refused (all such are counted)",
+                        s->name.c_str());
+                }
                 continue;
             }
         }
