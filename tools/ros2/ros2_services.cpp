@@ -45,6 +45,12 @@
 // request differs from the server's. (The graph has no response hash, so
 // the reply writer says none.)
 //
+// BOUNDS. The graph is written by any process that may write its channel,
+// so what it can make the bridge hold is bounded: graph messages over
+// 1 MiB are skipped (as rmw_nerve does), at most kMaxServices services are
+// offered and as many refusals remembered, kMaxPending requests per
+// service.
+//
 // Threads: main (poll: graph, offers, withdrawals), Fast DDS's (request
 // listener, discovery listener) and one reply thread per service. `mu`
 // guards `services` against the discovery listener; each service's `mu`
@@ -102,6 +108,7 @@ const size_t kMaxPending = 1024;         // forwarded requests remembered
 const int64_t kLease = 3000000000LL;     // rmw_nerve's 2 s lease + margin
 const int64_t kWaitNs = 250000000LL;     // reply thread's longest wait
 const int64_t kPendingNs = 600000000000; // a request unanswered 10 min: gone
+const size_t kMaxServices = 1024;        // offered at once (graph: untrusted)
 
 ros2_srv_say_fn say;
 uint32_t domain;
@@ -148,7 +155,7 @@ void graph_take(const std::string &text)
     int version = 0;
     long pid = 0;
     if (!(in >> magic >> version >> ctx >> pid >> state) ||
-        magic != "nerve-rmw-graph" || version != 2) {
+        magic != "nerve-rmw-graph" || version != 2 || pid <= 0) {
         return;
     }
     if (state == "bye") {
@@ -339,6 +346,11 @@ void RequestListener::on_data_available(DataReader *rd)
             SequenceNumber_t(int32_t(seq >> 32), uint32_t(seq)));
         int r = nerve_chan_put(s->req, msg.data(), msg.size(), 100000000LL,
                                nullptr, 0);
+        if (r == NERVE_ESUPERSEDED && nerve_chan_follow(&s->req) == 0) {
+            // An rmw_nerve client grew the channel: put into its successor.
+            r = nerve_chan_put(s->req, msg.data(), msg.size(), 100000000LL,
+                               nullptr, 0);
+        }
         if (r != 0) {
             s->pending.erase(k);
             s->errors++;
@@ -689,9 +701,19 @@ extern "C" void ros2_srv_poll(void)
         if (services.count(kv.first)) {
             continue;
         }
+        if (services.size() >= kMaxServices) {
+            static bool said;
+            if (!said) {
+                said = true;
+                say("error: --services: more than %zu services match; the "
+                    "others are not offered",
+                    kMaxServices);
+            }
+            break;
+        }
         std::string tag = kv.first + " " + kv.second.type;
-        if (refused_names.count(tag)) {
-            continue;
+        if (refused_names.count(tag) || refused_names.size() >= kMaxServices) {
+            continue; // said once; or too many refused to remember more
         }
         auto s = service_open(kv.first, kv.second);
         if (!s) {
