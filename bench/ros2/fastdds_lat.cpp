@@ -40,8 +40,8 @@
 #include "fastdds_raw.hpp"
 
 using namespace eprosima::fastdds::dds;
-using nerve_test::Bytes;
-using nerve_test::RawCdr;
+using nerve_fastdds::Bytes;
+using nerve_fastdds::RawCdr;
 
 namespace {
 

@@ -34,8 +34,8 @@
 
 using namespace eprosima::fastdds::dds;
 using eprosima::fastrtps::rtps::WriteParams;
-using nerve_test::Bytes;
-using nerve_test::RawCdr;
+using nerve_fastdds::Bytes;
+using nerve_fastdds::RawCdr;
 using Clock = std::chrono::steady_clock;
 
 namespace {

@@ -1387,12 +1387,19 @@ static uint64_t parse_size(const char *s)
     return v;
 }
 
+/* --services only where it is built (a test looks for it here). */
+#ifdef NERVE_ROS2_SERVICES
+#define SERVICES_USAGE " [--services GLOB]..."
+#else
+#define SERVICES_USAGE ""
+#endif
+
 static void usage_to(FILE *f)
 {
     fprintf(f,
             "usage: nerve-ros2-dds [--domain N] [--node NAME] [--namespace NS]"
             " [--qos default|sensor_data] [--latch] [--to GLOB=TOPIC]..."
-            " [--from TOPIC=CHANNEL]... [--services GLOB]... [--catalog-fd FD]"
+            " [--from TOPIC=CHANNEL]..." SERVICES_USAGE " [--catalog-fd FD]"
             " [--max-channel-size N] [--max-import-total N] [--slots N]"
             " [--size N]\n"
             "(the data path of `nerve ros2`; run that instead)\n");

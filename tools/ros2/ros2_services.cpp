@@ -98,8 +98,8 @@ using eprosima::fastrtps::rtps::GUID_t;
 using eprosima::fastrtps::rtps::SampleIdentity;
 using eprosima::fastrtps::rtps::SequenceNumber_t;
 using eprosima::fastrtps::rtps::WriteParams;
-using nerve_test::Bytes;
-using nerve_test::RawCdr;
+using nerve_fastdds::Bytes;
+using nerve_fastdds::RawCdr;
 
 namespace {
 
@@ -604,7 +604,10 @@ struct Discovery : DomainParticipantListener {
                 continue;
             }
             std::lock_guard<std::mutex> sl(s->mu);
-            if (s->refused.insert(guid_key(info.info.guid())).second) {
+            // Bounded: past kMaxPending such clients, later ones are not
+            // refused (only told of).
+            if (s->refused.size() >= kMaxPending ||
+                s->refused.insert(guid_key(info.info.guid())).second) {
                 say("error: type hash mismatch on service %s [%s]: client %s "
                     "has %s, the server %s; its requests are refused",
                     s->name.c_str(), s->type.c_str(),
