@@ -1,6 +1,6 @@
 // One-way latency over Fast DDS (Debian's 2.9) without rclpy, for the ROS
 // 2 latency table (bench/ros2/run.py): ROS 2 names and QoS (reliable,
-// volatile, keep last 10), CDR blobs as bytes (tests/ros2/fastdds_raw.hpp).
+// volatile, keep last 10), CDR blobs as bytes (tools/ros2/fastdds_raw.hpp).
 //
 //   fastdds_lat pub TOPIC DDSTYPE SIZE N HZ [ds]
 //   fastdds_lat sub TOPIC DDSTYPE N [ds SIZE]
@@ -40,8 +40,8 @@
 #include "fastdds_raw.hpp"
 
 using namespace eprosima::fastdds::dds;
-using nerve_test::Bytes;
-using nerve_test::RawCdr;
+using nerve_fastdds::Bytes;
+using nerve_fastdds::RawCdr;
 
 namespace {
 

@@ -25,7 +25,9 @@
 // LEASE_NSEC DEADLINE_SEC DEADLINE_NSEC READY V:HASHHEX" (QoS as rmw's enum
 // values; liveliness and its lease since version 2, for the
 // incompatible-QoS events of qos.cpp; the deadline since version 3, for
-// the same and events.cpp). Version 2, the same without the deadline, is
+// the same and events.cpp). A service's hash is its request message's
+// (what a DDS client's request writer says; nerve ros2 --services checks
+// it), a client's is 0. Version 2, the same without the deadline, is
 // still read (as no deadline); other versions are ignored.
 // READY is a set of bits: 1 the publisher's channel exists, 2 its
 // manual-by-topic liveliness lease ran out (LIVELINESS in events.cpp); a

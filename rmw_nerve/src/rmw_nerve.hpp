@@ -175,7 +175,8 @@ struct Endpoint {
     std::string name; // ROS name (topic or service)
     std::string type; // pkg/msg/Name or pkg/srv/Name
     rmw_qos_profile_t qos{};
-    rosidl_type_hash_t hash{}; // topics: the type's hash (version 0: none)
+    rosidl_type_hash_t hash{}; // topics: the type's hash; services: the
+                               // request's (version 0: none)
     bool ready = false;        // publishers: the channel exists
     // Publishers: a manual-by-topic lease ran out without an assertion
     // (LIVELINESS in events.cpp); local ones: the time of the newest

@@ -335,7 +335,11 @@ rmw_service_t *rmw_create_service(const rmw_node_t *node,
     srv->implementation_identifier = kIdentifier;
     srv->data = s;
     srv->service_name = strdup(service_name);
-    announce(n, Kind::Srv, s->gid, service_name, s->t.name, s->qos, true);
+    // The request message's REP 2011 hash, which is what a ROS 2 client on
+    // DDS says in its request writer's "typehash=" (rmw_fastrtps_cpp):
+    // nerve ros2 --services says it to DDS clients and checks theirs.
+    announce(n, Kind::Srv, s->gid, service_name, s->t.name, s->qos, true,
+             &s->t.req.hash);
     return srv;
 }
 

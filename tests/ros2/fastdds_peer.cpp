@@ -43,8 +43,8 @@ using eprosima::fastrtps::rtps::SerializedPayload_t;
 
 namespace {
 
-using nerve_test::Bytes;
-using nerve_test::RawCdr;
+using nerve_fastdds::Bytes;
+using nerve_fastdds::RawCdr;
 
 Bytes read_file(const std::string &path)
 {

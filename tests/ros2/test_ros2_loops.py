@@ -103,7 +103,7 @@ def test_bad_arguments(tmp_path) -> None:
 
     exe = shutil.which("nerve-ros2") or str(Path(sys.executable).parent / "nerve-ros2")
     cases = [
-        ([], "at least one --to-ros or --from-ros"),
+        ([], "at least one --to-ros, --from-ros or --services"),
         (["--from-ros", "/bad topic"], "not a valid ROS 2 topic name"),
         (["--from-ros", "/ok:bad/name"], "bad channel name"),
         (["--to-ros", "x", "--domain", "300"], "from 0 to 232"),

@@ -36,6 +36,10 @@
  * published on "ros_discovery_info" (rmw_dds_common ParticipantEntitiesInfo,
  * reliable, transient local, keep last 1) whenever they change.
  *
+ * Services. With --services GLOB, the services of rmw_nerve's nodes are
+ * offered to DDS clients by ros2_services.cpp (on Fast DDS: see there why),
+ * polled from the main loop; their channels are never topics here.
+ *
  * Threads: main (scan, discovery, graph), one per exported channel, and
  * Cyclone's own (the listeners run on its receive threads). Only the main
  * thread creates and deletes entities; the lists below are changed by it
@@ -58,6 +62,7 @@
 
 #include "../cli.h"
 #include "rawcdr.h"
+#include "ros2_services.h"
 
 #define PROG "nerve ros2"
 #define OWN_N 4096          /* own sequence numbers remembered per channel */
@@ -85,6 +90,8 @@ static struct {
     size_t nto;
     struct from_spec from[64];
     size_t nfrom;
+    const char *services[64]; /* --services globs (ros2_services.cpp) */
+    size_t nservices;
     uint64_t max_chan, max_total, slots, size;
     int catalog_fd;
 } opt = {.node = "nerve_ros2",
@@ -183,38 +190,48 @@ static const struct type_ent *type_find(const char *type)
     return NULL;
 }
 
-/* "pkg/msg/Name" -> "pkg::msg::dds_::Name_"; 0 or -1 when not a ROS 2
- * message type. */
+/* "pkg/msg/Name" -> "pkg::msg::dds_::Name_", and the same for an action's
+ * messages ("pkg/action/Name_FeedbackMessage": an action's feedback topic
+ * carries one); 0 or -1 when not a ROS 2 message type. */
 static int dds_type_of(const char *ros, char *out, size_t len)
 {
     const char *a = strchr(ros, '/');
-    if (a == NULL || a == ros || strncmp(a, "/msg/", 5) != 0) {
+    size_t kl = a == NULL                        ? 0
+                : strncmp(a, "/msg/", 5) == 0    ? 3
+                : strncmp(a, "/action/", 8) == 0 ? 6
+                                                 : 0;
+    if (a == NULL || a == ros || kl == 0) {
         return -1;
     }
-    const char *name = a + 5;
+    const char *name = a + kl + 2;
     if (*name == '\0' || strchr(name, '/') != NULL) {
         return -1;
     }
-    int n =
-        snprintf(out, len, "%.*s::msg::dds_::%s_", (int)(a - ros), ros, name);
+    int n = snprintf(out, len, "%.*s::%.*s::dds_::%s_", (int)(a - ros), ros,
+                     (int)kl, a + 1, name);
     return n > 0 && (size_t)n < len ? 0 : -1;
 }
 
-/* The reverse: "pkg::msg::dds_::Name_" -> "pkg/msg/Name". */
+/* The reverse: "pkg::msg::dds_::Name_" -> "pkg/msg/Name" (and
+ * "::action::dds_::"). */
 static int ros_type_of(const char *dds, char *out, size_t len)
 {
     const char *a = strstr(dds, "::msg::dds_::");
+    size_t kl = 3;
+    if (a == NULL && (a = strstr(dds, "::action::dds_::")) != NULL) {
+        kl = 6;
+    }
     size_t n = strlen(dds);
     if (a == NULL || a == dds || n < 2 || dds[n - 1] != '_') {
         return -1;
     }
-    const char *name = a + 13;
+    const char *name = a + kl + 10;
     size_t nl = (size_t)(dds + n - 1 - name);
     if (nl == 0) {
         return -1;
     }
-    int w =
-        snprintf(out, len, "%.*s/msg/%.*s", (int)(a - dds), dds, (int)nl, name);
+    int w = snprintf(out, len, "%.*s/%.*s/%.*s", (int)(a - dds), dds, (int)kl,
+                     a + 2, (int)nl, name);
     return w > 0 && (size_t)w < len ? 0 : -1;
 }
 
@@ -1370,12 +1387,19 @@ static uint64_t parse_size(const char *s)
     return v;
 }
 
+/* --services only where it is built (a test looks for it here). */
+#ifdef NERVE_ROS2_SERVICES
+#define SERVICES_USAGE " [--services GLOB]..."
+#else
+#define SERVICES_USAGE ""
+#endif
+
 static void usage_to(FILE *f)
 {
     fprintf(f,
             "usage: nerve-ros2-dds [--domain N] [--node NAME] [--namespace NS]"
             " [--qos default|sensor_data] [--latch] [--to GLOB=TOPIC]..."
-            " [--from TOPIC=CHANNEL]... [--catalog-fd FD]"
+            " [--from TOPIC=CHANNEL]..." SERVICES_USAGE " [--catalog-fd FD]"
             " [--max-channel-size N] [--max-import-total N] [--slots N]"
             " [--size N]\n"
             "(the data path of `nerve ros2`; run that instead)\n");
@@ -1433,6 +1457,11 @@ static void parse_args(int argc, char **argv)
                 }
                 opt.from[opt.nfrom++] = (struct from_spec){v, eq + 1};
             }
+        } else if (strcmp(a, "--services") == 0) {
+            if (opt.nservices == 64) {
+                usage();
+            }
+            opt.services[opt.nservices++] = v;
         } else if (strcmp(a, "--catalog-fd") == 0) {
             opt.catalog_fd = atoi(v);
         } else if (strcmp(a, "--max-channel-size") == 0) {
@@ -1575,6 +1604,11 @@ static void serve(dds_entity_t pubs, dds_entity_t subs)
         changed |= take_endpoints(pubs, subs);
         if (nerve_clock_now_ns() >= next_scan) {
             changed |= scan();
+#ifdef NERVE_ROS2_SERVICES
+            if (opt.nservices > 0) {
+                ros2_srv_poll();
+            }
+#endif
             next_scan = nerve_clock_now_ns() + SCAN_NS;
         }
         if (changed) {
@@ -1608,6 +1642,24 @@ static void shutdown_all(void)
     }
 }
 
+/* --services: rmw_nerve's services offered to DDS (ros2_services.cpp), in
+ * a build with Fast DDS. 0, or 1 (the exit code) with the error said. */
+static int services_start(void)
+{
+    if (opt.nservices == 0) {
+        return 0;
+    }
+#ifdef NERVE_ROS2_SERVICES
+    return ros2_srv_start(opt.domain, opt.services, opt.nservices, say) == 0
+               ? 0
+               : 1;
+#else
+    say("error: --services needs Fast DDS, and this nerve-ros2-dds was "
+        "built without it (apt-get install libfastrtps-dev, then rebuild)");
+    return 1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     parse_args(argc, argv);
@@ -1627,10 +1679,18 @@ int main(int argc, char **argv)
         dds_create_reader(pp, DDS_BUILTIN_TOPIC_DCPSPUBLICATION, NULL, NULL);
     dds_entity_t subs =
         dds_create_reader(pp, DDS_BUILTIN_TOPIC_DCPSSUBSCRIPTION, NULL, NULL);
+    if (services_start() != 0) {
+        return 1;
+    }
     say("node %s%s%s on DDS domain %u (Cyclone DDS); Ctrl-C to stop", opt.ns,
         strcmp(opt.ns, "/") == 0 ? "" : "/", opt.node, opt.domain);
     serve(pubs, subs);
     shutdown_all();
+#ifdef NERVE_ROS2_SERVICES
+    if (opt.nservices > 0) {
+        ros2_srv_stop();
+    }
+#endif
     dds_delete(pp);
     rawcdr_pool_fini();
     return 0;

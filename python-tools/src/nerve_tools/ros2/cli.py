@@ -202,6 +202,10 @@ def parser() -> argparse.ArgumentParser:
                         "matches both kinds of subscriber)")
     options.add_ros_channels(p, "ROS 2", "cdr", "publish transient local: a late subscriber gets "
                                                 "the newest message")
+    p.add_argument("--services", action="append", default=[], metavar="GLOB",
+                   help="offer to DDS clients the services of rmw_nerve's nodes of this "
+                        "domain whose ROS name matches GLOB ('/talker/*': talker's parameter "
+                        "services; '*': all); needs a build with Fast DDS")
     p.add_argument("--dds-config", metavar="FILE",
                    help="Cyclone DDS configuration (XML), as CYCLONEDDS_URI=file://FILE")
     p.add_argument("--node", default="nerve_ros2", help="ROS 2 node name (nerve_ros2)")
@@ -249,8 +253,8 @@ def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[
 def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int) -> int:
     if any(options.split_spec(s)[1] for s in args.to_ros) or any(options.split_spec(s)[1] for s in args.from_ros):
         p.error("--rmw zenoh keeps the names (topic /a/b is channel a.b): no :TOPIC or :CHANNEL")
-    if args.latch or args.qos != "default" or args.dds_config:
-        p.error("--latch, --qos and --dds-config apply to --rmw dds")
+    if args.latch or args.qos != "default" or args.dds_config or args.services:
+        p.error("--latch, --qos, --dds-config and --services apply to --rmw dds")
     from ..bridge import cli as bridge
 
     argv = ["--ros2", "--ros2-domain", str(domain)]
@@ -283,8 +287,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error(f"{argv[0]!r} is not a subcommand of nerve ros2 (subcommands: "
                 f"{', '.join(SUBCOMMANDS)})" + (f"; did you mean {near[0]!r}?" if near else ""))
     args = p.parse_args(argv)
-    if not args.to_ros and not args.from_ros:
-        p.error("give at least one --to-ros or --from-ros")
+    if not args.to_ros and not args.from_ros and not args.services:
+        p.error("give at least one --to-ros, --from-ros or --services")
     domain = args.domain
     if domain is None:
         env = os.environ.get("ROS_DOMAIN_ID", "").strip()
@@ -337,6 +341,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cmd += ["--to", t]
     for f in frm:
         cmd += ["--from", f]
+    for g in args.services:
+        cmd += ["--services", g]
     sys.stdout.flush()
     sys.stderr.flush()
     try:

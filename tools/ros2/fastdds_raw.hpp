@@ -1,8 +1,9 @@
 // A Fast DDS (2.9) type whose samples are CDR bytes, encapsulation header
 // included: what a ROS 2 message is on the wire, without its type code.
-// Used by tests/ros2/fastdds_peer.cpp and bench/ros2/fastdds_lat.cpp.
-#ifndef NERVE_TESTS_ROS2_FASTDDS_RAW_HPP
-#define NERVE_TESTS_ROS2_FASTDDS_RAW_HPP
+// Used by nerve-ros2-dds (ros2_services.cpp), tests/ros2/fastdds_peer.cpp
+// and bench/ros2/fastdds_lat.cpp.
+#ifndef NERVE_TOOLS_ROS2_FASTDDS_RAW_HPP
+#define NERVE_TOOLS_ROS2_FASTDDS_RAW_HPP
 
 #include <cstring>
 #include <functional>
@@ -11,7 +12,7 @@
 
 #include <fastdds/dds/topic/TopicDataType.hpp>
 
-namespace nerve_test {
+namespace nerve_fastdds {
 
 using Bytes = std::vector<unsigned char>;
 
@@ -68,6 +69,6 @@ public:
     }
 };
 
-} // namespace nerve_test
+} // namespace nerve_fastdds
 
 #endif

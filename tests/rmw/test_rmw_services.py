@@ -1,0 +1,269 @@
+"""Services across `nerve ros2 --services`: an rclpy server on rmw_nerve_cpp
+(ROS domain N, its channels ros2-dN.*) called by ROS 2 clients on DDS
+(rclpy on rmw_fastrtps_cpp, and a Fast DDS program for the type hash
+check) in DDS domain N through the bridge, which pairs every reply with
+its request by the RTPS sample identity (tools/ros2/ros2_services.cpp).
+
+DDS stays on loopback (tests/ros2/dds_lo.py). Skipped, saying why, where
+the bridge or its Fast DDS part is not built."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+
+import nerve
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent / "ros2"))
+from dds_lo import CYCLONE_XML, FASTDDS_FILTERS, FASTDDS_XML  # noqa: E402
+
+LIB = os.environ.get("NERVE_RMW_LIB", "")
+PY = os.environ.get("NERVE_ROS2_PYTHON", "")
+PEER = str(HERE / "services_peer.py")
+RAW = Path(os.environ.get("NERVE_ROS2_BIN", str(ROOT / "build" / "tests" / "ros2"))) \
+    / "fastdds_srv_client"
+
+try:
+    from nerve_tools.ros2 import cli as _ros2
+
+    NATIVE = _ros2.find_native()
+except ImportError:
+    _ros2, NATIVE = None, None
+
+if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
+    pytest.skip("needs NERVE_RMW_LIB and NERVE_ROS2_PYTHON (make test-rmw)",
+                allow_module_level=True)
+if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
+    pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
+                allow_module_level=True)
+if "--services" not in subprocess.run([NATIVE, "--help"], capture_output=True,
+                                      text=True).stdout:
+    pytest.skip("this nerve-ros2-dds has no --services", allow_module_level=True)
+
+
+class World:
+    """One test's domain N (1..232, as DDS wants), loopback DDS configs, the
+    rmw_nerve server, the bridge and the DDS clients (all stopped at the
+    end, every channel of domain N removed)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.domain = random.randint(1, 232)
+        self.tag = f"sv{random.randint(0, 1 << 30)}"
+        self.tmp = tmp
+        (tmp / "cyclone.xml").write_text(CYCLONE_XML)
+        major = "3" if "kilted" in PY else "2"
+        (tmp / "fastdds.xml").write_text(FASTDDS_XML.format(filter=FASTDDS_FILTERS[major]))
+        (tmp / "fastdds29.xml").write_text(FASTDDS_XML.format(filter=FASTDDS_FILTERS["2"]))
+        self.base = dict(os.environ, PYTHONUNBUFFERED="1", ROS_LOG_DIR=str(tmp / "log"),
+                         ROS_DOMAIN_ID=str(self.domain))
+        for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS"):
+            self.base.pop(k, None)
+        self.procs: List[subprocess.Popen] = []
+
+    def spawn(self, args: List[str], env: dict) -> subprocess.Popen:
+        p = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.procs.append(p)
+        return p
+
+    def fast_env(self, xml: str = "fastdds.xml") -> dict:
+        return dict(self.base, RMW_IMPLEMENTATION="rmw_fastrtps_cpp",
+                    FASTRTPS_DEFAULT_PROFILES_FILE=str(self.tmp / xml),
+                    FASTDDS_DEFAULT_PROFILES_FILE=str(self.tmp / xml))
+
+    def server(self) -> subprocess.Popen:
+        p = self.spawn([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                        PY, PEER, "server", self.tag], self.base)
+        expect(p, "ready")
+        return p
+
+    def bridge(self, *args: str, ready: str = "") -> subprocess.Popen:
+        """The bridge with `args`, once it says `ready` (by default that it
+        offers /TAG/double). Its Fast DDS part takes the Fast DDS 2.9
+        profile, its Cyclone part CYCLONEDDS_URI."""
+        env = dict(self.fast_env("fastdds29.xml"),
+                   CYCLONEDDS_URI=f"file://{self.tmp}/cyclone.xml")
+        p = self.spawn([sys.executable, "-m", "nerve_tools.ros2", "--domain", str(self.domain),
+                        *args], env)
+        expect(p, ready or f"service /{self.tag}/double [test_msgs/srv/BasicTypes] offered")
+        return p
+
+    def client(self, role: str, *args: str) -> subprocess.Popen:
+        return self.spawn([PY, PEER, role, self.tag, *args], self.fast_env())
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+        for info in nerve.list_channels():
+            if info.name.startswith(f"ros2-d{self.domain}.") or \
+                    info.name == f"ros2-graph-d{self.domain}":
+                try:
+                    nerve.unlink(info.name)
+                except nerve.Error:
+                    pass
+
+
+def expect(p: subprocess.Popen, what: str) -> None:
+    """Reads `p`'s lines (kept in p.seen) up to one containing `what`, unless
+    one read already does; its output ending first fails (every process
+    here ends within its own bounded waits)."""
+    seen = p.__dict__.setdefault("seen", [])
+    if any(what in line for line in seen):
+        return
+    for line in p.stdout:
+        seen.append(line.rstrip("\n"))
+        if what in line:
+            return
+    raise AssertionError(f"expected {what!r}; got:\n" + "\n".join(seen))
+
+
+def stop_bridge(p: subprocess.Popen) -> str:
+    """SIGINT; the bridge must end by itself (20 s is only a bound)."""
+    os.killpg(p.pid, signal.SIGINT)
+    out = "\n".join(p.__dict__.get("seen", [])) + "\n" + p.communicate(timeout=20)[0]
+    assert p.returncode == 0, out
+    return out
+
+
+def last_json(p: subprocess.Popen, timeout: float = 150.0) -> dict:
+    out = p.communicate(timeout=timeout)[0]
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    assert lines, out
+    return json.loads(lines[-1])
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = World(tmp_path)
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+def test_calls_pair_under_concurrent_clients_and_parameters(world):
+    """Two DDS clients with five calls each all in flight: every reply is
+    the one to its own request; then `ros2 param set`'s SetParameters and
+    GetParameters on the rmw_nerve node through the bridge."""
+    world.server()
+    br = world.bridge("--services", f"/{world.tag}/*", "--services", "/svc_server/*et_parameters")
+    r = last_json(world.client("client", "2", "5"))
+    log = stop_bridge(br)
+    assert r["ready"] and r["calls"] == 10 and r["done"] == 10, (r, log)
+    assert r["wrong"] == [], (r, log)
+    assert r["set"] is True and r["get"] == 2.5, (r, log)
+    assert re.search(rf"service /{world.tag}/double: 10 requests, 10 replies, 0 unanswered", log), log
+    # Only what the globs select; the rmw_nerve channels are never topics.
+    assert "/svc_server/list_parameters" not in log and "to-ros" not in log, log
+
+
+def test_server_killed_mid_call(world):
+    """The server is killed while a DDS client waits for its reply: the
+    bridge withdraws the service (the client sees it gone, its call
+    unanswered) and still ends on SIGINT."""
+    jazzy_only()
+    srv = world.server()
+    br = world.bridge("--services", f"/{world.tag}/*")
+    cli = world.client("hang")
+    expect(cli, "sent")
+    os.killpg(srv.pid, signal.SIGKILL)
+    srv.communicate(timeout=30)  # reaped: a zombie still "exists"
+    expect(br, f"service /{world.tag}/double: no server left on nerve; withdrawn")
+    r = last_json(cli)
+    log = stop_bridge(br)
+    assert r["ready"] and r["gone"] and not r["answered"], (r, log)
+
+
+def jazzy_only() -> None:
+    """The bridge's side of a test does not depend on the ROS 2 distro; its
+    DDS peer is the same Fast DDS program (or the check is the bridge's):
+    run once, under Jazzy, for CI time."""
+    if "kilted" in PY:
+        pytest.skip("distro-independent: run under Jazzy only (CI time)")
+
+
+def test_type_hash_mismatch_is_refused(world):
+    """A DDS client whose request writer says another type hash is refused
+    with one line; one with the server's hash is answered."""
+    jazzy_only()
+    req = subprocess.run([PY, "-c", "from rclpy.serialization import serialize_message as s; "
+                          "from test_msgs.srv import BasicTypes as B; "
+                          "print(s(B.Request(int64_value=21)).hex())"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    good = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, %r); "
+                           "from services_peer import request_hash; print(request_hash())"
+                           % str(HERE)], capture_output=True, text=True, check=True).stdout.strip()
+    if not RAW.exists():
+        pytest.skip(f"{RAW} not built (needs libfastrtps-dev)")
+    world.server()
+    br = world.bridge("--services", f"/{world.tag}/*")
+    results = {}
+    for name, h in (("good", good), ("bad", "RIHS01_" + "00" * 32)):
+        go = world.tmp / f"go-{name}"
+        env = dict(world.fast_env("fastdds29.xml"), NERVE_PEER_GO=str(go))
+        if name == "bad":
+            env["NERVE_PEER_NO_REPLY"] = "1"
+        p = world.spawn([str(RAW), f"/{world.tag}/double", "test_msgs::srv::dds_::BasicTypes",
+                         h, req], env)
+        expect(p, "ready")
+        if name == "bad":
+            expect(br, "error: type hash mismatch on service")
+        go.touch()
+        results[name] = last_json(p)
+    expect(br, "a request of a client with another type hash refused")
+    log = stop_bridge(br)
+    assert results["good"] == {"matched": True, "replies": 1}, (results, log)
+    assert results["bad"]["matched"], (results, log)
+    lines = [ln for ln in log.splitlines() if "type hash mismatch" in ln]
+    assert len(lines) == 1 and "RIHS01_" + "00" * 32 in lines[0] and good in lines[0], log
+    assert re.search(rf"service /{world.tag}/double: 2 requests, 1 replies, 0 unanswered "
+                     r"dropped, 1 refused", log), log
+
+
+def test_action_goal_feedback_result_cancel(world):
+    """A DDS action client drives an rmw_nerve action server (nodes.py's
+    /fib) through the bridge: its three services with --services, its
+    feedback and status topics with --to-ros; a goal to its result, then a
+    cancel."""
+    srv = world.spawn([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                       PY, str(HERE / "nodes.py"), "action_server"], world.base)
+    expect(srv, "ready")
+    # An action client counts as "server ready" only once it sees
+    # publishers of feedback and status, whose subscription is transient
+    # local: --latch makes the bridge's writers transient local. Their
+    # channels exist from the server's first goal on (rmw_nerve makes a
+    # topic's channel at its first publish): the client's first goal makes
+    # them, and the test goes on once the bridge's writers matched it.
+    feedback = f"ros2-d{world.domain}.fib._action.feedback"
+    status = f"ros2-d{world.domain}.fib._action.status"
+    br = world.bridge("--services", "/fib/_action/*", "--to-ros", feedback, "--to-ros", status,
+                      "--latch", ready="service /fib/_action/send_goal")
+    go = world.tmp / "go"
+    cli = world.spawn([PY, PEER, "action", world.tag], dict(world.fast_env(), NERVE_PEER_GO=str(go)))
+    expect(cli, "first")
+    expect(br, f"to-ros {feedback} matched 1 reader(s)")
+    expect(br, f"to-ros {status} matched 1 reader(s)")
+    go.touch()
+    r = last_json(cli)
+    log = stop_bridge(br)
+    fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
+    assert r["services"] and r["first"] and r["server"], (r, log)
+    assert r["result"] == fib and r["status"] == 4, (r, log)  # STATUS_SUCCEEDED
+    assert r["feedback"] == [fib[:k] for k in range(3, 11)], (r, log)
+    assert r["cancel_goals"] == 1 and r["cancel_status"] == 5, (r, log)  # STATUS_CANCELED
+    for svc in ("send_goal", "cancel_goal", "get_result"):
+        assert re.search(rf"service /fib/_action/{svc}: [1-9]\d* requests, [1-9]\d* replies",
+                         log), log

@@ -1,0 +1,37 @@
+/* `nerve ros2 --services GLOB`: the services of rmw_nerve's nodes offered to
+ * DDS clients (ros2_services.cpp, on Fast DDS). The hooks nerve-ros2-dds
+ * (ros2_dds.c) calls from its main thread. */
+#ifndef NERVE_TOOLS_ROS2_SERVICES_H
+#define NERVE_TOOLS_ROS2_SERVICES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The line printer of nerve-ros2-dds (escapes what peers named). */
+typedef void (*ros2_srv_say_fn)(const char *fmt, ...);
+
+/* Joins DDS domain `domain` with a Fast DDS participant of its own and
+ * follows the graph of rmw_nerve's domain `domain` (ros2-graph-dN): every
+ * service whose name matches one of `globs` (fnmatch, on the ROS name:
+ * "/talker/" then a star, say) gets a DDS request reader and reply writer. 0, or -1 with
+ * the reason said. Thread: main only. */
+int ros2_srv_start(uint32_t domain, const char *const *globs, size_t nglobs,
+                   ros2_srv_say_fn say);
+
+/* Reads the graph's news and offers or withdraws services to match it.
+ * Thread: main only. Blocking: no (puts wait at most 100 ms). */
+void ros2_srv_poll(void);
+
+/* Withdraws every service, prints each one's summary, leaves the domain.
+ * Thread: main only. */
+void ros2_srv_stop(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
