@@ -63,6 +63,7 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
+from . import condition
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
@@ -109,9 +110,16 @@ def silence_spec(text: str) -> Tuple[str, float]:
     return k, duration(v)
 
 
+def when_spec(text: str) -> condition.Condition:
+    try:
+        return condition.parse(text)
+    except condition.ConditionError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 @dataclass
 class Trigger:
-    kind: str     # signal, channel, process-death, silence, dump
+    kind: str     # signal, channel, process-death, lock-owner-death, silence, value, dump
     source: str
     time_ns: int  # CLOCK_MONOTONIC
     note: str = ""
@@ -388,6 +396,16 @@ class Armed:
         self.windows = Windows(args.pre, args.post, args.window or ())
         self.offset = realtime_offset_ns()
         self.names = resolve(args.patterns)
+        self.watches: List[condition.Watch] = []
+        self.watch_missed: Dict[int, int] = {}
+        try:
+            self._watch_values(args.when or ())
+        except condition.ConditionError as e:
+            self._close_watches()
+            die(PROG, str(e))
+        # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
+        # are not a trigger: only a death while armed is.
+        self.lock_dead: Dict[str, bool] = {n: self._lock_dead(n) for n in self.names}
         self.incident: Optional[Incident] = None
         self.last_trigger_ns = 0
         self.recent: List[int] = []  # trigger times within the last minute
@@ -404,6 +422,36 @@ class Armed:
         for pid in args.pid or ():
             self._watch_pid(pid, f"pid {pid}")
         self._rescan()
+
+    def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
+        """A reader handle per (condition, channel), its cursor at the
+        newest message: every message after it is evaluated, in order."""
+        for cond in conds:
+            names = resolve([cond.channel])
+            if not names:
+                raise condition.ConditionError(f"--when {cond.text!r}: no channel matches {cond.channel!r}")
+            for name in names:
+                ch = nerve.open(name)
+                try:
+                    head = ch.stat().head_seq
+                    newest = ch.get(seq=head) if head else None
+                    self.watches.append(condition.Watch(cond, name, ch, newest))
+                except BaseException:
+                    ch.close()
+                    raise
+                ch.seek(head)
+
+    def _close_watches(self) -> None:
+        for w in self.watches:
+            w.ch.close()
+        self.watches = []
+
+    @staticmethod
+    def _lock_dead(name: str) -> bool:
+        try:
+            return bool(nerve.stat(name).lock_flags & nerve.LOCK_OWNER_DIED)
+        except nerve.Error:
+            return False
 
     def _trigger_channel(self) -> nerve.Channel:
         name = self.args.trigger_channel
@@ -486,12 +534,30 @@ class Armed:
             except ValueError:
                 note, src = bytes(msg.data).decode("utf-8", "replace"), ""
             self.trigger("channel", src or self.args.trigger_channel, note, when=msg.time_ns)
-        # Silences.
+        # Value conditions: every message since the last tick, in order; the
+        # trigger time is the commit time of the message that fired.
+        for w in self.watches:
+            for msg, v in w.poll():
+                self.trigger("value", f"{w.name}: {w.cond.field} {w.cond.fire} "
+                             f"(message {msg.seq}: {json.dumps(v)})", when=msg.time_ns)
+            if w.missed != self.watch_missed.get(id(w), 0):
+                print(f"{PROG}: --when {w.cond.text!r}: {w.missed} messages of {w.name} were "
+                      f"overwritten before they were evaluated (its ring holds less than "
+                      f"{TICK_S * 1e3:g} ms)", file=sys.stderr, flush=True)
+                self.watch_missed[id(w)] = w.missed
+        # Writers that died holding the lock (the kernel marks a robust
+        # lock's word when its owner dies; the next writer recovers it, so
+        # the flag is seen here unless a writer comes within a tick) and
+        # silences.
         for name in self.names:
             try:
                 st = nerve.stat(name)
             except nerve.Error:
                 continue
+            dead = bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
+            if dead and not self.lock_dead.get(name):
+                self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
+            self.lock_dead[name] = dead
             for glob, limit in self.silence:
                 if fnmatch.fnmatchcase(name, glob):
                     quiet = st.head_seq and now - st.newest_time_ns > limit * 1e9
@@ -543,6 +609,7 @@ class Armed:
             self.incident.close()
         for fd in self.pidfds:
             os.close(fd)
+        self._close_watches()
         self.trig_ch.close()
         if self.created_trigger:
             try:
@@ -568,7 +635,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Flight recorder: armed on channels, it copies their rings into an MCAP "
-        "file when something goes wrong (a watched process dies, a channel goes silent, "
+        "file when something goes wrong (a watched process dies, a writer dies holding a "
+        "channel's lock, a channel goes silent, a value crosses a limit (--when), "
         "SIGUSR1, `nerve blackbox trigger`, a message on "
         "the trigger channel). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
     p.add_argument("patterns", nargs="+", metavar="CHANNEL", help="channel names or glob patterns")
@@ -580,6 +648,10 @@ def parser() -> argparse.ArgumentParser:
                    help="do not watch the processes that hold the watched channels")
     p.add_argument("--silence", type=silence_spec, action="append", metavar="GLOB=DUR",
                    help="trigger when a channel matching GLOB has no message for DUR")
+    p.add_argument("--when", type=when_spec, action="append", metavar="'CHAN: FIELD OP VALUE [clear OP VALUE]'",
+                   help="trigger when a decoded field of a message crosses a value (rising edge; "
+                   "re-armed once 'clear OP VALUE' holds, or the condition no longer does), "
+                   "e.g. 'robot.imu: linear_acceleration.z > 30 clear < 25'")
     p.add_argument("--trigger-channel", default=TRIGGER_CHANNEL, metavar="NAME",
                    help=f"channel whose messages trigger (default {TRIGGER_CHANNEL})")
     p.add_argument("--cooldown", type=duration, default=1.0, metavar="DUR",
