@@ -26,6 +26,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 import nerve
+import nerve.rt
 from nerve_tools.codec import schemas
 from nerve_tools.recording import condition
 
@@ -437,3 +438,37 @@ def test_writer_died_holding_the_lock(name, tmp_path):
     assert rec["kind"] == "lock-owner-death" and locked in rec["source"], rec
     assert json.loads(rec["channels"])[locked]["last_state_seq"] == 1 or \
         json.loads(rec["channels"])[locked]["messages"] == 1
+
+
+TASK = r"""
+import sys, time, nerve, nerve.rt
+with nerve.open(sys.argv[1], write=True) as ch, nerve.rt.periodic(0.01, stats_channel=ch) as loop:
+    for tick in loop:
+        if tick.cycle == 20:
+            time.sleep(0.05)  # an overrun (and skipped releases) in cycle 21
+        if tick.cycle >= 30:
+            break
+"""
+
+
+def test_task_overrun_from_its_statistics_channel(name, tmp_path):
+    stats = name("bb-task")
+    nerve.create(stats, slots=256, size=1 << 16, type=nerve.rt.TASK_STATS_TYPE).close()
+    p = arm(stats, "--pre", "1s", "--post", "100ms", "-o", str(tmp_path), "--trigger-channel", name("bb-trig"),
+            "--no-holders")
+    try:
+        subprocess.run([sys.executable, "-c", TASK, stats], check=True, timeout=60)
+        path, _ = written(p)
+    finally:
+        end(p)
+    rec = check(path, unnumbered=(stats,))
+    assert rec["kind"] == "task" and "overruns 0 -> 1" in rec["source"], rec
+    # The trigger is the first cycle with an overrun (a loaded host may
+    # have made an earlier one late than the one forced), at its commit time.
+    cycle = int(rec["source"].split("cycle ", 1)[1].split(":", 1)[0])
+    with nerve.open(stats) as ch:
+        msg = ch.get(at=int(rec["time_ns"]))
+        fields = struct.unpack_from("=5Q", msg.data)
+        before = struct.unpack_from("=5Q", ch.get(seq=msg.seq - 1).data)
+    assert msg.time_ns == int(rec["time_ns"]) and fields[0] == cycle <= 21
+    assert fields[1] == 1 and before[1] == 0

@@ -39,6 +39,7 @@ import os
 import re
 import select
 import signal
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -75,6 +76,12 @@ RESCAN_S = 1.0
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
 TRIGGER_CHANNEL = "blackbox.trigger"
 TRIGGER_META = "nerve.blackbox.trigger"
+#: The type of a channel a nerve_task publishes its statistics to
+#: (NERVE_TASK_STATS_TYPE, nerve_task_publish_stats in nerve/rt.h).
+TASK_STATS_TYPE = "nerve/task_stats"
+#: struct nerve_task_stats begins with cycles, overruns, skipped, timeouts,
+#: missed (uint64, the host's byte order).
+_TASK_STATS = struct.Struct("=5Q")
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min)?\s*$")
 
 
@@ -119,7 +126,7 @@ def when_spec(text: str) -> condition.Condition:
 
 @dataclass
 class Trigger:
-    kind: str     # signal, channel, process-death, lock-owner-death, silence, value, dump
+    kind: str     # signal, channel, process-death, lock-owner-death, silence, value, task, dump
     source: str
     time_ns: int  # CLOCK_MONOTONIC
     note: str = ""
@@ -127,6 +134,56 @@ class Trigger:
     def record(self, offset: int) -> Dict[str, object]:
         return {"kind": self.kind, "source": self.source, "time_ns": self.time_ns,
                 "wall_time_ns": self.time_ns + offset, "note": self.note}
+
+
+class TaskWatch:
+    """A channel of a task's statistics (one struct nerve_task_stats per
+    cycle): every message is read in order, and a cycle whose overruns,
+    skipped releases or timeouts went up is a trigger at its commit time."""
+
+    COUNTERS = ("overruns", "skipped", "timeouts")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ch = nerve.open(name)
+        head = self.ch.stat().head_seq
+        self.last: Optional[Tuple[int, ...]] = None
+        if head:
+            try:
+                self.last = self._unpack(self.ch.get(seq=head))
+            except nerve.Overwritten:
+                pass
+        self.ch.seek(head)
+        self.missed = 0
+
+    @staticmethod
+    def _unpack(msg: Optional[nerve.Message]) -> Optional[Tuple[int, ...]]:
+        if msg is None or len(msg.data) < _TASK_STATS.size:
+            return None
+        return _TASK_STATS.unpack_from(msg.data)
+
+    def poll(self) -> List[Tuple[nerve.Message, str]]:
+        """(message, what went up) of each cycle that missed a deadline."""
+        fired = []
+        while True:
+            msg = self.ch.get()
+            if msg is None:
+                return fired
+            self.missed += msg.missed
+            now = self._unpack(msg)
+            if now is None:
+                continue
+            base = self.last
+            if base is None or now[0] <= base[0]:
+                # No message before, or a task started again (counting from
+                # 0): its first cycle is compared with zeros, a later one
+                # becomes the base.
+                base = (0,) * 5 if now[0] == 1 else None
+            if base is not None:
+                up = [f"{c} {a} -> {b}" for c, a, b in zip(self.COUNTERS, base[1:4], now[1:4]) if b > a]
+                if up:
+                    fired.append((msg, f"cycle {now[0]}: {', '.join(up)}"))
+            self.last = now
 
 
 @dataclass
@@ -376,6 +433,11 @@ def prune(out: str, keep: Optional[int], keep_bytes: Optional[int]) -> List[str]
     return removed
 
 
+def _type_of(name: str) -> str:
+    with nerve.open(name) as ch:
+        return ch.metadata.type or ""
+
+
 def resolve(patterns: Sequence[str]) -> List[str]:
     infos = [i for i in nerve.list_channels() if i.error is None and i.name != TRIGGER_CHANNEL]
     exact = [p for p in patterns if not any(c in p for c in "*?[")]
@@ -397,6 +459,13 @@ class Armed:
         self.offset = realtime_offset_ns()
         self.names = resolve(args.patterns)
         self.watches: List[condition.Watch] = []
+        self.tasks: List[TaskWatch] = []
+        for name in self.names:
+            try:
+                if _type_of(name) == TASK_STATS_TYPE:
+                    self.tasks.append(TaskWatch(name))
+            except nerve.Error:
+                continue
         self.watch_missed: Dict[int, int] = {}
         try:
             self._watch_values(args.when or ())
@@ -442,9 +511,10 @@ class Armed:
                 ch.seek(head)
 
     def _close_watches(self) -> None:
-        for w in self.watches:
+        for w in [*self.watches, *self.tasks]:
             w.ch.close()
         self.watches = []
+        self.tasks = []
 
     @staticmethod
     def _lock_dead(name: str) -> bool:
@@ -545,6 +615,10 @@ class Armed:
                       f"overwritten before they were evaluated (its ring holds less than "
                       f"{TICK_S * 1e3:g} ms)", file=sys.stderr, flush=True)
                 self.watch_missed[id(w)] = w.missed
+        # Real-time tasks' statistics: every cycle, in order.
+        for tw in self.tasks:
+            for msg, what in tw.poll():
+                self.trigger("task", f"{tw.name}: {what}", when=msg.time_ns)
         # Writers that died holding the lock (the kernel marks a robust
         # lock's word when its owner dies; the next writer recovers it, so
         # the flag is seen here unless a writer comes within a tick) and
@@ -636,7 +710,8 @@ def parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Flight recorder: armed on channels, it copies their rings into an MCAP "
         "file when something goes wrong (a watched process dies, a writer dies holding a "
-        "channel's lock, a channel goes silent, a value crosses a limit (--when), "
+        "channel's lock, a channel goes silent, a value crosses a limit (--when), a "
+        "real-time task's statistics channel shows an overrun, "
         "SIGUSR1, `nerve blackbox trigger`, a message on "
         "the trigger channel). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
     p.add_argument("patterns", nargs="+", metavar="CHANNEL", help="channel names or glob patterns")
