@@ -211,6 +211,7 @@ class PlanRow:
     holds_s: float      # the window the ring holds at that rate
     pre_s: float
     shorter: bool
+    type: str = ""      # the channel's type (metadata)
 
 
 def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
@@ -224,18 +225,21 @@ def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
         pre, _post = windows.of(name)
         try:
             with nerve.open(name) as ch:
+                typ = ch.metadata.type or ""
                 st = ch.stat()
                 n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
-                oldest = ch.get(seq=st.tail_seq) if n > 0 else None
+                # Only its time: no message (a buffer of the mapping) is
+                # kept, so the close unmaps the ring at once.
+                oldest_ns = ch.get(seq=st.tail_seq).time_ns if n > 0 else None
         except nerve.Error:
             continue
-        if oldest is None or n < 2 or st.newest_time_ns <= oldest.time_ns:
-            rows.append(PlanRow(name, 0.0, float("inf"), pre, False))
+        if oldest_ns is None or n < 2 or st.newest_time_ns <= oldest_ns:
+            rows.append(PlanRow(name, 0.0, float("inf"), pre, False, typ))
             continue
-        rate = (n - 1) * 1e9 / (st.newest_time_ns - oldest.time_ns)
+        rate = (n - 1) * 1e9 / (st.newest_time_ns - oldest_ns)
         wrapped = st.tail_seq > 1
-        holds = (now - oldest.time_ns) / 1e9 if wrapped else float("inf")
-        rows.append(PlanRow(name, rate, holds, pre, holds < pre))
+        holds = (now - oldest_ns) / 1e9 if wrapped else float("inf")
+        rows.append(PlanRow(name, rate, holds, pre, holds < pre, typ))
     return rows
 
 
@@ -433,11 +437,6 @@ def prune(out: str, keep: Optional[int], keep_bytes: Optional[int]) -> List[str]
     return removed
 
 
-def _type_of(name: str) -> str:
-    with nerve.open(name) as ch:
-        return ch.metadata.type or ""
-
-
 def resolve(patterns: Sequence[str]) -> List[str]:
     infos = [i for i in nerve.list_channels() if i.error is None and i.name != TRIGGER_CHANNEL]
     exact = [p for p in patterns if not any(c in p for c in "*?[")]
@@ -453,7 +452,8 @@ def resolve(patterns: Sequence[str]) -> List[str]:
 class Armed:
     """The armed recorder: waits for triggers, dumps incidents."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, types: Dict[str, str]) -> None:
+        """types: the type of each channel (read by the plan)."""
         self.args = args
         self.windows = Windows(args.pre, args.post, args.window or ())
         self.offset = realtime_offset_ns()
@@ -461,11 +461,11 @@ class Armed:
         self.watches: List[condition.Watch] = []
         self.tasks: List[TaskWatch] = []
         for name in self.names:
-            try:
-                if _type_of(name) == TASK_STATS_TYPE:
+            if types.get(name) == TASK_STATS_TYPE:
+                try:
                     self.tasks.append(TaskWatch(name))
-            except nerve.Error:
-                continue
+                except nerve.Error:
+                    continue
         self.watch_missed: Dict[int, int] = {}
         try:
             self._watch_values(args.when or ())
@@ -828,7 +828,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         die(PROG, f"{args.out}: {e.strerror}")
     stop: List[int] = []
-    armed = Armed(args)
+    armed = Armed(args, {r.name: r.type for r in rows})
     signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
