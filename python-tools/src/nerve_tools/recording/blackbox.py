@@ -32,6 +32,7 @@ rings still hold (after the recorder was killed mid-dump, for one).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime
 import fnmatch
 import json
@@ -71,8 +72,16 @@ LIBRARY = f"nerve-tools {__version__}"
 #: The armed recorder's only periodic wake-up: silence checks, process
 #: death detection by pidfd, the trigger channel and the holder rescan.
 TICK_S = 0.05
-#: How often the holders of watched channels are looked up again.
-RESCAN_S = 1.0
+#: Holders of watched channels are looked up again when a process opens
+#: one of their files (inotify IN_OPEN; at most every RESCAN_MIN_S, as
+#: tools that stat every channel, `nerve top` and `nerve ls`, open them
+#: too), and at the latest after RESCAN_S (a process that inherited a
+#: mapping by fork opened nothing).
+RESCAN_S = 30.0
+RESCAN_MIN_S = 1.0
+#: How often the writer locks of all watched channels are looked at (and at
+#: once after a watched process died).
+LOCK_CHECK_S = 0.5
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
 TRIGGER_CHANNEL = "blackbox.trigger"
 TRIGGER_META = "nerve.blackbox.trigger"
@@ -134,6 +143,43 @@ class Trigger:
     def record(self, offset: int) -> Dict[str, object]:
         return {"kind": self.kind, "source": self.source, "time_ns": self.time_ns,
                 "wall_time_ns": self.time_ns + offset, "note": self.note}
+
+
+class OpenWatch:
+    """inotify IN_OPEN on the watched channels' files: readable when a
+    process opens one (a new holder). Scanning every process's mappings
+    (as `nerve who` does) costs tens of milliseconds on a busy host, so the
+    recorder does it only then."""
+
+    IN_OPEN = 0x20
+    IN_NONBLOCK = os.O_NONBLOCK
+    IN_CLOEXEC = os.O_CLOEXEC
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(self.IN_NONBLOCK | self.IN_CLOEXEC)
+        if self.fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), "inotify_init1")
+        for p in paths:
+            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN) < 0:
+                e = ctypes.get_errno()
+                os.close(self.fd)
+                raise OSError(e, os.strerror(e), p)
+
+    def drain(self) -> bool:
+        """Read every pending event; whether there was one."""
+        got = False
+        while True:
+            try:
+                if not os.read(self.fd, 4096):
+                    return got
+            except BlockingIOError:
+                return got
+            got = True
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 class TaskWatch:
@@ -487,7 +533,18 @@ class Armed:
         self.created_trigger = False
         self.trig_ch = self._trigger_channel()
         self.last_scan = 0.0
+        self.last_lock_check = 0.0
+        self.lock_check_due = False
         self.poller = select.poll()
+        self.opens: Optional[OpenWatch] = None
+        self.rescan_due = False
+        if not args.no_holders:
+            try:
+                self.opens = OpenWatch([nerve.path(n) for n in self.names])
+                self.poller.register(self.opens.fd, select.POLLIN)
+            except OSError as e:  # no inotify (limits): scan every second
+                print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
+                      file=sys.stderr, flush=True)
         for pid in args.pid or ():
             self._watch_pid(pid, f"pid {pid}")
         self._rescan()
@@ -557,6 +614,9 @@ class Armed:
             res = who.scan(self.names)
         except OSError:
             return
+        finally:
+            if self.opens is not None:
+                self.opens.drain()  # the scan's own opens (lock holders)
         for u in res.uses:
             if u.channel in self.names:
                 self._watch_pid(u.pid, f"{u.pid} ({u.command.split()[0] if u.command else '?'}) "
@@ -585,13 +645,18 @@ class Armed:
         return True
 
     def _check(self, now: int) -> None:
-        # Deaths (the pidfd is readable once the process has exited).
+        # Deaths (the pidfd is readable once the process has exited), and
+        # opens of watched channels (a new holder to watch).
         for fd, _ in self.poller.poll(0):
+            if self.opens is not None and fd == self.opens.fd:
+                self.rescan_due = self.opens.drain() or self.rescan_due
+                continue
             pid, what = self.pidfds.pop(fd)
             self.poller.unregister(fd)
             os.close(fd)
             del self.watched_pids[pid]
             self.trigger("process-death", what, when=now)
+            self.lock_check_due = True  # did it hold a lock?
         # Trigger channel: one message per trigger, JSON {"note": ...}.
         while True:
             msg = self.trig_ch.get()
@@ -621,17 +686,20 @@ class Armed:
                 self.trigger("task", f"{tw.name}: {what}", when=msg.time_ns)
         # Writers that died holding the lock (the kernel marks a robust
         # lock's word when its owner dies; the next writer recovers it, so
-        # the flag is seen here unless a writer comes within a tick) and
-        # silences.
-        for name in self.names:
-            try:
-                st = nerve.stat(name)
-            except nerve.Error:
-                continue
+        # the flag is seen unless a writer comes before the check): every
+        # LOCK_CHECK_S and at once after a watched process died. Silences:
+        # every tick, on the channels --silence names.
+        locks = self.lock_check_due or time.monotonic() - self.last_lock_check > LOCK_CHECK_S
+        names = self.names if locks else [n for n in self.names if self._silence_watched(n)]
+        if locks:
+            self.lock_check_due = False
+            self.last_lock_check = time.monotonic()
+        for name, st in self._stats(names).items():
             dead = bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
-            if dead and not self.lock_dead.get(name):
+            if locks and dead and not self.lock_dead.get(name):
                 self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
-            self.lock_dead[name] = dead
+            if locks:
+                self.lock_dead[name] = dead
             for glob, limit in self.silence:
                 if fnmatch.fnmatchcase(name, glob):
                     quiet = st.head_seq and now - st.newest_time_ns > limit * 1e9
@@ -639,10 +707,33 @@ class Armed:
                         self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
                     self.silent[name] = bool(quiet)
 
+    def _silence_watched(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
+
+    def _stats(self, names: Sequence[str]) -> Dict[str, object]:
+        """nerve.stat of each name. Those are opens of the files, which
+        inotify reports like any other: events pending before are kept,
+        the recorder's own are dropped (an open by another process in the
+        same microseconds is found by the rescan every RESCAN_S)."""
+        if self.opens is not None:
+            self.rescan_due = self.opens.drain() or self.rescan_due
+        out = {}
+        for name in names:
+            try:
+                out[name] = nerve.stat(name)
+            except nerve.Error:
+                continue
+        if self.opens is not None and names:
+            self.opens.drain()
+        return out
+
     def step(self) -> None:
         now = nerve.now_ns()
         self._check(now)
-        if time.monotonic() - self.last_scan > RESCAN_S and self.incident is None:
+        since = time.monotonic() - self.last_scan
+        every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
+        if self.incident is None and since > (RESCAN_MIN_S if self.rescan_due else every):
+            self.rescan_due = False
             self._rescan()
         while self.pending:
             t = self.pending.pop(0)
@@ -683,6 +774,8 @@ class Armed:
             self.incident.close()
         for fd in self.pidfds:
             os.close(fd)
+        if self.opens is not None:
+            self.opens.close()
         self._close_watches()
         self.trig_ch.close()
         if self.created_trigger:
