@@ -472,3 +472,22 @@ def test_task_overrun_from_its_statistics_channel(name, tmp_path):
         before = struct.unpack_from("=5Q", ch.get(seq=msg.seq - 1).data)
     assert msg.time_ns == int(rec["time_ns"]) and fields[0] == cycle <= 21
     assert fields[1] == 1 and before[1] == 0
+
+
+def test_shadow_buffer_holds_the_window_a_ring_cannot(rig):
+    # The 1 kHz channel's 64-slot ring holds 64 ms; its shadow buffer the
+    # whole 1 s pre window (the others, whose rings hold it, get none).
+    p = armed_on(rig, "--shadow")
+    try:
+        assert f"shadow buffer (every message copied) for {rig['fast']}\n" in p.plan, p.plan
+        time.sleep(1.5)  # the shadow fills
+        trigger_cmd(rig["trig"], "shadowed")
+        path, _ = written(p)
+    finally:
+        end(p)
+    rec = check(path, expect_missed_zero=False)
+    fast = json.loads(rec["channels"])[rig["fast"]]
+    # The last state and the full window: from the shadow, then the ring
+    # (a loaded host may overrun the shadow's reader: counted as missed).
+    assert fast["last_state_seq"] > 0 and fast["achieved_pre_s"] == 1.0, fast
+    assert fast["messages"] + fast["missed"] > 4 * 64, fast  # far more than the ring holds

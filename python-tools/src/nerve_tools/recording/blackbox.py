@@ -32,6 +32,7 @@ rings still hold (after the recorder was killed mid-dump, for one).
 from __future__ import annotations
 
 import argparse
+import collections
 import ctypes
 import datetime
 import fnmatch
@@ -182,6 +183,35 @@ class OpenWatch:
         os.close(self.fd)
 
 
+class Shadow:
+    """The opt-in shadow buffer (--shadow) of a channel whose ring cannot
+    hold its pre window: every message is copied out as it comes (a reader
+    handle of its own, read at each wake-up) into a cache trimmed to the
+    window, the way rosbag2's snapshot mode keeps every channel. Only the
+    channels the plan says are too short get one."""
+
+    def __init__(self, name: str, pre_s: float) -> None:
+        self.name = name
+        # The window, and a second more: a trigger's time may be a little
+        # in the past (a message's commit time, seen at the next wake-up).
+        self.keep_ns = int((pre_s + 1.0) * 1e9)
+        self.ch = nerve.open(name)
+        self.cache: "collections.deque[nerve.Message]" = collections.deque()
+        self.missed = 0  # messages overwritten before they were copied
+
+    def pump(self) -> None:
+        while True:
+            msg = self.ch.get()
+            if msg is None:
+                break
+            self.missed += msg.missed
+            self.cache.append(msg._replace(data=bytes(msg.data)))
+        # Keep one message at or before the window's start: the last state.
+        limit = nerve.now_ns() - self.keep_ns
+        while len(self.cache) > 1 and self.cache[1].time_ns <= limit:
+            self.cache.popleft()
+
+
 class TaskWatch:
     """A channel of a task's statistics (one struct nerve_task_stats per
     cycle): every message is read in order, and a cycle whose overruns,
@@ -316,8 +346,9 @@ class Incident:
     more (merged) triggers."""
 
     def __init__(self, path: str, names: Sequence[str], windows: Windows, trigger: Trigger,
-                 offset: int, compression: str = "zstd") -> None:
+                 offset: int, compression: str = "zstd", shadows: Optional[Dict[str, Shadow]] = None) -> None:
         self.path = path
+        self.shadows = shadows or {}
         self.triggers = [trigger]
         self.offset = offset
         self.t0 = trigger.time_ns
@@ -367,6 +398,11 @@ class Incident:
         start = self.t0 - int(d.pre_s * 1e9)
         st = d.ch.stat()
         d.next_seq = max(st.tail_seq, 1)
+        shadow = self.shadows.get(d.name)
+        if shadow is not None:
+            shadow.pump()
+            if self._from_shadow(d, shadow, start):
+                return
         try:
             last = d.ch.get(at=start)
         except nerve.Error:
@@ -375,6 +411,38 @@ class Incident:
             self._write(d, last)
             d.last_state_seq = last.seq
             d.next_seq = last.seq + 1
+
+    def _from_shadow(self, d: ChannelDump, shadow: Shadow, start: int) -> bool:
+        """The last state and the window's messages the ring no longer
+        holds, from the shadow buffer (those it still holds are copied
+        from the ring as for any channel). False when the shadow holds
+        nothing older than the ring."""
+        cached = list(shadow.cache)
+        tail = d.ch.stat().tail_seq
+        if not cached or cached[0].seq >= tail:
+            return False
+        before = [m for m in cached if m.time_ns <= start]
+        if before:
+            last = before[-1]
+            self._write(d, last)
+            d.last_state_seq = last.seq
+            d.next_seq = last.seq + 1
+        else:  # the shadow began after the window's start: it says how far
+            d.next_seq = cached[0].seq
+        end = self.end_ns(d)
+        for m in cached:
+            if m.seq < d.next_seq:
+                continue
+            if m.seq >= tail or m.time_ns > end:
+                break  # the ring has it (copied from there), or past the window
+            d.missed += m.seq - d.next_seq  # a gap in the shadow (its reader was overrun)
+            self._write(d, m)
+            if d.messages == 0:
+                d.first_ns = m.time_ns
+            d.messages += 1
+            d.last_ns = m.time_ns
+            d.next_seq = m.seq + 1
+        return True
 
     def _write(self, d: ChannelDump, msg: nerve.Message) -> None:
         t = msg.time_ns + self.offset
@@ -498,14 +566,24 @@ def resolve(patterns: Sequence[str]) -> List[str]:
 class Armed:
     """The armed recorder: waits for triggers, dumps incidents."""
 
-    def __init__(self, args: argparse.Namespace, types: Dict[str, str]) -> None:
-        """types: the type of each channel (read by the plan)."""
+    def __init__(self, args: argparse.Namespace, types: Dict[str, str],
+                 shadow: Sequence[str] = ()) -> None:
+        """types: the type of each channel (read by the plan); shadow: the
+        channels to keep a shadow buffer of."""
         self.args = args
         self.windows = Windows(args.pre, args.post, args.window or ())
         self.offset = realtime_offset_ns()
         self.names = resolve(args.patterns)
         self.watches: List[condition.Watch] = []
         self.tasks: List[TaskWatch] = []
+        # --shadow: a copying buffer for each channel whose ring is shorter
+        # than its pre window (the plan's warning).
+        self.shadows: Dict[str, Shadow] = {}
+        for name in shadow or ():
+            try:
+                self.shadows[name] = Shadow(name, self.windows.of(name)[0])
+            except nerve.Error:
+                continue
         for name in self.names:
             if types.get(name) == TASK_STATS_TYPE:
                 try:
@@ -568,10 +646,11 @@ class Armed:
                 ch.seek(head)
 
     def _close_watches(self) -> None:
-        for w in [*self.watches, *self.tasks]:
+        for w in [*self.watches, *self.tasks, *self.shadows.values()]:
             w.ch.close()
         self.watches = []
         self.tasks = []
+        self.shadows = {}
 
     @staticmethod
     def _lock_dead(name: str) -> bool:
@@ -680,6 +759,10 @@ class Armed:
                       f"overwritten before they were evaluated (its ring holds less than "
                       f"{TICK_S * 1e3:g} ms)", file=sys.stderr, flush=True)
                 self.watch_missed[id(w)] = w.missed
+        # Shadow buffers: every message, while no incident reads the rings.
+        if self.incident is None:
+            for sh in self.shadows.values():
+                sh.pump()
         # Real-time tasks' statistics: every cycle, in order.
         for tw in self.tasks:
             for msg, what in tw.poll():
@@ -746,7 +829,8 @@ class Armed:
         path = incident_name(self.args.out, t, self.offset)
         print(f"{PROG}: {t.kind} trigger ({t.source}){': ' + t.note if t.note else ''}; "
               f"writing {path}", file=sys.stderr, flush=True)
-        self.incident = Incident(path, self.names, self.windows, t, self.offset, self.args.compression)
+        self.incident = Incident(path, self.names, self.windows, t, self.offset, self.args.compression,
+                                 self.shadows)
         for m in self.incident.missing:
             print(f"{PROG}: {m}: no longer there; not in the file", file=sys.stderr, flush=True)
 
@@ -829,6 +913,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, metavar="N", help="keep only the last N incident files")
     p.add_argument("--keep-bytes", type=int, metavar="BYTES",
                    help="remove the oldest incident files beyond BYTES in all")
+    p.add_argument("--shadow", action="store_true",
+                   help="copy every message of the channels whose ring is shorter than --pre (the plan's "
+                   "WARNING) into a buffer of the window, as a copying recorder does")
     p.add_argument("--plan", action="store_true", help="print the plan and exit")
     return p
 
@@ -921,10 +1008,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         die(PROG, f"{args.out}: {e.strerror}")
     stop: List[int] = []
-    armed = Armed(args, {r.name: r.type for r in rows})
+    armed = Armed(args, {r.name: r.type for r in rows}, [r.name for r in rows if r.shorter] if args.shadow else ())
     signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
+    if armed.shadows:
+        print(f"{PROG}: shadow buffer (every message copied) for {', '.join(armed.shadows)}",
+              file=sys.stderr, flush=True)
     print(f"{PROG}: armed on {', '.join(armed.names)}; watching {len(armed.pidfds)} processes; "
           f"pid {os.getpid()}", file=sys.stderr, flush=True)
     rc = 0
