@@ -638,7 +638,10 @@ class Armed:
                 ch = nerve.open(name)
                 try:
                     head = ch.stat().head_seq
-                    newest = ch.get(seq=head) if head else None
+                    try:
+                        newest = ch.get(seq=head) if head else None
+                    except nerve.Overwritten:  # a burst since the stat: no sample
+                        newest = None
                     self.watches.append(condition.Watch(cond, name, ch, newest))
                 except BaseException:
                     ch.close()
@@ -754,11 +757,7 @@ class Armed:
             for msg, v in w.poll():
                 self.trigger("value", f"{w.name}: {w.cond.field} {w.cond.fire} "
                              f"(message {msg.seq}: {json.dumps(v)})", when=msg.time_ns)
-            if w.missed != self.watch_missed.get(id(w), 0):
-                print(f"{PROG}: --when {w.cond.text!r}: {w.missed} messages of {w.name} were "
-                      f"overwritten before they were evaluated (its ring holds less than "
-                      f"{TICK_S * 1e3:g} ms)", file=sys.stderr, flush=True)
-                self.watch_missed[id(w)] = w.missed
+            self._report_missed(w, f"--when {w.cond.text!r}")
         # Shadow buffers: every message, while no incident reads the rings.
         if self.incident is None:
             for sh in self.shadows.values():
@@ -767,6 +766,7 @@ class Armed:
         for tw in self.tasks:
             for msg, what in tw.poll():
                 self.trigger("task", f"{tw.name}: {what}", when=msg.time_ns)
+            self._report_missed(tw, "task statistics")
         # Writers that died holding the lock (the kernel marks a robust
         # lock's word when its owner dies; the next writer recovers it, so
         # the flag is seen unless a writer comes before the check): every
@@ -789,6 +789,15 @@ class Armed:
                     if quiet and not self.silent.get(name):
                         self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
                     self.silent[name] = bool(quiet)
+
+    def _report_missed(self, w: "condition.Watch | TaskWatch", what: str) -> None:
+        """Say when a channel read message by message lost messages before
+        they were read (its ring holds less than a wake-up's worth)."""
+        if w.missed != self.watch_missed.get(id(w), 0):
+            print(f"{PROG}: {what}: {w.missed} messages of {w.name} were overwritten before "
+                  f"they were evaluated (its ring holds less than {TICK_S * 1e3:g} ms)",
+                  file=sys.stderr, flush=True)
+            self.watch_missed[id(w)] = w.missed
 
     def _silence_watched(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
