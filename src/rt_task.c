@@ -10,6 +10,9 @@
  *     acc                    [local] the loop thread's running statistics
  *     pub_seq, pub[]         [W:writer][R:acq] published copy of acc,
  *                            see SYNC(task-stats)
+ *     stats_chan             [setup] nerve_task_publish_stats(): the loop
+ *                            puts each cycle's statistics on it (its own
+ *                            nerve_task_stat() copy, then nerve_chan_put)
  *     stop                   [R:acq] set by nerve_task_stop() from any
  *                            thread or signal handler, SYNC(task-stop)
  *     thread, started, setup_done/setup_rc/mu/cv   start handshake
