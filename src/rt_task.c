@@ -10,6 +10,9 @@
  *     acc                    [local] the loop thread's running statistics
  *     pub_seq, pub[]         [W:writer][R:acq] published copy of acc,
  *                            see SYNC(task-stats)
+ *     stats_chan             [setup] nerve_task_publish_stats(): the loop
+ *                            puts each cycle's statistics on it (its own
+ *                            nerve_task_stat() copy, then nerve_chan_put)
  *     stop                   [R:acq] set by nerve_task_stop() from any
  *                            thread or signal handler, SYNC(task-stop)
  *     thread, started, setup_done/setup_rc/mu/cv   start handshake
@@ -74,6 +77,7 @@ struct rt_raw {
     int64_t period_ns;
     int32_t policy, priority, sched_err;
     uint32_t running;
+    uint64_t stats_lost;
 };
 
 #define RT_PUB_WORDS (sizeof(struct rt_raw) / sizeof(uint64_t))
@@ -89,6 +93,7 @@ struct nerve_task {
     void *arg;                    /* [const] */
     int priority;                 /* [const] resolved FIFO/RR priority */
     void *msg_buf;                /* [local] channel-driven: the message */
+    nerve_chan *stats_chan;       /* [setup] nerve_task_publish_stats() */
     struct rt_raw acc;            /* [local] loop thread only */
     nerve__a64 pub_seq;           /* [W:writer][R:acq] SYNC(task-stats) */
     nerve__a64 pub[RT_PUB_WORDS]; /* [W:writer] words of acc */
@@ -170,7 +175,45 @@ int nerve_task_stat(const nerve_task *t, struct nerve_task_stats *st)
     st->priority = r.priority;
     st->sched_err = r.sched_err;
     st->running = r.running;
+    st->stats_lost = r.stats_lost;
     return 0;
+}
+
+int nerve_task_publish_stats(nerve_task *t, nerve_chan *chan)
+{
+    if (!t)
+        return NERVE_EBADF;
+    /* Setup phase only: the loop reads stats_chan unsynchronised, after the
+     * pthread_create (or, for run and next, on the caller's own thread)
+     * that follows, which orders this store before it. */
+    if (t->started || t->pull != RT_PULL_NONE)
+        return NERVE_EBUSY;
+    /* A data ring is at least a page, which holds a nerve_task_stats: any
+     * open channel takes the message. */
+    _Static_assert(sizeof(struct nerve_task_stats) <= 4096,
+                   "the statistics fit the smallest data ring");
+    if (chan) {
+        struct nerve_stats cs;
+        int rc = nerve_chan_stat(chan, &cs);
+        if (rc != 0)
+            return rc;
+    }
+    t->stats_chan = chan;
+    return 0;
+}
+
+/* Put this cycle's statistics on the stats channel (the loop thread, right
+ * after rt_publish(): nerve_task_stat() succeeds at once, as nothing else
+ * writes the seqlock). A failed put is counted, published at once and
+ * carried by the next message. */
+static void rt_put_stats(nerve_task *t)
+{
+    struct nerve_task_stats st;
+    if (nerve_task_stat(t, &st) != 0 ||
+        nerve_chan_put(t->stats_chan, &st, sizeof st, 0, NULL, 0) != 0) {
+        t->acc.stats_lost++;
+        rt_publish(t); /* nerve_task_stat() counts it at once */
+    }
 }
 
 #define RT_KNOWN_FLAGS                                                         \
@@ -451,6 +494,8 @@ static void rt_end(nerve_task *t, int64_t end, int brc)
     }
     t->cycle++;
     rt_publish(t);
+    if (t->stats_chan)
+        rt_put_stats(t);
 }
 
 /* The push driver: the loop calls the body itself until it is stopped. */

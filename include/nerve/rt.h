@@ -285,8 +285,16 @@ struct nerve_task_stats {
     int32_t sched_err;    /* 0, or why the requested policy was not
                              applied (best effort fell back to OTHER) */
     uint32_t running;     /* 1 while the loop runs */
-    uint64_t reserved[8]; /* zero; for fields added later (docs/abi.md) */
+    uint64_t stats_lost;  /* cycles whose statistics message (see
+                             nerve_task_publish_stats) could not be put */
+    uint64_t reserved[7]; /* zero; for fields added later (docs/abi.md) */
 };
+
+/* The type (nerve_chan_opts.type) of a channel that carries a task's
+ * statistics (nerve_task_publish_stats): each message is one struct
+ * nerve_task_stats in the host's byte order. The tools recognise it
+ * (nerve blackbox triggers on its overruns, timeouts and skipped releases). */
+#define NERVE_TASK_STATS_TYPE "nerve/task_stats"
 
 /* Make a task (not started). `fn` is called with `arg` every cycle (NULL:
  * a task driven only by nerve_task_next(), which has no body to call).
@@ -373,6 +381,25 @@ NERVE_NODISCARD NERVE_API int nerve_task_join(nerve_task *t);
  * Signal: safe. */
 NERVE_NODISCARD NERVE_API int nerve_task_stat(const nerve_task *t,
                                               struct nerve_task_stats *st);
+
+/* Opt in to publishing: at the end of every cycle the loop puts its
+ * statistics (struct nerve_task_stats, as nerve_task_stat() gives them) as
+ * one message on `chan`, so another process sees each overrun, timeout and
+ * skipped release in the cycle it happens (nerve blackbox triggers on
+ * them). NULL turns it off. `chan` is the caller's handle, opened with
+ * NERVE_O_WRITE; it must stay open until the task is closed, and should be
+ * made with type NERVE_TASK_STATS_TYPE and have this task as its only
+ * writer. A put that fails (any error of nerve_chan_put: a read-only
+ * handle, a ring found corrupt) loses that cycle's message only and is
+ * counted in stats_lost, which the next message carries. Costs one
+ * nerve_chan_put() per cycle (an uncontended lock, one copy of the struct).
+ * Returns 0, NERVE_EBADF (t NULL), the error of nerve_chan_stat() on
+ * `chan`, or NERVE_EBUSY (the task was started, run or pulled already).
+ * Thread: setup phase (before nerve_task_start/run/next).  Blocking: no.
+ * RT: not safe.  Signal: not safe.
+ * In the loop: no allocation; nerve_chan_put's futex use only. */
+NERVE_NODISCARD NERVE_API int nerve_task_publish_stats(nerve_task *t,
+                                                       nerve_chan *chan);
 
 /* Format statistics as a few lines of text headed by `name` (may be NULL)
  * into buf[0..len), NUL-terminated. Returns the length the full text needs

@@ -254,6 +254,9 @@ struct RtTask {
     nerve_task *t = nullptr;
     nb::object chan_obj; // channel-driven: keeps the channel alive
     Chan *chan = nullptr;
+    nb::object stats_obj; // publish_stats(): keeps that channel alive
+    Chan *stats_chan = nullptr;
+    bool stats_held = false; // the stats handle is marked busy by us
     struct nerve_rt_prio_map map;
     bool held = false;       // the channel handle is marked busy by us
     bool begun = false;      // next() was called: the C loop may run
@@ -312,6 +315,14 @@ struct RtTask {
             chan->waiting = true;
             held = true;
         }
+        // The loop puts on the stats handle: no other call may use (or
+        // close) it until the loop has ended.
+        if (stats_chan && !stats_held) {
+            stats_chan->use();
+            stats_chan->check_not_reserved();
+            stats_chan->waiting = true;
+            stats_held = true;
+        }
     }
 
     void release_chan()
@@ -320,6 +331,32 @@ struct RtTask {
             held = false;
             chan->waiting = false;
         }
+        if (stats_chan && stats_held) {
+            stats_held = false;
+            stats_chan->waiting = false;
+        }
+    }
+
+    // nerve_task_publish_stats(), before the first next().
+    void publish_stats(nb::object chan_)
+    {
+        Chan *c = nullptr;
+        nerve_chan *h = nullptr;
+        if (!chan_.is_none()) {
+            c = nb::cast<Chan *>(chan_);
+            if (c == chan) {
+                raise_nerve(NERVE_EINVAL, c->name.c_str(),
+                            "the statistics need a handle of their own, not "
+                            "the one the loop waits on");
+            }
+            h = c->use();
+        }
+        int r = nerve_task_publish_stats(t, h);
+        if (r != 0) {
+            raise_nerve(r);
+        }
+        stats_chan = c;
+        stats_obj = chan_;
     }
 
     // The loop ended with r (from nerve_task_next).
@@ -456,6 +493,7 @@ void bind_rt(nb::module_ &m)
     m.attr("TASK_SKIP") = NERVE_TASK_SKIP;
     m.attr("TASK_CATCH_UP") = NERVE_TASK_CATCH_UP;
     m.attr("TASK_MLOCK") = NERVE_TASK_MLOCK;
+    m.attr("TASK_STATS_TYPE") = NERVE_TASK_STATS_TYPE;
 
     nb::class_<nerve_rt_series>(m, "Series",
                                 "Summary of one series of signed nanosecond "
@@ -631,6 +669,8 @@ void bind_rt(nb::module_ &m)
         .def_prop_ro(
             "running", [](const nerve_task_stats &s) { return s.running != 0; },
             "True while the loop runs.")
+        .def_ro("stats_lost", &nerve_task_stats::stats_lost,
+                "Cycles whose statistics message could not be put.")
         .def("__repr__", &stats_repr);
 
     nb::class_<Tick>(m, "Tick",
@@ -710,6 +750,9 @@ void bind_rt(nb::module_ &m)
              "End the loop now unless a thread waits in next() (stop() "
              "ends that one).")
         .def("stats", &RtTask::stats)
+        .def("publish_stats", &RtTask::publish_stats, "chan"_a.none(),
+             "Put the statistics on chan (a writable Channel) every cycle "
+             "(nerve_task_publish_stats); before the first next().")
         .def("format", &RtTask::format, "name"_a = nb::none())
         .def_prop_ro("begun", [](const RtTask &t) { return t.begun; })
         .def_prop_ro("ended", [](const RtTask &t) { return t.ended; });

@@ -757,3 +757,27 @@ def test_join_after_run_on_the_same_thread() -> None:
     t = rt.Task(0.001, lambda tick: tick.cycle >= 2)
     t.run()
     assert t.join() is True
+
+
+def test_stats_channel(name: Callable[[str], str]) -> None:
+    """stats_channel: one struct nerve_task_stats per cycle (the C test,
+    tests/rt/test_rt_publish_stats.c, checks the contents); the handle
+    belongs to the loop while it runs; the loop's own handle is refused."""
+    n, d = name("stats"), name("drive")
+    with nerve.create(n, slots=64, size=4096, type=rt.TASK_STATS_TYPE) as w, nerve.open(n) as r, \
+            nerve.create(d, slots=8, size=4096) as dw:
+        with pytest.raises(nerve.InvalidArgument, match="a handle of their own"):
+            rt.messages(dw, stats_channel=dw)
+        with rt.periodic(0.001, stats_channel=w) as loop:
+            for tick in loop:
+                if tick.cycle == 0:
+                    with pytest.raises(nerve.Busy):
+                        w.put(b"x")
+                if tick.cycle >= 4:
+                    break
+            assert loop.stats().stats_lost == 0
+        w.put(b"mine again")  # the loop has ended: the handle is the caller's
+        msgs = [bytes(m.data) for m in iter(r.get, None)]
+        assert msgs.pop() == b"mine again"
+        # One per cycle ended: the five of ticks 0-4 (closing ends the last).
+        assert [int.from_bytes(m[:8], sys.byteorder) for m in msgs] == [1, 2, 3, 4, 5]

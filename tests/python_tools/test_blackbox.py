@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import struct
@@ -25,6 +26,9 @@ from typing import Dict, List, Tuple
 import pytest
 
 import nerve
+import nerve.rt
+from nerve_tools.codec import schemas
+from nerve_tools.recording import condition
 
 from conftest import read_mcap, tool
 
@@ -98,8 +102,10 @@ def trigger_cmd(trig: str, note: str) -> None:
                    check=True, timeout=60)
 
 
-def check(path: Path, expect_missed_zero: bool = True) -> Dict[str, object]:
-    """Check an incident file against the rings; returns its trigger record."""
+def check(path: Path, expect_missed_zero: bool = True, unnumbered: Tuple[str, ...] = ()) -> Dict[str, object]:
+    """Check an incident file against the rings; returns its trigger record.
+    The payloads of the channels in ``unnumbered`` do not begin with their
+    sequence number."""
     f = read_mcap(path)
     rec = f["metadata"]["nerve.blackbox.trigger"]
     offset = int(f["metadata"]["nerve.recording"]["clock_offset_ns"])
@@ -113,7 +119,7 @@ def check(path: Path, expect_missed_zero: bool = True) -> Dict[str, object]:
         t0 = triggers[0]["time_ns"]
         start = t0 - int(info["requested_pre_s"] * 1e9)
         stop_ns = max(t["time_ns"] for t in triggers) + int(info["requested_post_s"] * 1e9)
-        for seq, _t, data in msgs:
+        for seq, _t, data in msgs if name not in unnumbered else ():
             assert struct.unpack("<Q", data[:8])[0] == seq, f"{name}: payload is not message {seq}"
         if info["last_state_seq"]:
             seq, t, _d = msgs.pop(0)
@@ -126,7 +132,7 @@ def check(path: Path, expect_missed_zero: bool = True) -> Dict[str, object]:
         assert gaps + before == info["missed"], f"{name}: gaps {gaps} vs missed {info}"
         if expect_missed_zero:
             assert info["missed"] == 0, f"{name}: {info}"
-        if info["last_state_seq"] and msgs:
+        if info["last_state_seq"] and msgs and expect_missed_zero:
             assert seqs[0] == info["last_state_seq"] + 1, f"{name}: the window does not start after the last state"
         with nerve.open(name) as ch:
             # No extra at the end: the message after the last copied one is
@@ -295,6 +301,44 @@ def test_bad_input(rig, tmp_path):
     assert r.returncode == 1 and "--pid 999999999" in r.stderr
     r = run("trigger", "--trigger-channel", rig["prefix"] + "no-recorder")
     assert r.returncode == 1 and "no armed recorder" in r.stderr
+    # --when: an unknown field is an error at arming (the rest of --when's
+    # errors are checked in process by test_when_errors).
+    imu = rig["prefix"] + "bb-bad-imu"
+    with nerve.create(imu, slots=8, size=1 << 12, **schemas.channel_options("sensor_msgs/msg/Imu")):
+        r = run(imu, "--when", f"{imu}: linear_acceleration.w > 3", "--trigger-channel", rig["trig"])
+    nerve.unlink(imu)
+    assert r.returncode == 1 and "linear_acceleration has no field 'w'" in r.stderr, r.stderr
+
+
+def test_when_errors(name):
+    """--when's expressions and their check against the channel at arming
+    (in process: no recorder is started)."""
+    with pytest.raises(condition.ConditionError, match="expected 'CHANNEL: FIELD OP VALUE"):
+        condition.parse("nonsense")
+    with pytest.raises(condition.ConditionError, match="> needs a number"):
+        condition.parse("a: b > high")
+    with pytest.raises(condition.ConditionError, match="bad field path"):
+        condition.parse("a: b..c > 1")
+    c = condition.parse("a.b: x[1].y <= -2.5 clear == \"ok\"")
+    assert (c.channel, c.field, c.fire.op, c.fire.value, c.clear.value) == ("a.b", "x.1.y", "<=", -2.5, "ok")
+    imu, raw, js = name("bb-w-imu"), name("bb-w-raw"), name("bb-w-json")
+    with nerve.create(imu, slots=8, size=1 << 12, **schemas.channel_options("sensor_msgs/msg/Imu")) as ci, \
+            nerve.create(raw, slots=8, size=1 << 12) as cr, \
+            nerve.create(js, slots=8, size=1 << 12, encoding="json") as cj:
+        cj.put(b'{"a": {"b": [1, 2]}, "s": "x"}')
+        newest = cj.get(newest=True, repeat=True)
+        for text, ch, msg, error in [
+            (f"{raw}: a > 1", cr, None, "no encoding nerve decodes"),
+            (f"{imu}: header > 3", ci, None, "header is dict, not a number"),
+            (f"{imu}: orientation.v == 1", ci, None, "orientation has no field 'v'"),
+            (f"{js}: a.c > 1", cj, newest, "a has no field 'c'"),
+        ]:
+            with pytest.raises(condition.ConditionError, match=re.escape(error)):
+                condition.Watch(condition.parse(text), ch.name, ch, msg)
+        # Fields that exist: an array item, a list item, a string compared with ==.
+        condition.Watch(condition.parse(f"{imu}: orientation_covariance.8 > 1"), imu, ci, None)
+        condition.Watch(condition.parse(f"{js}: a.b.1 > 1"), js, cj, newest)
+        condition.Watch(condition.parse(f"{js}: s == x"), js, cj, newest)
 
 
 def test_full_disk_keeps_what_was_written(rig, name):
@@ -321,3 +365,129 @@ def test_full_disk_keeps_what_was_written(rig, name):
             p.communicate()
     assert p.returncode == 1 and "File too large" in err and "written before are kept" in err, err
     assert check(first)["note"] == "small"
+
+
+def _put_value(ch: nerve.Channel, encoding: str, z: float) -> Tuple[int, int]:
+    """Put one message whose field linear_acceleration.z is z; returns
+    (seq, commit time)."""
+    if encoding == "json":
+        data = json.dumps({"linear_acceleration": {"z": z}}).encode()
+    else:
+        msg = schemas.example("sensor_msgs/msg/Imu")
+        msg.linear_acceleration.z = z
+        data = schemas.encode(msg, "sensor_msgs/msg/Imu")
+    ch.put(data)
+    m = ch.get(newest=True, repeat=True)
+    return m.seq, m.time_ns
+
+
+@pytest.mark.parametrize("encoding", ["json", "cdr"])
+def test_value_condition_one_message_spike_and_hysteresis(name, tmp_path, encoding):
+    imu = name("bb-imu")
+    opts = {"encoding": "json"} if encoding == "json" else schemas.channel_options("sensor_msgs/msg/Imu")
+    with nerve.create(imu, slots=256, size=1 << 16, **opts) as ch:
+        p = arm(imu, "--pre", "500ms", "--post", "100ms", "-o", str(tmp_path), "--trigger-channel",
+                name("bb-trig"), "--no-holders", "--cooldown", "0",
+                "--when", f"{imu}: linear_acceleration.z > 30 clear < 25")
+        try:
+            for _ in range(20):
+                _put_value(ch, encoding, 9.8)
+            spike, spike_ns = _put_value(ch, encoding, 31.5)  # one message only
+            _put_value(ch, encoding, 28.0)
+            first, _ = written(p)
+            # Not cleared (not below 25): 31 does not fire again; 20 clears; 35 fires.
+            _put_value(ch, encoding, 29.0)
+            _put_value(ch, encoding, 31.0)
+            _put_value(ch, encoding, 20.0)
+            again, again_ns = _put_value(ch, encoding, 35.0)
+            second, said = written(p)
+        finally:
+            said = end(p)
+    rec = check(first, unnumbered=(imu,))
+    assert rec["kind"] == "value" and int(rec["time_ns"]) == spike_ns, rec
+    assert f"message {spike}: 31.5" in rec["source"], rec["source"]
+    assert json.loads(rec["channels"])[imu]["messages"] >= 21
+    rec2 = check(second, unnumbered=(imu,))
+    assert [t["time_ns"] for t in json.loads(rec2["triggers"])] == [again_ns], rec2["triggers"] + said
+    assert f"message {again}: 35" in rec2["source"]
+
+
+def test_writer_died_holding_the_lock(name, tmp_path):
+    locked = name("bb-locked")
+    with nerve.create(locked, slots=64, size=1 << 16) as ch:
+        ch.put(struct.pack("<Q", 1))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time, nerve\n"
+        f"ch = nerve.open({locked!r}, write=True)\n"
+        "with ch.reserve(64):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        # Only the lock's state can trigger: its holder is not watched by pidfd.
+        p = arm(locked, "--pre", "1s", "--post", "200ms", "-o", str(tmp_path), "--trigger-channel",
+                name("bb-trig"), "--no-holders")
+        try:
+            holder.kill()  # SIGKILL inside the reservation: the kernel marks the lock
+            path, _ = written(p)
+        finally:
+            end(p)
+    finally:
+        stop(holder)
+    rec = check(path)
+    assert rec["kind"] == "lock-owner-death" and locked in rec["source"], rec
+    assert json.loads(rec["channels"])[locked]["last_state_seq"] == 1 or \
+        json.loads(rec["channels"])[locked]["messages"] == 1
+
+
+TASK = r"""
+import sys, time, nerve, nerve.rt
+with nerve.open(sys.argv[1], write=True) as ch, nerve.rt.periodic(0.01, stats_channel=ch) as loop:
+    for tick in loop:
+        if tick.cycle == 20:
+            time.sleep(0.05)  # an overrun (and skipped releases) in cycle 21
+        if tick.cycle >= 30:
+            break
+"""
+
+
+def test_task_overrun_from_its_statistics_channel(name, tmp_path):
+    stats = name("bb-task")
+    nerve.create(stats, slots=256, size=1 << 16, type=nerve.rt.TASK_STATS_TYPE).close()
+    p = arm(stats, "--pre", "1s", "--post", "100ms", "-o", str(tmp_path), "--trigger-channel", name("bb-trig"),
+            "--no-holders")
+    try:
+        subprocess.run([sys.executable, "-c", TASK, stats], check=True, timeout=60)
+        path, _ = written(p)
+    finally:
+        end(p)
+    rec = check(path, unnumbered=(stats,))
+    assert rec["kind"] == "task" and "overruns 0 -> 1" in rec["source"], rec
+    # The trigger is the first cycle with an overrun (a loaded host may
+    # have made an earlier one late than the one forced), at its commit time.
+    cycle = int(rec["source"].split("cycle ", 1)[1].split(":", 1)[0])
+    with nerve.open(stats) as ch:
+        msg = ch.get(at=int(rec["time_ns"]))
+        fields = struct.unpack_from("=5Q", msg.data)
+        before = struct.unpack_from("=5Q", ch.get(seq=msg.seq - 1).data)
+    assert msg.time_ns == int(rec["time_ns"]) and fields[0] == cycle <= 21
+    assert fields[1] == 1 and before[1] == 0
+
+
+def test_shadow_buffer_holds_the_window_a_ring_cannot(rig):
+    # The 1 kHz channel's 64-slot ring holds 64 ms; its shadow buffer the
+    # whole 1 s pre window (the others, whose rings hold it, get none).
+    p = armed_on(rig, "--shadow")
+    try:
+        assert f"shadow buffer (every message copied) for {rig['fast']}\n" in p.plan, p.plan
+        time.sleep(1.5)  # the shadow fills
+        trigger_cmd(rig["trig"], "shadowed")
+        path, _ = written(p)
+    finally:
+        end(p)
+    rec = check(path, expect_missed_zero=False)
+    fast = json.loads(rec["channels"])[rig["fast"]]
+    # The last state and the full window: from the shadow, then the ring
+    # (a loaded host may overrun the shadow's reader: counted as missed).
+    assert fast["last_state_seq"] > 0 and fast["achieved_pre_s"] == 1.0, fast
+    assert fast["messages"] + fast["missed"] > 4 * 64, fast  # far more than the ring holds

@@ -166,6 +166,7 @@ RT_BEST_EFFORT: int
 TASK_SKIP: int
 TASK_CATCH_UP: int
 TASK_MLOCK: int
+TASK_STATS_TYPE: str
 
 class Series:
     def __init__(self, n: int = 0, min_ns: int = 0, max_ns: int = 0, max_abs_ns: int = 0,
@@ -217,6 +218,7 @@ class TaskStats:
     sched_err: int
     sched_error: Optional[BaseException]
     running: bool
+    stats_lost: int
 
 class Tick:
     cycle: int
@@ -258,6 +260,7 @@ class RtTask:
     def stop(self) -> None: ...
     def close(self) -> None: ...
     def stats(self) -> TaskStats: ...
+    def publish_stats(self, chan: Optional[Chan]) -> None: ...
     def format(self, name: Optional[str] = None) -> str: ...
     @property
     def begun(self) -> bool: ...

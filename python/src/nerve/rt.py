@@ -70,6 +70,7 @@ __all__ = [
     "Policy",
     "PrioMap",
     "Series",
+    "TASK_STATS_TYPE",
     "Task",
     "TaskStats",
     "Tick",
@@ -87,6 +88,10 @@ __all__ = [
 
 #: A duration: seconds as a number, or a :class:`datetime.timedelta`.
 Duration = Union[float, int, datetime.timedelta]
+
+
+#: The type of a channel that carries a task's statistics (``stats_channel``).
+TASK_STATS_TYPE: str = _nerve.TASK_STATS_TYPE
 
 
 class Policy(enum.IntEnum):
@@ -334,6 +339,7 @@ class _TaskKeywords:
     newest: bool = False
     deadline: Optional[Duration] = None
     msg_max: int = 0
+    stats_channel: Optional[Channel] = None
 
 
 def _make_native(k: _TaskKeywords) -> "_nerve.RtTask":
@@ -361,6 +367,10 @@ def _make_native(k: _TaskKeywords) -> "_nerve.RtTask":
         _ns(k.deadline, "deadline") if k.deadline is not None else 0,
         k.msg_max,
     )
+    if k.stats_channel is not None:
+        if not isinstance(k.stats_channel, Channel):
+            raise TypeError("stats_channel must be a nerve.Channel")
+        native.publish_stats(k.stats_channel)
     with _live_lock:
         _live.add(native)
     return native
@@ -397,6 +407,12 @@ class Task:
     belongs to the loop from :meth:`start` until the loop has ended: other
     calls on it raise :class:`nerve.Busy` meanwhile.
 
+    ``stats_channel``: a channel opened for writing (made with type
+    :data:`TASK_STATS_TYPE`) on which the loop puts its statistics, one
+    ``struct nerve_task_stats`` per cycle (nerve_task_publish_stats), so
+    another process sees every overrun as it happens (``nerve blackbox``
+    triggers on them). It too belongs to the loop while it runs.
+
     >>> t = Task(0.01, lambda tick: tick.cycle >= 99)   # 100 cycles at 100 Hz
     >>> t.start(); t.join(); t.stats().cycles
     100
@@ -422,6 +438,7 @@ class Task:
         newest: bool = False,
         deadline: Optional[Duration] = None,
         msg_max: int = 0,
+        stats_channel: Optional[Channel] = None,
     ) -> None:
         if not callable(body):
             raise TypeError("body must be callable")
@@ -431,7 +448,7 @@ class Task:
             overrun=overrun, policy=policy, priority=priority, cpus=cpus,
             prio_map=prio_map, best_effort=best_effort, mlock=mlock,
             stack_prefault=stack_prefault, chan=chan, newest=newest,
-            deadline=deadline, msg_max=msg_max))
+            deadline=deadline, msg_max=msg_max, stats_channel=stats_channel))
         self._started = False
         self._finished = False
         self._thread: Optional[threading.Thread] = None
@@ -632,6 +649,7 @@ def periodic(
     best_effort: bool = True,
     mlock: bool = False,
     stack_prefault: int = 0,
+    stats_channel: Optional[Channel] = None,
 ) -> Loop:
     """A clock-driven loop to iterate: ``for tick in periodic(0.001): ...``
     runs the block at 1 kHz, woken at absolute release times by the C task
@@ -641,7 +659,7 @@ def periodic(
         period=period, period_ns=period_ns, offset=offset, start_ns=start_ns,
         overrun=overrun, policy=policy, priority=priority, cpus=cpus,
         prio_map=prio_map, best_effort=best_effort, mlock=mlock,
-        stack_prefault=stack_prefault)))
+        stack_prefault=stack_prefault, stats_channel=stats_channel)))
 
 
 def messages(
@@ -655,6 +673,7 @@ def messages(
     cpus: Optional[Iterable[int]] = None,
     best_effort: bool = True,
     msg_max: int = 0,
+    stats_channel: Optional[Channel] = None,
 ) -> Loop:
     """A channel-driven loop to iterate: one tick per message on ``chan``
     (``newest``: only the latest), or a tick with ``timed_out`` when
@@ -664,7 +683,7 @@ def messages(
     return Loop(_make_native(_TaskKeywords(
         period=period, policy=policy, priority=priority, cpus=cpus,
         best_effort=best_effort, chan=chan, newest=newest, deadline=deadline,
-        msg_max=msg_max)))
+        msg_max=msg_max, stats_channel=stats_channel)))
 
 
 @atexit.register

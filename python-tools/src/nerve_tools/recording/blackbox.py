@@ -32,6 +32,8 @@ rings still hold (after the recorder was killed mid-dump, for one).
 from __future__ import annotations
 
 import argparse
+import collections
+import ctypes
 import datetime
 import fnmatch
 import json
@@ -39,6 +41,7 @@ import os
 import re
 import select
 import signal
+import struct
 import sys
 import time
 from dataclasses import dataclass
@@ -63,17 +66,32 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
+from . import condition
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
 #: The armed recorder's only periodic wake-up: silence checks, process
 #: death detection by pidfd, the trigger channel and the holder rescan.
 TICK_S = 0.05
-#: How often the holders of watched channels are looked up again.
-RESCAN_S = 1.0
+#: Holders of watched channels are looked up again when a process opens
+#: one of their files (inotify IN_OPEN; at most every RESCAN_MIN_S, as
+#: tools that stat every channel, `nerve top` and `nerve ls`, open them
+#: too), and at the latest after RESCAN_S (a process that inherited a
+#: mapping by fork opened nothing).
+RESCAN_S = 30.0
+RESCAN_MIN_S = 1.0
+#: How often the writer locks of all watched channels are looked at (and at
+#: once after a watched process died).
+LOCK_CHECK_S = 0.5
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
 TRIGGER_CHANNEL = "blackbox.trigger"
 TRIGGER_META = "nerve.blackbox.trigger"
+#: The type of a channel a nerve_task publishes its statistics to
+#: (NERVE_TASK_STATS_TYPE, nerve_task_publish_stats in nerve/rt.h).
+TASK_STATS_TYPE = "nerve/task_stats"
+#: struct nerve_task_stats begins with cycles, overruns, skipped, timeouts,
+#: missed (uint64, the host's byte order).
+_TASK_STATS = struct.Struct("=5Q")
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|min)?\s*$")
 
 
@@ -109,9 +127,16 @@ def silence_spec(text: str) -> Tuple[str, float]:
     return k, duration(v)
 
 
+def when_spec(text: str) -> condition.Condition:
+    try:
+        return condition.parse(text)
+    except condition.ConditionError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 @dataclass
 class Trigger:
-    kind: str     # signal, channel, process-death, silence, dump
+    kind: str     # signal, channel, process-death, lock-owner-death, silence, value, task, dump
     source: str
     time_ns: int  # CLOCK_MONOTONIC
     note: str = ""
@@ -119,6 +144,122 @@ class Trigger:
     def record(self, offset: int) -> Dict[str, object]:
         return {"kind": self.kind, "source": self.source, "time_ns": self.time_ns,
                 "wall_time_ns": self.time_ns + offset, "note": self.note}
+
+
+class OpenWatch:
+    """inotify IN_OPEN on the watched channels' files: readable when a
+    process opens one (a new holder). Scanning every process's mappings
+    (as `nerve who` does) costs tens of milliseconds on a busy host, so the
+    recorder does it only then."""
+
+    IN_OPEN = 0x20
+    IN_NONBLOCK = os.O_NONBLOCK
+    IN_CLOEXEC = os.O_CLOEXEC
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(self.IN_NONBLOCK | self.IN_CLOEXEC)
+        if self.fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), "inotify_init1")
+        for p in paths:
+            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN) < 0:
+                e = ctypes.get_errno()
+                os.close(self.fd)
+                raise OSError(e, os.strerror(e), p)
+
+    def drain(self) -> bool:
+        """Read every pending event; whether there was one."""
+        got = False
+        while True:
+            try:
+                if not os.read(self.fd, 4096):
+                    return got
+            except BlockingIOError:
+                return got
+            got = True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Shadow:
+    """The opt-in shadow buffer (--shadow) of a channel whose ring cannot
+    hold its pre window: every message is copied out as it comes (a reader
+    handle of its own, read at each wake-up) into a cache trimmed to the
+    window, the way rosbag2's snapshot mode keeps every channel. Only the
+    channels the plan says are too short get one."""
+
+    def __init__(self, name: str, pre_s: float) -> None:
+        self.name = name
+        # The window, and a second more: a trigger's time may be a little
+        # in the past (a message's commit time, seen at the next wake-up).
+        self.keep_ns = int((pre_s + 1.0) * 1e9)
+        self.ch = nerve.open(name)
+        self.cache: "collections.deque[nerve.Message]" = collections.deque()
+        self.missed = 0  # messages overwritten before they were copied
+
+    def pump(self) -> None:
+        while True:
+            msg = self.ch.get()
+            if msg is None:
+                break
+            self.missed += msg.missed
+            self.cache.append(msg._replace(data=bytes(msg.data)))
+        # Keep one message at or before the window's start: the last state.
+        limit = nerve.now_ns() - self.keep_ns
+        while len(self.cache) > 1 and self.cache[1].time_ns <= limit:
+            self.cache.popleft()
+
+
+class TaskWatch:
+    """A channel of a task's statistics (one struct nerve_task_stats per
+    cycle): every message is read in order, and a cycle whose overruns,
+    skipped releases or timeouts went up is a trigger at its commit time."""
+
+    COUNTERS = ("overruns", "skipped", "timeouts")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ch = nerve.open(name)
+        head = self.ch.stat().head_seq
+        self.last: Optional[Tuple[int, ...]] = None
+        if head:
+            try:
+                self.last = self._unpack(self.ch.get(seq=head))
+            except nerve.Overwritten:
+                pass
+        self.ch.seek(head)
+        self.missed = 0
+
+    @staticmethod
+    def _unpack(msg: Optional[nerve.Message]) -> Optional[Tuple[int, ...]]:
+        if msg is None or len(msg.data) < _TASK_STATS.size:
+            return None
+        return _TASK_STATS.unpack_from(msg.data)
+
+    def poll(self) -> List[Tuple[nerve.Message, str]]:
+        """(message, what went up) of each cycle that missed a deadline."""
+        fired = []
+        while True:
+            msg = self.ch.get()
+            if msg is None:
+                return fired
+            self.missed += msg.missed
+            now = self._unpack(msg)
+            if now is None:
+                continue
+            base = self.last
+            if base is None or now[0] <= base[0]:
+                # No message before, or a task started again (counting from
+                # 0): its first cycle is compared with zeros, a later one
+                # becomes the base.
+                base = (0,) * 5 if now[0] == 1 else None
+            if base is not None:
+                up = [f"{c} {a} -> {b}" for c, a, b in zip(self.COUNTERS, base[1:4], now[1:4]) if b > a]
+                if up:
+                    fired.append((msg, f"cycle {now[0]}: {', '.join(up)}"))
+            self.last = now
 
 
 @dataclass
@@ -146,6 +287,7 @@ class PlanRow:
     holds_s: float      # the window the ring holds at that rate
     pre_s: float
     shorter: bool
+    type: str = ""      # the channel's type (metadata)
 
 
 def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
@@ -159,18 +301,21 @@ def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
         pre, _post = windows.of(name)
         try:
             with nerve.open(name) as ch:
+                typ = ch.metadata.type or ""
                 st = ch.stat()
                 n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
-                oldest = ch.get(seq=st.tail_seq) if n > 0 else None
+                # Only its time: no message (a buffer of the mapping) is
+                # kept, so the close unmaps the ring at once.
+                oldest_ns = ch.get(seq=st.tail_seq).time_ns if n > 0 else None
         except nerve.Error:
             continue
-        if oldest is None or n < 2 or st.newest_time_ns <= oldest.time_ns:
-            rows.append(PlanRow(name, 0.0, float("inf"), pre, False))
+        if oldest_ns is None or n < 2 or st.newest_time_ns <= oldest_ns:
+            rows.append(PlanRow(name, 0.0, float("inf"), pre, False, typ))
             continue
-        rate = (n - 1) * 1e9 / (st.newest_time_ns - oldest.time_ns)
+        rate = (n - 1) * 1e9 / (st.newest_time_ns - oldest_ns)
         wrapped = st.tail_seq > 1
-        holds = (now - oldest.time_ns) / 1e9 if wrapped else float("inf")
-        rows.append(PlanRow(name, rate, holds, pre, holds < pre))
+        holds = (now - oldest_ns) / 1e9 if wrapped else float("inf")
+        rows.append(PlanRow(name, rate, holds, pre, holds < pre, typ))
     return rows
 
 
@@ -201,8 +346,9 @@ class Incident:
     more (merged) triggers."""
 
     def __init__(self, path: str, names: Sequence[str], windows: Windows, trigger: Trigger,
-                 offset: int, compression: str = "zstd") -> None:
+                 offset: int, compression: str = "zstd", shadows: Optional[Dict[str, Shadow]] = None) -> None:
         self.path = path
+        self.shadows = shadows or {}
         self.triggers = [trigger]
         self.offset = offset
         self.t0 = trigger.time_ns
@@ -252,6 +398,11 @@ class Incident:
         start = self.t0 - int(d.pre_s * 1e9)
         st = d.ch.stat()
         d.next_seq = max(st.tail_seq, 1)
+        shadow = self.shadows.get(d.name)
+        if shadow is not None:
+            shadow.pump()
+            if self._from_shadow(d, shadow, start):
+                return
         try:
             last = d.ch.get(at=start)
         except nerve.Error:
@@ -260,6 +411,38 @@ class Incident:
             self._write(d, last)
             d.last_state_seq = last.seq
             d.next_seq = last.seq + 1
+
+    def _from_shadow(self, d: ChannelDump, shadow: Shadow, start: int) -> bool:
+        """The last state and the window's messages the ring no longer
+        holds, from the shadow buffer (those it still holds are copied
+        from the ring as for any channel). False when the shadow holds
+        nothing older than the ring."""
+        cached = list(shadow.cache)
+        tail = d.ch.stat().tail_seq
+        if not cached or cached[0].seq >= tail:
+            return False
+        before = [m for m in cached if m.time_ns <= start]
+        if before:
+            last = before[-1]
+            self._write(d, last)
+            d.last_state_seq = last.seq
+            d.next_seq = last.seq + 1
+        else:  # the shadow began after the window's start: it says how far
+            d.next_seq = cached[0].seq
+        end = self.end_ns(d)
+        for m in cached:
+            if m.seq < d.next_seq:
+                continue
+            if m.seq >= tail or m.time_ns > end:
+                break  # the ring has it (copied from there), or past the window
+            d.missed += m.seq - d.next_seq  # a gap in the shadow (its reader was overrun)
+            self._write(d, m)
+            if d.messages == 0:
+                d.first_ns = m.time_ns
+            d.messages += 1
+            d.last_ns = m.time_ns
+            d.next_seq = m.seq + 1
+        return True
 
     def _write(self, d: ChannelDump, msg: nerve.Message) -> None:
         t = msg.time_ns + self.offset
@@ -383,11 +566,39 @@ def resolve(patterns: Sequence[str]) -> List[str]:
 class Armed:
     """The armed recorder: waits for triggers, dumps incidents."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, types: Dict[str, str],
+                 shadow: Sequence[str] = ()) -> None:
+        """types: the type of each channel (read by the plan); shadow: the
+        channels to keep a shadow buffer of."""
         self.args = args
         self.windows = Windows(args.pre, args.post, args.window or ())
         self.offset = realtime_offset_ns()
         self.names = resolve(args.patterns)
+        self.watches: List[condition.Watch] = []
+        self.tasks: List[TaskWatch] = []
+        # --shadow: a copying buffer for each channel whose ring is shorter
+        # than its pre window (the plan's warning).
+        self.shadows: Dict[str, Shadow] = {}
+        for name in shadow or ():
+            try:
+                self.shadows[name] = Shadow(name, self.windows.of(name)[0])
+            except nerve.Error:
+                continue
+        for name in self.names:
+            if types.get(name) == TASK_STATS_TYPE:
+                try:
+                    self.tasks.append(TaskWatch(name))
+                except nerve.Error:
+                    continue
+        self.watch_missed: Dict[int, int] = {}
+        try:
+            self._watch_values(args.when or ())
+        except condition.ConditionError as e:
+            self._close_watches()
+            die(PROG, str(e))
+        # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
+        # are not a trigger: only a death while armed is.
+        self.lock_dead: Dict[str, bool] = {n: self._lock_dead(n) for n in self.names}
         self.incident: Optional[Incident] = None
         self.last_trigger_ns = 0
         self.recent: List[int] = []  # trigger times within the last minute
@@ -400,10 +611,56 @@ class Armed:
         self.created_trigger = False
         self.trig_ch = self._trigger_channel()
         self.last_scan = 0.0
+        self.last_lock_check = 0.0
+        self.lock_check_due = False
         self.poller = select.poll()
+        self.opens: Optional[OpenWatch] = None
+        self.rescan_due = False
+        if not args.no_holders:
+            try:
+                self.opens = OpenWatch([nerve.path(n) for n in self.names])
+                self.poller.register(self.opens.fd, select.POLLIN)
+            except OSError as e:  # no inotify (limits): scan every second
+                print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
+                      file=sys.stderr, flush=True)
         for pid in args.pid or ():
             self._watch_pid(pid, f"pid {pid}")
         self._rescan()
+
+    def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
+        """A reader handle per (condition, channel), its cursor at the
+        newest message: every message after it is evaluated, in order."""
+        for cond in conds:
+            names = resolve([cond.channel])
+            if not names:
+                raise condition.ConditionError(f"--when {cond.text!r}: no channel matches {cond.channel!r}")
+            for name in names:
+                ch = nerve.open(name)
+                try:
+                    head = ch.stat().head_seq
+                    try:
+                        newest = ch.get(seq=head) if head else None
+                    except nerve.Overwritten:  # a burst since the stat: no sample
+                        newest = None
+                    self.watches.append(condition.Watch(cond, name, ch, newest))
+                except BaseException:
+                    ch.close()
+                    raise
+                ch.seek(head)
+
+    def _close_watches(self) -> None:
+        for w in [*self.watches, *self.tasks, *self.shadows.values()]:
+            w.ch.close()
+        self.watches = []
+        self.tasks = []
+        self.shadows = {}
+
+    @staticmethod
+    def _lock_dead(name: str) -> bool:
+        try:
+            return bool(nerve.stat(name).lock_flags & nerve.LOCK_OWNER_DIED)
+        except nerve.Error:
+            return False
 
     def _trigger_channel(self) -> nerve.Channel:
         name = self.args.trigger_channel
@@ -439,6 +696,9 @@ class Armed:
             res = who.scan(self.names)
         except OSError:
             return
+        finally:
+            if self.opens is not None:
+                self.opens.drain()  # the scan's own opens (lock holders)
         for u in res.uses:
             if u.channel in self.names:
                 self._watch_pid(u.pid, f"{u.pid} ({u.command.split()[0] if u.command else '?'}) "
@@ -467,13 +727,18 @@ class Armed:
         return True
 
     def _check(self, now: int) -> None:
-        # Deaths (the pidfd is readable once the process has exited).
+        # Deaths (the pidfd is readable once the process has exited), and
+        # opens of watched channels (a new holder to watch).
         for fd, _ in self.poller.poll(0):
+            if self.opens is not None and fd == self.opens.fd:
+                self.rescan_due = self.opens.drain() or self.rescan_due
+                continue
             pid, what = self.pidfds.pop(fd)
             self.poller.unregister(fd)
             os.close(fd)
             del self.watched_pids[pid]
             self.trigger("process-death", what, when=now)
+            self.lock_check_due = True  # did it hold a lock?
         # Trigger channel: one message per trigger, JSON {"note": ...}.
         while True:
             msg = self.trig_ch.get()
@@ -486,12 +751,38 @@ class Armed:
             except ValueError:
                 note, src = bytes(msg.data).decode("utf-8", "replace"), ""
             self.trigger("channel", src or self.args.trigger_channel, note, when=msg.time_ns)
-        # Silences.
-        for name in self.names:
-            try:
-                st = nerve.stat(name)
-            except nerve.Error:
-                continue
+        # Value conditions: every message since the last tick, in order; the
+        # trigger time is the commit time of the message that fired.
+        for w in self.watches:
+            for msg, v in w.poll():
+                self.trigger("value", f"{w.name}: {w.cond.field} {w.cond.fire} "
+                             f"(message {msg.seq}: {json.dumps(v)})", when=msg.time_ns)
+            self._report_missed(w, f"--when {w.cond.text!r}")
+        # Shadow buffers: every message, while no incident reads the rings.
+        if self.incident is None:
+            for sh in self.shadows.values():
+                sh.pump()
+        # Real-time tasks' statistics: every cycle, in order.
+        for tw in self.tasks:
+            for msg, what in tw.poll():
+                self.trigger("task", f"{tw.name}: {what}", when=msg.time_ns)
+            self._report_missed(tw, "task statistics")
+        # Writers that died holding the lock (the kernel marks a robust
+        # lock's word when its owner dies; the next writer recovers it, so
+        # the flag is seen unless a writer comes before the check): every
+        # LOCK_CHECK_S and at once after a watched process died. Silences:
+        # every tick, on the channels --silence names.
+        locks = self.lock_check_due or time.monotonic() - self.last_lock_check > LOCK_CHECK_S
+        names = self.names if locks else [n for n in self.names if self._silence_watched(n)]
+        if locks:
+            self.lock_check_due = False
+            self.last_lock_check = time.monotonic()
+        for name, st in self._stats(names).items():
+            dead = bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
+            if locks and dead and not self.lock_dead.get(name):
+                self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
+            if locks:
+                self.lock_dead[name] = dead
             for glob, limit in self.silence:
                 if fnmatch.fnmatchcase(name, glob):
                     quiet = st.head_seq and now - st.newest_time_ns > limit * 1e9
@@ -499,10 +790,42 @@ class Armed:
                         self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
                     self.silent[name] = bool(quiet)
 
+    def _report_missed(self, w: "condition.Watch | TaskWatch", what: str) -> None:
+        """Say when a channel read message by message lost messages before
+        they were read (its ring holds less than a wake-up's worth)."""
+        if w.missed != self.watch_missed.get(id(w), 0):
+            print(f"{PROG}: {what}: {w.missed} messages of {w.name} were overwritten before "
+                  f"they were evaluated (its ring holds less than {TICK_S * 1e3:g} ms)",
+                  file=sys.stderr, flush=True)
+            self.watch_missed[id(w)] = w.missed
+
+    def _silence_watched(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
+
+    def _stats(self, names: Sequence[str]) -> Dict[str, object]:
+        """nerve.stat of each name. Those are opens of the files, which
+        inotify reports like any other: events pending before are kept,
+        the recorder's own are dropped (an open by another process in the
+        same microseconds is found by the rescan every RESCAN_S)."""
+        if self.opens is not None:
+            self.rescan_due = self.opens.drain() or self.rescan_due
+        out = {}
+        for name in names:
+            try:
+                out[name] = nerve.stat(name)
+            except nerve.Error:
+                continue
+        if self.opens is not None and names:
+            self.opens.drain()
+        return out
+
     def step(self) -> None:
         now = nerve.now_ns()
         self._check(now)
-        if time.monotonic() - self.last_scan > RESCAN_S and self.incident is None:
+        since = time.monotonic() - self.last_scan
+        every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
+        if self.incident is None and since > (RESCAN_MIN_S if self.rescan_due else every):
+            self.rescan_due = False
             self._rescan()
         while self.pending:
             t = self.pending.pop(0)
@@ -515,7 +838,8 @@ class Armed:
         path = incident_name(self.args.out, t, self.offset)
         print(f"{PROG}: {t.kind} trigger ({t.source}){': ' + t.note if t.note else ''}; "
               f"writing {path}", file=sys.stderr, flush=True)
-        self.incident = Incident(path, self.names, self.windows, t, self.offset, self.args.compression)
+        self.incident = Incident(path, self.names, self.windows, t, self.offset, self.args.compression,
+                                 self.shadows)
         for m in self.incident.missing:
             print(f"{PROG}: {m}: no longer there; not in the file", file=sys.stderr, flush=True)
 
@@ -543,6 +867,9 @@ class Armed:
             self.incident.close()
         for fd in self.pidfds:
             os.close(fd)
+        if self.opens is not None:
+            self.opens.close()
+        self._close_watches()
         self.trig_ch.close()
         if self.created_trigger:
             try:
@@ -568,7 +895,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Flight recorder: armed on channels, it copies their rings into an MCAP "
-        "file when something goes wrong (a watched process dies, a channel goes silent, "
+        "file when something goes wrong (a watched process dies, a writer dies holding a "
+        "channel's lock, a channel goes silent, a value crosses a limit (--when), a "
+        "real-time task's statistics channel shows an overrun, "
         "SIGUSR1, `nerve blackbox trigger`, a message on "
         "the trigger channel). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
     p.add_argument("patterns", nargs="+", metavar="CHANNEL", help="channel names or glob patterns")
@@ -580,6 +909,10 @@ def parser() -> argparse.ArgumentParser:
                    help="do not watch the processes that hold the watched channels")
     p.add_argument("--silence", type=silence_spec, action="append", metavar="GLOB=DUR",
                    help="trigger when a channel matching GLOB has no message for DUR")
+    p.add_argument("--when", type=when_spec, action="append", metavar="'CHAN: FIELD OP VALUE [clear OP VALUE]'",
+                   help="trigger when a decoded field of a message crosses a value (rising edge; "
+                   "re-armed once 'clear OP VALUE' holds, or the condition no longer does), "
+                   "e.g. 'robot.imu: linear_acceleration.z > 30 clear < 25'")
     p.add_argument("--trigger-channel", default=TRIGGER_CHANNEL, metavar="NAME",
                    help=f"channel whose messages trigger (default {TRIGGER_CHANNEL})")
     p.add_argument("--cooldown", type=duration, default=1.0, metavar="DUR",
@@ -589,6 +922,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", type=int, metavar="N", help="keep only the last N incident files")
     p.add_argument("--keep-bytes", type=int, metavar="BYTES",
                    help="remove the oldest incident files beyond BYTES in all")
+    p.add_argument("--shadow", action="store_true",
+                   help="copy every message of the channels whose ring is shorter than --pre (the plan's "
+                   "WARNING) into a buffer of the window, as a copying recorder does")
     p.add_argument("--plan", action="store_true", help="print the plan and exit")
     return p
 
@@ -681,10 +1017,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         die(PROG, f"{args.out}: {e.strerror}")
     stop: List[int] = []
-    armed = Armed(args)
+    armed = Armed(args, {r.name: r.type for r in rows}, [r.name for r in rows if r.shorter] if args.shadow else ())
     signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
+    if armed.shadows:
+        print(f"{PROG}: shadow buffer (every message copied) for {', '.join(armed.shadows)}",
+              file=sys.stderr, flush=True)
     print(f"{PROG}: armed on {', '.join(armed.names)}; watching {len(armed.pidfds)} processes; "
           f"pid {os.getpid()}", file=sys.stderr, flush=True)
     rc = 0
