@@ -19,8 +19,8 @@
 //
 // WHICH SERVICES. rmw_nerve's graph of domain N (channel ros2-graph-dN,
 // rmw_nerve/src/graph.cpp, FORMAT versions 2 and 3) lists every live
-// process's services ("E V ..." lines: name, type pkg/srv/Name, REP 2011 hash). A
-// service is offered while some live process serves it and its name
+// process's services ("E V ..." lines: name, type pkg/srv/Name, REP 2011
+// hash). A service is offered while some live process serves it and its name
 // matches a --services glob; it is withdrawn (its DDS reader and writer
 // deleted, so DDS clients see no server) when the last one says goodbye,
 // its process no longer exists, or nothing came from it for kLease.
