@@ -70,7 +70,8 @@ static void *make_msg(int path, int i, const char *tag, size_t *size)
     if (path) {
         nav_msgs__msg__Path *m = nav_msgs__msg__Path__create();
         size_t n = (size_t)i * 2000;
-        if (!m || !geometry_msgs__msg__PoseStamped__Sequence__init(&m->poses, n))
+        if (!m ||
+            !geometry_msgs__msg__PoseStamped__Sequence__init(&m->poses, n))
             return NULL;
         for (size_t k = 0; k < n; k++)
             m->poses.data[k].pose.position.x = (double)k;
