@@ -8,9 +8,10 @@
  *                     message's frame_id "TAG:i", or "i" without TAG), prints
  *                     {"published": [sizes]}, then waits for the end of
  *                     stdin (a late joiner reads the history meanwhile)
- *   rcl_grow sub KIND COUNT       prints "ready", takes COUNT messages of
- *                     /grow (120 s at most) and prints {"got": [[tag, i,
- *                     size, content ok], ...]} in the order taken
+ *   rcl_grow sub KIND COUNT [LAST] prints "ready", takes COUNT messages
+ *                     of /grow (120 s at most), or fewer up to one whose
+ *                     frame_id is LAST, and prints {"got": [[tag, i, size,
+ *                     content ok], ...]} in the order taken
  *   rcl_grow life     an anonymous-name node with a publisher and a
  *                     subscription of std_msgs/String on /life; publishes
  *                     one message, prints "ready", ends normally at the
@@ -154,11 +155,15 @@ static int run_pub(int path, int subs, const char *tag)
 
 /* One taken message as [tag, i, size, ok]: its content is what make_msg()
  * wrote for i. */
+static const rosidl_runtime_c__String *frame_id(int path, void *m)
+{
+    return path ? &((nav_msgs__msg__Path *)m)->header.frame_id
+                : &((sensor_msgs__msg__PointCloud2 *)m)->header.frame_id;
+}
+
 static void print_got(int path, void *m, int first)
 {
-    const rosidl_runtime_c__String *id =
-        path ? &((nav_msgs__msg__Path *)m)->header.frame_id
-             : &((sensor_msgs__msg__PointCloud2 *)m)->header.frame_id;
+    const rosidl_runtime_c__String *id = frame_id(path, m);
     char tag[32] = "";
     int i = -1;
     const char *colon = id->data ? strrchr(id->data, ':') : NULL;
@@ -186,7 +191,7 @@ static void print_got(int path, void *m, int first)
            ok ? "true" : "false");
 }
 
-static int run_sub(int path, int count)
+static int run_sub(int path, int count, const char *last)
 {
     rcl_context_t ctx;
     rcl_node_t node;
@@ -205,21 +210,25 @@ static int run_sub(int path, int count)
     int got = 0;
     int64_t end = now_ns() + 120000000000LL;
     printf("{\"got\": [");
+    /* As an executor does: take only when the wait says the subscription
+     * is ready, then every message there is. */
     while (got < count && now_ns() < end) {
-        rcl_ret_t r = rcl_take(&s, m, NULL, NULL);
-        if (r == RCL_RET_OK) {
-            print_got(path, m, got == 0);
-            got++;
-            continue;
-        }
-        if (r != RCL_RET_SUBSCRIPTION_TAKE_FAILED)
-            CHECK(r);
-        rcl_reset_error();
         CHECK(rcl_wait_set_clear(&ws));
         CHECK(rcl_wait_set_add_subscription(&ws, &s, NULL));
-        r = rcl_wait(&ws, RCL_MS_TO_NS(100));
-        if (r != RCL_RET_TIMEOUT)
+        rcl_ret_t r = rcl_wait(&ws, RCL_MS_TO_NS(100));
+        if (r == RCL_RET_TIMEOUT || !ws.subscriptions[0])
+            continue;
+        CHECK(r);
+        while (got < count && (r = rcl_take(&s, m, NULL, NULL)) == RCL_RET_OK) {
+            print_got(path, m, got == 0);
+            got++;
+            const rosidl_runtime_c__String *id = frame_id(path, m);
+            if (last && id->data && strcmp(id->data, last) == 0)
+                count = got;
+        }
+        if (r != RCL_RET_OK && r != RCL_RET_SUBSCRIPTION_TAKE_FAILED)
             CHECK(r);
+        rcl_reset_error();
     }
     printf("]}\n");
     free_msg(path, m);
@@ -266,12 +275,13 @@ int main(int argc, char **argv)
         return run_life();
     if (argc < 4 || (strcmp(argv[2], "cloud") && strcmp(argv[2], "path")) ||
         (strcmp(argv[1], "pub") && strcmp(argv[1], "sub"))) {
-        fprintf(stderr, "usage: rcl_grow pub|sub cloud|path N [TAG] | life\n");
+        fprintf(stderr,
+                "usage: rcl_grow pub|sub cloud|path N [TAG|LAST] | life\n");
         return 2;
     }
     int path = strcmp(argv[2], "path") == 0;
     int n = atoi(argv[3]);
     if (strcmp(argv[1], "pub") == 0)
         return run_pub(path, n, argc > 4 ? argv[4] : "");
-    return run_sub(path, n);
+    return run_sub(path, n, argc > 4 ? argv[4] : NULL);
 }

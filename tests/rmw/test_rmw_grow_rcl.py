@@ -46,7 +46,7 @@ def _env(domain: int) -> dict:
 _EXEC_ENV: dict = {}
 
 
-def rcl(domain: int, *args: str) -> subprocess.Popen:
+def rcl(domain: int, *args: str, env: dict | None = None) -> subprocess.Popen:
     """The C program, started with the environment nerve-ros2-exec gives it
     (asked once: the program starts in milliseconds, Python would not)."""
     if not _EXEC_ENV:
@@ -55,7 +55,7 @@ def rcl(domain: int, *args: str) -> subprocess.Popen:
                              capture_output=True, text=True).stdout
         _EXEC_ENV.update(ln.split("=", 1) for ln in out.splitlines() if "=" in ln)
         assert _EXEC_ENV.get("RMW_IMPLEMENTATION") == "rmw_nerve_cpp", out
-    return subprocess.Popen([str(PROG), *args], env=dict(_env(domain), **_EXEC_ENV),
+    return subprocess.Popen([str(PROG), *args], env={**_env(domain), **_EXEC_ENV, **(env or {})},
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -159,6 +159,51 @@ def test_two_publishers_grow_one_topic(domain):
     for tag in ("a", "b"):
         mine = [g[1] for g in got if g[0] == tag]
         assert mine == [0, 1, 2, 3, 4], (tag, got)
+
+
+# libnerve built with its crash points live (target nerve_crash_shared).
+CRASH_LIB = next((d / "crash" / "libnerve.so.1" for d in Path(LIB).resolve().parents
+                  if (d / "crash" / "libnerve.so.1").exists()), None)
+
+
+@pytest.mark.parametrize("point", ["grow.locked", "grow.copied", "grow.renamed",
+                                   "grow.marked"])
+def test_publisher_killed_while_growing(domain, point):
+    """A publisher SIGKILLed at a step of its topic's growth (the core's
+    crash point, skip 0: its first growth) leaves a topic that the next
+    publisher and the subscriber use: the subscriber takes what the dead
+    one committed, in order, then every message of the next one."""
+    if CRASH_LIB is None:
+        pytest.skip(f"no crash/libnerve.so.1 above {LIB} (cmake --build build --target "
+                    "nerve_crash_shared)")
+    sub = rcl(domain, "sub", "cloud", "20", "b:4")
+    procs = [sub]
+    try:
+        expect(sub, "ready")
+        dying = rcl(domain, "pub", "cloud", "1", "a", env={
+            "NERVE_CRASHPOINT": point, "NERVE_CRASHPOINT_SKIP": "0",
+            "LD_PRELOAD": f"{CRASH_LIB}:{_EXEC_ENV['LD_PRELOAD']}"})
+        procs.append(dying)
+        expect(dying, "ready")
+        out, err = dying.communicate("", timeout=60)
+        assert dying.returncode == -9, f"exit {dying.returncode}\n{out}\nstderr:\n{err}"
+        nxt = rcl(domain, "pub", "cloud", "1", "b")
+        procs.append(nxt)
+        expect(nxt, "ready")
+        expect(nxt, "published")
+        got = result(sub)["got"]
+        nxt.communicate("", timeout=60)
+        assert nxt.returncode == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert all(g[3] for g in got), got
+    mine = [g[1] for g in got if g[0] == "a"]
+    assert mine == list(range(len(mine))) and len(mine) < 5, got
+    assert [g[1] for g in got if g[0] == "b"] == [0, 1, 2, 3, 4], got
+    assert [g[0] for g in got] == ["a"] * len(mine) + ["b"] * 5, got
 
 
 def _shm_of(domain: int) -> set[str]:
