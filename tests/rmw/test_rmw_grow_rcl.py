@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -227,6 +228,11 @@ def test_nothing_left_behind_at_scale(domain):
                              "600"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
     try:
+        # The node ends once `nerve echo` has the channel mapped.
+        deadline = time.monotonic() + 60
+        while f"nerve.ros2-d{domain}.life" not in Path(f"/proc/{echo.pid}/maps").read_text():
+            assert echo.poll() is None and time.monotonic() < deadline, echo.stderr.read()
+            time.sleep(0.02)
         assert result(first, "")["ok"]
         batch = 25
         for at in range(0, STARTS, batch):
