@@ -777,6 +777,8 @@ static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
         if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
             continue; // the publisher grew the channel: read on there
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK; // the successor could not be followed (said)
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
                         s->topic.c_str(), nerve_strerror(r));
@@ -872,6 +874,8 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *sub,
         if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
             continue; // the publisher grew the channel: read on there
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK; // the successor could not be followed (said)
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
                         s->topic.c_str(), nerve_strerror(r));

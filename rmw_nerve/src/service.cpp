@@ -202,6 +202,8 @@ static rmw_ret_t take_framed(nerve_chan **chp, Retired *retired,
         if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(chp, t.name.c_str(), retired) == 0)
             continue; // the other side grew the channel: read on there
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK; // the successor could not be followed (said)
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
                         nerve_strerror(r));
