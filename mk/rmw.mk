@@ -25,18 +25,22 @@ test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
 	    -DNERVE_ROS2_KILTED_PREFIX=$(abspath $(ROS2_KILTED_VENV)) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target rmw_nerve_cpp rmw_nerve_cpp_kilted \
 	    rmw_rcl_loan rmw_rcl_loan_kilted rmw_rcl_listen rmw_rcl_listen_kilted \
-	    rmw_rcl_loan_cpp rmw_rcl_loan_cpp_kilted
+	    rmw_rcl_loan_cpp rmw_rcl_loan_cpp_kilted rmw_rcl_grow rmw_rcl_grow_kilted \
+	    nerve_crash_shared
 	@echo "== rmw_nerve_cpp on ROS 2 Jazzy"
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_JAZZY_VENV))/bin/python \
-	    NERVE_TEST_LIFE_STARTS=60 $(RMW_TEST)
+	    NERVE_TEST_LIFE_STARTS=10 NERVE_TEST_LIFE_C_STARTS=200 $(RMW_TEST)
 	@echo "== rmw_nerve_cpp on ROS 2 Kilted"
 	@# The signal tests' 50 tries per kind of node run on Jazzy, on Kilted
-	@# 20; the leftovers test's starts are 60 and 20 (CI time; 200 is its
-	@# default, for a run by hand).
+	@# 20. The leftovers tests: the scale (200 starts) is the rcl-in-C
+	@# node's on Jazzy (milliseconds a start), 40 on Kilted; the rclpy
+	@# node's (about a second a start) 10 on each (CI time; 200 is each
+	@# test's default, for a run by hand).
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/kilted/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_KILTED_VENV))/bin/python \
-	    NERVE_RMW_SIGNAL_TRIES=20 NERVE_TEST_LIFE_STARTS=20 $(RMW_TEST)
+	    NERVE_RMW_SIGNAL_TRIES=20 NERVE_TEST_LIFE_STARTS=10 NERVE_TEST_LIFE_C_STARTS=40 \
+	    $(RMW_TEST)
 
 # A benchmark, not a test: 20 rclpy nodes restarted at random (half by
 # kill -9) for SOAK_MINUTES (10), printing /dev/shm bytes and each node's

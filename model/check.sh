@@ -1,7 +1,8 @@
 #!/bin/sh
 # Model-check the channel protocol (model/nerve.pml), the channel's two
 # names under create and unlink (model/names.pml), the writers'
-# namespace claim (model/claim.pml) and a channel's growth (model/grow.pml)
+# namespace claim (model/claim.pml), a channel's growth (model/grow.pml)
+# and channels removed when unused (model/life.pml)
 # with SPIN.
 #
 #   model/check.sh            every check below; exit 0 only if all pass
@@ -90,6 +91,19 @@ claim-no-gate|broken|(adm[0]&&hold[0])       |claim.pml -DBROKEN_NO_GATE -DNSCFG
 claim-w-takeover|witness|                     |claim.pml -DWITNESS=1
 claim-w-refused|witness|                      |claim.pml -DWITNESS=2
 claim-w-cross|witness|                        |claim.pml -DWITNESS=3 -DGHOST=1
+life       |verify |                          |life.pml
+life-2r    |verify |                          |life.pml -DNO=1 -DNR=2
+life-2g    |verify |                          |life.pml -DNO=1 -DNR=1 -DNG=2
+life-2k    |verify |                          |life.pml -DNO=1 -DNR=1 -DKILLS=2
+life-no-recheck|broken|!(removed[f])          |life.pml -DBROKEN_NO_RECHECK
+life-no-k4 |broken |(rd[name]==0)             |life.pml -DBROKEN_NO_K4
+life-hold-late|broken|!(removed[j])           |life.pml -DBROKEN_HOLD_LATE
+life-leak  |broken |(rd[i]==0)                |life.pml -DBROKEN_LOCK_LEAKS
+life-w-retry|witness|                         |life.pml -DWITNESS=1
+life-w-busy|witness|                          |life.pml -DWITNESS=2
+life-w-moved|witness|                         |life.pml -DWITNESS=3
+life-w-killed|witness|                        |life.pml -DWITNESS=4
+life-w-follow|witness|                        |life.pml -DWITNESS=5 -DNG=2 -DNO=0 -DNR=0
 '
 
 # run_one NAME KIND EXPECT FLAGS: writes $work/NAME.log and NAME.status
@@ -176,8 +190,8 @@ for st in "$work"/*.status; do
         cat "$log"
     fi
 done
-if [ "$total" -lt 46 ]; then
-    echo "model: only $total of 46 checks ran"
+if [ "$total" -lt 59 ]; then
+    echo "model: only $total of 59 checks ran"
     exit 1
 fi
 echo "model: $((total - fail)) passed, $fail failed"

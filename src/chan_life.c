@@ -27,7 +27,9 @@
  * makes a fresh one; only a process that opens the name in that window
  * finds NERVE_ENOENT. Linux has no "unlink if inode" call to close it.
  * The byte lies in the lock's reserved bytes next to the claim bytes
- * (shm.h); it is never read or written. */
+ * (shm.h); it is never read or written.
+ * MODEL: model/life.pml checks K1-K5 with openers, removers and growers
+ * killed at every step (K4-K5 atomic there: the residual race above). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -65,9 +65,21 @@ int chan_create_for(const std::string &name, const std::string &type,
 bool chan_has_news(nerve_chan *ch)
 {
     struct nerve_stats st;
-    return nerve_chan_stat(ch, &st) == 0 &&
-           (st.head_seq > nerve_chan_cursor(ch) ||
-            (st.state_flags & NERVE_STAT_SUPERSEDED));
+    if (nerve_chan_stat(ch, &st) != 0)
+        return false;
+    return st.head_seq > nerve_chan_cursor(ch) ||
+           (st.state_flags & NERVE_STAT_SUPERSEDED) ||
+           chan_renamed_unmarked(ch);
+}
+
+bool chan_renamed_unmarked(nerve_chan *ch)
+{
+    // A grower killed between its rename and its mark (G4-G5 in
+    // src/chan_open.c) leaves the old channel unmarked, and the next
+    // publisher writes to the successor only: nothing new here ever again,
+    // so an idle reader asks the name (a stat; the bell is the name's, so
+    // the successor's messages wake the wait that asks).
+    return nerve_chan_renamed(ch) == 1;
 }
 
 int chan_follow(nerve_chan **ch, const char *type, Retired *retired)
@@ -753,11 +765,13 @@ static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
     for (int attempt = 0; attempt < 64; attempt++) {
         struct nerve_view v;
         int r = nerve_chan_view(s->ch, 0, 0, &v, NERVE_GET_NEXT);
-        if (r == NERVE_EAGAIN)
+        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(s->ch))
             return RMW_RET_OK;
-        if (r == NERVE_ESUPERSEDED &&
+        if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
             continue; // the publisher grew the channel: read on there
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK; // the successor could not be followed (said)
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
                         s->topic.c_str(), nerve_strerror(r));
@@ -848,11 +862,13 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *sub,
                 return fail(RMW_RET_BAD_ALLOC, "rmw_nerve: out of memory");
             continue;
         }
-        if (r == NERVE_EAGAIN)
+        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(s->ch))
             return RMW_RET_OK;
-        if (r == NERVE_ESUPERSEDED &&
+        if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
             continue; // the publisher grew the channel: read on there
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK; // the successor could not be followed (said)
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: take on '%s': %s",
                         s->topic.c_str(), nerve_strerror(r));

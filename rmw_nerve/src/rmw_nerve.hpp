@@ -450,6 +450,9 @@ int chan_follow(nerve_chan **ch, const char *type, Retired *retired);
 // GROWTH (src/chan_open.c, nerve_chan_grow): whether *ch has something for
 // its reader, a new message or a successor to follow.
 bool chan_has_news(nerve_chan *ch);
+// True when *ch's name names another file although *ch is not marked
+// superseded: its grower died between the rename and the mark.
+bool chan_renamed_unmarked(nerve_chan *ch);
 // After a put or reserve on *ch failed with `r`: follow the successor
 // another writer made (NERVE_ESUPERSEDED), or grow *ch to a data ring of
 // `want` bytes and at least `slots` slots (NERVE_EMSGSIZE), refusing more

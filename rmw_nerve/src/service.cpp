@@ -224,11 +224,13 @@ static rmw_ret_t take_framed(nerve_chan **chp, Retired *retired,
         struct nerve_view v;
         nerve_chan *ch = *chp;
         int r = nerve_chan_view(ch, 0, 0, &v, NERVE_GET_NEXT);
-        if (r == NERVE_EAGAIN)
+        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(ch))
             return RMW_RET_OK;
-        if (r == NERVE_ESUPERSEDED &&
+        if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(chp, t.name.c_str(), retired) == 0)
             continue; // the other side grew the channel: read on there
+        if (r == NERVE_EAGAIN)
+            return RMW_RET_OK; // the successor could not be followed (said)
         if (r)
             return fail(RMW_RET_ERROR, "rmw_nerve: %s: %s", what.c_str(),
                         nerve_strerror(r));
