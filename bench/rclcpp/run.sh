@@ -20,7 +20,8 @@ prefix=$(cd "${ROS2_PREFIX:-$repo/.venv-jazzy}" && pwd)
 rmw=${NERVE_RMW_LIB:-$repo/build/rmw_nerve/librmw_nerve_cpp.so}
 [ -f "$rmw" ] || { echo "run.sh: no $rmw (cmake --build build --target rmw_nerve_cpp)" >&2; exit 2; }
 [ -x "$bin/nerve_rclcpp_talker" ] || { echo "run.sh: nothing built in $bin (build.sh)" >&2; exit 2; }
-domain=${ROS_DOMAIN_ID:-$((150 + $$ % 80))}
+# rmw_nerve takes any domain number; one well away from other runs' domains.
+domain=${ROS_DOMAIN_ID:-$((20000 + $$ % 10000))}
 logs=$(mktemp -d /tmp/nerve-rclcpp.XXXXXX)
 export ROS_DOMAIN_ID=$domain RMW_IMPLEMENTATION=rmw_nerve_cpp LD_PRELOAD=$rmw
 # rosidl_typesupport_cpp finds a type's fastrtps library on LD_LIBRARY_PATH;
@@ -65,7 +66,11 @@ echo "container exit after SIGINT: $?" >>"$logs/load_component.log"
 grep -q "heard 'component hello" "$logs/container.log" || crc=1
 report "component container" $crc "$logs/load_component.log" "$logs/container.log"
 
-left=$(ls /dev/shm | grep -c "^ros2-d$domain[.-]" || true)
-echo "== /dev/shm after the runs: $left files of domain $domain (removed now)"
-rm -f /dev/shm/ros2-d"$domain".* /dev/shm/ros2-d"$domain"-* /dev/shm/ros2-graph-d"$domain"*
+echo "== /dev/shm after the runs, domain $domain (removed now):"
+ls /dev/shm | grep -E "^nerve(-bell)?\.ros2-(graph-)?d$domain(\.|$)" | sed 's/^/   /'
+rm -f /dev/shm/nerve.ros2-d"$domain".* /dev/shm/nerve-bell.ros2-d"$domain".*
+# The graph channel only when no process still has it open.
+for g in /dev/shm/nerve.ros2-graph-d"$domain" /dev/shm/nerve-bell.ros2-graph-d"$domain"; do
+    [ -e "$g" ] && ! fuser -s "$g" 2>/dev/null && rm -f "$g"
+done
 exit $failed
