@@ -24,7 +24,8 @@ test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
 	cmake -S . -B $(BUILD) -DNERVE_ROS2_PREFIX=$(abspath $(ROS2_JAZZY_VENV)) \
 	    -DNERVE_ROS2_KILTED_PREFIX=$(abspath $(ROS2_KILTED_VENV)) >/dev/null
 	cmake --build $(BUILD) -j$(JOBS) --target rmw_nerve_cpp rmw_nerve_cpp_kilted \
-	    rmw_rcl_loan rmw_rcl_loan_kilted
+	    rmw_rcl_loan rmw_rcl_loan_kilted rmw_rcl_listen rmw_rcl_listen_kilted \
+	    rmw_rcl_loan_cpp rmw_rcl_loan_cpp_kilted
 	@echo "== rmw_nerve_cpp on ROS 2 Jazzy"
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_JAZZY_VENV))/bin/python \

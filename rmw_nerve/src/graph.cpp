@@ -19,12 +19,17 @@
 // ros2-graph-d0` shows the text. A message that does not parse is ignored:
 // anyone who may write the channel could write anything.
 //
-// FORMAT (version 2): "nerve-rmw-graph 2 CTXHEX PID live|bye", then one line
+// FORMAT (version 3): "nerve-rmw-graph 3 CTXHEX PID live|bye", then one line
 // per node, "N ID NAME NS ENCLAVE", and per endpoint "E KIND NODE GIDHEX
 // NAME TYPE RELIABILITY DURABILITY HISTORY DEPTH LIVELINESS LEASE_SEC
-// LEASE_NSEC READY V:HASHHEX" (QoS as rmw's enum values; liveliness and its
-// lease since version 2, for the incompatible-QoS events of qos.cpp).
-// Other versions are ignored.
+// LEASE_NSEC DEADLINE_SEC DEADLINE_NSEC READY V:HASHHEX" (QoS as rmw's enum
+// values; liveliness and its lease since version 2, for the
+// incompatible-QoS events of qos.cpp; the deadline since version 3, for
+// the same and events.cpp). Version 2, the same without the deadline, is
+// still read (as no deadline); other versions are ignored.
+// READY is a set of bits: 1 the publisher's channel exists, 2 its
+// manual-by-topic liveliness lease ran out (LIVELINESS in events.cpp); a
+// reader that knows only 0 and 1 takes any non-zero value as ready.
 
 #include "rmw_nerve.hpp"
 
@@ -137,7 +142,7 @@ void Graph::stop()
     // main thread unwinds), and publish_locked() uses wr_ under mu_.
     std::lock_guard<std::mutex> lk(mu_);
     if (wr_) {
-        std::string bye = std::string(kMagic) + " 2 " +
+        std::string bye = std::string(kMagic) + " 3 " +
                           hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8) +
                           " " + std::to_string(getpid()) + " bye\n";
         (void)nerve_chan_put(wr_, bye.data(), bye.size(), 100000000LL, nullptr,
@@ -156,7 +161,7 @@ void Graph::publish_locked()
     if (!wr_)
         return;
     std::ostringstream o;
-    o << kMagic << " 2 " << hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8)
+    o << kMagic << " 3 " << hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8)
       << " " << getpid() << " live\n";
     for (const auto &n : my_nodes_)
         o << "N " << n.id << " " << n.name << " " << n.ns << " " << n.enclave
@@ -168,8 +173,10 @@ void Graph::publish_locked()
           << int(e.qos.durability) << " " << int(e.qos.history) << " "
           << e.qos.depth << " " << int(e.qos.liveliness) << " "
           << e.qos.liveliness_lease_duration.sec << " "
-          << e.qos.liveliness_lease_duration.nsec << " " << (e.ready ? 1 : 0)
-          << " " << int(e.hash.version) << ":"
+          << e.qos.liveliness_lease_duration.nsec << " " << e.qos.deadline.sec
+          << " " << e.qos.deadline.nsec << " "
+          << ((e.ready ? 1 : 0) | (e.lost ? 2 : 0)) << " "
+          << int(e.hash.version) << ":"
           << hex(e.hash.value, ROSIDL_TYPE_HASH_SIZE) << "\n";
     std::string s = o.str();
     int r = nerve_chan_put(wr_, s.data(), s.size(), 100000000LL, nullptr, 0);
@@ -265,7 +272,7 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
     std::string magic, ver, idhex, state;
     int pid = 0;
     if (!(in >> magic >> ver >> idhex >> pid >> state) || magic != kMagic ||
-        ver != "2")
+        (ver != "2" && ver != "3"))
         return false;
     uint64_t id;
     if (!unhex(idhex, reinterpret_cast<uint8_t *>(&id), 8) || id == ctx_id_)
@@ -292,11 +299,12 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             std::string gid;
             int rel, dur, hist, live, ready;
             size_t depth;
-            uint64_t lease_sec, lease_nsec;
+            uint64_t lease_sec, lease_nsec, dl_sec = 0, dl_nsec = 0;
             std::string hash;
             if (!(in >> k >> e.node_id >> gid >> e.name >> e.type >> rel >>
-                  dur >> hist >> depth >> live >> lease_sec >> lease_nsec >>
-                  ready >> hash))
+                  dur >> hist >> depth >> live >> lease_sec >> lease_nsec) ||
+                (ver == "3" && !(in >> dl_sec >> dl_nsec)) ||
+                !(in >> ready >> hash))
                 return false;
             // "V:HEX": REP 2011 hash version and value (0: none).
             if (hash.size() < 2 || hash[1] != ':' || hash[0] < '0' ||
@@ -318,7 +326,10 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
             e.qos.liveliness = rmw_qos_liveliness_policy_t(live);
             e.qos.liveliness_lease_duration.sec = lease_sec;
             e.qos.liveliness_lease_duration.nsec = lease_nsec;
-            e.ready = ready != 0;
+            e.qos.deadline.sec = dl_sec;
+            e.qos.deadline.nsec = dl_nsec;
+            e.ready = (ready & 1) != 0;
+            e.lost = (ready & 2) != 0;
             if (utf8_or_skip({&e.name, &e.type}))
                 r.eps.push_back(e);
         } else {
@@ -340,7 +351,8 @@ bool Graph::ingest(const char *buf, size_t len, int64_t time_ns)
         for (size_t i = 0; same && i < r.eps.size(); i++)
             same = memcmp(it->second.eps[i].gid.data, r.eps[i].gid.data,
                           RMW_GID_STORAGE_SIZE) == 0 &&
-                   it->second.eps[i].ready == r.eps[i].ready;
+                   it->second.eps[i].ready == r.eps[i].ready &&
+                   it->second.eps[i].lost == r.eps[i].lost;
         for (size_t i = 0; same && i < r.nodes.size(); i++)
             same = it->second.nodes[i].id == r.nodes[i].id;
     }
@@ -365,6 +377,38 @@ bool Graph::expire(int64_t now)
         }
     }
     return changed;
+}
+
+// LIVELINESS (events.cpp): every kTick, a local manual-by-topic publisher
+// whose newest assertion is older than its lease is marked lost, and one
+// asserted again is marked alive; a change is published at once, so every
+// process's view follows within kTick plus the lease.
+bool Graph::check_leases(int64_t now)
+{
+    bool changed = false;
+    for (auto &e : my_eps_) {
+        if (!e.asserted)
+            continue;
+        bool lost = now - e.asserted->load() > e.lease_ns;
+        if (lost != e.lost) {
+            e.lost = lost;
+            dirty_ = true;
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+void Graph::watch_lease(const rmw_gid_t &gid,
+                        std::shared_ptr<std::atomic<int64_t>> asserted,
+                        int64_t lease_ns)
+{
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto &e : my_eps_)
+        if (memcmp(e.gid.data, gid.data, RMW_GID_STORAGE_SIZE) == 0) {
+            e.asserted = asserted;
+            e.lease_ns = lease_ns;
+        }
 }
 
 void Graph::changed()
@@ -411,6 +455,8 @@ void Graph::run()
         if (now - last_tick >= kTick) {
             last_tick = now;
             ch = expire(now) || ch;
+            std::lock_guard<std::mutex> lk(mu_);
+            ch = check_leases(now) || ch;
         }
         if (now - last_sweep >= kSweep) {
             last_sweep = now;

@@ -215,14 +215,6 @@ void chan_release(nerve_chan *c, const std::string &name)
     (void)nerve_chan_remove_unused(name.c_str());
 }
 
-static bool duration_set(rmw_time_t t)
-{
-    bool zero = t.sec == 0 && t.nsec == 0;
-    // RMW_DURATION_INFINITE and RMW_QOS_*_BEST_AVAILABLE: not set.
-    bool inf = t.sec == 9223372036ULL && t.nsec >= 854775806ULL;
-    return !(zero || inf);
-}
-
 rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
                       const char *what, const char *name)
 {
@@ -237,12 +229,8 @@ rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
                     "newest messages). Use KEEP_LAST with a depth.",
                     what, name);
     // Lifespan is accepted and not enforced (rcl's /rosout publisher asks
-    // for 10 s): a ring drops messages by count, not age. A deadline would
-    // promise an event nobody raises, so it is refused.
-    if (duration_set(in->deadline))
-        return fail(RMW_RET_UNSUPPORTED,
-                    "rmw_nerve: %s '%s': QoS deadline is not supported", what,
-                    name);
+    // for 10 s): a ring drops messages by count, not age. Deadline and
+    // liveliness raise their events (events.cpp).
     out->history = RMW_QOS_POLICY_HISTORY_KEEP_LAST;
     if (out->depth == 0)
         out->depth = 10;
@@ -505,8 +493,12 @@ rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
     pub->options = *options;
     p->loans = loan_pool(p->type);
     pub->can_loan_messages = loan_ok(p->loans.get());
+    qos_timers_init(&p->timers, p->qos);
     announce(n, Kind::Pub, p->gid, topic_name, p->type.name, p->qos,
              p->ch != nullptr, &p->type.hash);
+    if (p->timers.manual && p->timers.lease_ns)
+        n->ctx->graph->watch_lease(p->gid, p->timers.asserted,
+                                   p->timers.lease_ns);
     return pub;
 }
 
@@ -515,6 +507,7 @@ rmw_ret_t rmw_destroy_publisher(rmw_node_t *node, rmw_publisher_t *pub)
     CHECK_HANDLE(node, "node");
     CHECK_HANDLE(pub, "publisher");
     auto *p = static_cast<Publisher *>(pub->data);
+    listener_forget(p);
     p->node->ctx->graph->remove_endpoint(p->gid);
     if (p->ch)
         chan_release(p->ch, p->chan_name);
@@ -557,6 +550,7 @@ rmw_ret_t rmw_publish(const rmw_publisher_t *pub, const void *msg,
     r = nerve_chan_commit(p->ch, size_t(n), nullptr);
     if (r)
         return put_error(p, r, len);
+    pub_asserted(p, true);
     return RMW_RET_OK;
 }
 
@@ -581,7 +575,10 @@ rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *pub,
                         tries < 8;
          tries++)
         r = pub_room(p, len, r);
-    return r ? put_error(p, r, len) : RMW_RET_OK;
+    if (r)
+        return put_error(p, r, len);
+    pub_asserted(p, true);
+    return RMW_RET_OK;
 }
 
 rmw_ret_t rmw_publisher_count_matched_subscriptions(const rmw_publisher_t *pub,
@@ -612,12 +609,6 @@ rmw_ret_t rmw_get_gid_for_publisher(const rmw_publisher_t *pub, rmw_gid_t *gid)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: gid is NULL");
     *gid = static_cast<Publisher *>(pub->data)->gid;
     return RMW_RET_OK;
-}
-
-rmw_ret_t rmw_publisher_assert_liveliness(const rmw_publisher_t *pub)
-{
-    CHECK_HANDLE(pub, "publisher");
-    return RMW_RET_OK; // liveliness is the process's: see the graph
 }
 
 rmw_ret_t rmw_publisher_wait_for_all_acked(const rmw_publisher_t *pub,
@@ -726,6 +717,7 @@ rmw_create_subscription(const rmw_node_t *node,
     s->loans = loan_pool(s->type);
     sub->can_loan_messages = loan_ok(s->loans.get());
     sub->is_cft_enabled = false;
+    qos_timers_init(&s->timers, s->qos);
     announce(n, Kind::Sub, s->gid, topic_name, s->type.name, s->qos, false,
              &s->type.hash);
     return sub;
@@ -736,6 +728,7 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *sub)
     CHECK_HANDLE(node, "node");
     CHECK_HANDLE(sub, "subscription");
     auto *s = static_cast<Subscription *>(sub->data);
+    listener_forget(s);
     s->node->ctx->graph->remove_endpoint(s->gid);
     if (s->ch)
         chan_release(s->ch, s->chan_name);
@@ -920,7 +913,8 @@ bool rmw_event_type_is_supported(rmw_event_type_t t)
            t == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE ||
            t == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE ||
            t == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE ||
-           t == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
+           t == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE ||
+           qos_event_type(t, true) || qos_event_type(t, false);
 }
 
 rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
@@ -932,11 +926,12 @@ rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
     if (t != RMW_EVENT_MESSAGE_LOST &&
         t != RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE &&
-        t != RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE)
+        t != RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE &&
+        !qos_event_type(t, false))
         return fail(RMW_RET_UNSUPPORTED,
                     "rmw_nerve: subscription event type %d is not supported "
-                    "(message lost, incompatible QoS and incompatible type "
-                    "are)",
+                    "(message lost, incompatible QoS, incompatible type, "
+                    "requested deadline missed and liveliness changed are)",
                     int(t));
     // No allocation: rmw_event_fini() (librmw) frees nothing.
     auto *s = static_cast<Subscription *>(sub->data);
@@ -954,10 +949,11 @@ rmw_ret_t rmw_publisher_event_init(rmw_event_t *ev, const rmw_publisher_t *pub,
     if (!ev)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
     if (t != RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE &&
-        t != RMW_EVENT_OFFERED_QOS_INCOMPATIBLE)
+        t != RMW_EVENT_OFFERED_QOS_INCOMPATIBLE && !qos_event_type(t, true))
         return fail(RMW_RET_UNSUPPORTED,
                     "rmw_nerve: publisher event type %d is not supported "
-                    "(incompatible QoS and incompatible type are)",
+                    "(incompatible QoS, incompatible type, offered deadline "
+                    "missed and liveliness lost are)",
                     int(t));
     ev->implementation_identifier = kIdentifier;
     ev->data = pub->data; // a Publisher; nothing allocated
@@ -970,6 +966,12 @@ rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
     CHECK_HANDLE(ev, "event");
     if (!info || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    if (qos_event_type(ev->event_type, true) ||
+        qos_event_type(ev->event_type, false)) {
+        qos_event_take(ev, info);
+        *taken = true;
+        return RMW_RET_OK;
+    }
     if (ev->event_type == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) {
         auto *p = static_cast<Publisher *>(ev->data);
         std::lock_guard<std::mutex> lk(p->mu);

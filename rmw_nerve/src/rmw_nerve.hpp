@@ -10,6 +10,8 @@
 //   service.cpp        services and clients
 //   wait.cpp           wait sets: one futex wait over every channel involved
 //   qos.cpp            QoS compatibility: check and incompatible-QoS events
+//   events.cpp         deadline and liveliness QoS events
+//   listener.cpp       listener callbacks (rclcpp's events executor)
 //   unsupported.cpp    what rmw_nerve does not offer: RMW_RET_UNSUPPORTED
 //
 // rmw_nerve uses only nerve's public C API and the headers and libraries
@@ -144,6 +146,19 @@ void take_bad_qos(QosEvents *ev, rmw_qos_incompatible_event_status_t *st);
 
 // Wake every rmw_wait that is waiting now (guard trigger, graph change).
 void wake_waiters();
+// Whether event `ev` has something to report; *next_ns lowered to the mono
+// time at which a deadline or lease may make it ready.
+bool event_ready(rmw_event_t *ev, int64_t *next_ns);
+
+// ---- listener callbacks (listener.cpp) --------------------------------------
+
+// Stop the callbacks of a subscription, service or client (and of its
+// events) that is being destroyed.
+void listener_forget(const void *key);
+// What the reader `ch` (may be null: nothing) has not taken yet; *base:
+// the newest sequence number, from which a listener counts new ones (0
+// without a channel: all of its messages will be new).
+uint64_t chan_unread(nerve_chan *ch, uint64_t *base);
 
 struct GuardCondition {
     std::atomic<bool> triggered{false};
@@ -160,8 +175,14 @@ struct Endpoint {
     std::string name; // ROS name (topic or service)
     std::string type; // pkg/msg/Name or pkg/srv/Name
     rmw_qos_profile_t qos{};
-    rosidl_type_hash_t hash{};      // topics: the type's hash (version 0: none)
-    bool ready = false;             // publishers: the channel exists
+    rosidl_type_hash_t hash{}; // topics: the type's hash (version 0: none)
+    bool ready = false;        // publishers: the channel exists
+    // Publishers: a manual-by-topic lease ran out without an assertion
+    // (LIVELINESS in events.cpp); local ones: the time of the newest
+    // assertion and the lease (Graph::watch_lease).
+    bool lost = false;
+    std::shared_ptr<std::atomic<int64_t>> asserted;
+    int64_t lease_ns = 0;
     std::string node_name, node_ns; // filled by Graph::snapshot()
 };
 
@@ -185,6 +206,11 @@ public:
     void add_endpoint(const Endpoint &e);
     void update_endpoint(const rmw_gid_t &gid, bool ready);
     void remove_endpoint(const rmw_gid_t &gid);
+    // A local manual-by-topic publisher `gid` with a finite lease: the
+    // graph thread marks it lost while *asserted is older than `lease_ns`.
+    void watch_lease(const rmw_gid_t &gid,
+                     std::shared_ptr<std::atomic<int64_t>> asserted,
+                     int64_t lease_ns);
 
     // Guard conditions to trigger on every change of the view.
     void watch(GuardCondition *g);
@@ -209,6 +235,7 @@ private:
     void sweep();
     bool ingest(const char *buf, size_t len, int64_t time_ns);
     bool expire(int64_t now);
+    bool check_leases(int64_t now); // [mu_]
     void changed();
 
     size_t domain_;
@@ -284,6 +311,44 @@ LoanPoolPtr loan_pool(const MsgType &t);
 bool loan_ok(const LoanPool *p);
 void loan_fini(LoanPool *p, void *msg);
 
+// ---- deadline and liveliness events (events.cpp) ---------------------------
+
+// Periods counted since a reference time: a deadline missed once per whole
+// period without a message, a lease lost once per lapse.
+struct Lapses {
+    int64_t ref = 0;      // mono ns of the newest message / assertion; 0: none
+    uint64_t counted = 0; // periods counted since ref
+    uint64_t total = 0, reported = 0;
+};
+
+// Publisher's and subscription's deadline and liveliness state [their mu].
+struct QosTimers {
+    int64_t deadline_ns = 0; // 0: no deadline
+    int64_t lease_ns = 0;    // 0: infinite
+    bool manual = false;     // MANUAL_BY_TOPIC
+    int64_t created_ns = 0;
+    Lapses deadline, lease;
+    // Publishers: the newest assertion (publish or assert_liveliness),
+    // read by the graph thread.
+    std::shared_ptr<std::atomic<int64_t>> asserted =
+        std::make_shared<std::atomic<int64_t>>(0);
+    // Subscriptions: liveliness as last reported (GID -> alive).
+    std::map<std::string, bool> live_seen, live_reported;
+    uint64_t live_graph = ~0ull;
+};
+
+struct Publisher;
+struct Subscription;
+void qos_timers_init(QosTimers *t, const rmw_qos_profile_t &q);
+// An assertion of `p`'s liveliness, by a publish when `published` [p->mu].
+void pub_asserted(Publisher *p, bool published);
+// Event types of events.cpp, for a publisher (`pub`) or a subscription.
+bool qos_event_type(rmw_event_type_t t, bool pub);
+// Whether `ev` (one of those types) has something to report; *next_ns:
+// lowered to the mono time at which it may have, when that is a time.
+bool qos_event_ready(const rmw_event_t *ev, int64_t *next_ns);
+void qos_event_take(const rmw_event_t *ev, void *info);
+
 // ---- publishers and subscriptions (pubsub.cpp) ----------------------------
 
 struct Publisher {
@@ -301,6 +366,7 @@ struct Publisher {
     size_t other_types_reported = 0;    // [mu]
     uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
     LoanPoolPtr loans;                  // loan.cpp
+    QosTimers timers;                   // [mu] events.cpp
 };
 
 // The handles a reader left for a successor (chan_follow): another thread's
@@ -339,6 +405,7 @@ struct Subscription {
     size_t other_types_reported = 0;    // [mu]
     uint64_t other_types_graph = ~0ull; // [mu] graph version looked at
     LoanPoolPtr loans;                  // loan.cpp
+    QosTimers timers;                   // [mu] events.cpp
 };
 
 // Incompatible-type events: record the endpoints of the other side on
@@ -399,6 +466,13 @@ bool srv_ready(Service *s);
 bool cli_ready(Client *c);
 nerve_chan *srv_chan(Service *s);
 nerve_chan *cli_chan(Client *c);
+// For a listener: the channel that brings `s` requests (`c` replies), its
+// type, the sequence number to count new ones from, and how many arrived
+// and were not taken.
+uint64_t srv_listen(Service *s, std::string *name, std::string *type,
+                    uint64_t *base);
+uint64_t cli_listen(Client *c, std::string *name, std::string *type,
+                    uint64_t *base);
 
 } // namespace rmw_nerve
 

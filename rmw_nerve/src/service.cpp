@@ -86,8 +86,14 @@ struct Client {
     std::mutex mu;
 };
 
+// THREADS. A service's request handle and a client's reply handle are
+// replaced when their channel grows (chan_follow) and a client's is opened
+// late (cli_open), while another thread's rmw_wait may look at them
+// (rclcpp's multi-threaded executor): every use holds the entity's mu.
+
 bool srv_ready(Service *s)
 {
+    std::lock_guard<std::mutex> lk(s->mu);
     return chan_has_news(s->req);
 }
 
@@ -107,17 +113,38 @@ static bool cli_open(Client *c)
 
 bool cli_ready(Client *c)
 {
+    std::lock_guard<std::mutex> lk(c->mu);
     if (!cli_open(c))
         return false;
     return chan_has_news(c->rep);
 }
 
+uint64_t srv_listen(Service *s, std::string *name, std::string *type,
+                    uint64_t *base)
+{
+    std::lock_guard<std::mutex> lk(s->mu);
+    *name = s->req_name;
+    *type = s->t.req.name;
+    return chan_unread(s->req, base);
+}
+
+uint64_t cli_listen(Client *c, std::string *name, std::string *type,
+                    uint64_t *base)
+{
+    std::lock_guard<std::mutex> lk(c->mu);
+    *name = c->rep_name;
+    *type = c->t.rep.name;
+    return chan_unread(cli_open(c) ? c->rep : nullptr, base);
+}
+
 nerve_chan *srv_chan(Service *s)
 {
+    std::lock_guard<std::mutex> lk(s->mu);
     return s->req;
 }
 nerve_chan *cli_chan(Client *c)
 {
+    std::lock_guard<std::mutex> lk(c->mu);
     return cli_open(c) ? c->rep : nullptr;
 }
 
@@ -317,6 +344,7 @@ rmw_ret_t rmw_destroy_service(rmw_node_t *node, rmw_service_t *srv)
     CHECK_HANDLE(node, "node");
     CHECK_HANDLE(srv, "service");
     auto *s = static_cast<Service *>(srv->data);
+    listener_forget(s);
     s->node->ctx->graph->remove_endpoint(s->gid);
     chan_release(s->req, s->req_name);
     chan_release(s->rep, s->rep_name);
@@ -356,6 +384,7 @@ rmw_ret_t rmw_destroy_client(rmw_node_t *node, rmw_client_t *cli)
     CHECK_HANDLE(node, "node");
     CHECK_HANDLE(cli, "client");
     auto *c = static_cast<Client *>(cli->data);
+    listener_forget(c);
     c->node->ctx->graph->remove_endpoint(c->gid);
     if (c->req)
         chan_release(c->req, c->req_name);
@@ -404,6 +433,7 @@ rmw_ret_t rmw_take_request(const rmw_service_t *srv, rmw_service_info_t *hdr,
     if (!hdr || !req || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Service *>(srv->data);
+    std::lock_guard<std::mutex> lk(s->mu);
     return take_framed(&s->req, &s->retired, s->t.req, nullptr, req, hdr, taken,
                        "service '" + s->name + "'");
 }
@@ -427,6 +457,7 @@ rmw_ret_t rmw_take_response(const rmw_client_t *cli, rmw_service_info_t *hdr,
     if (!hdr || !rep || !taken)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *c = static_cast<Client *>(cli->data);
+    std::lock_guard<std::mutex> lk(c->mu);
     *taken = false;
     if (!cli_open(c))
         return RMW_RET_OK;
@@ -443,6 +474,7 @@ rmw_ret_t rmw_service_server_is_available(const rmw_node_t *node,
     if (!available)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *c = static_cast<Client *>(cli->data);
+    std::lock_guard<std::mutex> lk(c->mu);
     *available = server_exists(c->node, c->name) && cli_open(c);
     return RMW_RET_OK;
 }

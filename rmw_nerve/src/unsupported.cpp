@@ -52,33 +52,6 @@ rmw_get_serialized_message_size(const rosidl_message_type_support_t *,
     return UNSUPPORTED("rmw_get_serialized_message_size");
 }
 
-rmw_ret_t rmw_client_set_on_new_response_callback(rmw_client_t *,
-                                                  rmw_event_callback_t,
-                                                  const void *)
-{
-    return UNSUPPORTED("listener callbacks (use a wait set)");
-}
-
-rmw_ret_t rmw_service_set_on_new_request_callback(rmw_service_t *,
-                                                  rmw_event_callback_t,
-                                                  const void *)
-{
-    return UNSUPPORTED("listener callbacks (use a wait set)");
-}
-
-rmw_ret_t rmw_subscription_set_on_new_message_callback(rmw_subscription_t *,
-                                                       rmw_event_callback_t,
-                                                       const void *)
-{
-    return UNSUPPORTED("listener callbacks (use a wait set)");
-}
-
-rmw_ret_t rmw_event_set_callback(rmw_event_t *, rmw_event_callback_t,
-                                 const void *)
-{
-    return UNSUPPORTED("listener callbacks (use a wait set)");
-}
-
 rmw_ret_t
 rmw_publisher_get_network_flow_endpoints(const rmw_publisher_t *,
                                          rcutils_allocator_t *,

@@ -16,6 +16,15 @@
 // and the wake channel has a message after the cursor, which makes the
 // futex wait return at once.
 //
+// THREADS. Wait sets are per thread at a time (rcl's rule: one rmw_wait
+// per wait set at once), but one may be used by several threads in turn,
+// and several wait sets, in several threads, may hold the same
+// subscription, service or client while other threads take from them
+// (rclcpp's multi-threaded executor): every look at an entity's handles
+// holds the entity's mutex, and a handle an entity followed away from
+// stays open until the entity is destroyed (Retired), so a wait on it
+// after the lock was let go is safe.
+//
 // SHUTDOWN WAKE. rmw_shutdown sets the context's shut_down flag and then
 // wakes every registered wait, as a trigger does; a wait looks at the flag
 // after it registered, so it either sees the flag or is woken. A wait of a
@@ -110,6 +119,9 @@ struct WaitCall {
     rmw_events_t *evs;
     size_t ns, ng, nv, nc, ne;
     std::vector<char> rs, rg, rv, rc, re;
+    // After poll_ready: the earliest mono time at which a deadline or
+    // lease of an event may make it ready (INT64_MAX: none).
+    int64_t next_ns = INT64_MAX;
 
     WaitCall(rmw_subscriptions_t *s, rmw_guard_conditions_t *g,
              rmw_services_t *v, rmw_clients_t *c, rmw_events_t *e)
@@ -165,12 +177,19 @@ void arm(WaitSet *ws)
 }
 
 // Whether event `ev` has something to report. Message-lost events are
-// woken by their subscription's channel; the incompatible-type and
-// incompatible-QoS ones by graph changes (wake_waiters), like guards.
-bool event_ready(rmw_event_t *ev)
+// woken by their subscription's channel; the incompatible-type,
+// incompatible-QoS and liveliness-changed ones by graph changes
+// (wake_waiters), like guards; deadline and liveliness-lost ones by the
+// time they may happen, which lowers *next_ns (events.cpp).
+} // namespace
+
+bool rmw_nerve::event_ready(rmw_event_t *ev, int64_t *next_ns)
 {
     if (!ev)
         return false;
+    if (qos_event_type(ev->event_type, true) ||
+        qos_event_type(ev->event_type, false))
+        return qos_event_ready(ev, next_ns);
     switch (ev->event_type) {
     case RMW_EVENT_MESSAGE_LOST: {
         auto *s = static_cast<Subscription *>(ev->data);
@@ -208,6 +227,8 @@ bool event_ready(rmw_event_t *ev)
     }
 }
 
+namespace {
+
 // Looks at every entity of `w` once, recording which are ready; whether
 // any is.
 bool poll_ready(WaitCall &w)
@@ -231,8 +252,9 @@ bool poll_ready(WaitCall &w)
         any |= w.rv[i] = w.srvs->services[i] && srv_ready(w.srv(i));
     for (size_t i = 0; i < w.nc; i++)
         any |= w.rc[i] = w.clis->clients[i] && cli_ready(w.cli(i));
+    w.next_ns = INT64_MAX;
     for (size_t i = 0; i < w.ne; i++)
-        any |= w.re[i] = event_ready(w.event(i));
+        any |= w.re[i] = event_ready(w.event(i), &w.next_ns);
     return any;
 }
 
@@ -278,16 +300,21 @@ std::vector<nerve_chan *> wait_chans(const WaitCall &w, WaitSet *ws,
             *overflow = true;
     };
     add(ws->wake);
-    for (size_t i = 0; i < w.ns; i++)
+    for (size_t i = 0; i < w.ns; i++) {
+        std::lock_guard<std::mutex> lk(w.sub(i)->mu);
         add(w.sub(i)->ch);
+    }
     for (size_t i = 0; i < w.nv; i++)
         add(srv_chan(w.srv(i)));
     for (size_t i = 0; i < w.nc; i++)
         add(cli_chan(w.cli(i)));
     for (size_t i = 0; i < w.ne; i++) {
         auto *ev = w.event(i);
-        if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST)
-            add(static_cast<Subscription *>(ev->data)->ch);
+        if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST) {
+            auto *s = static_cast<Subscription *>(ev->data);
+            std::lock_guard<std::mutex> lk(s->mu);
+            add(s->ch);
+        }
     }
     return chans;
 }
@@ -301,6 +328,7 @@ bool any_unopened(const WaitCall &w)
     bool unopened = false;
     for (size_t i = 0; i < w.ns; i++) {
         auto *s = w.sub(i);
+        std::lock_guard<std::mutex> lk(s->mu);
         unopened |= s->ch == nullptr && !s->refused;
     }
     for (size_t i = 0; i < w.nc; i++)
@@ -380,6 +408,9 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
             wait_ns = 1000000;
         if (any_unopened(call) && (forever || wait_ns > 100000000))
             wait_ns = 100000000;
+        if (call.next_ns != INT64_MAX &&
+            (forever || wait_ns > call.next_ns - now))
+            wait_ns = std::max<int64_t>(call.next_ns - now, 0);
         uint64_t ready[1] = {0};
         int r =
             nerve_chan_wait_any(chans.data(), chans.size(), wait_ns, ready, 0);
