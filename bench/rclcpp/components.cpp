@@ -9,13 +9,12 @@
 #include <rclcpp_components/register_node_macro.hpp>
 #include <std_msgs/msg/string.hpp>
 
-namespace nerve_rclcpp_demo
-{
+namespace nerve_rclcpp_demo {
 
-class Talker : public rclcpp::Node
-{
+class Talker : public rclcpp::Node {
 public:
-    explicit Talker(const rclcpp::NodeOptions &options) : Node("comp_talker", options)
+    explicit Talker(const rclcpp::NodeOptions &options)
+        : Node("comp_talker", options)
     {
         pub_ = create_publisher<std_msgs::msg::String>("comp_chatter", 10);
         timer_ = create_wall_timer(std::chrono::milliseconds(100), [this]() {
@@ -32,10 +31,10 @@ private:
     int n_ = 0;
 };
 
-class Listener : public rclcpp::Node
-{
+class Listener : public rclcpp::Node {
 public:
-    explicit Listener(const rclcpp::NodeOptions &options) : Node("comp_listener", options)
+    explicit Listener(const rclcpp::NodeOptions &options)
+        : Node("comp_listener", options)
     {
         sub_ = create_subscription<std_msgs::msg::String>(
             "comp_chatter", 10, [this](const std_msgs::msg::String &m) {

@@ -32,9 +32,11 @@ int main(int argc, char **argv)
             ++msgs;
             check_done();
         });
-    auto pub = node->create_publisher<std_msgs::msg::String>("events_chatter", 10);
+    auto pub =
+        node->create_publisher<std_msgs::msg::String>("events_chatter", 10);
     using GetParameters = rcl_interfaces::srv::GetParameters;
-    auto client = node->create_client<GetParameters>("nerve_events_node/get_parameters");
+    auto client =
+        node->create_client<GetParameters>("nerve_events_node/get_parameters");
     int calls = 0;
     // Publishes COUNT messages, and calls the service COUNT times once it is
     // discovered (service_is_ready), one of each per tick.
@@ -49,18 +51,21 @@ int main(int argc, char **argv)
         ++calls;
         auto req = std::make_shared<GetParameters::Request>();
         req->names.push_back("answer");
-        client->async_send_request(req, [&](rclcpp::Client<GetParameters>::SharedFuture f) {
-            std::printf("events_node: service replied answer=%ld\n",
-                        static_cast<long>(f.get()->values.at(0).integer_value));
-            ++replies;
-            check_done();
-        });
+        client->async_send_request(
+            req, [&](rclcpp::Client<GetParameters>::SharedFuture f) {
+                std::printf(
+                    "events_node: service replied answer=%ld\n",
+                    static_cast<long>(f.get()->values.at(0).integer_value));
+                ++replies;
+                check_done();
+            });
     });
-    auto deadline = node->create_wall_timer(std::chrono::seconds(20), []() { rclcpp::shutdown(); });
+    auto deadline = node->create_wall_timer(std::chrono::seconds(20),
+                                            []() { rclcpp::shutdown(); });
     rclcpp::experimental::executors::EventsExecutor exec;
     exec.add_node(node);
     exec.spin();
-    std::printf("events_node: %d messages, %d service replies of %d (rmw %s)\n", msgs, replies,
-                count, rmw_get_implementation_identifier());
+    std::printf("events_node: %d messages, %d service replies of %d (rmw %s)\n",
+                msgs, replies, count, rmw_get_implementation_identifier());
     return msgs >= count && replies >= count ? 0 : 1;
 }

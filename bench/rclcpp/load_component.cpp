@@ -20,23 +20,28 @@ int main(int argc, char **argv)
     }
     using LoadNode = composition_interfaces::srv::LoadNode;
     auto node = std::make_shared<rclcpp::Node>("nerve_load_component");
-    auto client = node->create_client<LoadNode>(std::string(argv[1]) + "/_container/load_node");
+    auto client = node->create_client<LoadNode>(std::string(argv[1]) +
+                                                "/_container/load_node");
     if (!client->wait_for_service(std::chrono::seconds(20))) {
-        std::fprintf(stderr, "load_component: no service %s\n", client->get_service_name());
+        std::fprintf(stderr, "load_component: no service %s\n",
+                     client->get_service_name());
         return 1;
     }
     auto req = std::make_shared<LoadNode::Request>();
     req->package_name = "nerve_rclcpp_demo";
     req->plugin_name = argv[2];
     auto future = client->async_send_request(req);
-    if (rclcpp::spin_until_future_complete(node, future, std::chrono::seconds(20)) !=
+    if (rclcpp::spin_until_future_complete(node, future,
+                                           std::chrono::seconds(20)) !=
         rclcpp::FutureReturnCode::SUCCESS) {
-        std::fprintf(stderr, "load_component: no reply from %s\n", client->get_service_name());
+        std::fprintf(stderr, "load_component: no reply from %s\n",
+                     client->get_service_name());
         return 1;
     }
     auto res = future.get();
-    std::printf("load_component: %s: success=%d unique_id=%lu node='%s' %s\n", argv[2],
-                res->success, static_cast<unsigned long>(res->unique_id),
+    std::printf("load_component: %s: success=%d unique_id=%lu node='%s' %s\n",
+                argv[2], res->success,
+                static_cast<unsigned long>(res->unique_id),
                 res->full_node_name.c_str(), res->error_message.c_str());
     rclcpp::shutdown();
     return res->success ? 0 : 1;

@@ -29,6 +29,7 @@ int main(int argc, char **argv)
             rclcpp::shutdown();
     });
     rclcpp::spin(node);
-    std::printf("talker: done, %d sent (rmw %s)\n", sent, rmw_get_implementation_identifier());
+    std::printf("talker: done, %d sent (rmw %s)\n", sent,
+                rmw_get_implementation_identifier());
     return sent == count ? 0 : 1;
 }
