@@ -20,8 +20,8 @@ prefix=$(cd "${ROS2_PREFIX:-$repo/.venv-jazzy}" && pwd)
 rmw=${NERVE_RMW_LIB:-$repo/build/rmw_nerve/librmw_nerve_cpp.so}
 [ -f "$rmw" ] || { echo "run.sh: no $rmw (cmake --build build --target rmw_nerve_cpp)" >&2; exit 2; }
 [ -x "$bin/nerve_rclcpp_talker" ] || { echo "run.sh: nothing built in $bin (build.sh)" >&2; exit 2; }
-# rmw_nerve takes any domain number; one well away from other runs' domains.
-domain=${ROS_DOMAIN_ID:-$((20000 + $$ % 10000))}
+# rmw_nerve takes any domain number: one drawn at random, as tests/rmw does.
+domain=${ROS_DOMAIN_ID:-$(((RANDOM << 15 | RANDOM) % 59000 + 1000))}
 logs=$(mktemp -d /tmp/nerve-rclcpp.XXXXXX)
 export ROS_DOMAIN_ID=$domain RMW_IMPLEMENTATION=rmw_nerve_cpp LD_PRELOAD=$rmw
 # rosidl_typesupport_cpp finds a type's fastrtps library on LD_LIBRARY_PATH;
