@@ -57,7 +57,7 @@ pub use chan::{
 };
 pub use error::{Error, Result};
 pub use loan::Loan;
-pub use view::View;
+pub use view::{Bytes, View};
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use nerve_sys as sys;
