@@ -3,8 +3,8 @@
 // A publisher creates its topic's channel at its first publish, sized from
 // that message (the largest CDR size for a bounded type): slots = the QoS
 // depth, data ring = 2 x depth x size, at least 64 KiB and at most 64 MiB
-// unless one message needs more; NERVE_RMW_DATA_SIZE (a size in nerve's
-// grammar, nerve_size_parse) overrides the data ring. Creating the channel marks the publisher "ready" in the
+// unless one message needs more; NERVE_RMW_DATA_SIZE (a size) overrides the
+// data ring. Creating the channel marks the publisher "ready" in the
 // graph, which wakes the subscriptions that wait for the channel to
 // appear. A channel that already exists (another publisher's, `nerve ros2`'s,
 // a nerve program's, an earlier run's) is used when its type and encoding

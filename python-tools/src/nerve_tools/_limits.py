@@ -18,7 +18,8 @@ bounds, the same everywhere and configured the same way:
 A flag overrides the environment, which overrides the default. SIZE is a
 byte count in nerve's one size grammar, read by the C library
 (:func:`nerve.parse_size`, nerve_size_parse): an optional K, M, G or T
-suffix (powers of 1024; "KiB", "MB" and the like are read the same). Over a bound, that channel alone is
+suffix (powers of 1024; "KiB", "MB" and the like are read the same).
+Over a bound, that channel alone is
 refused before anything is allocated, the refusal is counted
 (``refused_size``) and the caller prints one line; everything else goes on.
 A local channel that already exists costs nothing (the tool allocates
