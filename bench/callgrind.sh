@@ -66,11 +66,11 @@ for mode in copy zero-copy; do
     if [ $mode = copy ]; then
         flag=
         fns="hot_loop nerve_chan_put nerve_chan_get"
-        callees="lock_writer begin_message finish_message nerve__mutex_lock nerve__mutex_unlock nerve_clock_now_ns read_msg *memcpy*"
+        callees="lock_writer begin_message finish_message nerve__mutex_lock nerve__mutex_unlock nerve_clock_now_ns *memcpy*"
     else
         flag=--zero-copy
         fns="hot_loop nerve_chan_reserve nerve_chan_commit nerve_chan_view nerve_chan_view_check"
-        callees="lock_writer begin_message finish_message nerve__mutex_lock nerve__mutex_unlock nerve_clock_now_ns read_msg"
+        callees="lock_writer begin_message finish_message nerve__mutex_lock nerve__mutex_unlock nerve_clock_now_ns"
     fi
     for size in 64 4096; do
         for fn in $fns $callees; do

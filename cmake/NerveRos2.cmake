@@ -113,7 +113,12 @@ function(nerve_generate_ros2_messages)
         message(FATAL_ERROR "nerve_generate_ros2_messages(${A_TARGET}): ${_err}")
     endif()
     file(STRINGS ${A_OUTPUT_DIR}.list _headers)
-    file(GLOB _gen_sources ${NERVE_ROS2GEN_PYTHON_PATH}/${NERVE_ROS2GEN_DIR}/*.py)
+    # The generator's own modules (python-tools/src/nerve_tools/ros2gen/):
+    # headers are made again when it changes.
+    set(_gen_sources)
+    foreach(_py __init__ __main__ cxx)
+        list(APPEND _gen_sources ${NERVE_ROS2GEN_PYTHON_PATH}/${NERVE_ROS2GEN_DIR}/${_py}.py)
+    endforeach()
     add_custom_command(OUTPUT ${_headers}
         COMMAND ${_gen} ${_args}
         DEPENDS ${_msgs} ${_gen_sources}

@@ -6,17 +6,8 @@
 #
 #   make demo                  5 s run
 #   make demo DEMO_SECONDS=2   short run (CI)
-#   make cyclic-bench          nerve-cyclic vs cyclictest, 1 kHz SCHED_FIFO,
-#                              idle and under stress-ng (needs root);
-#                              writes bench/results/cyclic-<host>.md
 
 DEMO_SECONDS ?= 5
-CYCLIC_BENCH_SECONDS ?= 30
-
-# stress-ng: load for `nerve cyclic --load stress`; rt-tests: cyclictest.
-DEPS_PKGS += stress-ng rt-tests
-
-.PHONY: cyclic-bench
 
 # The demo needs only the core's packages, not every layer's (ROS, SPIN,
 # clang, ...); it also builds the nerve command, so that the README's
@@ -26,9 +17,3 @@ demo:
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS) --target nerve-demo nerve_cli
 	$(BUILD)/demo/nerve-demo --seconds $(DEMO_SECONDS)
-
-cyclic-bench: deps
-	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build $(BUILD) -j$(JOBS) --target nerve-cyclic
-	DUR=$(CYCLIC_BENCH_SECONDS) OUT=bench/results/cyclic-$$(hostname).md \
-	    tools/cyclic/cyclic-vs-cyclictest.sh $(BUILD)/tools/nerve-cyclic

@@ -5,7 +5,9 @@
 #                  sides, the code (src/) and the SPIN model (model/*.pml);
 #                  and the checker's own self-test
 #   lint-docs      scripts/check-doc-paths: every path that README.md,
-#                  CONTRIBUTING.md and docs/ cite exists; and its self-test
+#                  CONTRIBUTING.md and docs/ cite exists; and its self-test;
+#                  scripts/check-cmake-sources: every C source and test of
+#                  src/ and tests/ is in the list CMake builds it from
 #   lint-cppcheck  cppcheck over src/ and tools/ (warning, portability and
 #                  performance checks; a false positive is suppressed inline
 #                  with `cppcheck-suppress ID ; reason`)
@@ -49,6 +51,7 @@ lint-sync:
 lint-docs:
 	scripts/check-doc-paths
 	scripts/check-doc-paths --self-test
+	scripts/check-cmake-sources
 
 lint-cppcheck: deps
 	cppcheck $(CPPCHECK_FLAGS) src tools

@@ -43,7 +43,7 @@ test-ros2-types: $(VENV)/.nerve-tools-installed $(ROS2_JAZZY_VENV)/.nerve-ros2 b
 # nerve's CDR codec against Fast-CDR (libfastcdr-dev; bench/ros2): encode +
 # decode of Imu, LaserScan and PointCloud2 (64 KiB to 4 MiB), one run side
 # by side; writes bench/results/ros2-cdr-<host>.{md,jsonl}. (bench-ros2, in
-# mk/ros2.mk, is the latency table.)
+# mk/ros2dds.mk, is the latency table.)
 DEPS_PKGS += libfastcdr-dev
 .PHONY: bench-ros2-cdr
 bench-ros2-cdr: build

@@ -159,6 +159,14 @@ static int check_desc(const nerve_chan *c, uint64_t head, uint64_t tail,
     return r;
 }
 
+/* How many passes nerve_chan_check makes before giving up with
+ * NERVE_ELAPPED. A pass is thrown away when a writer moved the head during
+ * it (its verdict may rest on bytes being overwritten); this many lapped
+ * passes in a row mean writers that never pause, where no verdict is
+ * possible, and the bound keeps the check from spinning for as long as
+ * they run. */
+#define CHECK_TRIES 1000
+
 /* One pass of nerve_chan_check over [tail, head]. Returns 0, ECORRUPT (with
  * msg), or EOVERWRITTEN when a writer moved the ring during the pass. */
 static int check_pass(const nerve_chan *c, char *msg, size_t len)
@@ -285,7 +293,7 @@ int nerve_chan_check(const char *name, char *msg, size_t len)
             nerve__say(msg, len, r, "%s", nerve_strerror(r));
         return r;
     }
-    for (int attempt = 0; attempt < 1000; attempt++) {
+    for (int attempt = 0; attempt < CHECK_TRIES; attempt++) {
         r = check_pass(c, msg, len);
         if (r != NERVE_EOVERWRITTEN)
             break;

@@ -231,6 +231,7 @@ int nerve_chan_file_size(const struct nerve_chan_opts *opts, uint64_t *size)
 {
     struct nerve_chan_opts o;
     struct nerve__geometry g;
+    nerve__detail_clear(); /* no stale detail behind a bare EINVAL */
     if (!size)
         return NERVE_EINVAL;
     int r = opts_read(opts, &o);

@@ -86,10 +86,11 @@ int cli_seconds_to_ns(const char *verb, const char *s, int64_t *ns);
 
 /* Parse helpers; each returns 0 or -1 on a malformed value. */
 int cli_parse_u64(const char *s, uint64_t *out);
-/* A byte count in the one size grammar of the command: digits, then an
- * optional unit K, M, G or T (either case, powers of 1024), an optional
- * "i" after the unit and an optional "B" ("4096", "64K", "8MiB", "1gb").
- * No blanks, sign or fraction; overflow is refused. */
+/* A byte count in nerve's one size grammar (nerve_size_parse(),
+ * include/nerve/size.h): digits, then an optional unit K, M, G or T (either
+ * case, powers of 1024), an optional "i" after the unit and an optional
+ * "B" ("4096", "64K", "8MiB", "1gb"). No blanks, sign or fraction;
+ * overflow is refused. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* The grammar in words, for a usage message after a bad size. */
 #define CLI_SIZE_WORDS                                                         \

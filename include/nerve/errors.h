@@ -94,7 +94,7 @@ NERVE_API const char *nerve_err_name(int err);
  * or when none was recorded, nerve_strerror(err). Valid until this thread's
  * next nerve call. Calls that record one: nerve_chan_name_check (and every
  * call taking a name), nerve_chan_open, nerve_chan_create, put, reserve and
- * get (NERVE_EMSGSIZE).
+ * get (NERVE_EMSGSIZE), nerve_size_parse.
  * Thread: per thread.  Blocking: no.  RT: safe.  Signal: not safe. */
 NERVE_API const char *nerve_err_detail(int err);
 

@@ -6,6 +6,7 @@
 #include "version.h"
 #include "errors.h"
 #include "clock.h"
+#include "size.h"
 #include "chan.h"
 #include "rt.h"
 

@@ -972,6 +972,20 @@ uint64_t chan_file_size(uint64_t slots, uint64_t size,
     return out;
 }
 
+// nerve_size_parse(): the one size grammar ("64K" -> 65536).
+uint64_t size_parse(const std::string &text)
+{
+    if (text.find('\0') != std::string::npos) {
+        raise_nerve(NERVE_EINVAL, nullptr, "a size holds no NUL");
+    }
+    uint64_t out = 0;
+    int rc = nerve_size_parse(text.c_str(), &out);
+    if (rc != 0) {
+        raise_nerve(rc);
+    }
+    return out;
+}
+
 int collect_name(const char *name, void *arg)
 {
     static_cast<std::vector<std::string> *>(arg)->emplace_back(name);
@@ -1172,6 +1186,7 @@ void bind_chan(nb::module_ &m)
     m.def("file_size", &chan_file_size, "slots"_a, "size"_a,
           "type"_a = nb::none(), "encoding"_a = nb::none(),
           "schema"_a = nb::none());
+    m.def("parse_size", &size_parse, "text"_a);
     m.attr("LOCK_OWNER_DIED") = NERVE_LOCK_OWNER_DIED;
     m.attr("LOCK_WAITERS") = NERVE_LOCK_WAITERS;
 

@@ -3,7 +3,7 @@
 // A publisher creates its topic's channel at its first publish, sized from
 // that message (the largest CDR size for a bounded type): slots = the QoS
 // depth, data ring = 2 x depth x size, at least 64 KiB and at most 64 MiB
-// unless one message needs more; NERVE_RMW_DATA_SIZE (bytes) overrides the
+// unless one message needs more; NERVE_RMW_DATA_SIZE (a size) overrides the
 // data ring. Creating the channel marks the publisher "ready" in the
 // graph, which wakes the subscriptions that wait for the channel to
 // appear. A channel that already exists (another publisher's, `nerve ros2`'s,
@@ -30,6 +30,8 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <nerve/clock.h>
+#include <nerve/size.h>
 #include <rmw/event.h>
 #include <rmw/qos_profiles.h>
 #include <rmw/serialized_message.h>
@@ -336,16 +338,19 @@ namespace rmw_nerve {
 uint64_t env_size(const char *name)
 {
     const char *v = getenv(name);
+    uint64_t n = 0;
     if (!v || !*v)
         return 0;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (*end == 'K' || *end == 'k')
-        n <<= 10;
-    else if (*end == 'M' || *end == 'm')
-        n <<= 20;
-    else if (*end == 'G' || *end == 'g')
-        n <<= 30;
+    if (int r = nerve_size_parse(v, &n)) {
+        // Said once per variable: it is read again at every publish.
+        static std::mutex mu;
+        static std::set<std::string> said;
+        std::lock_guard<std::mutex> lock(mu);
+        if (said.insert(name).second)
+            fprintf(stderr, "rmw_nerve: %s='%s' ignored: %s\n", name, v,
+                    nerve_err_detail(r));
+        return 0;
+    }
     return n;
 }
 } // namespace rmw_nerve
@@ -445,7 +450,7 @@ static void fill_info(rmw_message_info_t *mi, const struct nerve_get_info &in)
     if (!mi)
         return;
     *mi = rmw_get_zero_initialized_message_info();
-    mi->source_timestamp = in.time_ns + (real_ns() - mono_ns());
+    mi->source_timestamp = nerve_clock_to_realtime_ns(in.time_ns);
     mi->received_timestamp = real_ns();
     mi->publication_sequence_number = in.seq;
     mi->reception_sequence_number = in.seq;

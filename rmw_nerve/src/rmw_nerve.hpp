@@ -71,7 +71,9 @@ inline void ignore_nerve(int)
 {
 }
 
-// Bytes from an environment variable ("64K", "8M", ...); 0 when unset.
+// Bytes from an environment variable in nerve's size grammar
+// (nerve_size_parse: "64K", "8MiB", ...); 0 when unset or malformed (said
+// on stderr once per variable).
 uint64_t env_size(const char *name);
 
 int64_t mono_ns();

@@ -5,32 +5,47 @@ in tests/ros/test_ros1_hostile.py, by `nerve bridge` in test_bridge.py."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
+import nerve
 from nerve_tools import _limits as limits
 from nerve_tools import options
 
-
-def test_parse_size() -> None:
-    assert limits.parse_size("64M") == 64 << 20
-    assert limits.parse_size("4096") == 4096
-    assert limits.parse_size("1GiB") == 1 << 30
-    assert limits.parse_size(" 2 kb ") == 2048
-    for bad in ("", "-1", "1.5M", "12Q", "M"):
-        with pytest.raises(limits.LimitError):
-            limits.parse_size(bad)
+SIZE_CASES = Path(__file__).resolve().parents[1] / "size_cases.txt"
 
 
-def test_one_size_grammar() -> None:
-    """The spellings of the C verbs' grammar (tools/cli_size.c, tested in
-    tests/cli/test_cli.py) read the same here; an "i" needs a unit."""
-    for text in ("8K", "8k", "8Ki", "8KiB", "8kb", "8KB", "8KIB"):
-        assert limits.parse_size(text) == 8192, text
-    assert limits.parse_size("1T") == 1 << 40
-    for bad in ("8ib", "8i", "+1", "8KiBB", "1P"):
-        with pytest.raises(limits.LimitError):
-            limits.parse_size(bad)
+def size_cases():
+    """(text, bytes or None for refused) of tests/size_cases.txt, the table
+    the C library's test (tests/unit/test_size.c) reads too."""
+    for line in SIZE_CASES.read_text().splitlines():
+        if line.startswith("#") or not line:
+            continue
+        text, want = line[1:line.rindex("'")], line[line.rindex("'") + 1:].strip()
+        yield text, None if want == "bad" else int(want)
+
+
+def test_size_grammar_is_the_c_librarys() -> None:
+    cases = list(size_cases())
+    assert len(cases) >= 30
+    for text, want in cases:
+        if want is None:
+            with pytest.raises(limits.LimitError, match=r"^bad size "):
+                limits.parse_size(text)
+        else:
+            assert limits.parse_size(text) == want, text
+
+
+def test_file_size_is_the_c_librarys() -> None:
+    """The budget charges what nerve_chan_file_size says (the host's page
+    size, the layout's rounding), for metadata of any split."""
+    assert limits.channel_file_bytes(8, 4096, 5000) == nerve.file_size(
+        8, 4096, type="t" * 200, encoding="e" * 50, schema=b"s" * 4750)
+    assert limits.channel_file_bytes(8, 4096, 5000) > limits.channel_file_bytes(8, 4096)
+    assert limits.channel_file_bytes(8, 4096) == nerve.file_size(8, 4096)
+    b = limits.ImportBudget(max_channel=1 << 40, max_total=1 << 40)
+    assert "nerve would not create it" in b.admit("zero", 0, 4096)
 
 
 def budget(argv) -> limits.ImportBudget:

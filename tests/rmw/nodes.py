@@ -169,6 +169,33 @@ def role_lost():
     rclpy.shutdown()
 
 
+def role_stamps():
+    """One message through a channel sized by NERVE_RMW_DATA_SIZE: its
+    source_timestamp (realtime, from nerve_clock_to_realtime_ns) and the
+    wall clock around the publish."""
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("stamps")
+    qos = QoSProfile(depth=4, history=HistoryPolicy.KEEP_LAST)
+    s = n.create_subscription(String, "/stamps", lambda m: None, qos)
+    p = n.create_publisher(String, "/stamps", qos)
+    before = time.time_ns()
+    p.publish(String(data="x"))
+    after = time.time_ns()
+    taken = None
+    deadline = time.monotonic() + 10
+    while taken is None and time.monotonic() < deadline:
+        with s.handle:
+            taken = s.handle.take_message(String, False)
+        time.sleep(0.01)
+    info = taken[1] if taken else {}
+    say({"before": before, "after": after, "source": info.get("source_timestamp")})
+    sys.stdin.readline()  # the test looks at the channel meanwhile
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 def role_qos_refuse():
     from std_msgs.msg import String
 

@@ -153,6 +153,28 @@ def test_several_publishers_and_subscriptions(domain):
         assert [x for x in g if x[0] == "B"] == [f"B-{i}" for i in range(50)]
 
 
+@pytest.mark.parametrize("size,ring", [("128KiB", 128 << 10), ("64Q", None)])
+def test_stamps_and_env_sizes(domain, monkeypatch, size, ring):
+    """source_timestamp is the commit time on the wall clock; a channel's
+    data ring follows NERVE_RMW_DATA_SIZE in nerve's size grammar, and a
+    malformed value is said once and ignored (the default ring)."""
+    monkeypatch.setenv("NERVE_RMW_DATA_SIZE", size)
+    p = node(domain, "stamps")
+    r = json.loads(expect(p, '"source"'))
+    data_size = nerve.stat(f"ros2-d{domain}.stamps").data_size  # while it runs
+    _, err = p.communicate("\n", timeout=60)
+    assert p.returncode == 0, err
+    # Within the publish call's wall-clock bracket, give or take 1 ms (the
+    # offset between the clocks is an estimate).
+    assert r["source"] is not None, r
+    assert r["before"] - 1_000_000 <= r["source"] <= r["after"] + 1_000_000, r
+    if ring is None:
+        assert err.count("NERVE_RMW_DATA_SIZE='64Q' ignored") == 1, err
+        assert data_size == 64 << 10  # the default for a small message
+    else:
+        assert data_size == ring
+
+
 def test_message_lost_event(domain):
     r = result(node(domain, "lost"))
     # depth 4, 20 published before the first take: the newest 4 arrive and

@@ -26,6 +26,8 @@ static const struct {
     const char *name, *summary, *from;
 } known[] = {
     {"ach", "Ach's ach tool on nerve channels", "nerve"},
+    {"blackbox", "flight recorder: channels' recent past to MCAP on a trigger",
+     "tools"},
     {"bridge", "mirror channels to other hosts over Zenoh", "tools"},
     {"bw", "bandwidth of channels", "tools"},
     {"cyclic", "real-time jitter test of a periodic loop", "nerve"},

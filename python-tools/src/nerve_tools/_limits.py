@@ -16,41 +16,38 @@ bounds, the same everywhere and configured the same way:
   commit in /dev/shm).
 
 A flag overrides the environment, which overrides the default. SIZE is a
-byte count with an optional K, M, G or T suffix (powers of 1024; "KiB",
-"MB" and the like are read the same). Over a bound, that channel alone is
+byte count in nerve's one size grammar, read by the C library
+(:func:`nerve.parse_size`, nerve_size_parse): an optional K, M, G or T
+suffix (powers of 1024; "KiB", "MB" and the like are read the same).
+Over a bound, that channel alone is
 refused before anything is allocated, the refusal is counted
 (``refused_size``) and the caller prints one line; everything else goes on.
 A local channel that already exists costs nothing (the tool allocates
 nothing to use it) and is not charged.
 
 This module is protocol-free on purpose: the Rust data path of the bridge
-(and any other port) reimplements :func:`parse_size`,
-:func:`channel_file_bytes` and :class:`ImportBudget` as written here.
+(rust/nerve-bridge/src/limits.rs) implements :class:`ImportBudget` as
+written here. Sizes and file sizes come from the C library in both, so
+neither spells the size grammar, the page size or the file layout.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import threading
 from typing import Dict, Optional
+
+import nerve
 
 DEFAULT_MAX_CHANNEL = 64 << 20
 DEFAULT_MAX_TOTAL = 512 << 20
 ENV_MAX_CHANNEL = "NERVE_MAX_CHANNEL_SIZE"
 ENV_MAX_TOTAL = "NERVE_MAX_IMPORT_TOTAL"
 
-#: The channel file's fixed parts (docs/design/0001-shm-layout.md): the
-#: page size, the header page, the bytes of one index entry.
-PAGE = 4096
+#: The bytes of one index entry (docs/design/0001-shm-layout.md), for the
+#: message that names an index over --max-channel-size.
 INDEX_ENTRY = 32
-
-# The one size grammar (tools/cli_size.c): digits, an optional unit with
-# an optional "i", an optional "B"; blanks around the number and the unit
-# are tolerated here (a value read from the environment).
-_SIZE = re.compile(r"^\s*(\d+)\s*(?:([kmgt])i?)?b?\s*$", re.IGNORECASE)
-_UNITS = {None: 0, "k": 10, "m": 20, "g": 30, "t": 40}
 
 
 class LimitError(ValueError):
@@ -58,13 +55,12 @@ class LimitError(ValueError):
 
 
 def parse_size(text: str) -> int:
-    """``"64M"`` -> 67108864. Raises LimitError for anything else than a
-    non-negative integer with an optional K/M/G/T suffix."""
-    m = _SIZE.match(str(text))
-    if not m:
-        raise LimitError(f"bad size {text!r}: a byte count with an optional K, M, G or T suffix, e.g. 64M")
-    unit = m.group(2)
-    return int(m.group(1)) << _UNITS[unit.lower() if unit else None]
+    """``"64M"`` -> 67108864, by the C library's grammar
+    (:func:`nerve.parse_size`). Raises LimitError with the reason."""
+    try:
+        return nerve.parse_size(str(text))
+    except nerve.InvalidArgument as e:
+        raise LimitError(f"bad size {text!r}: {e.detail}") from None
 
 
 def fmt_size(n: int) -> str:
@@ -76,16 +72,14 @@ def fmt_size(n: int) -> str:
     return f"{n} bytes"
 
 
-def _round(n: int) -> int:
-    return (n + PAGE - 1) // PAGE * PAGE
-
-
 def channel_file_bytes(slots: int, data_size: int, meta_bytes: int = 0) -> int:
-    """The size of a channel's file (what it commits in /dev/shm): the
-    header page, the metadata (type + encoding + schema + 3, in pages),
-    the index (32 bytes a slot, in pages) and the data ring (in pages),
-    as docs/design/0001-shm-layout.md lays them out."""
-    return PAGE + _round(meta_bytes + 3) + _round(INDEX_ENTRY * slots) + _round(data_size)
+    """The size of a channel's file (what it commits in /dev/shm), from the
+    C library (nerve_chan_file_size, :func:`nerve.file_size`), for
+    ``meta_bytes`` of metadata (type + encoding + schema). The file's cost
+    depends only on the metadata's total length, so a schema of that many
+    bytes stands in for it. Raises nerve.InvalidArgument for a geometry
+    nerve_chan_create() refuses."""
+    return nerve.file_size(slots, data_size, schema=b"x" * meta_bytes)
 
 
 def _resolve(flag: Optional[str], env: str, default: int, what: str) -> int:
@@ -135,16 +129,15 @@ class ImportBudget:
         channel is gone or its creation failed), or why not (counted in
         ``refused`` unless ``count`` is false, for a refusal already
         counted; nothing reserved)."""
-        why = None
-        need = channel_file_bytes(slots, data_size, meta_bytes)
+        why = self._over_channel(slots, data_size)
+        need = 0
+        if why is None:
+            try:
+                need = channel_file_bytes(slots, data_size, meta_bytes)
+            except (nerve.InvalidArgument, ValueError) as e:
+                why = f"nerve would not create it: {getattr(e, 'detail', e)}"
         with self._lock:
-            if data_size > self.max_channel:
-                why = (f"its data ring of {fmt_size(data_size)} is over --max-channel-size "
-                       f"({fmt_size(self.max_channel)})")
-            elif INDEX_ENTRY * slots > self.max_channel:
-                why = (f"its index of {slots} slots ({fmt_size(INDEX_ENTRY * slots)}) is over "
-                       f"--max-channel-size ({fmt_size(self.max_channel)})")
-            else:
+            if why is None:
                 used = sum(v for k, v in self._charged.items() if k != name)
                 if used + need > self.max_total:
                     why = (f"its {fmt_size(need)} with the {fmt_size(used)} already imported is over "
@@ -154,6 +147,16 @@ class ImportBudget:
             elif count:
                 self.refused += 1
         return why
+
+    def _over_channel(self, slots: int, data_size: int) -> Optional[str]:
+        """Why one channel of this geometry is over --max-channel-size, or None."""
+        if data_size > self.max_channel:
+            return (f"its data ring of {fmt_size(data_size)} is over --max-channel-size "
+                    f"({fmt_size(self.max_channel)})")
+        if INDEX_ENTRY * slots > self.max_channel:
+            return (f"its index of {slots} slots ({fmt_size(INDEX_ENTRY * slots)}) is over "
+                    f"--max-channel-size ({fmt_size(self.max_channel)})")
+        return None
 
     def release(self, name: str) -> None:
         """The channel ``name`` is gone (or was never made): its bytes no

@@ -53,6 +53,15 @@ def now_ns() -> int:
     return _nerve.now_ns()
 
 
+def parse_size(text: str) -> int:
+    """A byte count in nerve's one size grammar (nerve_size_parse): digits
+    with an optional K, M, G or T suffix, powers of 1024, an optional "i"
+    after the unit and an optional "B" (``"64K"``, ``"8MiB"`` and ``"1gb"``
+    read as the nerve command reads them). No blanks, sign or fraction.
+    Raises :class:`nerve.InvalidArgument` with the reason otherwise."""
+    return int(_nerve.parse_size(text))
+
+
 def check(name: str) -> str:
     """Verify every invariant of channel ``name`` that can be checked without
     the writer lock; raises :class:`CorruptChannel` with an explanation.
@@ -73,6 +82,7 @@ __all__ = [
     "list_channels",
     "now_ns",
     "open",
+    "parse_size",
     "path",
     "rt",
     "stat",

@@ -422,10 +422,8 @@ impl ExportLoop {
             self.send(data, att, 1, n, info.time_ns);
             return Ok(Read::Msg);
         }
-        let at = batch.data.len();
-        batch.data.extend_from_slice(view.data());
-        if view.check().is_err() {
-            batch.data.truncate(at);
+        if view.append_to(&mut batch.data).is_err() {
+            // Overwritten while copied; append_to took its bytes back out.
             lock(&self.shared.counters).dropped_error += 1;
             return Ok(Read::Msg);
         }

@@ -5,45 +5,22 @@
 //! a channel's data ring and its index; `--max-import-total SIZE`
 //! (`NERVE_MAX_IMPORT_TOTAL`, default 512M) bounds the files of all
 //! channels made from peers' descriptions together. A flag overrides the
-//! environment, which overrides the default.
+//! environment, which overrides the default. Sizes and file sizes come
+//! from the C library (`nerve::parse_size`, `nerve::file_size`), so neither
+//! the size grammar nor the page size is spelled here.
 use std::collections::HashMap;
 
 pub const DEFAULT_MAX_CHANNEL: u64 = 64 << 20;
 pub const DEFAULT_MAX_TOTAL: u64 = 512 << 20;
 pub const ENV_MAX_CHANNEL: &str = "NERVE_MAX_CHANNEL_SIZE";
 pub const ENV_MAX_TOTAL: &str = "NERVE_MAX_IMPORT_TOTAL";
-const PAGE: u64 = 4096;
+/// The bytes of one index entry (docs/design/0001-shm-layout.md), for the
+/// bound on a channel's index.
 const INDEX_ENTRY: u64 = 32;
 
-/// `"64M"` -> 67108864: digits, an optional K/M/G/T (powers of 1024) and
-/// an optional `B`/`iB`, case-insensitive, blanks around.
+/// `"64M"` -> 67108864, by the C library's grammar (`nerve_size_parse`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let bad = || {
-        format!("bad size '{text}': a byte count with an optional K, M, G or T suffix, e.g. 64M")
-    };
-    let t = text.trim().to_ascii_lowercase();
-    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 {
-        return Err(bad());
-    }
-    let n: u64 = t[..digits].parse().map_err(|_| bad())?;
-    let mut rest = t[digits..].trim_start();
-    let shift = match rest.chars().next() {
-        Some(c @ ('k' | 'm' | 'g' | 't')) => {
-            rest = &rest[1..];
-            match c {
-                'k' => 10,
-                'm' => 20,
-                'g' => 30,
-                _ => 40,
-            }
-        }
-        _ => 0,
-    };
-    if !matches!(rest, "" | "b" | "ib") {
-        return Err(bad());
-    }
-    n.checked_mul(1 << shift).ok_or_else(bad)
+    nerve::parse_size(text).map_err(|e| format!("bad size '{text}': {}", e.detail()))
 }
 
 /// A byte count for people: 67108864 -> "64 MiB".
@@ -61,16 +38,18 @@ pub fn fmt_size(n: u64) -> String {
     format!("{n} bytes")
 }
 
-fn round(n: u64) -> u64 {
-    n.div_ceil(PAGE).saturating_mul(PAGE)
-}
-
-/// The size of a channel's file: header page, metadata, index and data
-/// ring, each in pages (docs/design/0001-shm-layout.md).
-pub fn channel_file_bytes(slots: u64, data_size: u64, meta_bytes: u64) -> u64 {
-    PAGE.saturating_add(round(meta_bytes + 3))
-        .saturating_add(round(INDEX_ENTRY.saturating_mul(slots)))
-        .saturating_add(round(data_size))
+/// The size of a channel's file (what it commits in /dev/shm), from the C
+/// library (`nerve_chan_file_size`), for `meta_bytes` of metadata (type +
+/// encoding + schema): the file's cost depends only on the metadata's
+/// total length, so a schema of that many bytes stands in for it. Why
+/// not, for a geometry `nerve::create` would refuse.
+pub fn channel_file_bytes(slots: u64, data_size: u64, meta_bytes: u64) -> Result<u64, String> {
+    let meta = vec![b'x'; usize::try_from(meta_bytes).map_err(|_| "metadata too large")?];
+    let opts = nerve::Options::new()
+        .slots(slots)
+        .data_size(data_size)
+        .schema(&meta);
+    nerve::file_size(&opts).map_err(|e| format!("nerve would not create it: {}", e.detail()))
 }
 
 /// One bound from its flag, else its environment variable, else default.
@@ -126,27 +105,19 @@ impl ImportBudget {
         meta_bytes: u64,
         count: bool,
     ) -> Option<String> {
-        let need = channel_file_bytes(slots, data_size, meta_bytes);
-        let why = if data_size > self.max_channel {
-            Some(format!(
-                "its data ring of {} is over --max-channel-size ({})",
-                fmt_size(data_size),
-                fmt_size(self.max_channel)
-            ))
-        } else if INDEX_ENTRY.saturating_mul(slots) > self.max_channel {
-            Some(format!(
-                "its index of {slots} slots ({}) is over --max-channel-size ({})",
-                fmt_size(INDEX_ENTRY * slots),
-                fmt_size(self.max_channel)
-            ))
-        } else {
+        let mut need = 0;
+        let why = self.over_channel(slots, data_size).or_else(|| {
+            need = match channel_file_bytes(slots, data_size, meta_bytes) {
+                Ok(n) => n,
+                Err(why) => return Some(why),
+            };
             let used: u64 = self
                 .charged
                 .iter()
                 .filter(|(k, _)| k.as_str() != name)
                 .map(|(_, v)| v)
                 .sum();
-            (used + need > self.max_total).then(|| {
+            (used.saturating_add(need) > self.max_total).then(|| {
                 format!(
                     "its {} with the {} already imported is over --max-import-total ({})",
                     fmt_size(need),
@@ -154,7 +125,7 @@ impl ImportBudget {
                     fmt_size(self.max_total)
                 )
             })
-        };
+        });
         match &why {
             None => {
                 self.charged.insert(name.to_string(), need);
@@ -163,6 +134,25 @@ impl ImportBudget {
             Some(_) => {}
         }
         why
+    }
+
+    /// Why one channel of this geometry is over --max-channel-size.
+    fn over_channel(&self, slots: u64, data_size: u64) -> Option<String> {
+        if data_size > self.max_channel {
+            return Some(format!(
+                "its data ring of {} is over --max-channel-size ({})",
+                fmt_size(data_size),
+                fmt_size(self.max_channel)
+            ));
+        }
+        let index = INDEX_ENTRY.saturating_mul(slots);
+        (index > self.max_channel).then(|| {
+            format!(
+                "its index of {slots} slots ({}) is over --max-channel-size ({})",
+                fmt_size(index),
+                fmt_size(self.max_channel)
+            )
+        })
     }
 
     pub fn release(&mut self, name: &str) {
@@ -176,18 +166,39 @@ mod tests {
 
     #[test]
     fn sizes_and_bounds_as_the_python_tools() {
-        assert_eq!(parse_size("64M"), Ok(64 << 20));
-        assert_eq!(parse_size(" 3 kib "), Ok(3072));
-        assert_eq!(parse_size("12"), Ok(12));
-        assert_eq!(parse_size("2GB"), Ok(2 << 30));
-        assert!(parse_size("12Q").unwrap_err().starts_with("bad size '12Q'"));
-        assert!(
-            parse_size("").is_err() && parse_size("-1").is_err() && parse_size("1.5M").is_err()
-        );
+        // The table the C library's test reads (tests/size_cases.txt).
+        let table = include_str!("../../../tests/size_cases.txt");
+        let mut cases = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let close = line.rfind('\'').unwrap();
+            let (text, want) = (&line[1..close], line[close + 1..].trim());
+            match want {
+                "bad" => assert!(parse_size(text).unwrap_err().starts_with("bad size '")),
+                n => assert_eq!(parse_size(text), Ok(n.parse::<u64>().unwrap()), "{text}"),
+            }
+            cases += 1;
+        }
+        assert!(cases >= 30);
         assert_eq!(fmt_size(64 << 20), "64 MiB");
         assert_eq!(fmt_size(1536), "1.5 KiB");
         assert_eq!(fmt_size(1000), "1000 bytes");
-        assert_eq!(channel_file_bytes(8, 4096, 0), 4096 * 4);
+        let opts = nerve::Options::new()
+            .slots(8)
+            .data_size(4096)
+            .type_name(&"t".repeat(200))
+            .encoding(&"e".repeat(50))
+            .schema(&[b's'; 4750]);
+        assert_eq!(
+            channel_file_bytes(8, 4096, 5000),
+            nerve::file_size(&opts).map_err(|e| e.to_string())
+        );
+        assert!(channel_file_bytes(8, 4096, 5000) > channel_file_bytes(8, 4096, 0));
+        assert!(channel_file_bytes(8, u64::MAX, 0)
+            .unwrap_err()
+            .starts_with("nerve would not create it"));
         let mut b = ImportBudget::new(64 << 20, 3 << 20);
         assert!(b
             .admit("big", 8, 4 << 30, 0, true)
@@ -207,7 +218,7 @@ mod tests {
         b.release("a");
         assert_eq!(
             (b.admit("b", 8, 2 << 20, 0, true), b.charged()),
-            (None, channel_file_bytes(8, 2 << 20, 0))
+            (None, channel_file_bytes(8, 2 << 20, 0).unwrap())
         );
     }
 }

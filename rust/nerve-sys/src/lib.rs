@@ -287,6 +287,7 @@ extern "C" {
 
     pub fn nerve_clock_now_ns() -> i64;
     pub fn nerve_clock_to_realtime_ns(mono_ns: i64) -> i64;
+    pub fn nerve_size_parse(text: *const c_char, out: *mut u64) -> c_int;
 
     pub fn nerve_version(text: *mut *const c_char) -> c_int;
 

@@ -22,7 +22,7 @@ use std::mem::{offset_of, size_of, size_of_val};
 use std::path::PathBuf;
 use std::process::Command;
 
-const BOUND_HEADERS: &[&str] = &["chan.h", "errors.h", "clock.h", "version.h"];
+const BOUND_HEADERS: &[&str] = &["chan.h", "errors.h", "clock.h", "size.h", "version.h"];
 
 fn include_dir() -> PathBuf {
     match std::env::var_os("NERVE_INCLUDE_DIR") {

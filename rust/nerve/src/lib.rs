@@ -57,7 +57,7 @@ pub use chan::{
 };
 pub use error::{Error, Result};
 pub use loan::Loan;
-pub use view::View;
+pub use view::{Bytes, View};
 
 use core::ffi::{c_char, c_int, c_void, CStr};
 use nerve_sys as sys;
@@ -131,6 +131,33 @@ pub fn path(name: &str) -> Result<String> {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     buf.truncate(end);
     Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The bytes of the file [`create`] would make with `opts`: header,
+/// metadata, index and data ring, each rounded up to the host's page size
+/// (`nerve_chan_file_size`), which is what the channel commits in
+/// /dev/shm. [`Error::Inval`] for options `create` refuses.
+pub fn file_size(opts: &Options) -> Result<u64> {
+    let mut out = 0u64;
+    opts.with_raw(|raw| {
+        // SAFETY: raw and its strings live until with_raw returns; out is a
+        // valid u64 (Thread: any).
+        error::check(unsafe { sys::nerve_chan_file_size(raw, &mut out) })
+    })?;
+    Ok(out)
+}
+
+/// A byte count in nerve's one size grammar (`nerve_size_parse`, the
+/// grammar of every nerve tool): digits, an optional K, M, G or T (powers
+/// of 1024), an optional `i` after it and an optional `B`, letters in
+/// either case (`"64K"`, `"8MiB"`, `"1gb"`). No blanks, sign or fraction.
+/// [`Error::Inval`] otherwise, with [`Error::detail`] saying why.
+pub fn parse_size(text: &str) -> Result<u64> {
+    let ctext = cstring(text)?;
+    let mut out = 0u64;
+    // SAFETY: NUL-terminated text, out a valid u64 (Thread: any, RT safe).
+    error::check(unsafe { sys::nerve_size_parse(ctext.as_ptr(), &mut out) })?;
+    Ok(out)
 }
 
 /// Facts of channel `name` (opened read-only, mapped header and index only,

@@ -348,10 +348,30 @@ fn views_are_validated_and_lapped_views_are_stale() {
         let v = r.view(Which::Next, Wait::No).unwrap();
         assert_eq!(v.info().seq, 1);
         assert_eq!(v.len(), 13);
-        assert_eq!(v.data(), b"first message");
         assert_eq!(v.check(), Ok(()));
         assert_eq!(v.read(|b| b.len()), Ok(13));
         assert_eq!(v.to_vec().unwrap(), b"first message");
+        // In place: single bytes, a slice, a value; past the end is None.
+        let (b0, last, past) = v.read(|b| (b.get(0), b.get(12), b.get(13))).unwrap();
+        assert_eq!((b0, last, past), (Some(b'f'), Some(b'e'), None));
+        let mut word = [0u8; 7];
+        assert_eq!(v.read(|b| b.copy_to(6, &mut word)), Ok(Some(())));
+        assert_eq!(&word, b"message");
+        assert_eq!(v.read(|b| b.copy_to(7, &mut word)), Ok(None));
+        assert_eq!(
+            v.read(|b| b.read_pod_at::<u32>(9)),
+            Ok(Some(u32::from_le_bytes(*b"sage")))
+        );
+        assert_eq!(v.read(|b| b.iter().filter(|&c| c == b's').count()), Ok(3));
+        // Validated copies out: into a buffer (too small: MsgSize), onto a Vec.
+        let mut buf = [0u8; 16];
+        assert_eq!(v.copy_to(&mut buf), Ok(13));
+        assert_eq!(&buf[..13], b"first message");
+        assert_eq!(v.copy_to(&mut buf[..12]), Err(Error::MsgSize));
+        let mut acc = b"> ".to_vec();
+        assert_eq!(v.append_to(&mut acc), Ok(()));
+        assert_eq!(acc, b"> first message");
+        assert!(!v.as_ptr().is_null());
     }
     assert_eq!(r.cursor(), 1);
 
@@ -366,7 +386,10 @@ fn views_are_validated_and_lapped_views_are_stale() {
     assert_eq!(v.check(), Err(Error::Stale));
     assert_eq!(v.read(|b| b.to_vec()), Err(Error::Stale));
     assert_eq!(v.to_vec(), Err(Error::Stale));
-    // Asking a view for an overwritten sequence number fails up front.
+    let mut acc = b"kept".to_vec();
+    assert_eq!(v.append_to(&mut acc), Err(Error::Stale));
+    assert_eq!(acc, b"kept"); // a stale copy is taken back out
+                              // Asking a view for an overwritten sequence number fails up front.
     assert_eq!(
         r.view(Which::Seq(2), Wait::No).err(),
         Some(Error::Overwritten)

@@ -516,9 +516,16 @@ uint32_t nerve__mutex_owner(const struct nerve__shm_lock *l, uint32_t *flags)
     return v & FUTEX_TID_MASK;
 }
 
+/* How many times repair re-reads the lock word after a failed CAS. A CAS
+ * fails only when another thread changed the word in between (a locker,
+ * an unlocker, a waiter queueing): a few failures are a race with a live
+ * writer; this many in a row mean the lock is in constant use, not
+ * abandoned, and repair answers NERVE_ELAPPED instead of spinning on. */
+#define REPAIR_TRIES 1000
+
 int nerve__mutex_repair(struct nerve__shm_lock *l, int force)
 {
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < REPAIR_TRIES; i++) {
         uint32_t v = nerve__load32_rlx(&l->word);
         uint32_t owner = v & FUTEX_TID_MASK;
         if (v == 0 || (owner == 0 && !(v & FUTEX_WAITERS)))
