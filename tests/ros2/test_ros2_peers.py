@@ -138,3 +138,35 @@ def test_a_stranger_does_not_decide_a_topic_type(r2: Ros2Env, name) -> None:
     assert len(read_all(c)) == N, br.output
     assert nerve_meta(c) == ("std_msgs/msg/String", "cdr")
     assert br.stop() == 0
+
+
+def test_a_flood_of_malformed_packets_is_limited(r2: Ros2Env, name) -> None:
+    """Random bytes after an RTPS header, sent for 3 s to every unicast
+    port a participant of the domain may have: Cyclone warns about each
+    malformed packet, and those lines reach the bridge's stderr escaped,
+    prefixed "dds:" and at most 20 a second plus the count of the others
+    (issue 41, item 4: 9,000 raw lines a second before)."""
+    import random
+    import socket
+    import time
+
+    c = name("flood")
+    br = r2.bridge(f"--from-ros={topic(c)}:{c}")
+    base = 7400 + 250 * r2.domain
+    ports = [base + 10 + k for k in range(62)]  # ParticipantIndex 0..30
+    rnd = random.Random(41)
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        start = time.monotonic()
+        while time.monotonic() - start < 3.0:
+            head = b"RTPS\x02\x01\x01\x10" + rnd.randbytes(12)
+            for port in ports:
+                s.sendto(head + rnd.randbytes(rnd.randint(8, 1400)), ("127.0.0.1", port))
+                sent += 1
+        took = time.monotonic() - start
+    br.wait_line(r"dds: .*malformed", 30)
+    br.wait_line(r"lines suppressed \(more than 20 a second\)", 30)
+    assert br.stop() == 0
+    dds = [ln for ln in br.lines if "dds: " in ln]
+    assert len(dds) <= 20 * (took + 8), (sent, len(dds))
+    assert "\x1b" not in br.output, repr(br.output[-2000:])
