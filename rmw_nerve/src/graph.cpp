@@ -1,6 +1,7 @@
-// The ROS graph without a daemon: channels per domain, "ros2-graph-d<N>.u<UID>"
-// (OWNERS below), in which every process (every rmw context) publishes, as one text
-// message, everything it has: its nodes and their publishers,
+// The ROS graph without a daemon: per domain, one channel per user,
+// "ros2-graph-d<N>.u<UID>" (OWNERS below), in which every process (every
+// rmw context) publishes, as one text message, everything it has: its
+// nodes and their publishers,
 // subscriptions, services and clients. It publishes again on every change
 // and at least every kHeartbeat, so the newest messages of the ring always
 // hold the state of every live context, and a new process learns the graph
@@ -103,9 +104,15 @@ static const size_t kMaxGraphChannels = 256; // of other owners
 static const size_t kMaxRefused = 4096;      // names remembered as refused
 static const size_t kMaxRefusedSaid = 8;     // of them said on stderr
 
+// OWNERS: this user's graph channel of the domain.
+static std::string user_graph(size_t domain)
+{
+    return graph_prefix(domain) + "u" + std::to_string(geteuid());
+}
+
 rmw_ret_t Graph::open_mine()
 {
-    std::string name = graph_prefix(domain_) + "u" + std::to_string(geteuid());
+    std::string name = user_graph(domain_);
     std::string why;
     for (int attempt = 0; attempt < 2; attempt++) {
         // An existing graph channel of other geometry is fine.
@@ -138,7 +145,7 @@ rmw_ret_t Graph::open_mine()
                 name.c_str(), why.c_str());
 }
 
-// Read the messages of channel c past its cursor, at most `max`; with
+// Read the messages of channel c past its cursor (at most 100000); with
 // `wait`, wait up to kTick for the first. Returns whether the view
 // changed; *err gets the get's last status (NERVE_ECANCELED: stopping).
 bool Graph::drain(nerve_chan *c, std::vector<char> &buf, bool wait, int *err)
@@ -259,8 +266,7 @@ void Graph::stop()
     others_.clear();
     // A channel of this context's own name (OWNERS) goes with the last
     // process that uses it.
-    if (!mine_.empty() &&
-        mine_ != graph_prefix(domain_) + "u" + std::to_string(geteuid()))
+    if (!mine_.empty() && mine_ != user_graph(domain_))
         (void)nerve_chan_remove_unused(mine_.c_str());
 }
 
