@@ -566,6 +566,27 @@ def test_truncation_by_another_user_under_a_live_node(domain):
     assert r["alive"] and r["nodes"] == ["planted_live"], r
 
 
+def _until_exists(path: str, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.05)
+    return os.path.exists(path)
+
+
+def test_truncation_by_a_trusted_writer_is_not_defended(domain):
+    """What stays trusted by design (docs/ros2.md, "Trusted owners"): the
+    node's own user truncating a channel the node uses makes the node
+    fault with SIGBUS on its next publish; no guard catches it."""
+    p = node(domain, "planted_live")
+    line = expect(p, "pub")
+    assert '"pub": null' in line, line
+    name = f"ros2-d{domain}.planted"
+    assert _until_exists(f"/dev/shm/nerve.{name}"), sorted(os.listdir("/dev/shm"))
+    os.truncate(f"/dev/shm/nerve.{name}", 0)
+    out, err = p.communicate("go\n", timeout=90)
+    assert p.returncode in (-signal.SIGBUS, 128 + signal.SIGBUS), (p.returncode, out, err)
+
+
 def test_graph_bounds_big_message_and_non_utf8_names(domain):
     """A 3 MiB graph message of fake nodes is skipped unread, a node name of
     bytes \\xff\\xfe is skipped, and rclpy's get_node_names_and_namespaces
