@@ -966,6 +966,17 @@ static void userdata_hash(const dds_qos_t *q, char *out, size_t len)
     dds_free(ud);
 }
 
+/* Whether the endpoint says a type hash (into h) other than te's; a peer
+ * that says none (before Iron), or a type without a known hash, does not
+ * differ. */
+static int hash_differs(const dds_qos_t *q, const struct type_ent *te, char *h,
+                        size_t len)
+{
+    userdata_hash(q, h, len);
+    return te != NULL && te->hash != NULL && h[0] != '\0' &&
+           strcmp(h, te->hash) != 0;
+}
+
 /* Whether samples of publication `h` are dropped: a writer of a nerve
  * bridge serving this same /dev/shm. */
 static int import_ignored(struct importer *im, dds_instance_handle_t h)
@@ -980,15 +991,10 @@ static int import_ignored(struct importer *im, dds_instance_handle_t h)
     char needle[160];
     snprintf(needle, sizeof needle, "nerveshm=%s;", shm_id);
     int ignore = ep != NULL && userdata_has(ep->qos, needle);
-    if (ep != NULL && !ignore) {
-        /* A writer of the right type name but another type hash
-         * (type_refused said so at its discovery): dropped. */
-        const struct type_ent *te = type_find(im->type);
-        char hash[96];
-        userdata_hash(ep->qos, hash, sizeof hash);
-        if (te && te->hash && hash[0] && strcmp(hash, te->hash) != 0) {
-            ignore = 2;
-        }
+    char hash[96];
+    if (ep != NULL && !ignore &&
+        hash_differs(ep->qos, type_find(im->type), hash, sizeof hash)) {
+        ignore = 2; /* another type hash: type_refused said so */
     }
     if (ep != NULL) {
         dds_builtintopic_free_endpoint(ep);
@@ -1272,12 +1278,9 @@ static int type_refused(const char *topic,
                         const char *ros_type, int typed)
 {
     const struct type_ent *te = typed ? type_find(ros_type) : NULL;
-    char h[96] = "";
-    if (te != NULL) {
-        userdata_hash(ep->qos, h, sizeof h);
-        if (te->hash == NULL || h[0] == '\0' || strcmp(h, te->hash) == 0) {
-            return 0;
-        }
+    char h[96];
+    if (te != NULL && !hash_differs(ep->qos, te, h, sizeof h)) {
+        return 0;
     }
     if (!typed) {
         say_peer("error: from-ros %s: a publisher has DDS type '%s', not a "
