@@ -20,7 +20,8 @@ pub fn escape(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (0x7f..=0x9f).contains(&(c as u32)) => {
+            c if c.is_control() => {
+                // C0, DEL and C1: Unicode's Cc, as cli_text.c escapes.
                 // Writing to a String cannot fail.
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
