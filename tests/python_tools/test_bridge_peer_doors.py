@@ -78,11 +78,12 @@ class PeerBridge:
         return b"".join(self.err)
 
 
-def test_peer_ids_and_channel_names_are_escaped() -> None:  # the Rust path's (item 3)
+@pytest.mark.parametrize("path", ["rust", "python"])
+def test_peer_ids_and_channel_names_are_escaped(path: str) -> None:
     """A peer whose liveliness tokens hold escape sequences in its id and
     channel name: the bridge's lines about it ("exports", "left") show
     them escaped; no ESC or BEL byte reaches stderr."""
-    br = PeerBridge("rust", "--import", "*")
+    br = PeerBridge(path, "--import", "*")
     try:
         peer = open_session(SessionOptions(connect=[f"tcp/127.0.0.1:{br.port}"]))
         try:

@@ -43,6 +43,7 @@ import nerve
 from nerve import _nerve
 
 from .._limits import ImportBudget, fmt_size
+from .._text import escape
 from . import registry
 from .wire import (
     BridgeError,
@@ -556,7 +557,9 @@ class HostBridge:
         self.domain = opts.domain
         self.ident = opts.ident
         self.qos = qos(opts.priority, opts.express)
-        self.log = log
+        # Peer ids, channel names and keys come from the network: every
+        # line is escaped (_text.escape, the rules of the nerve command's).
+        self.log: Callable[[str], None] = lambda s: log(escape(s))
         self.started_real = time.time_ns()
         self.locals: Dict[str, LocalChannel] = {}
         self.exporters: Dict[str, Exporter] = {}
