@@ -10,12 +10,12 @@ from typing import Iterable
 
 def drop_domain(domain: int) -> None:
     """Remove every channel rmw_nerve made for ROS domain `domain` (its
-    topics ros2-dN.* and its graph ros2-graph-dN): a run on rmw_nerve
+    topics ros2-dN.* and its graphs ros2-graph-dN.*): a run on rmw_nerve
     leaves them, as nerve channels outlive their writers."""
     import nerve
 
     for info in nerve.list_channels():
-        if info.name.startswith(f"ros2-d{domain}.") or info.name == f"ros2-graph-d{domain}":
+        if info.name.startswith(f"ros2-d{domain}.") or info.name.startswith(f"ros2-graph-d{domain}."):
             nerve.unlink(info.name)
 
 

@@ -58,7 +58,7 @@ def shm_bytes(domain: int) -> tuple[int, int]:
     """(bytes, files) of the domain's files in /dev/shm."""
     total = files = 0
     for f in os.listdir("/dev/shm"):
-        if f"ros2-d{domain}." in f or f"ros2-graph-d{domain}" in f:
+        if f"ros2-d{domain}." in f or f"ros2-graph-d{domain}." in f:
             try:
                 total += os.stat(f"/dev/shm/{f}").st_blocks * 512
                 files += 1
@@ -131,7 +131,7 @@ def main() -> int:
     print(f"verdict: {'flat' if flat else 'NOT flat'} (shm {b0} -> {b1} B, "
           f"mean node RSS {r0:.0f} -> {r1:.0f} kB)")
     for f in os.listdir("/dev/shm"):
-        if f"ros2-d{domain}." in f or f"ros2-graph-d{domain}" in f:
+        if f"ros2-d{domain}." in f or f"ros2-graph-d{domain}." in f:
             try:
                 os.unlink(f"/dev/shm/{f}")
             except FileNotFoundError:

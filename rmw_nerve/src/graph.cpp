@@ -1,6 +1,7 @@
-// The ROS graph without a daemon: one channel per domain, "ros2-graph-d<N>",
-// in which every process (every rmw context) publishes, as one text
-// message, everything it has: its nodes and their publishers,
+// The ROS graph without a daemon: per domain, one channel per user,
+// "ros2-graph-d<N>.u<UID>" (OWNERS below), in which every process (every
+// rmw context) publishes, as one text message, everything it has: its
+// nodes and their publishers,
 // subscriptions, services and clients. It publishes again on every change
 // and at least every kHeartbeat, so the newest messages of the ring always
 // hold the state of every live context, and a new process learns the graph
@@ -14,9 +15,25 @@
 // reap it: a zombie still exists) and at most kLease + kTick after its last
 // heartbeat.
 //
-// The channel is an ordinary nerve channel: readers hold no lock, a writer
+// OWNERS. /dev/shm is writable by every local user, so one graph channel
+// per domain would belong to whoever made it first, and a stranger could
+// own, feed or truncate the graph of every node. So each user has its own
+// graph channel, "ros2-graph-d<N>.u<UID>", and a process writes its
+// messages into its user's and reads the graph channels of every trusted
+// owner (pubsub.cpp, "Trust": its own user, root, NERVE_RMW_TRUST_USERS
+// and NERVE_RMW_TRUST_GROUP, files no stranger may write): it finds them
+// by listing /dev/shm every kHeartbeat. A channel under its user's name
+// that someone else made (a squatter, who may make any name) is refused
+// with one line, and the process writes into "ros2-graph-d<N>.u<UID>.<ID>"
+// instead, a name nobody can take in advance (ID is the context's random
+// id); such a channel is removed when unused. Channels of untrusted
+// owners are never read, so they cannot feed a node or crash it with
+// SIGBUS by truncation; one line per name says so (the first
+// kMaxRefusedSaid of them).
+//
+// The channels are ordinary nerve channels: readers hold no lock, a writer
 // killed mid-put leaves nothing half-written, and `nerve cat
-// ros2-graph-d0` shows the text. A message that does not parse is ignored:
+// ros2-graph-d0.u0` shows the text. A message that does not parse is ignored:
 // anyone who may write the channel could write anything.
 //
 // FORMAT (version 3): "nerve-rmw-graph 3 CTXHEX PID live|bye", then one line
@@ -48,6 +65,7 @@
 namespace rmw_nerve {
 
 static bool too_big(size_t len); // BOUNDS, below
+static void say_once(std::atomic<bool> &said, const char *what);
 
 static const int64_t kTick = 100 * 1000000LL;      // reader wake-up
 static const int64_t kSweep = 5000 * 1000000LL;    // leftovers collected
@@ -89,39 +107,133 @@ static bool unhex(const std::string &s, uint8_t *p, size_t n)
     return true;
 }
 
-rmw_ret_t Graph::start()
+static const size_t kMaxGraphChannels = 256; // of other owners
+static const size_t kMaxRefused = 4096;      // names remembered as refused
+static const size_t kMaxRefusedSaid = 8;     // of them said on stderr
+
+// OWNERS: this user's graph channel of the domain.
+static std::string user_graph(size_t domain)
 {
-    std::string name = graph_channel(domain_);
-    int r = chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20, false);
-    (void)r; // an existing graph channel of other geometry is fine
+    return graph_prefix(domain) + "u" + std::to_string(geteuid());
+}
+
+rmw_ret_t Graph::open_mine()
+{
+    std::string name = user_graph(domain_);
     std::string why;
-    if (0 != chan_open_checked(name, "rmw_nerve/graph", NERVE_O_WRITE, &wr_,
-                               &why) ||
-        0 != chan_open_checked(name, "rmw_nerve/graph", NERVE_O_READ, &rd_,
-                               &why))
-        return fail(RMW_RET_ERROR, "rmw_nerve: graph channel '%s': %s",
-                    name.c_str(), why.c_str());
-    // Read what the ring holds now, so that the first query after init
-    // already sees the others.
-    std::vector<char> buf(64 * 1024);
-    int64_t now = mono_ns();
+    for (int attempt = 0; attempt < 2; attempt++) {
+        // An existing graph channel of other geometry is fine.
+        (void)chan_create_for(name, "rmw_nerve/graph", "", 4096, 4u << 20,
+                              attempt > 0);
+        int o = chan_open_checked(name, "rmw_nerve/graph", NERVE_O_WRITE, &wr_,
+                                  &why);
+        if (o == 0)
+            o = chan_open_checked(name, "rmw_nerve/graph", NERVE_O_READ, &rd_,
+                                  &why);
+        if (o == 0) {
+            mine_ = name;
+            return RMW_RET_OK;
+        }
+        if (wr_) {
+            nerve_chan_close(wr_);
+            wr_ = nullptr;
+        }
+        if (o != NERVE_EPERM || attempt > 0)
+            break;
+        // OWNERS: squatted; a name of this context's own instead.
+        std::string alt =
+            name + "." + hex(reinterpret_cast<const uint8_t *>(&ctx_id_), 8);
+        fprintf(stderr,
+                "rmw_nerve: graph channel '%s' refused: %s; using '%s'\n",
+                name.c_str(), why.c_str(), alt.c_str());
+        name = alt;
+    }
+    return fail(RMW_RET_ERROR, "rmw_nerve: graph channel '%s': %s",
+                name.c_str(), why.c_str());
+}
+
+// Read the messages of channel c past its cursor (at most 100000); with
+// `wait`, wait up to kTick for the first. Returns whether the view
+// changed; *err gets the get's last status (NERVE_ECANCELED: stopping).
+bool Graph::drain(nerve_chan *c, std::vector<char> &buf, bool wait, int *err)
+{
+    bool ch = false;
     for (int i = 0; i < 100000; i++) {
         struct nerve_get_info info;
-        int g = nerve_chan_get(rd_, buf.data(), buf.size(), 0, 0, &info,
-                               NERVE_GET_NEXT);
+        uint32_t f = NERVE_GET_NEXT | (wait && i == 0 ? NERVE_F_WAIT : 0);
+        int g = nerve_chan_get(c, buf.data(), buf.size(), 0, kTick, &info, f);
         if (g == NERVE_EMSGSIZE) {
-            if (!too_big(info.len))
-                buf.resize(info.len);
+            if (too_big(info.len))
+                nerve_chan_seek(c, nerve_chan_cursor(c) + 1);
             else
-                nerve_chan_seek(rd_, nerve_chan_cursor(rd_) + 1);
+                buf.resize(info.len);
             continue;
         }
+        *err = g;
         if (g != 0)
             break;
-        if (now - info.time_ns < kLease)
-            ingest(buf.data(), info.len, info.time_ns);
+        if (mono_ns() - info.time_ns < kLease)
+            ch = ingest(buf.data(), info.len, info.time_ns) || ch;
     }
-    expire(now);
+    return ch;
+}
+
+// OWNERS: open the graph channels of other trusted owners that appeared.
+void Graph::scan_others()
+{
+    struct Scan {
+        std::string prefix;
+        std::vector<std::string> names;
+    } sc{graph_prefix(domain_), {}};
+    (void)nerve_chan_list(
+        [](const char *name, void *arg) {
+            Scan *s = static_cast<Scan *>(arg);
+            if (strncmp(name, s->prefix.c_str(), s->prefix.size()) == 0)
+                s->names.push_back(name);
+            return s->names.size() < kMaxRefused + kMaxGraphChannels ? 0 : 1;
+        },
+        &sc);
+    for (const std::string &name : sc.names) {
+        if (name == mine_ || others_.count(name) || refused_.count(name))
+            continue;
+        if (others_.size() >= kMaxGraphChannels ||
+            refused_.size() >= kMaxRefused) {
+            static std::atomic<bool> said{false};
+            say_once(said, "more graph channels than read (256 of trusted "
+                           "owners, 4096 refused)");
+            break;
+        }
+        nerve_chan *c = nullptr;
+        std::string why;
+        if (chan_open_checked(name, "rmw_nerve/graph", NERVE_O_READ, &c,
+                              &why) == 0) {
+            others_[name] = c;
+            continue;
+        }
+        refused_.insert(name);
+        if (refused_.size() <= kMaxRefusedSaid)
+            fprintf(stderr, "rmw_nerve: graph channel '%s' not read: %s%s\n",
+                    name.c_str(), why.c_str(),
+                    refused_.size() == kMaxRefusedSaid
+                        ? " (further ones not reported)"
+                        : "");
+    }
+}
+
+rmw_ret_t Graph::start()
+{
+    rmw_ret_t r = open_mine();
+    if (r != RMW_RET_OK)
+        return r;
+    // Read what the rings hold now, so that the first query after init
+    // already sees the others.
+    std::vector<char> buf(64 * 1024);
+    int err = 0;
+    scan_others();
+    (void)drain(rd_, buf, false, &err);
+    for (auto &kv : others_)
+        (void)drain(kv.second, buf, false, &err);
+    expire(mono_ns());
     {
         std::lock_guard<std::mutex> lk(mu_);
         publish_locked();
@@ -156,6 +268,13 @@ void Graph::stop()
         nerve_chan_close(rd_);
         rd_ = nullptr;
     }
+    for (auto &kv : others_)
+        nerve_chan_close(kv.second);
+    others_.clear();
+    // A channel of this context's own name (OWNERS) goes with the last
+    // process that uses it.
+    if (!mine_.empty() && mine_ != user_graph(domain_))
+        (void)nerve_chan_remove_unused(mine_.c_str());
 }
 
 void Graph::publish_locked()
@@ -437,23 +556,21 @@ void Graph::run()
     std::vector<char> buf(64 * 1024);
     int64_t last_tick = mono_ns();
     int64_t last_sweep = last_tick;
+    int64_t last_scan = last_tick;
     while (!stop_.load()) {
-        struct nerve_get_info info;
-        int g = nerve_chan_get(rd_, buf.data(), buf.size(), 0, kTick, &info,
-                               NERVE_GET_NEXT | NERVE_F_WAIT);
-        bool ch = false;
-        if (g == NERVE_EMSGSIZE) {
-            if (too_big(info.len))
-                nerve_chan_seek(rd_, nerve_chan_cursor(rd_) + 1);
-            else
-                buf.resize(info.len);
-            continue;
-        }
-        if (g == NERVE_ECANCELED)
+        // Waits on this user's channel; those of other owners are polled
+        // after it, so their news comes within kTick.
+        int err = 0;
+        bool ch = drain(rd_, buf, true, &err);
+        if (err == NERVE_ECANCELED)
             break;
-        if (g == 0)
-            ch = ingest(buf.data(), info.len, info.time_ns);
+        for (auto &kv : others_)
+            ch = drain(kv.second, buf, false, &err) || ch;
         int64_t now = mono_ns();
+        if (now - last_scan >= kHeartbeat) {
+            last_scan = now;
+            scan_others();
+        }
         if (now - last_tick >= kTick) {
             last_tick = now;
             ch = expire(now) || ch;

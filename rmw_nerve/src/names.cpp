@@ -79,9 +79,9 @@ bool topic_channel(size_t domain, const char *topic, const char *suffix,
     return true;
 }
 
-std::string graph_channel(size_t domain)
+std::string graph_prefix(size_t domain)
 {
-    return "ros2-graph-d" + std::to_string(domain);
+    return "ros2-graph-d" + std::to_string(domain) + ".";
 }
 
 // "std_msgs::msg" + "String" -> "std_msgs/msg/String"

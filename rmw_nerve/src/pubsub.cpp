@@ -28,6 +28,7 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nerve/clock.h>
@@ -127,14 +128,32 @@ int chan_make_room(nerve_chan **ch, int r, uint64_t want, uint64_t slots)
     return nerve_chan_grow(ch, want, slots);
 }
 
+// NERVE_RMW_TRUST_GROUP's entry (a name or a gid), or NULL when unset or
+// no group.
+static struct group *trust_group()
+{
+    const char *group = getenv("NERVE_RMW_TRUST_GROUP");
+    if (!group || !*group)
+        return nullptr;
+    char *e = nullptr;
+    unsigned long n = strtoul(group, &e, 10);
+    return *e == '\0' ? getgrgid((gid_t)n) : getgrnam(group);
+}
+
 // Trust: readers trust a channel's writers with the file
 // (docs/hostile-files.md), so a node uses a topic's, a service's or the
 // graph's channel only when the file's owner is trusted: the node's own
 // user and root, and the users that NERVE_RMW_TRUST_USERS lists (names or
 // uids, comma-separated) or that are members of NERVE_RMW_TRUST_GROUP (a
 // group name or gid; its members and the users whose primary group it is).
+// The owner alone is not enough: a trusted owner's file that untrusted
+// users may write (mode 0666, or group-writable for a group other than
+// NERVE_RMW_TRUST_GROUP) is refused too, as such a user could write
+// anything into it or truncate it under every node (SIGBUS).
 // Invariant: every channel rmw_nerve opens passes here before any message
-// of it is read or written (chan_open_checked is the only opener).
+// of it is read or written (chan_open_checked is the only opener); the
+// checks are on the opened descriptor (nerve_chan_stat), so a file swapped
+// in after the check is not the one used.
 static bool owner_trusted(uint32_t uid, std::string *why)
 {
     if (uid == 0 || uid == (uint32_t)geteuid())
@@ -166,9 +185,7 @@ static bool owner_trusted(uint32_t uid, std::string *why)
     }
     const char *group = getenv("NERVE_RMW_TRUST_GROUP");
     if (group && *group) {
-        char *e = nullptr;
-        unsigned long n = strtoul(group, &e, 10);
-        struct group *gr = *e == '\0' ? getgrgid((gid_t)n) : getgrnam(group);
+        struct group *gr = trust_group();
         if (!gr) {
             *why = "NERVE_RMW_TRUST_GROUP names no group: '" +
                    std::string(group) + "'";
@@ -186,6 +203,27 @@ static bool owner_trusted(uint32_t uid, std::string *why)
     return false;
 }
 
+static bool file_trusted(const struct nerve_stats &st, std::string *why)
+{
+    if (!owner_trusted(st.uid, why))
+        return false;
+    struct group *gr = (st.mode & S_IWGRP) ? trust_group() : nullptr;
+    bool group_ok =
+        (st.mode & S_IWGRP) == 0 || (gr && (uint32_t)gr->gr_gid == st.gid);
+    if ((st.mode & S_IWOTH) == 0 && group_ok)
+        return true;
+    char b[200];
+    snprintf(b, sizeof b,
+             "the channel's file has mode %04o: users who are not trusted "
+             "may write it (%s)",
+             (unsigned)(st.mode & 07777),
+             (st.mode & S_IWOTH) ? "writable by others"
+                                 : "writable by a group that is not "
+                                   "NERVE_RMW_TRUST_GROUP");
+    *why = b;
+    return false;
+}
+
 int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
                       nerve_chan **out, std::string *why)
 {
@@ -197,7 +235,7 @@ int chan_open_checked(const std::string &name, const char *type, uint32_t flags,
     }
     struct nerve_stats st;
     r = nerve_chan_stat(c, &st);
-    if (r || !owner_trusted(st.uid, why)) {
+    if (r || !file_trusted(st, why)) {
         if (r)
             *why = "the channel's owner cannot be read";
         nerve_chan_close(c);

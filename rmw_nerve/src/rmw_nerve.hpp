@@ -88,7 +88,9 @@ int64_t real_ns();
 // sets the rmw error) when the name does not fit a channel name.
 bool topic_channel(size_t domain, const char *topic, const char *suffix,
                    std::string *out);
-std::string graph_channel(size_t domain);
+// The graph channels of a domain: "ros2-graph-d<N>." + "u<uid>", one per
+// owner (graph.cpp, OWNERS).
+std::string graph_prefix(size_t domain);
 // The prefix of every topic and service channel of a domain ("" for 0).
 std::string domain_prefix(size_t domain);
 
@@ -237,6 +239,9 @@ private:
     void run();
     void sweep();
     bool ingest(const char *buf, size_t len, int64_t time_ns);
+    rmw_ret_t open_mine();
+    bool drain(nerve_chan *c, std::vector<char> &buf, bool wait, int *err);
+    void scan_others();
     bool expire(int64_t now);
     bool check_leases(int64_t now); // [mu_]
     void changed();
@@ -245,6 +250,11 @@ private:
     uint64_t ctx_id_;
     nerve_chan *wr_ = nullptr; // [mu_] once started; null after stop()
     nerve_chan *rd_ = nullptr; // the graph thread's; closed after it ended
+    std::string mine_;         // [const] once started: wr_'s and rd_'s name
+    // The graph thread's: the trusted graph channels of other owners
+    // (name -> read handle), and the names refused (said once each).
+    std::map<std::string, nerve_chan *> others_;
+    std::set<std::string> refused_;
     std::mutex mu_;
     std::vector<NodeRec> my_nodes_;
     std::vector<Endpoint> my_eps_;

@@ -300,6 +300,8 @@ def test_foxglove_unprivileged_client_and_foreign_origin_cannot_write(name) -> N
     port = int(line.split("ws://127.0.0.1:")[1].split(";")[0])
     try:
         assert as_nobody(port, "https://evil.example", "", cmd) == {"refused": 403}
+        # A sandboxed iframe of any page says Origin: null (issue 41).
+        assert as_nobody(port, "null", "", cmd) == {"refused": 403}
         got = as_nobody(port, "", "", cmd, fresh,
                         wait_status="Server does not support clientPublish capability")
         assert "clientPublish" not in got["capabilities"]
@@ -315,6 +317,16 @@ def test_foxglove_unprivileged_client_and_foreign_origin_cannot_write(name) -> N
         err = stop(proc)
     assert newest(cmd) is None and newest(fresh) == "missing"
     assert "refused a connection from Origin 'https://evil.example'" in err
+    assert "refused a connection from Origin 'null'" in err
+
+
+def test_foxglove_null_origin_only_when_allowed() -> None:
+    """`Origin: null` is refused unless --allow-origin null adds it."""
+    from nerve_tools.viz.foxglove import DEFAULT_ORIGINS, Access
+
+    assert not Access().origin_ok("null")
+    assert Access(origins=(*DEFAULT_ORIGINS, "null")).origin_ok("null")
+    assert Access().origin_ok("https://app.foxglove.dev") and Access().origin_ok(None)
 
 
 @pytest.mark.skipif(_why_nobody is not None, reason=f"foxglove access tests: {_why_nobody}")

@@ -1,6 +1,6 @@
 """The fixture every rmw_nerve test shares: a ROS domain of the test's own.
 
-rmw_nerve names domain N's channels ros2-dN.* and its graph ros2-graph-dN;
+rmw_nerve names domain N's channels ros2-dN.* and its graphs ros2-graph-dN.*;
 a random domain in 1000..60000 keeps a test apart from real domains (which
 nerve ros2 limits to 0..232) and from the other tests, and the fixture
 removes every channel of the domain afterwards."""
@@ -19,7 +19,7 @@ def domain():
     d = random.randint(1000, 60000)
     yield d
     for info in nerve.list_channels():
-        if info.name.startswith(f"ros2-d{d}.") or info.name == f"ros2-graph-d{d}":
+        if info.name.startswith(f"ros2-d{d}.") or info.name.startswith(f"ros2-graph-d{d}."):
             try:
                 nerve.unlink(info.name)
             except nerve.Error:

@@ -541,6 +541,34 @@ def role_planted():
     rclpy.shutdown()
 
 
+def role_planted_live():
+    """A publisher on /planted (which publishes once if it was made), then,
+    after a line on stdin (the files truncated meanwhile), a publish on it
+    and on /live and some spinning: the node is still alive when it says
+    so."""
+    from std_msgs.msg import String
+
+    rclpy.init()
+    n = Node("planted_live")
+    pp = None
+    try:
+        pp = n.create_publisher(String, "/planted", 10)
+        pp.publish(String(data="before"))
+        say({"pub": None})
+    except Exception as e:  # noqa: BLE001 - the message is the point
+        say({"pub": str(e)})
+    sys.stdin.readline()
+    if pp is not None:
+        pp.publish(String(data="after"))
+    p = n.create_publisher(String, "/live", 10)
+    p.publish(String(data="after"))
+    for _ in range(5):
+        rclpy.spin_once(n, timeout_sec=0.1)
+    say({"alive": True, "nodes": [nm for nm, _ in n.get_node_names_and_namespaces()]})
+    n.destroy_node()
+    rclpy.shutdown()
+
+
 def role_init_only():
     try:
         rclpy.init()

@@ -105,7 +105,7 @@ def test_rmw_nerve_and_fastrtps_through_nerve_ros2(tmp_path):
             os.killpg(bridge.pid, signal.SIGKILL)
             log = bridge.communicate()[0]
         for info in nerve.list_channels():
-            if info.name.startswith(f"ros2-d{domain}.") or info.name == f"ros2-graph-d{domain}":
+            if info.name.startswith(f"ros2-d{domain}.") or info.name.startswith(f"ros2-graph-d{domain}."):
                 nerve.unlink(info.name)
     r_mine, r_fast = json.loads(out_mine.splitlines()[-1]), json.loads(out_fast.splitlines()[-1])
     assert r_mine["rmw"] == "rmw_nerve_cpp" and r_fast["rmw"] == "rmw_fastrtps_cpp"

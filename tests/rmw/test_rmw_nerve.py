@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -473,7 +474,7 @@ def test_domains_do_not_see_each_other(domain):
         other.kill()
         other.communicate()
         for info in nerve.list_channels():
-            if info.name.startswith(f"ros2-d{domain + 1}.") or info.name == f"ros2-graph-d{domain + 1}":
+            if info.name.startswith((f"ros2-d{domain + 1}.", f"ros2-graph-d{domain + 1}.")):
                 nerve.unlink(info.name)
     assert r["init"] is None and r["nodes"] == ["init_only"]
 
@@ -481,7 +482,8 @@ def test_domains_do_not_see_each_other(domain):
 def test_graph_channel_garbage_and_foreign(domain):
     # Garbage in the graph channel (anyone who may write it could write
     # anything) is ignored; the node starts and sees itself.
-    g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=4 << 20, type="rmw_nerve/graph",
+    mine = f"ros2-graph-d{domain}.u{os.geteuid()}"  # this user's graph channel
+    g = nerve.create(mine, slots=4096, size=4 << 20, type="rmw_nerve/graph",
                      encoding="text")
     g.put(b"nerve-rmw-graph 2 zz 1 live\nE X")
     g.put(b"\xff\xfe garbage")
@@ -492,12 +494,11 @@ def test_graph_channel_garbage_and_foreign(domain):
     r = result(node(domain, "init_only"))
     assert r["init"] is None and r["nodes"] == ["init_only"]
     # A channel of another kind under the graph's name: init fails, saying so.
-    nerve.unlink(f"ros2-graph-d{domain}")
-    nerve.create(f"ros2-graph-d{domain}", slots=4, size=4096, type="foo/msg/Bar",
+    nerve.unlink(mine)
+    nerve.create(mine, slots=4, size=4096, type="foo/msg/Bar",
                  encoding="raw").close()
     r = result(node(domain, "init_only"))
-    assert ("graph channel 'ros2-graph-d%d': the channel carries type 'foo/msg/Bar'" % domain
-            in r["init"])
+    assert f"graph channel '{mine}': the channel carries type 'foo/msg/Bar'" in r["init"]
 
 
 def plant_as_nobody(name: str, type_: str, encoding: str, slots: int, size: int) -> None:
@@ -527,25 +528,93 @@ def test_planted_channels_of_another_user_are_refused(domain):
     # A setting that names no user is an error that says so.
     r = planted("no-such-user-41")
     assert "NERVE_RMW_TRUST_USERS names no user: 'no-such-user-41'" in r["pub"], r
-    # Trusted by name: the same node then uses it.
+    # Trusted by name, but mode 0666 lets anyone write (and truncate) it:
+    # still refused, saying why; with mode 0644 the same node uses it.
+    r = planted("daemon,nobody")
+    assert "has mode 0666: users who are not trusted may write it" in r["pub"], r
+    for path in (f"/dev/shm/nerve.ros2-d{domain}.planted",
+                 f"/dev/shm/nerve-bell.ros2-d{domain}.planted"):
+        os.chmod(path, 0o644)
     r = planted("daemon,nobody")
     assert r["sub"] is None and r["pub"] is None, r
 
 
-def test_planted_graph_channel_is_refused(domain):
+def test_graph_squatted_by_another_user(domain):
+    """User nobody makes this user's graph channel first and a graph of its
+    own holding a fake node: nodes start anyway, see each other through a
+    channel of their own, and never the fake node (issue 41, item 1)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to give a channel to user nobody")
-    plant_as_nobody(f"ros2-graph-d{domain}", "rmw_nerve/graph", "text", 4096, 4 << 20)
-    r = result(node(domain, "init_only"))
-    assert r["init"] and "owned by uid 65534 (nobody), who is not trusted" in r["init"], r
+    me = f"ros2-graph-d{domain}.u0"
+    plant_as_nobody(me, "rmw_nerve/graph", "text", 4096, 4 << 20)
+    plant_as_nobody(f"ros2-graph-d{domain}.u65534", "rmw_nerve/graph", "text", 16, 65536)
+    g = nerve.open(f"ros2-graph-d{domain}.u65534", write=True)
+    g.put(b"nerve-rmw-graph 2 0123456789abcdef %d live\nN 1 ghost / /\n" % os.getpid())
+    g.close()
+    other = node(domain, "graph_other")
+    try:
+        expect(other, "ready")
+        r = result(node(domain, "init_only"))
+    finally:
+        other.kill()
+        other.communicate()
+    assert r["init"] is None and sorted(r["nodes"]) == ["init_only", "other"], r
+    err = r["_stderr"]
+    assert f"graph channel '{me}' refused: the channel's file is owned by uid 65534" in err, err
+    assert f"using '{me}." in err, err
+    assert (f"graph channel 'ros2-graph-d{domain}.u65534' not read: the channel's file is "
+            "owned by uid 65534 (nobody)" in err), err
+
+
+def test_truncation_by_another_user_under_a_live_node(domain):
+    """A channel root owns with mode 0666, and a graph channel of nobody's:
+    a node uses neither, so when nobody truncates both (setpriv) the node
+    lives on; before, it died of SIGBUS (issue 41, item 1)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to act as user nobody")
+    topic = f"ros2-d{domain}.planted"
+    nerve.create(topic, slots=16, size=65536, type="std_msgs/msg/String",
+                 encoding="cdr", mode=0o666).close()
+    plant_as_nobody(f"ros2-graph-d{domain}.u65534", "rmw_nerve/graph", "text", 16, 65536)
+    p = node(domain, "planted_live")
+    line = expect(p, "pub")
+    assert "has mode 0666: users who are not trusted may write it" in line, line
+    for name in (topic, f"ros2-graph-d{domain}.u65534"):
+        for path in (f"/dev/shm/nerve.{name}", f"/dev/shm/nerve-bell.{name}"):
+            subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                            "truncate", "-s", "0", path], check=True)
+            assert os.path.getsize(path) == 0
+    r = result(p, "go\n")
+    assert r["alive"] and r["nodes"] == ["planted_live"], r
+
+
+def _until_exists(path: str, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.05)
+    return os.path.exists(path)
+
+
+def test_truncation_by_a_trusted_writer_is_not_defended(domain):
+    """What stays trusted by design (docs/ros2.md, "Trusted owners"): the
+    node's own user truncating a channel the node uses makes the node
+    fault with SIGBUS on its next publish; no guard catches it."""
+    p = node(domain, "planted_live")
+    line = expect(p, "pub")
+    assert '"pub": null' in line, line
+    name = f"ros2-d{domain}.planted"
+    assert _until_exists(f"/dev/shm/nerve.{name}"), sorted(os.listdir("/dev/shm"))
+    os.truncate(f"/dev/shm/nerve.{name}", 0)
+    out, err = p.communicate("go\n", timeout=90)
+    assert p.returncode in (-signal.SIGBUS, 128 + signal.SIGBUS), (p.returncode, out, err)
 
 
 def test_graph_bounds_big_message_and_non_utf8_names(domain):
     """A 3 MiB graph message of fake nodes is skipped unread, a node name of
     bytes \\xff\\xfe is skipped, and rclpy's get_node_names_and_namespaces
     neither raises nor lists them; each skip says one line (issue 41, 4)."""
-    g = nerve.create(f"ros2-graph-d{domain}", slots=4096, size=8 << 20, type="rmw_nerve/graph",
-                     encoding="text")
+    g = nerve.create(f"ros2-graph-d{domain}.u{os.geteuid()}", slots=4096, size=8 << 20,
+                     type="rmw_nerve/graph", encoding="text")
     ctx = 0x0123456789abcdef
     fake = b"".join(b"N %d fake%d / /\n" % (i, i) for i in range(300000))
     assert len(fake) > 3 << 20
@@ -563,7 +632,7 @@ def test_graph_bounds_big_message_and_non_utf8_names(domain):
 def _shm_of(domain: int) -> set[str]:
     """The domain's files in /dev/shm, its graph channel aside."""
     return {f for f in os.listdir("/dev/shm")
-            if f"ros2-d{domain}." in f and f"ros2-graph-d{domain}" not in f}
+            if f"ros2-d{domain}." in f and f"ros2-graph-d{domain}." not in f}
 
 
 def _sweep(domain: int) -> int:

@@ -109,7 +109,7 @@ class World:
             p.communicate()
         for info in nerve.list_channels():
             if info.name.startswith(f"ros2-d{self.domain}.") or \
-                    info.name == f"ros2-graph-d{self.domain}":
+                    info.name.startswith(f"ros2-graph-d{self.domain}."):
                 try:
                     nerve.unlink(info.name)
                 except nerve.Error:

@@ -9,10 +9,13 @@ them on the nerve side."""
 
 from __future__ import annotations
 
+import re
 from typing import Dict
 
 import pytest
 from test_ros2_rclpy import KINDS, N, equal_but_padding, make_channels, put_serialized, read_all
+
+import nerve
 
 from conftest import Ros2Env, need_distro, peer_path, to_ros_matched, topic
 
@@ -108,16 +111,62 @@ def nerve_meta(chan: str):
     return m.type, m.encoding
 
 
-def test_escape_sequences_in_a_peer_type_name_are_escaped(r2: Ros2Env, name) -> None:
-    """A DDS publisher whose type name holds escape sequences: the bridge's
-    line about it is escaped, no raw ESC or BEL reaches its stderr (issue
-    41, item 3)."""
-    c = name("esc")
+def test_a_stranger_does_not_decide_a_topic_type(r2: Ros2Env, name) -> None:
+    """DDS publishers announcing a type the bridge's catalog does not know
+    (a near miss, escape sequences in a ROS-looking name, no ROS 2 type at
+    all) are dropped with one escaped line each and make no channel; a
+    real String publisher afterwards gets every message bridged (issue 41,
+    items 2 and 3)."""
+    c = name("lie")
     br = r2.bridge(f"--from-ros={topic(c)}:{c}")
-    evil = "evil\x1b]0;owned\x07\x1b[2J::x"
-    r2.spawn([peer_path("cyclone_peer"), "pub", "String", topic(c), "1"],
-             dict(r2.env, NERVE_PEER_TYPE_NAME=evil))
-    line = br.wait_line(r"not a ROS 2 message type; ignored", 60)
-    assert "evil\\u001b]0;owned\\u0007\\u001b[2J::x" in line, line
+    lies = {
+        "std_msgs::msg::dds_::Strin_":
+            "has type 'std_msgs/msg/Strin', which this bridge does not know",
+        "std_msgs::msg::dds_::Str\x1b]0;owned\x07\x1b[2Jing_":
+            "has type 'std_msgs/msg/Str\\u001b]0;owned\\u0007\\u001b[2Jing'",
+        "evil\x1b[2J::x": "has DDS type 'evil\\u001b[2J::x', not a ROS 2",
+    }
+    for evil, said in lies.items():
+        r2.spawn([peer_path("cyclone_peer"), "pub", "String", topic(c), "1"],
+                 dict(r2.env, NERVE_PEER_TYPE_NAME=evil))
+        br.wait_line(re.escape(said) + r".*that publisher is not bridged", 60)
     assert "\x1b" not in br.output and "\x07" not in br.output, repr(br.output)
+    assert not any(i.name == c for i in nerve.list_channels()), br.output
+    pub = r2.peer("cyclone", "pub", "String", topic(c), str(N), gate=True)
+    r2.open_gate(br, [topic(c)])
+    assert pub.json(150) == {"written": N, "matched": True}, pub.output
+    assert len(read_all(c)) == N, br.output
+    assert nerve_meta(c) == ("std_msgs/msg/String", "cdr")
     assert br.stop() == 0
+
+
+def test_a_flood_of_malformed_packets_is_limited(r2: Ros2Env, name) -> None:
+    """Random bytes after an RTPS header, sent for 3 s to every unicast
+    port a participant of the domain may have: Cyclone warns about each
+    malformed packet, and those lines reach the bridge's stderr escaped,
+    prefixed "dds:" and at most 20 a second plus the count of the others
+    (issue 41, item 4: 9,000 raw lines a second before)."""
+    import random
+    import socket
+    import time
+
+    c = name("flood")
+    br = r2.bridge(f"--from-ros={topic(c)}:{c}")
+    base = 7400 + 250 * r2.domain
+    ports = [base + 10 + k for k in range(62)]  # ParticipantIndex 0..30
+    rnd = random.Random(41)
+    sent = 0
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        start = time.monotonic()
+        while time.monotonic() - start < 3.0:
+            head = b"RTPS\x02\x01\x01\x10" + rnd.randbytes(12)
+            for port in ports:
+                s.sendto(head + rnd.randbytes(rnd.randint(8, 1400)), ("127.0.0.1", port))
+                sent += 1
+        took = time.monotonic() - start
+    br.wait_line(r"dds: .*malformed", 30)
+    br.wait_line(r"lines suppressed \(more than 20 a second\)", 30)
+    assert br.stop() == 0
+    dds = [ln for ln in br.lines if "dds: " in ln]
+    assert len(dds) <= 20 * (took + 8), (sent, len(dds))
+    assert "\x1b" not in br.output, repr(br.output[-2000:])

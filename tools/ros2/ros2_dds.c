@@ -16,7 +16,9 @@
  * are counted, never the writers slower).
  *
  * From ROS 2. For each --from topic a reader is created once a publisher
- * of "rt/<topic>" is discovered (its type name gives the channel's type);
+ * of "rt/<topic>" is discovered whose type the catalog knows, with the
+ * same type hash where the publisher says one (its type name gives the
+ * channel's type; others are dropped: type_refused);
  * a listener takes each sample and writes its bytes into a reservation of
  * the channel, committed at the sample's source time translated to
  * CLOCK_MONOTONIC (nerve_chan_commit_at keeps ring times ordered). The
@@ -63,6 +65,7 @@
 #include "../cli.h"
 #include "rawcdr.h"
 #include "ros2_services.h"
+#include "ros2_log.h"
 
 #define PROG "nerve ros2"
 #define OWN_N 4096          /* own sequence numbers remembered per channel */
@@ -237,19 +240,24 @@ static int ros_type_of(const char *dds, char *out, size_t len)
 
 /* ---- reporting --------------------------------------------------------- */
 
-static void say(const char *fmt, ...)
+/* Type names, topics and channels come from DDS peers: every line is
+ * escaped (ros2_log.c), so no peer writes escape sequences into the
+ * operator's terminal; say_peer() is for the lines a peer can repeat at
+ * will, which are rate-limited too. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    ros2_logv(PROG, 0, fmt, ap);
     va_end(ap);
-    /* Type names, topics and channels come from DDS peers: escaped, so no
-     * peer writes escape sequences into the operator's terminal. */
-    fprintf(stderr, "%s: ", PROG);
-    cli_ctext(stderr, line);
-    fputc('\n', stderr);
-    fflush(stderr);
+}
+
+__attribute__((format(printf, 1, 2))) static void say_peer(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ros2_logv(PROG, 1, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- state --------------------------------------------------------------- */
@@ -340,6 +348,7 @@ struct importer {
     } handles[HANDLES];
     unsigned nhandles;
     uint64_t received, put, ignored, refused_size, too_big, errors, clamped;
+    uint64_t refused_type; /* samples of writers of another type hash */
     uint64_t own_late;
     char warned[4][NERVE_TYPE_MAX + 1]; /* other types reported once */
     struct importer *next;
@@ -974,6 +983,17 @@ static void userdata_hash(const dds_qos_t *q, char *out, size_t len)
     dds_free(ud);
 }
 
+/* Whether the endpoint says a type hash (into h) other than te's; a peer
+ * that says none (before Iron), or a type without a known hash, does not
+ * differ. */
+static int hash_differs(const dds_qos_t *q, const struct type_ent *te, char *h,
+                        size_t len)
+{
+    userdata_hash(q, h, len);
+    return te != NULL && te->hash != NULL && h[0] != '\0' &&
+           strcmp(h, te->hash) != 0;
+}
+
 /* Whether samples of publication `h` are dropped: a writer of a nerve
  * bridge serving this same /dev/shm. */
 static int import_ignored(struct importer *im, dds_instance_handle_t h)
@@ -988,6 +1008,11 @@ static int import_ignored(struct importer *im, dds_instance_handle_t h)
     char needle[160];
     snprintf(needle, sizeof needle, "nerveshm=%s;", shm_id);
     int ignore = ep != NULL && userdata_has(ep->qos, needle);
+    char hash[96];
+    if (ep != NULL && !ignore &&
+        hash_differs(ep->qos, type_find(im->type), hash, sizeof hash)) {
+        ignore = 2; /* another type hash: type_refused said so */
+    }
     if (ep != NULL) {
         dds_builtintopic_free_endpoint(ep);
     }
@@ -1195,8 +1220,10 @@ static void on_data(dds_entity_t rd, void *arg)
     dds_sample_info_t si;
     while (dds_takecdr(rd, &sd, 1, &si, DDS_ANY_STATE) == 1) {
         if (si.valid_data) {
-            if (import_ignored(im, si.publication_handle)) {
-                im->ignored++;
+            int ig = import_ignored(im, si.publication_handle);
+            if (ig) {
+                im->ignored += ig == 1;
+                im->refused_type += ig == 2;
             } else {
                 import_deliver(im, sd, &si);
             }
@@ -1256,6 +1283,38 @@ static void import_start(struct importer *im, const char *ros_type,
         te ? "" : " (type not known to rosbags: channel without schema)");
 }
 
+/* Strangers do not decide a topic's type: a publication is bridged only
+ * when its type is a ROS 2 message type in the catalog and, where the
+ * publisher says a type hash ("typehash=" in its user data; peers older
+ * than Iron say none), that hash is the catalog's. Otherwise that writer
+ * is dropped with one rate-limited line, and the topic waits for (or
+ * keeps serving) the publishers that match: no channel is made from a
+ * type the bridge does not know. Returns 1 when refused (and said). */
+static int type_refused(const char *topic,
+                        const dds_builtintopic_endpoint_t *ep,
+                        const char *ros_type, int typed)
+{
+    const struct type_ent *te = typed ? type_find(ros_type) : NULL;
+    char h[96];
+    if (te != NULL && !hash_differs(ep->qos, te, h, sizeof h)) {
+        return 0;
+    }
+    if (!typed) {
+        say_peer("error: from-ros %s: a publisher has DDS type '%s', not a "
+                 "ROS 2 message type; that publisher is not bridged",
+                 topic, ep->type_name ? ep->type_name : "");
+    } else if (te == NULL) {
+        say_peer("error: from-ros %s: a publisher has type '%s', which this "
+                 "bridge does not know; that publisher is not bridged",
+                 topic, ros_type);
+    } else {
+        say_peer("error: from-ros %s: a publisher of %s has type hash %s, "
+                 "this bridge knows %s; that publisher is not bridged",
+                 topic, ros_type, h, te->hash);
+    }
+    return 1;
+}
+
 /* A publication seen in discovery: start the importer of its topic, or
  * report a type that differs from the one bridged. */
 static int on_publication(const dds_builtintopic_endpoint_t *ep)
@@ -1275,10 +1334,7 @@ static int on_publication(const dds_builtintopic_endpoint_t *ep)
         if (strcmp(im->topic, topic) != 0 || im->disabled) {
             continue;
         }
-        if (!typed) {
-            say("error: from-ros %s: a publisher has DDS type '%s', not a ROS "
-                "2 message type; ignored",
-                topic, ep->type_name ? ep->type_name : "");
+        if (type_refused(topic, ep, ros_type, typed)) {
             continue;
         }
         if (im->rd == 0) {
@@ -1298,20 +1354,9 @@ static int on_publication(const dds_builtintopic_endpoint_t *ep)
                         break;
                     }
                 }
-                say("error: type mismatch on %s: bridged as %s, a publisher "
-                    "offers %s; that publisher is not bridged",
-                    topic, im->type, ros_type);
-            }
-        } else {
-            const struct type_ent *te = type_find(ros_type);
-            char h[96];
-            userdata_hash(ep->qos, h, sizeof h);
-            if (te && te->hash && h[0] && strcmp(h, te->hash) != 0 &&
-                im->warned[0][0] != '#') {
-                snprintf(im->warned[0], sizeof im->warned[0], "#");
-                say("warning: type hash mismatch on %s [%s]: the publisher "
-                    "has %s, this bridge knows %s; the definitions differ",
-                    topic, ros_type, h, te->hash);
+                say_peer("error: type mismatch on %s: bridged as %s, a "
+                         "publisher offers %s; that publisher is not bridged",
+                         topic, im->type, ros_type);
             }
         }
     }
@@ -1362,9 +1407,10 @@ static void import_summary(const struct importer *im)
 {
     say("from-ros %s -> %s: %" PRIu64 " received, %" PRIu64 " put, %" PRIu64
         " from same-host bridges ignored, %" PRIu64 " too big, %" PRIu64
-        " errors, refused_size %" PRIu64 ", %" PRIu64 " times clamped",
+        " errors, refused_size %" PRIu64 ", %" PRIu64 " times clamped, %" PRIu64
+        " of another type hash dropped",
         im->topic, im->chan, im->received, im->put, im->ignored, im->too_big,
-        im->errors, im->refused_size, im->clamped);
+        im->errors, im->refused_size, im->clamped, im->refused_type);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -1669,6 +1715,7 @@ int main(int argc, char **argv)
     }
     make_shm_id();
     signals_init();
+    ros2_log_route_dds(PROG);
     if (participant_join() != 0) {
         return 1;
     }
@@ -1693,5 +1740,6 @@ int main(int argc, char **argv)
 #endif
     dds_delete(pp);
     rawcdr_pool_fini();
+    ros2_log_flush(PROG);
     return 0;
 }

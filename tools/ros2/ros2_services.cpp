@@ -17,13 +17,13 @@
 // the bridge process, with the request identity in SampleInfo and
 // WriteParams as rmw_fastrtps uses them.
 //
-// WHICH SERVICES. rmw_nerve's graph of domain N (channel ros2-graph-dN,
-// rmw_nerve/src/graph.cpp, FORMAT versions 2 and 3) lists every live
-// process's services ("E V ..." lines: name, type pkg/srv/Name, REP 2011
-// hash). A service is offered while some live process serves it and its name
-// matches a --services glob; it is withdrawn (its DDS reader and writer
-// deleted, so DDS clients see no server) when the last one says goodbye,
-// its process no longer exists, or nothing came from it for kLease.
+// WHICH SERVICES. rmw_nerve's graph of domain N (channels
+// ros2-graph-dN.uUID, rmw_nerve/src/graph.cpp, FORMAT versions 2 and 3;
+// GraphIn below) lists every live process's services ("E V ..." lines:
+// name, type pkg/srv/Name, REP 2011 hash). A service is offered while some
+// live process serves it and its name matches a --services glob; it is
+// withdrawn (its DDS reader and writer deleted, so DDS clients see no
+// server) when the last one says goodbye, its process no longer exists, or nothing came from it for kLease.
 //
 // PAIRING. A request goes into rmw_nerve's "<svc>-req" channel with the
 // 32-byte header of rmw_nerve/src/service.cpp: client GID = the 16-byte
@@ -141,7 +141,6 @@ struct Ctx {
     std::map<std::string, SrvInfo> services; // by ROS name
 };
 
-nerve_chan *graph;
 std::map<std::string, Ctx> ctxs; // by context id
 
 // One graph message: "nerve-rmw-graph V CTX PID live|bye" and its lines
@@ -191,19 +190,36 @@ void graph_take(const std::string &text)
     ctxs[ctx] = c;
 }
 
-void graph_read()
+// One user's graph channel, "ros2-graph-dN.u<UID>" (rmw_nerve writes its
+// user's; see "Trusted owners" in docs/ros2.md). The bridge reads its own
+// user's and root's, rmw_nerve's default trust, and only while the file is
+// owned by that user.
+struct GraphIn {
+    uint32_t uid;
+    nerve_chan *ch = nullptr;
+};
+std::vector<GraphIn> graphs;
+
+void graph_drain(GraphIn &g)
 {
-    if (graph == nullptr) {
-        std::string n = "ros2-graph-d" + std::to_string(domain);
-        if (nerve_chan_open(n.c_str(), NERVE_O_READ, &graph) != 0) {
-            graph = nullptr;
+    if (g.ch == nullptr) {
+        std::string n = "ros2-graph-d" + std::to_string(domain) + ".u" +
+                        std::to_string(g.uid);
+        struct nerve_stats st;
+        if (nerve_chan_open(n.c_str(), NERVE_O_READ, &g.ch) != 0) {
+            g.ch = nullptr;
+            return;
+        }
+        if (nerve_chan_stat(g.ch, &st) != 0 || st.uid != g.uid) {
+            nerve_chan_close(g.ch);
+            g.ch = nullptr;
             return;
         }
     }
     for (int i = 0; i < 4096; i++) {
         struct nerve_view v;
-        int r = nerve_chan_view(graph, 0, 0, &v, NERVE_GET_NEXT);
-        if (r == NERVE_ESUPERSEDED && nerve_chan_follow(&graph) == 0) {
+        int r = nerve_chan_view(g.ch, 0, 0, &v, NERVE_GET_NEXT);
+        if (r == NERVE_ESUPERSEDED && nerve_chan_follow(&g.ch) == 0) {
             continue;
         }
         if (r != 0) {
@@ -213,9 +229,22 @@ void graph_read()
             continue; // rmw_nerve's own bound (kMaxGraphMsg)
         }
         std::string text(static_cast<const char *>(v.data), v.info.len);
-        if (nerve_chan_view_check(graph, &v) == 0) {
+        if (nerve_chan_view_check(g.ch, &v) == 0) {
             graph_take(text);
         }
+    }
+}
+
+void graph_read()
+{
+    if (graphs.empty()) {
+        graphs.push_back({uint32_t(geteuid())});
+        if (geteuid() != 0) {
+            graphs.push_back({0});
+        }
+    }
+    for (GraphIn &g : graphs) {
+        graph_drain(g);
     }
     int64_t now = mono_ns();
     for (auto it = ctxs.begin(); it != ctxs.end();) {
@@ -757,6 +786,8 @@ extern "C" void ros2_srv_stop(void)
     pp->delete_contained_entities();
     DomainParticipantFactory::get_instance()->delete_participant(pp);
     pp = nullptr;
-    (void)nerve_chan_close(graph);
-    graph = nullptr;
+    for (GraphIn &g : graphs) {
+        (void)nerve_chan_close(g.ch);
+    }
+    graphs.clear();
 }

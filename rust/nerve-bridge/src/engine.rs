@@ -71,8 +71,10 @@ pub struct Reporter {
 }
 
 impl Reporter {
+    /// Every line the engine prints passes here: peer ids, channel names
+    /// and keys in `msg` come from the network, so it is escaped.
     pub fn log(&self, msg: &str) {
-        eprintln!("nerve bridge: {msg}");
+        eprintln!("nerve bridge: {}", crate::text::escape(msg));
     }
     pub fn report(&self, msg: &str, once: Option<&str>) {
         if let Some(kind) = once {
@@ -653,6 +655,8 @@ pub struct BridgeOptions {
     pub priority: Priority,
     pub express: bool,
     pub budget: ImportBudget,
+    /// RECLAIM: how long a channel made for a peer that left is kept.
+    pub import_grace: Duration,
 }
 
 /// `"robot1/cam*"` -> (Some("robot1"), "cam*"); `"cam*"` -> (None, "cam*").
@@ -701,6 +705,9 @@ pub struct Bridge {
     departed: BTreeMap<Key, Arc<StreamShared>>,
     remote: HashMap<Key, bool>,
     pending: HashMap<Key, Instant>,
+    /// RECLAIM: (host, name) that left -> when its channel goes.
+    gone: HashMap<Key, Instant>,
+    import_grace: Duration,
     conflicts: BTreeMap<String, String>,
     budget: ImportBudget,
     /// (host, name) -> the geometry last refused for its size, so that a
@@ -744,6 +751,8 @@ impl Bridge {
             departed: BTreeMap::new(),
             remote: HashMap::new(),
             pending: HashMap::new(),
+            gone: HashMap::new(),
+            import_grace: o.import_grace,
             conflicts: BTreeMap::new(),
             budget: o.budget,
             refused: HashMap::new(),
@@ -871,6 +880,15 @@ impl Bridge {
         for key in due {
             self.attach(key);
         }
+        let left: Vec<Key> = self
+            .gone
+            .iter()
+            .filter(|(_, &t)| now >= t)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in left {
+            self.reclaim(key);
+        }
         if now >= self.next_scan {
             self.next_scan = now + Duration::from_millis(500);
             self.scan();
@@ -983,17 +1001,60 @@ impl Bridge {
             if !self.remote.get(&key).copied().unwrap_or(false) {
                 self.rep.log(&format!("{} exports {}", key.0, key.1));
             }
+            self.gone.remove(&key);
             self.remote.insert(key.clone(), true);
             self.attach(key);
         } else {
             if self.remote.get(&key).copied().unwrap_or(false) {
                 self.rep.log(&format!("{} left: {}", key.0, key.1));
+                self.gone
+                    .insert(key.clone(), Instant::now() + self.import_grace);
             }
             self.remote.insert(key.clone(), false);
             self.pending.remove(&key);
             if let Some(st) = self.streams.remove(&key) {
                 self.departed.insert(key, st.shared.clone()); // its counters go on if it returns
             }
+        }
+    }
+
+    /// RECLAIM. Budgets come back: a channel this bridge made from a
+    /// peer's description (charged to --max-import-total) is removed once
+    /// that peer has been gone for the grace period and no other peer
+    /// exports the name, and its bytes return to the budget. A channel
+    /// that existed before (made locally, or by another program) is never
+    /// removed. Local readers of a removed channel keep their mapping; if
+    /// the peer comes back, the channel is made again and they reopen it.
+    fn reclaim(&mut self, key: Key) {
+        self.gone.remove(&key);
+        let name = &key.1;
+        let back = self.remote.iter().any(|((_, n), &up)| up && n == name);
+        let Some(lc) = self.locals.get(name).cloned() else {
+            return;
+        };
+        let mut st = lock(&lc.state);
+        if back || !st.charged || st.ino.is_none() || chan_ino(name) != st.ino {
+            return; // in use again, not made here, or no longer the file made
+        }
+        st.writer = None;
+        match nerve::unlink(name) {
+            Ok(()) => {
+                st.charged = false;
+                st.ino = None;
+                drop(st);
+                let before = self.budget.charged();
+                self.budget.release(name);
+                self.rep.log(&format!(
+                    "{name}: {} left {:.1} s ago; removed the channel made for it ({} returned to the import budget)",
+                    key.0,
+                    self.import_grace.as_secs_f64(),
+                    crate::limits::fmt_size(before - self.budget.charged())
+                ));
+            }
+            Err(e) => self.rep.report(
+                &format!("{name}: cannot remove the channel made for {}: {e}", key.0),
+                Some("reclaim"),
+            ),
         }
     }
 

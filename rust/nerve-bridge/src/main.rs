@@ -16,6 +16,7 @@
 mod engine;
 mod limits;
 mod registry;
+mod text;
 mod wire;
 use engine::{Bridge, BridgeOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,12 +44,27 @@ const USAGE: &str = "usage: nerve bridge [--listen ENDPOINT]... [--connect ENDPO
 [--max-import-total SIZE]";
 
 fn usage_error(msg: &str) -> ! {
-    eprintln!("{USAGE}\n{PROG}: error: {msg}");
+    eprintln!("{USAGE}\n{PROG}: error: {}", text::escape(msg));
     std::process::exit(2);
 }
 
+/// How long a channel made for a peer that left is kept before it is
+/// removed and its import budget returned: $NERVE_IMPORT_GRACE seconds
+/// (default 10; the peer may come back meanwhile).
+fn import_grace() -> Duration {
+    match std::env::var("NERVE_IMPORT_GRACE") {
+        Err(_) => Duration::from_secs(10),
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && (0.0..=86400.0).contains(&s) => Duration::from_secs_f64(s),
+            _ => usage_error(&format!(
+                "bad NERVE_IMPORT_GRACE '{v}': seconds from 0 to 86400"
+            )),
+        },
+    }
+}
+
 fn die(msg: &str, code: i32) -> ! {
-    eprintln!("{PROG}: {msg}");
+    eprintln!("{PROG}: {}", text::escape(msg));
     std::process::exit(code);
 }
 
@@ -348,6 +364,7 @@ fn main() {
         .collect();
     let ident = host_id(a.ident.as_deref());
     let prio = priority(&a.priority);
+    let import_grace = import_grace();
     let conf = make_config(&a);
     let session = zenoh::open(conf).wait().unwrap_or_else(|e| {
         let mut why = short_error(&e);
@@ -371,6 +388,7 @@ fn main() {
             priority: prio,
             express: a.express,
             budget,
+            import_grace,
         },
     );
     if let Err(e) = bridge.start() {
@@ -389,8 +407,9 @@ fn main() {
         what.join("; ")
     };
     eprintln!(
-        "{PROG}: ready: id {ident}, domain {}, {what}; data path: rust (zenoh {ZENOH_VERSION})",
-        a.domain
+        "{PROG}: ready: id {ident}, domain {}, {}; data path: rust (zenoh {ZENOH_VERSION})",
+        a.domain,
+        text::escape(&what)
     );
     if !a.connect.is_empty() {
         let end = Instant::now() + Duration::from_secs(3);
@@ -403,7 +422,7 @@ fn main() {
         if connected(bridge.session()) == 0 {
             eprintln!(
                 "{PROG}: warning: no peer reachable yet at {}; still trying",
-                a.connect.join(", ")
+                text::escape(&a.connect.join(", "))
             );
         }
     }

@@ -27,7 +27,7 @@ from .. import _limits as limits
 from .. import options
 from .._text import escape
 from . import registry
-from .engine import BridgeOptions, HostBridge
+from .engine import BridgeOptions, HostBridge, import_grace_s
 from .wire import (
     BridgeError,
     Description,
@@ -235,7 +235,7 @@ def run(argv: Sequence[str]) -> int:
         bridge = HostBridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
                                                imports=args.imports, priority=args.priority,
                                                express=args.express, poll_us=args.poll,
-                                               budget=budget))
+                                               budget=budget, import_grace_s=import_grace_s()))
     except BridgeError as e:
         session.close()
         return _die(str(e), 2)

@@ -42,7 +42,8 @@ import zenoh
 import nerve
 from nerve import _nerve
 
-from .._limits import ImportBudget
+from .._limits import ImportBudget, fmt_size
+from .._text import escape
 from . import registry
 from .wire import (
     BridgeError,
@@ -512,6 +513,24 @@ class BridgeOptions:
     poll_us: float = 0.0
     # What peers' descriptions may make this host allocate (_limits.py).
     budget: ImportBudget = field(default_factory=ImportBudget)
+    # RECLAIM: how long a channel made for a peer that left is kept.
+    import_grace_s: float = 10.0
+
+
+def import_grace_s() -> float:
+    """$NERVE_IMPORT_GRACE seconds (default 10), as the Rust data path
+    reads it: how long a channel made for a peer that left is kept before
+    it is removed and its import budget returned."""
+    v = os.environ.get("NERVE_IMPORT_GRACE")
+    if v is None:
+        return 10.0
+    try:
+        s = float(v)
+    except ValueError:
+        s = -1.0
+    if not 0.0 <= s <= 86400.0:
+        raise BridgeError(f"bad NERVE_IMPORT_GRACE {v!r}: seconds from 0 to 86400")
+    return s
 
 
 def split_import(glob: str) -> Tuple[Optional[str], str]:
@@ -538,7 +557,9 @@ class HostBridge:
         self.domain = opts.domain
         self.ident = opts.ident
         self.qos = qos(opts.priority, opts.express)
-        self.log = log
+        # Peer ids, channel names and keys come from the network: every
+        # line is escaped (_text.escape, the rules of the nerve command's).
+        self.log: Callable[[str], None] = lambda s: log(escape(s))
         self.started_real = time.time_ns()
         self.locals: Dict[str, LocalChannel] = {}
         self.exporters: Dict[str, Exporter] = {}
@@ -546,6 +567,7 @@ class HostBridge:
         self.departed: Dict[Tuple[str, str], ImportStream] = {}
         self.remote: Dict[Tuple[str, str], bool] = {}  # (host, name) -> token alive
         self.pending: Dict[Tuple[str, str], float] = {}  # next attach attempt (monotonic)
+        self.gone: Dict[Tuple[str, str], float] = {}  # RECLAIM: left -> when its channel goes
         self.conflicts: Dict[str, str] = {}
         self.budget = opts.budget
         # (host, name) -> the geometry last refused for its size, so that a
@@ -657,6 +679,9 @@ class HostBridge:
         for key, when in list(self.pending.items()):
             if now >= when:
                 self._attach(*key)
+        for key, when in list(self.gone.items()):
+            if now >= when:
+                self._reclaim(key)
         if now >= self._next_scan:
             self._next_scan = now + self.opts.scan_s
             self._scan()
@@ -740,17 +765,49 @@ class HostBridge:
         if kind == "up":
             if not self.remote.get(key):
                 self.log(f"nerve bridge: {host} exports {name}")
+            self.gone.pop(key, None)
             self.remote[key] = True
             self._attach(host, name)
         else:
             if self.remote.get(key):
                 self.log(f"nerve bridge: {host} left: {name}")
+                self.gone[key] = time.monotonic() + self.opts.import_grace_s
             self.remote[key] = False
             self.pending.pop(key, None)
             st = self.streams.pop(key, None)
             if st is not None:
                 st.close()
                 self.departed[key] = st  # its counters go on if it returns
+
+    def _reclaim(self, key: Tuple[str, str]) -> None:
+        """RECLAIM (as the Rust data path's engine.rs): a channel this
+        bridge made from a peer's description is removed once that peer
+        has been gone for the grace period and no other peer exports the
+        name, and its bytes return to the import budget. A channel that
+        existed before is never removed; local readers keep their mapping,
+        and the channel is made again if the peer comes back."""
+        self.gone.pop(key, None)
+        host, name = key
+        lc = self.locals.get(name)
+        if lc is None or any(up and n == name for (_, n), up in self.remote.items()):
+            return
+        with lc.lock:
+            if not lc.charged or lc.ino is None or chan_ino(name) != lc.ino:
+                return
+            if lc.writer is not None:
+                lc.writer.close()
+                lc.writer = None
+            try:
+                nerve.unlink(name)
+            except nerve.Error as e:
+                self.report(f"{name}: cannot remove the channel made for {host}: {e}", once="reclaim")
+                return
+            lc.charged, lc.ino = False, None
+        before = self.budget.charged
+        self.budget.release(name)
+        self.log(f"nerve bridge: {name}: {host} left {self.opts.import_grace_s:.1f} s ago; removed "
+                 f"the channel made for it ({fmt_size(before - self.budget.charged)} returned to "
+                 f"the import budget)")
 
     def _attach(self, host: str, name: str) -> None:
         """Learn the description of host's channel, make the local channel

@@ -23,10 +23,12 @@ foxglove"):
   URL, ``ws://HOST:PORT/?token=T``, or as ``Authorization: Bearer T``).
   ``--tls-cert``/``--tls-key`` serve ``wss://`` instead.
 - A browser says which page opened the WebSocket in its ``Origin`` header;
-  only Foxglove's own app origins and local files (``file://``, ``null``)
-  are accepted, plus those given with ``--allow-origin`` (``*``: any), so
-  a web page in the operator's browser cannot reach the robot. Clients
-  that send no Origin (not browsers) are accepted.
+  only Foxglove's own app origins and ``file://`` are accepted, plus those
+  given with ``--allow-origin`` (``*``: any), so a web page in the
+  operator's browser cannot reach the robot. ``null`` is refused unless
+  ``--allow-origin null`` is given: browsers send it for a local file, but
+  also for any page's sandboxed iframe. Clients that send no Origin (not
+  browsers) are accepted.
 - Client publishing is off unless ``--publish GLOB``: then a Foxglove panel
   (Publish, Teleop) that advertises a topic matching GLOB writes into the
   existing channel of that name; a channel that does not exist is created
@@ -86,9 +88,9 @@ RELAY_CHANNEL_ID = 0xFFFFFFFF
 #: The environment variable that may hold the token (kept out of `ps`).
 ENV_TOKEN = "NERVE_FOXGLOVE_TOKEN"
 #: Origins a browser may open the WebSocket from by default: Foxglove's web
-#: app and local files (the desktop app and saved layouts: a browser sends
-#: "null" for a file:// page).
-DEFAULT_ORIGINS = ("https://app.foxglove.dev", "https://studio.foxglove.dev", "file://", "null")
+#: app and file:// (the desktop app). Not "null": a browser sends it for a
+#: file:// page, but any web page can send it from a sandboxed iframe.
+DEFAULT_ORIGINS = ("https://app.foxglove.dev", "https://studio.foxglove.dev", "file://")
 
 
 @dataclass
@@ -653,7 +655,8 @@ def parser() -> argparse.ArgumentParser:
                    help="let clients create the channels matching --publish that do not exist")
     p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                    help="also accept browser pages of this Origin (e.g. http://localhost:8080; "
-                        "'*': any); Foxglove's app and local files are accepted")
+                        "'*': any; 'null': a local file's page, which any site's sandboxed "
+                        "iframe can also claim); Foxglove's app and file:// are accepted")
     p.add_argument("--token", default=None,
                    help=f"clients must present this token (ws://HOST:PORT/?token=T or "
                         f"'Authorization: Bearer T'); default ${ENV_TOKEN}")
