@@ -58,6 +58,7 @@
 
 #include "../cli.h"
 #include "rawcdr.h"
+#include "ros2_config.h"
 
 #define PROG "nerve ros2"
 #define OWN_N 4096          /* own sequence numbers remembered per channel */
@@ -1499,6 +1500,15 @@ static void signals_init(void)
 static int participant_join(void)
 {
     /* The participant says its enclave as ROS 2 Iron and later do. */
+    /* Large-data settings and the DDS-side bounds (ros2_config.c). */
+    int crc = ros2_config_domain(opt.domain, opt.max_chan, opt.max_total);
+    if (crc != 0) {
+        fprintf(stderr,
+                "%s: cannot configure DDS domain %u: %s (check CYCLONEDDS_URI "
+                "/ --dds-config)\n",
+                PROG, opt.domain, dds_strretcode(crc));
+        return 1;
+    }
     dds_qos_t *pq = dds_create_qos();
     dds_qset_userdata(pq, "enclave=/;", 10);
     pp = dds_create_participant(opt.domain, pq, NULL);
