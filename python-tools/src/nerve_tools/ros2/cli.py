@@ -40,8 +40,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _limits as limits
 from .. import options, ros2gen
-from . import ddsconfig
 from .._common import channel_name, is_pattern
+from . import ddsconfig
 
 PROG = "nerve ros2"
 NATIVE = "nerve-ros2-dds"
