@@ -12,7 +12,7 @@
 #   nerve-ach        component ach-tools  the nerve-ach command
 #   nerve-ros2-dds   component ros2-dds   nerve-ros2-dds (the DDS data path of
 #                                         `nerve ros2`, on Debian's Cyclone
-#                                         DDS, libddsc0) and the DDS
+#                                         DDS, libddsc0debian) and the DDS
 #                                         configurations in share/nerve/dds
 #
 # Included when NERVE_DEB_LAYOUT is ON. Configure with
@@ -136,7 +136,7 @@ set(CPACK_DEBIAN_ACH-TOOLS_DESCRIPTION "Ach's C API on nerve channels - the nerv
 nerve-ach creates, lists and removes Ach channels on nerve, as Ach's own
 ach command does.")
 
-# Its dependency on Cyclone DDS (libddsc0) comes from dpkg-shlibdeps.
+# Its dependency on Cyclone DDS (libddsc0debian) comes from dpkg-shlibdeps.
 set(CPACK_DEBIAN_ROS2-DDS_PACKAGE_NAME nerve-ros2-dds)
 set(CPACK_DEBIAN_ROS2-DDS_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_ROS2-DDS_PACKAGE_DEPENDS

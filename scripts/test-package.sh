@@ -277,15 +277,15 @@ case " $names " in
 *" nerve-ros2-dds "*)
     echo "== nerve-ros2-dds"
     deb=$(ls "$pkgdir"/nerve-ros2-dds_*.deb)
-    dpkg-deb -f "$deb" Depends | grep -q 'libddsc0' ||
-        fail "nerve-ros2-dds does not depend on Debian's Cyclone DDS (libddsc0): $(dpkg-deb -f "$deb" Depends)"
+    dpkg-deb -f "$deb" Depends | grep -q 'libddsc0debian' ||
+        fail "nerve-ros2-dds does not depend on Debian's Cyclone DDS (libddsc0debian): $(dpkg-deb -f "$deb" Depends)"
     for f in cyclonedds-loopback.xml cyclonedds-large-data.xml fastdds-large-data.xml \
         fastdds-loopback-jazzy.xml fastdds-loopback-kilted.xml; do
         [ -f "$root/usr/share/nerve/dds/$f" ] || fail "nerve-ros2-dds lacks /usr/share/nerve/dds/$f"
     done
-    where=$(ldd "$bin/nerve-ros2-dds" | awk '$1 == "libddsc.so.0" {print $3}')
-    [ -n "$where" ] || fail "nerve-ros2-dds does not load libddsc.so.0"
-    echo "ok: depends on libddsc0 ($where), ships the DDS configurations"
+    where=$(ldd "$bin/nerve-ros2-dds" | awk '$1 == "libddsc.so.0debian" {print $3}')
+    [ -n "$where" ] || fail "nerve-ros2-dds does not load libddsc.so.0debian"
+    echo "ok: depends on libddsc0debian ($where), ships the DDS configurations"
     whl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve_tools-*.whl 2>/dev/null | head -n 1)
     nwhl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve-*.whl 2>/dev/null | head -n 1)
     if [ -z "$whl" ] || [ -z "$nwhl" ]; then

@@ -18,7 +18,13 @@
  * reassembles or sends; a larger one is dropped while its fragments
  * arrive, so a peer's 2 GiB sample costs at most the bound, not its size.
  * The bound is the largest sample the bridge could accept into a channel:
- * the smaller of --max-channel-size and --max-import-total. */
+ * the smaller of --max-channel-size and --max-import-total.
+ *
+ * Losses: a reliable reader whose socket buffer is smaller than a burst of
+ * a large sample's fragments loses fragments, asks for them again, and
+ * the writer retransmits; Cyclone counts the bytes per writer
+ * ("rexmit_bytes" of dds_statistics.h), which the bridge's summary
+ * reports per topic. */
 #include "ros2_config.h"
 
 #include <stdio.h>
@@ -26,6 +32,7 @@
 #include <string.h>
 
 #include <dds/dds.h>
+#include <dds/ddsc/dds_statistics.h>
 
 #define FRAG_HEAD "<CycloneDDS><Domain id=\"any\"><Internal>"
 #define FRAG_TAIL "</Internal></Domain></CycloneDDS>"
@@ -73,4 +80,21 @@ int ros2_config_domain(uint32_t domain, uint64_t max_chan, uint64_t max_total)
     dds_entity_t d = dds_create_domain(domain, cfg);
     free(cfg);
     return d < 0 ? (int)d : 0;
+}
+
+uint64_t ros2_writer_rexmit_bytes(dds_entity_t wr)
+{
+    struct dds_statistics *st = dds_create_statistics(wr);
+    uint64_t n = 0;
+    if (st != NULL) {
+        const struct dds_stat_keyvalue *kv =
+            dds_refresh_statistics(st) == DDS_RETCODE_OK
+                ? dds_lookup_statistic(st, "rexmit_bytes")
+                : NULL;
+        if (kv != NULL && kv->kind == DDS_STAT_KIND_UINT64) {
+            n = kv->u.u64;
+        }
+        dds_delete_statistics(st);
+    }
+    return n;
 }

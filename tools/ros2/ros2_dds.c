@@ -300,6 +300,7 @@ struct exporter {
     pthread_t th;
     atomic_int quit;
     _Atomic uint64_t sent, missed, stale, failed, skipped;
+    uint64_t rexmit; /* bytes retransmitted, read as the writer is deleted */
     int warned_type;
     struct exporter *next;
 };
@@ -678,6 +679,7 @@ static void export_stop(struct exporter *e)
     nerve_chan_cancel(e->c);
     pthread_mutex_unlock(&lock);
     pthread_join(e->th, NULL);
+    e->rexmit = ros2_writer_rexmit_bytes(e->wr);
     dds_delete(e->wr);
     e->wr = 0;
     (void)nerve_chan_close(e->c);
@@ -692,6 +694,12 @@ static void export_summary(const struct exporter *e)
         e->chan, e->topic, atomic_load(&e->sent), atomic_load(&e->missed),
         atomic_load(&e->stale), atomic_load(&e->failed),
         atomic_load(&e->skipped));
+    if (e->rexmit > 0) {
+        say("to-ros %s: reliable DDS readers kept losing samples: %" PRIu64
+            " bytes sent again (their socket buffers are smaller than a "
+            "burst; see 'nerve ros2 config' for the large-data settings)",
+            e->chan, e->rexmit);
+    }
 }
 
 /* Cyclone's publication-matched listener of an exporter's writer: one
