@@ -24,10 +24,52 @@
 
 typedef std_msgs_msg_dds__String_ String;
 
+/* hostile_peer flood NPART NEP SECONDS: NPART participants, NEP writers
+ * among them on topics of their own (rt/flood_<pid>_<i>), kept for
+ * SECONDS; READY once all exist. */
+static int flood(int npart, int nep, int seconds)
+{
+    const char *dom = getenv("ROS_DOMAIN_ID");
+    dds_domainid_t d = dom ? (dds_domainid_t)atoi(dom) : 0;
+    dds_entity_t *pp = calloc((size_t)npart, sizeof *pp);
+    if (pp == NULL || npart < 1) {
+        return 1;
+    }
+    for (int i = 0; i < npart; i++) {
+        pp[i] = dds_create_participant(d, NULL, NULL);
+        if (pp[i] < 0) {
+            fprintf(stderr, "hostile_peer: participant %d: %s\n", i,
+                    dds_strretcode(pp[i]));
+            return 1;
+        }
+    }
+    for (int i = 0; i < nep; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "rt/flood_%d_%d", (int)getpid(), i);
+        dds_entity_t tp = dds_create_topic(
+            pp[i % npart], &std_msgs_msg_dds__String__desc, name, NULL, NULL);
+        if (tp < 0 || dds_create_writer(pp[i % npart], tp, NULL, NULL) < 0) {
+            fprintf(stderr, "hostile_peer: writer %d failed\n", i);
+            return 1;
+        }
+    }
+    printf("READY\n");
+    fflush(stdout);
+    dds_sleepfor(DDS_SECS(seconds));
+    printf("{\"participants\": %d, \"writers\": %d}\n", npart, nep);
+    fflush(stdout);
+    free(pp);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 5 && strcmp(argv[1], "flood") == 0) {
+        return flood(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    }
     if (argc != 5) {
-        fprintf(stderr, "usage: hostile_peer TOPIC BIG_BYTES NBIG NSMALL\n");
+        fprintf(stderr, "usage: hostile_peer TOPIC BIG_BYTES NBIG NSMALL\n"
+                        "       hostile_peer flood NPART NEP SECONDS\n");
         return 2;
     }
     char topic_name[256];
