@@ -165,7 +165,13 @@ def test_1080p_rmw_nerve_to_fastdds_every_frame(tmp_path):
         assert matched, "\n".join(blog.lines)
         go.touch()
         out_pub = pub.communicate(timeout=SECONDS + 90)[0]
-        out_sub = sub.communicate(timeout=SECONDS + 90)[0]
+        try:
+            out_sub = sub.communicate(timeout=SECONDS + 90)[0]
+        except subprocess.TimeoutExpired:
+            # A subscriber buried under frames does not get back to its
+            # loop's bound: a failure, said with the bridge's summary.
+            sub.kill()
+            out_sub = sub.communicate()[0] + '\n{"got": [], "p50_ms": null, "max_ms": null}'
     finally:
         for p in (pub, sub):
             if p is not None and p.poll() is None:
@@ -185,5 +191,5 @@ def test_1080p_rmw_nerve_to_fastdds_every_frame(tmp_path):
     r = json.loads(out_sub.splitlines()[-1])
     missing = sorted(set(range(n)) - set(r["got"]))
     print(f"1080p x {n} at {RATE} Hz ({distro}): {len(r['got'])} arrived, "
-          f"p50 {r['p50_ms']:.1f} ms, max {r['max_ms']:.1f} ms")
+          f"p50 {r['p50_ms']} ms, max {r['max_ms']} ms")
     assert not missing, f"{len(missing)} of {n} frames lost ({missing[:10]}...); bridge:\n{log}"
