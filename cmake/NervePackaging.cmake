@@ -10,6 +10,10 @@
 #   nerve            component tools      the nerve command, nerve-cyclic, man
 #                                         pages, bash and zsh completion
 #   nerve-ach        component ach-tools  the nerve-ach command
+#   nerve-ros2-dds   component ros2-dds   nerve-ros2-dds (the DDS data path of
+#                                         `nerve ros2`, on Debian's Cyclone
+#                                         DDS, libddsc0debian) and the DDS
+#                                         configurations in share/nerve/dds
 #
 # Included when NERVE_DEB_LAYOUT is ON. Configure with
 # -DCMAKE_INSTALL_PREFIX=/usr so that GNUInstallDirs picks
@@ -26,6 +30,9 @@ if(TARGET ach)
     if(TARGET nerve_ach_tool)
         list(APPEND CPACK_COMPONENTS_ALL ach-tools)
     endif()
+endif()
+if(TARGET nerve_ros2_dds)
+    list(APPEND CPACK_COMPONENTS_ALL ros2-dds)
 endif()
 set(CPACK_PACKAGE_NAME nerve)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -128,6 +135,18 @@ set(CPACK_DEBIAN_ACH-TOOLS_PACKAGE_DEPENDS
 set(CPACK_DEBIAN_ACH-TOOLS_DESCRIPTION "Ach's C API on nerve channels - the nerve-ach command
 nerve-ach creates, lists and removes Ach channels on nerve, as Ach's own
 ach command does.")
+
+# Its dependency on Cyclone DDS (libddsc0debian) comes from dpkg-shlibdeps.
+set(CPACK_DEBIAN_ROS2-DDS_PACKAGE_NAME nerve-ros2-dds)
+set(CPACK_DEBIAN_ROS2-DDS_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_ROS2-DDS_PACKAGE_DEPENDS
+    "libnerve${NERVE_ABI_VERSION} (= ${_v}), nerve (= ${_v})")
+set(CPACK_DEBIAN_ROS2-DDS_DESCRIPTION "real-time shared-memory IPC for robots - ROS 2 DDS bridge
+nerve-ros2-dds is the data path of `nerve ros2`: a ROS 2 node on Cyclone DDS
+that publishes nerve channels as ROS 2 topics and imports ROS 2 topics into
+channels. The package also holds DDS configurations for loopback and for
+large data (Cyclone DDS and Fast DDS XML) in /usr/share/nerve/dds. The
+`nerve ros2` command itself is in the nerve-tools Python package.")
 
 # What Debian adds to the install: each package's
 # /usr/share/doc/PACKAGE/copyright and changelog.Debian.gz (dated by

@@ -25,21 +25,26 @@ package: package-deps
 	cmake -S . -B $(PKG_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
 	    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_RPATH=ON \
 	    -DNERVE_DEB_LAYOUT=ON -DNERVE_BUILD_TESTS=OFF \
-	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF
+	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF -DNERVE_BUILD_RMW=OFF
 	cmake --build $(PKG_BUILD) -j$(JOBS)
 	rm -rf $(PKG_BUILD)/packages
 	cd $(PKG_BUILD) && cpack -G DEB
 	@ls -1 $(PKG_BUILD)/packages/*.deb
 
-test-package: package
-	scripts/test-package.sh $(PKG_BUILD)/packages
+# The wheels: `nerve ros2` (nerve-tools) run on the packaged nerve-ros2-dds.
+test-package: package wheels
+	NERVE_WHEELS_DIR=$(abspath $(DIST)) scripts/test-package.sh $(PKG_BUILD)/packages
 
 # The wheels are built with the pinned backends of each pyproject.toml in
 # $(DIST)/.venv-build (scripts/build-wheels.sh); the test installs them into
 # a fresh venv and runs the tests there, with the `nerve` command of the
 # regular build for the interop tests and the external verbs.
-wheels: deps
-	scripts/build-wheels.sh $(DIST)
+# The rmw_nerve_cpp wheel (ros-jazzy-rmw-nerve-cpp) is built against the
+# Jazzy wheels' venv, and tested in a fresh venv with the same pins.
+ROS2_JAZZY_VENV ?= .venv-jazzy
+wheels: deps $(ROS2_JAZZY_VENV)/.nerve-ros2
+	scripts/build-wheels.sh $(DIST) $(ROS2_JAZZY_VENV)
 
 test-wheels: wheels build
-	scripts/test-wheels.sh $(DIST) $(abspath $(BUILD))/tools/nerve
+	NERVE_ROS2_JAZZY_PKGS="$(ROS2_JAZZY_PKGS)" \
+	    scripts/test-wheels.sh $(DIST) $(abspath $(BUILD))/tools/nerve

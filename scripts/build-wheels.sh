@@ -1,5 +1,10 @@
 #!/bin/sh
-# build-wheels.sh DIST_DIR
+# build-wheels.sh DIST_DIR [JAZZY_VENV]
+#
+# With JAZZY_VENV (the ROS 2 Jazzy wheels' venv of mk/ros2venv.mk), also
+# the ros-jazzy-rmw-nerve-cpp wheel (rmw_nerve/wheel/: rmw_nerve_cpp built
+# against that venv, by the same scikit-build-core; platform-tagged
+# linux_x86_64, not manylinux: it links the Jazzy wheels' libraries).
 #
 # Build the wheels of nerve (python/: scikit-build-core + nanobind, the C
 # core compiled in statically) and nerve-tools (python-tools/: flit, pure
@@ -13,8 +18,8 @@
 # run without build isolation in DIST_DIR/build, so re-runs are incremental.
 set -eu
 
-if [ $# -ne 1 ]; then
-    echo "usage: $0 DIST_DIR" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+    echo "usage: $0 DIST_DIR [JAZZY_VENV]" >&2
     exit 2
 fi
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +55,14 @@ echo "== nerve (python/)"
 echo "== nerve-tools (python-tools/)"
 "$py" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
     -w "$dist" "$src/python-tools"
+
+if [ $# -eq 2 ]; then
+    jazzy=$(cd "$2" && pwd)
+    echo "== ros-jazzy-rmw-nerve-cpp (rmw_nerve/wheel/, against $jazzy)"
+    "$py" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+        -C build-dir="$dist/build-rmw/{wheel_tag}" \
+        -C cmake.define.NERVE_ROS2_PREFIX="$jazzy" -w "$dist" "$src/rmw_nerve/wheel"
+fi
 
 echo "== auditwheel"
 whl=$(ls "$raw"/nerve-*.whl)

@@ -42,6 +42,26 @@ ex=$tmp/examples
 run_examples "$ex"
 "$ex/bench_cxx_overhead" --rounds 2 --batch 100 --channel "$p-bench" >/dev/null
 
+echo "== rmw_nerve_cpp installed as a ROS 2 package"
+# The lib and rmw components, as a `cmake --install` into /opt/ros/<distro>
+# puts them: the library beside libnerve.so.1, and its ament index entries.
+if [ -f "$build/rmw_nerve/librmw_nerve_cpp.so" ]; then
+    rmw=$(find "$prefix" -name librmw_nerve_cpp.so | head -n 1)
+    [ -n "$rmw" ] || { echo "FAIL: librmw_nerve_cpp.so not installed"; exit 1; }
+    [ -e "$(dirname "$rmw")/libnerve.so.1" ] ||
+        { echo "FAIL: libnerve.so.1 not beside librmw_nerve_cpp.so"; exit 1; }
+    for f in packages rmw_typesupport; do
+        [ -f "$prefix/share/ament_index/resource_index/$f/rmw_nerve_cpp" ] ||
+            { echo "FAIL: ament index entry $f/rmw_nerve_cpp not installed"; exit 1; }
+    done
+    grep -qx 'rosidl_typesupport_fastrtps_c;rosidl_typesupport_fastrtps_cpp' \
+        "$prefix/share/ament_index/resource_index/rmw_typesupport/rmw_nerve_cpp" ||
+        { echo "FAIL: rmw_typesupport/rmw_nerve_cpp does not list its type supports"; exit 1; }
+    echo "ok: $rmw with its ament index entries"
+else
+    echo "SKIP rmw_nerve_cpp: not built in $build (make ros2-venvs, then reconfigure)"
+fi
+
 echo "== ROS 2 message types with find_package(nerve)"
 # The shipped headers, and nerve_generate_ros2_messages() on a .msg of the
 # consumer's own; the generator needs a Python with rosbags (the build's).

@@ -16,7 +16,14 @@
 #      and find_package(nerve) (CMAKE_PREFIX_PATH), and run with
 #      LD_LIBRARY_PATH=ROOT/usr/lib/<multiarch>; ldd shows that libnerve
 #      and libach come from the root, not from an earlier install;
-#   5. the packaged nerve command runs, with its man pages and completion.
+#   5. the packaged nerve command runs, with its man pages and completion,
+#      and its help names packages (not source paths) for what is missing;
+#   6. nerve-ros2-dds (when `make package` found Cyclone DDS): depends on
+#      Debian's Cyclone DDS library, installs the DDS configurations, and
+#      with the nerve-tools wheel of NERVE_WHEELS_DIR (make test-package
+#      sets it) in a fresh venv, `nerve ros2` runs from the packages alone
+#      (the root's nerve and nerve-ros2-dds, the venv's nerve-ros2) and
+#      `nerve ros2 config` finds the files.
 # Removes the scratch root and any channel it made (nt-<pid>-*) however it
 # exits.
 set -eu
@@ -33,7 +40,13 @@ fail() {
 abi=$(sed -n 's/^#define NERVE_ABI_VERSION \([0-9][0-9]*\).*/\1/p' \
     "$src/include/nerve/version.h")
 debs=""
-for name in "libnerve$abi" libnerve-dev nerve libach-nerve0 libach-nerve-dev nerve-ach; do
+names="libnerve$abi libnerve-dev nerve libach-nerve0 libach-nerve-dev nerve-ach"
+if ls "$pkgdir"/nerve-ros2-dds_*.deb >/dev/null 2>&1; then
+    names="$names nerve-ros2-dds"
+else
+    echo "SKIP nerve-ros2-dds: not built (make package found no Cyclone DDS: apt-get install cyclonedds-dev)"
+fi
+for name in $names; do
     f=$(ls "$pkgdir/${name}"_*.deb 2>/dev/null | head -n 1)
     [ -n "$f" ] || fail "package $name not built in $pkgdir"
     debs="$debs $f"
@@ -97,7 +110,7 @@ cp /var/lib/dpkg/status "$admin/status"
 dpkg --root="$root" --admindir="$admin" --force-script-chrootless \
     --log=/dev/null -i $debs >"$tmp/dpkg.log" 2>&1 ||
     { cat "$tmp/dpkg.log"; fail "dpkg -i into the fresh root"; }
-for name in "libnerve$abi" libnerve-dev nerve libach-nerve0 libach-nerve-dev nerve-ach; do
+for name in $names; do
     st=$(dpkg-query --admindir="$admin" -W -f='${Status}' "$name")
     [ "$st" = "install ok installed" ] || fail "$name: dpkg status '$st'"
 done
@@ -251,9 +264,66 @@ if readelf -d "$bin/nerve" | grep -q 'R.*PATH'; then
     fail "the packaged nerve has a RUNPATH (Debian's programs use the system paths)"
 fi
 
+# The help of the packaged nerve names packages, never a source path.
+help=$(PATH=/usr/bin:/bin "$bin/nerve" help)
+if printf '%s\n' "$help" | grep -q 'pip install \./'; then
+    fail "the packaged nerve help names a source path: $(printf '%s\n' "$help" | grep 'pip install')"
+fi
+printf '%s\n' "$help" | grep -q "^  top .*(not installed: install the nerve-tools Python package)" ||
+    fail "the packaged nerve help does not name the nerve-tools package for top"
+echo "ok: the packaged nerve help names packages"
+
+case " $names " in
+*" nerve-ros2-dds "*)
+    echo "== nerve-ros2-dds"
+    deb=$(ls "$pkgdir"/nerve-ros2-dds_*.deb)
+    dpkg-deb -f "$deb" Depends | grep -q 'libddsc0debian' ||
+        fail "nerve-ros2-dds does not depend on Debian's Cyclone DDS (libddsc0debian): $(dpkg-deb -f "$deb" Depends)"
+    for f in cyclonedds-loopback.xml cyclonedds-large-data.xml fastdds-large-data.xml \
+        fastdds-loopback-jazzy.xml fastdds-loopback-kilted.xml; do
+        [ -f "$root/usr/share/nerve/dds/$f" ] || fail "nerve-ros2-dds lacks /usr/share/nerve/dds/$f"
+    done
+    where=$(ldd "$bin/nerve-ros2-dds" | awk '$1 == "libddsc.so.0debian" {print $3}')
+    [ -n "$where" ] || fail "nerve-ros2-dds does not load libddsc.so.0debian"
+    echo "ok: depends on libddsc0debian ($where), ships the DDS configurations"
+    whl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve_tools-*.whl 2>/dev/null | head -n 1)
+    nwhl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve-*.whl 2>/dev/null | head -n 1)
+    if [ -z "$whl" ] || [ -z "$nwhl" ]; then
+        echo "SKIP nerve ros2 from the packages: no nerve and nerve-tools wheels in NERVE_WHEELS_DIR (make test-package sets it)"
+    else
+        python3 -m venv "$tmp/venv"
+        "$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$nwhl" "$whl" ||
+            fail "pip install the nerve and nerve-tools wheels"
+        rosenv="env -u PYTHONPATH -u NERVE_ROS2_DDS -u NERVE_CLI -u CYCLONEDDS_URI PATH=$bin:$tmp/venv/bin:/usr/bin:/bin"
+        $rosenv nerve ros2 config loopback | grep -q "/dds/cyclonedds-loopback.xml$" ||
+            fail "nerve ros2 config loopback"
+        "$bin/nerve" create "$p-r2" --type std_msgs/msg/String --encoding cdr >/dev/null
+        # The packaged nerve runs the venv's nerve-ros2, which runs the
+        # root's nerve-ros2-dds (beside the nerve command): it joins DDS
+        # (loopback only), publishes the channel, and stops on SIGINT
+        # with its summary.
+        $rosenv nerve ros2 --domain $(( $$ % 200 + 1 )) --dds-config loopback \
+            --to-ros "$p-r2:/nt/chatter" >"$tmp/ros2.log" 2>&1 &
+        bridge=$!
+        i=0
+        while [ $i -lt 300 ] && ! grep -q "to-ros $p-r2 -> /nt/chatter" "$tmp/ros2.log"; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+        kill -INT $bridge 2>/dev/null || true
+        rc=0
+        wait $bridge || rc=$?
+        "$bin/nerve" rm "$p-r2"
+        grep -q "to-ros $p-r2 -> /nt/chatter: 0 sent" "$tmp/ros2.log" && [ $rc -eq 0 ] ||
+            { cat "$tmp/ros2.log"; fail "nerve ros2 from the packages (exit $rc)"; }
+        echo "ok: nerve ros2 runs from the packages alone (nerve-ros2-dds of the root)"
+    fi
+    ;;
+esac
+
 echo "== removal"
 dpkg --root="$root" --admindir="$admin" --force-script-chrootless --log=/dev/null \
-    -P nerve-ach libach-nerve-dev libach-nerve0 nerve libnerve-dev "libnerve$abi" \
+    -P nerve-ros2-dds nerve-ach libach-nerve-dev libach-nerve0 nerve libnerve-dev "libnerve$abi" \
     >"$tmp/dpkg-P.log" 2>&1 || { cat "$tmp/dpkg-P.log"; fail "dpkg -P"; }
 left=$(find "$root" -path "$admin" -prune -o ! -type d -print | head -n 5)
 [ -z "$left" ] || fail "files left after purge: $left"

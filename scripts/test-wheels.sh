@@ -15,7 +15,14 @@
 #      and Foxglove peers, is test-tools' job on the same code);
 #   4. every [project.scripts] entry of nerve-tools is a console script in
 #      the venv's bin that answers --help, and `nerve help` (NERVE_CLI, the
-#      C command) lists them as its external verbs.
+#      C command) lists them as its external verbs;
+#   5. where DIST_DIR holds the ros-jazzy-rmw-nerve-cpp wheel: the ROS 2
+#      Jazzy wheels (NERVE_ROS2_JAZZY_PKGS, the pins of mk/ros2venv.mk) and
+#      it installed into the same venv, `nerve ros2 exec` finds
+#      rmw_nerve_cpp in the venv alone (NERVE_RMW_LIB unset, no build tree
+#      named), an rclpy node run by it publishes on a nerve channel, and
+#      `nerve ros2 config` prints the DDS configurations the wheel of
+#      nerve-tools carries.
 # Removes the venv and its scratch files however it exits.
 set -eu
 
@@ -96,4 +103,54 @@ env -u PYTHONPATH PATH="$tmp/venv/bin:$PATH" ${cli:+NERVE_CLI="$cli"} \
     "$py" -m pytest -q -p no:cacheprovider -c python_tools/pytest.ini \
     -k "round_trip_record_play_record or nerve_verbs_run_the_tools" \
     python_tools/test_record_play.py
+rmw_whl=$(ls "$dist"/ros_jazzy_rmw_nerve_cpp-*.whl 2>/dev/null | head -n 1)
+if [ -z "$rmw_whl" ]; then
+    echo "SKIP rmw_nerve wheel: none in $dist (make wheels builds it when .venv-jazzy exists)"
+elif [ -z "${NERVE_ROS2_JAZZY_PKGS:-}" ]; then
+    echo "SKIP rmw_nerve wheel: NERVE_ROS2_JAZZY_PKGS (the Jazzy wheels' pins) not set (make test-wheels sets it)"
+else
+    echo "== $(basename "$rmw_whl") beside the ROS 2 Jazzy wheels"
+    eval "set -- $NERVE_ROS2_JAZZY_PKGS"
+    "$py" -m pip install -q --disable-pip-version-check "$@" "$rmw_whl" || fail "pip install $rmw_whl"
+    for f in lib/librmw_nerve_cpp.so lib/libnerve.so.1 \
+        share/ament_index/resource_index/rmw_typesupport/rmw_nerve_cpp \
+        share/ament_index/resource_index/packages/rmw_nerve_cpp; do
+        [ -e "$tmp/venv/$f" ] || fail "the wheel did not install $f into the venv"
+    done
+    # Only the venv: no NERVE_RMW_LIB, no nerve command of a build tree.
+    rosenv="env -u PYTHONPATH -u NERVE_RMW_LIB -u NERVE_CLI -u AMENT_PREFIX_PATH -u LD_LIBRARY_PATH"
+    rosenv="$rosenv PATH=$tmp/venv/bin:/usr/bin:/bin ROS_LOG_DIR=$tmp/roslog"
+    $rosenv "$tmp/venv/bin/nerve-ros2" exec --print -- "$py" >"$tmp/exec.txt" ||
+        { cat "$tmp/exec.txt"; fail "nerve ros2 exec --print"; }
+    grep -qx "LD_PRELOAD=$tmp/venv/lib/librmw_nerve_cpp.so" "$tmp/exec.txt" ||
+        { cat "$tmp/exec.txt"; fail "nerve ros2 exec did not take the venv's librmw_nerve_cpp.so"; }
+    domain=$(( $$ % 50000 + 1000 ))
+    # An rclpy node on rmw_nerve_cpp: its publisher is a nerve channel.
+    cat >"$tmp/talker.py" <<'PYEOF'
+import sys
+import nerve, rclpy
+from std_msgs.msg import String
+name = sys.argv[1]
+rclpy.init()
+node = rclpy.create_node("wheel_talker", enable_rosout=False, start_parameter_services=False)
+pub = node.create_publisher(String, "/" + name.split(".", 1)[1].replace(".", "/"), 10)
+pub.publish(String(data="hello"))
+chans = {c.name for c in nerve.list_channels()}
+print(rclpy.get_rmw_implementation_identifier(), name in chans, flush=True)
+node.destroy_node()
+rclpy.shutdown()
+PYEOF
+    chan="ros2-d$domain.nt$$.chatter"
+    out=$($rosenv ROS_DOMAIN_ID="$domain" timeout 60 "$tmp/venv/bin/nerve-ros2" exec -- \
+        "$py" "$tmp/talker.py" "$chan" 2>&1) || { echo "$out"; fail "the talker on rmw_nerve_cpp"; }
+    for c in "$chan" "ros2-graph-d$domain"; do
+        "$py" -c 'import nerve, sys; n = sys.argv[1]; [nerve.unlink(n) for c in nerve.list_channels() if c.name == n]' "$c"
+    done
+    [ "$(printf '%s\n' "$out" | tail -n 1)" = "rmw_nerve_cpp True" ] ||
+        { echo "$out"; fail "the rclpy node did not publish on a nerve channel through rmw_nerve_cpp"; }
+    echo "ok: nerve ros2 exec runs an rclpy node on the wheel's rmw_nerve_cpp"
+    $rosenv "$tmp/venv/bin/nerve-ros2" config fastdds-loopback-jazzy | grep -q "^$tmp/venv/.*/dds/fastdds-loopback-jazzy.xml$" ||
+        fail "nerve ros2 config does not find the wheel's DDS configurations"
+    echo "ok: nerve ros2 config finds the DDS configurations in the venv"
+fi
 echo "test-wheels: ok"

@@ -62,11 +62,16 @@ int cli_exec_external(const char *tool, const char *sub, int argc, char **argv)
 {
     char path[PATH_MAX], name[80];
     if (cli_find_external(tool, path, sizeof path) != 0) {
+        const char *ext, *how = "build or install nerve";
+        for (size_t i = 0; (ext = cli_external_known(i, NULL)) != NULL; i++) {
+            if (strcmp(ext, tool) == 0) {
+                (void)cli_external_known(i, &how);
+            }
+        }
         return cli_fail(argv[0],
-                        "needs nerve-%s (pip install ./python "
-                        "./python-tools), found neither beside nerve nor on "
-                        "the PATH",
-                        tool);
+                        "needs nerve-%s (%s), found neither beside nerve nor "
+                        "on the PATH",
+                        tool, how);
     }
     char **args = calloc((size_t)argc + 2, sizeof *args);
     if (args == NULL) {

@@ -80,5 +80,28 @@ def test_ros2_names_its_subcommands_and_catches_typos(capsys) -> None:
         ros2.main(["exce", "--", "true"])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "'exce' is not a subcommand of nerve ros2 (subcommands: exec); did you mean 'exec'?" in err
+    assert ("'exce' is not a subcommand of nerve ros2 (subcommands: exec, config); "
+            "did you mean 'exec'?") in err
     assert "--to-ros" not in err.splitlines()[-1]
+    assert re.search(r"\n  config +list the shipped DDS configurations", text), text
+
+
+def test_ros2_config_lists_and_finds_the_shipped_files(capsys) -> None:
+    """`nerve ros2 config` lists the shipped DDS files with what each is
+    for; NAME prints one's path (by file name, stem, or Cyclone short
+    name); an unknown NAME is refused with the list."""
+    from nerve_tools.ros2 import ddsconfig
+
+    assert ros2.main(["config"]) == 0
+    out = capsys.readouterr().out
+    for f in ("cyclonedds-loopback.xml", "cyclonedds-large-data.xml", "fastdds-large-data.xml",
+              "fastdds-loopback-jazzy.xml", "fastdds-loopback-kilted.xml"):
+        assert f"/{f}\n    " in out, out
+    assert ros2.main(["config", "loopback"]) == 0
+    path = capsys.readouterr().out.strip()
+    assert path.endswith("/cyclonedds-loopback.xml") and "<AllowMulticast>false" in open(path).read()
+    assert str(ddsconfig.find("fastdds-loopback-kilted.xml")) == str(
+        ddsconfig.find("fastdds-loopback-kilted"))
+    assert ros2.main(["config", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "no shipped configuration 'nope' (shipped: cyclonedds-large-data," in err, err

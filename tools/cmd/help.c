@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,45 +19,59 @@ static const char help[] =
 /* Options: --help (-h) only, checked by hand: operands may be anything. */
 
 /* The external verbs nerve ships (nerve-cyclic and nerve-ach with the
- * command, the rest in python-tools), with their one-line summaries: the
- * one source of the lines `nerve help` prints, which the man page
- * (tools/man/gen-man.py) and the shell completions read. A nerve-VERB
- * found on the PATH that is not listed here is shown by name alone. */
+ * command, nerve-ros2-dds beside it when Cyclone DDS is found, the rest in
+ * python-tools), with their one-line summaries: the one source of the
+ * lines `nerve help` prints, which the man page (tools/man/gen-man.py) and
+ * the shell completions read. A nerve-VERB found on the PATH that is not
+ * listed here is shown by name alone. `from` is where the source tree
+ * builds it ("tools": python-tools, "nerve": the C build), `pkg` the
+ * Debian package that carries a C one in a packaged install
+ * (NERVE_PACKAGED, the build of `make package`). */
 static const struct {
-    const char *name, *summary, *from;
+    const char *name, *summary, *from, *pkg;
 } known[] = {
-    {"ach", "Ach's ach tool on nerve channels", "nerve"},
+    {"ach", "Ach's ach tool on nerve channels", "nerve", "nerve-ach"},
     {"blackbox", "flight recorder: channels' recent past to MCAP on a trigger",
-     "tools"},
-    {"bridge", "mirror channels to other hosts over Zenoh", "tools"},
-    {"bw", "bandwidth of channels", "tools"},
-    {"cyclic", "real-time jitter test of a periodic loop", "nerve"},
-    {"delay", "latency from commit to receipt", "tools"},
-    {"echo", "print messages decoded by their encoding", "tools"},
-    {"foxglove", "Foxglove WebSocket bridge", "tools"},
-    {"graph", "processes and channels as a DOT or SVG graph", "tools"},
-    {"hz", "message rate of channels", "tools"},
-    {"play", "replay MCAP files into channels", "tools"},
-    {"plot", "figures from nerve bench and nerve cyclic JSON", "tools"},
-    {"pub", "publish messages encoded from text", "tools"},
-    {"record", "record channels to MCAP", "tools"},
-    {"ros1", "bridge channels and ROS 1 topics", "tools"},
+     "tools", NULL},
+    {"bridge", "mirror channels to other hosts over Zenoh", "tools", NULL},
+    {"bw", "bandwidth of channels", "tools", NULL},
+    {"cyclic", "real-time jitter test of a periodic loop", "nerve", "nerve"},
+    {"delay", "latency from commit to receipt", "tools", NULL},
+    {"echo", "print messages decoded by their encoding", "tools", NULL},
+    {"foxglove", "Foxglove WebSocket bridge", "tools", NULL},
+    {"graph", "processes and channels as a DOT or SVG graph", "tools", NULL},
+    {"hz", "message rate of channels", "tools", NULL},
+    {"play", "replay MCAP files into channels", "tools", NULL},
+    {"plot", "figures from nerve bench and nerve cyclic JSON", "tools", NULL},
+    {"pub", "publish messages encoded from text", "tools", NULL},
+    {"record", "record channels to MCAP", "tools", NULL},
+    {"ros1", "bridge channels and ROS 1 topics", "tools", NULL},
     {"ros2",
      "bridge channels and ROS 2 topics; 'ros2 exec' runs ROS 2 nodes on nerve",
-     "tools"},
+     "tools", NULL},
     {"ros2-dds", "the DDS data path that 'nerve ros2' starts (Cyclone DDS)",
-     "nerve"},
+     "nerve", "nerve-ros2-dds"},
     {"ros2-exec", "run a ROS 2 program on rmw_nerve_cpp ('nerve ros2 exec')",
-     "tools"},
-    {"top", "live monitor of channels", "tools"},
-    {"who", "which processes read or write a channel", "tools"},
+     "tools", NULL},
+    {"top", "live monitor of channels", "tools", NULL},
+    {"who", "which processes read or write a channel", "tools", NULL},
 };
 
-/* How to install an external verb that comes `from` "tools" or "nerve". */
-static const char *install_hint(const char *from)
+/* How to install external verb known[i]: in a packaged install the
+ * package that carries it, in a source tree the way to build it. */
+static const char *install_hint(size_t i)
 {
-    return strcmp(from, "tools") == 0 ? "pip install ./python-tools"
-                                      : "build or install nerve";
+#ifdef NERVE_PACKAGED
+    static char hint[96];
+    if (strcmp(known[i].from, "tools") == 0) {
+        return "install the nerve-tools Python package";
+    }
+    snprintf(hint, sizeof hint, "install the Debian package %s", known[i].pkg);
+    return hint;
+#else
+    return strcmp(known[i].from, "tools") == 0 ? "pip install ./python-tools"
+                                               : "build or install nerve";
+#endif
 }
 
 const char *cli_external_known(size_t i, const char **how)
@@ -65,7 +80,7 @@ const char *cli_external_known(size_t i, const char **how)
         return NULL;
     }
     if (how != NULL) {
-        *how = install_hint(known[i].from);
+        *how = install_hint(i);
     }
     return known[i].name;
 }
@@ -139,11 +154,12 @@ static void list_external(FILE *f)
     qsort(names, n, sizeof names[0], cmp_name);
     fputs("\nexternal verbs (nerve-VERB programs):\n", f);
     for (size_t i = 0; i < n; i++) {
-        const char *summary = NULL, *from = NULL;
+        const char *summary = NULL;
+        size_t which = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
             if (strcmp(names[i], known[k].name) == 0) {
                 summary = known[k].summary;
-                from = known[k].from;
+                which = k;
             }
         }
         char exe[PATH_MAX];
@@ -154,7 +170,7 @@ static void list_external(FILE *f)
             fprintf(f, "  %-9s %s\n", names[i], summary);
         } else {
             fprintf(f, "  %-9s %s (not installed: %s)\n", names[i], summary,
-                    install_hint(from));
+                    install_hint(which));
         }
     }
 }

@@ -64,8 +64,9 @@
 
 #include "../cli.h"
 #include "rawcdr.h"
-#include "ros2_services.h"
+#include "ros2_config.h"
 #include "ros2_log.h"
+#include "ros2_services.h"
 
 #define PROG "nerve ros2"
 #define OWN_N 4096          /* own sequence numbers remembered per channel */
@@ -324,6 +325,7 @@ struct exporter {
     pthread_t th;
     atomic_int quit;
     _Atomic uint64_t sent, missed, stale, failed, skipped;
+    uint64_t rexmit; /* bytes retransmitted, read as the writer is deleted */
     int warned_type;
     struct exporter *next;
 };
@@ -703,6 +705,7 @@ static void export_stop(struct exporter *e)
     nerve_chan_cancel(e->c);
     pthread_mutex_unlock(&lock);
     pthread_join(e->th, NULL);
+    e->rexmit = ros2_writer_rexmit_bytes(e->wr);
     dds_delete(e->wr);
     e->wr = 0;
     (void)nerve_chan_close(e->c);
@@ -717,6 +720,12 @@ static void export_summary(const struct exporter *e)
         e->chan, e->topic, atomic_load(&e->sent), atomic_load(&e->missed),
         atomic_load(&e->stale), atomic_load(&e->failed),
         atomic_load(&e->skipped));
+    if (e->rexmit > 0) {
+        say("to-ros %s: reliable DDS readers kept losing samples: %" PRIu64
+            " bytes sent again (their socket buffers are smaller than a "
+            "burst; see 'nerve ros2 config' for the large-data settings)",
+            e->chan, e->rexmit);
+    }
 }
 
 /* Cyclone's publication-matched listener of an exporter's writer: one
@@ -1574,6 +1583,15 @@ static void signals_init(void)
 static int participant_join(void)
 {
     /* The participant says its enclave as ROS 2 Iron and later do. */
+    /* Large-data settings and the DDS-side bounds (ros2_config.c). */
+    int crc = ros2_config_domain(opt.domain, opt.max_chan, opt.max_total);
+    if (crc != 0) {
+        fprintf(stderr,
+                "%s: cannot configure DDS domain %u: %s (check CYCLONEDDS_URI "
+                "/ --dds-config)\n",
+                PROG, opt.domain, dds_strretcode(crc));
+        return 1;
+    }
     dds_qos_t *pq = dds_create_qos();
     dds_qset_userdata(pq, "enclave=/;", 10);
     pp = dds_create_participant(opt.domain, pq, NULL);

@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import _limits as limits
 from .. import options, ros2gen
 from .._common import channel_name, is_pattern
+from . import ddsconfig
 
 PROG = "nerve ros2"
 NATIVE = "nerve-ros2-dds"
@@ -182,6 +183,8 @@ def find_native() -> Optional[str]:
 SUBCOMMANDS = {
     "exec": "run a ROS 2 program on rmw_nerve_cpp, its topics as nerve channels "
             "(docs/ros2.md#rmw_nerve; 'nerve ros2 exec --help')",
+    "config": "list the shipped DDS configurations (loopback, large data), or print "
+              "the path of one: 'nerve ros2 config fastdds-loopback-jazzy'",
 }
 
 
@@ -207,7 +210,8 @@ def parser() -> argparse.ArgumentParser:
                         "domain whose ROS name matches GLOB ('/talker/*': talker's parameter "
                         "services; '*': all); needs a build with Fast DDS")
     p.add_argument("--dds-config", metavar="FILE",
-                   help="Cyclone DDS configuration (XML), as CYCLONEDDS_URI=file://FILE")
+                   help="Cyclone DDS configuration (XML), as CYCLONEDDS_URI=file://FILE; "
+                        "or a shipped one by name (loopback, large-data: 'nerve ros2 config')")
     p.add_argument("--node", default="nerve_ros2", help="ROS 2 node name (nerve_ros2)")
     p.add_argument("--rmw", choices=("dds", "zenoh"), default="dds",
                    help="dds (Fast DDS / Cyclone DDS nodes; default) or zenoh (rmw_zenoh, "
@@ -279,6 +283,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from .exec import main as exec_main
 
         return exec_main(argv[1:])
+    if argv[:1] == ["config"]:
+        return ddsconfig.main(argv[1:])
     p = parser()
     if argv and not argv[0].startswith("-"):
         # The bridge takes no operand: a first word is a mistyped subcommand
@@ -318,7 +324,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.dds_config:
         path = os.path.abspath(args.dds_config)
         if not os.path.isfile(path):
-            p.error(f"--dds-config {args.dds_config!r}: no such file")
+            named = ddsconfig.find(args.dds_config)
+            if named is None:
+                p.error(f"--dds-config {args.dds_config!r}: no such file, nor a shipped "
+                        "configuration ('nerve ros2 config' lists them)")
+            path = str(named)
         os.environ["CYCLONEDDS_URI"] = "file://" + path
     try:
         from rosbags.typesys import Stores, get_typestore

@@ -13,9 +13,12 @@ added to LD_LIBRARY_PATH, where rmw_implementation finds it.
 Which rcl: --rcl PATH; else, when CMD is a Python interpreter of a virtual
 environment (or a script whose #! line names one), that environment's
 lib/librcl.so; else lib/librcl.so under AMENT_PREFIX_PATH, then
-LD_LIBRARY_PATH. Which rmw_nerve_cpp: --lib PATH, $NERVE_RMW_LIB, then
+LD_LIBRARY_PATH. Which rmw_nerve_cpp: --lib PATH, $NERVE_RMW_LIB, then the
+lib/ of CMD's virtual environment (where the ros-jazzy-rmw-nerve-cpp wheel
+puts it, beside the ROS 2 wheels it was built for), then
 librmw_nerve_cpp.so beside the nerve command (build tree: build/rmw_nerve/;
-installed: PREFIX/lib), then LD_LIBRARY_PATH and AMENT_PREFIX_PATH/lib.
+installed: PREFIX/lib), then LD_LIBRARY_PATH and AMENT_PREFIX_PATH/lib
+(a `cmake --install` into /opt/ros/<distro>).
 """
 
 from __future__ import annotations
@@ -89,10 +92,11 @@ def find_rcl(cmd: str) -> Path | None:
     return None
 
 
-def find_lib() -> Path | None:
+def find_lib(cmd: str | None = None) -> Path | None:
     if os.environ.get("NERVE_RMW_LIB"):
         return Path(os.environ["NERVE_RMW_LIB"])
-    dirs = []
+    venv = _venv_of(cmd) if cmd else None
+    dirs = [venv / "lib"] if venv else []
     nerve = os.environ.get("NERVE_CLI") or shutil.which("nerve")
     if nerve:
         bindir = Path(nerve).resolve().parent
@@ -140,9 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.print_usage(sys.stderr)
         print("nerve ros2 exec: error: no command", file=sys.stderr)
         return 2
-    lib = a.lib or find_lib()
+    lib = a.lib or find_lib(cmd[0])
     if not lib or not lib.exists():
-        print(f"nerve ros2 exec: error: {LIB} not found (build it: make ros2-venvs build; "
+        print(f"nerve ros2 exec: error: {LIB} not found (install the ros-jazzy-rmw-nerve-cpp "
+              "wheel into the command's venv, or build it: make ros2-venvs build; "
               "or give --lib or NERVE_RMW_LIB)", file=sys.stderr)
         return 1
     rcl = a.rcl or find_rcl(cmd[0])

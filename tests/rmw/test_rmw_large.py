@@ -1,0 +1,195 @@
+"""Large data by default: 1080p images (1920x1080x3, 6.2 MB each) at 30 Hz
+from an rclpy node on rmw_nerve_cpp, through `nerve ros2 --to-ros`, to an
+rclpy subscriber on rmw_fastrtps_cpp (Fast DDS over UDP): every frame
+arrives. DDS is configured with the shipped files only: the bridge with
+`--dds-config loopback` (cyclonedds-loopback.xml; the large-data settings
+are its participant's default anyway), the Fast DDS node with
+fastdds-loopback-<distro>.xml, as `nerve ros2 config` names it.
+
+Run by hand, not in `make test`: NERVE_TEST_LARGE_SECONDS=10 (the length
+of the run) enables it. On the loaded 2-core CI host the Python
+subscriber itself falls behind (rclpy turns each 6.2 MB frame into a
+Python object; its keep-last-10 history overflows), so the test does not
+hold there yet; docs/ros2.md gives the numbers measured. Skipped (saying
+why) without it, or without `nerve ros2`'s nerve-ros2-dds."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import nerve
+
+LIB = os.environ.get("NERVE_RMW_LIB", "")
+PY = os.environ.get("NERVE_ROS2_PYTHON", "")
+SECONDS = float(os.environ.get("NERVE_TEST_LARGE_SECONDS", "0"))
+RATE = 30
+
+try:
+    from nerve_tools.ros2 import cli as _ros2
+    from nerve_tools.ros2 import ddsconfig
+
+    NATIVE = _ros2.find_native()
+except ImportError:
+    _ros2, NATIVE = None, None
+
+if SECONDS <= 0:
+    pytest.skip("1080p at 30 Hz runs by hand: NERVE_TEST_LARGE_SECONDS=10 (not in make test: "
+                "the CI host's Python subscriber falls behind)", allow_module_level=True)
+if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
+    pytest.skip("needs NERVE_RMW_LIB and NERVE_ROS2_PYTHON (make test-rmw)",
+                allow_module_level=True)
+if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
+    pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
+                allow_module_level=True)
+
+# The publisher (on rmw_nerve_cpp): a warm-up frame, then it waits for the
+# GO file and publishes
+# N frames at RATE Hz, frame i with frame_id str(i) and its send time as
+# stamp; the image bytes are one buffer, reused.
+PUB = r'''
+import os, sys, time, rclpy
+from sensor_msgs.msg import Image
+topic, go, n, rate = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+rclpy.init()
+node = rclpy.create_node("large_pub", enable_rosout=False, start_parameter_services=False)
+pub = node.create_publisher(Image, topic, 10)
+msg = Image(height=1080, width=1920, encoding="rgb8", step=1920 * 3)
+msg.data = bytes(1920 * 1080 * 3)
+# rmw_nerve makes the channel on the first message: one, not counted, so
+# that the bridge finds the channel and matches the subscriber before GO.
+msg.header.frame_id = "warm-up"
+pub.publish(msg)
+end = time.monotonic() + 120
+while not os.path.exists(go) and time.monotonic() < end:
+    time.sleep(0.05)
+t0 = time.monotonic()
+for i in range(n):
+    time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+    msg.header.frame_id = str(i)
+    ns = time.time_ns()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 10**9, ns % 10**9
+    pub.publish(msg)
+print("published", n, flush=True)
+time.sleep(1.0)
+'''
+
+# The subscriber (on rmw_fastrtps_cpp, default QoS: reliable, keep last
+# 10): the frame indices and latencies until it has N or the bounded wait
+# ends, as JSON.
+SUB = r'''
+import json, sys, time, rclpy
+from sensor_msgs.msg import Image
+topic, n, wait = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+rclpy.init()
+node = rclpy.create_node("large_sub", enable_rosout=False, start_parameter_services=False)
+got, lat = set(), []
+def on(m):
+    if not m.header.frame_id.isdigit():
+        return
+    got.add(int(m.header.frame_id))
+    lat.append((time.time_ns() - m.header.stamp.sec * 10**9 - m.header.stamp.nanosec) / 1e6)
+node.create_subscription(Image, topic, on, 10)
+print("READY", flush=True)
+end = time.monotonic() + wait
+while len(got) < n and time.monotonic() < end:
+    rclpy.spin_once(node, timeout_sec=0.1)
+lat.sort()
+print(json.dumps({"got": sorted(got), "p50_ms": lat[len(lat) // 2] if lat else None,
+                  "max_ms": lat[-1] if lat else None}), flush=True)
+'''
+
+
+class Lines:
+    """A process's output lines, read by a thread (each wait bounded)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.lines: list[str] = []
+        self._t = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._t.start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, text: str, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(text in ln for ln in self.lines):
+                return True
+            time.sleep(0.05)
+        return False
+
+
+def test_1080p_rmw_nerve_to_fastdds_every_frame(tmp_path):
+    n = int(SECONDS * RATE)
+    distro = "kilted" if "kilted" in PY else "jazzy"
+    fast_xml = ddsconfig.find(f"fastdds-loopback-{distro}")
+    assert fast_xml is not None and ddsconfig.find("loopback") is not None, ddsconfig.dirs()
+    domain = random.randint(1000, 60000)  # rmw_nerve's
+    dds_domain = random.randint(1, 232)
+    tag = f"lg{random.randint(0, 1 << 30)}"
+    chan, topic = f"ros2-d{domain}.{tag}.image", f"/{tag}/image"
+    base = dict(os.environ, PYTHONUNBUFFERED="1", ROS_LOG_DIR=str(tmp_path / "log"))
+    for k in ("ROS_LOCALHOST_ONLY", "ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_STATIC_PEERS",
+              "CYCLONEDDS_URI", "FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE"):
+        base.pop(k, None)
+    fast_env = dict(base, ROS_DOMAIN_ID=str(dds_domain), RMW_IMPLEMENTATION="rmw_fastrtps_cpp",
+                    FASTRTPS_DEFAULT_PROFILES_FILE=str(fast_xml),
+                    FASTDDS_DEFAULT_PROFILES_FILE=str(fast_xml))
+    go = tmp_path / "go"
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "nerve_tools.ros2", "--domain", str(dds_domain),
+         "--dds-config", "loopback", "--to-ros", f"{chan}:{topic}"],
+        env=base, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    blog = Lines(bridge)
+    sub = pub = None
+    try:
+        sub = subprocess.Popen([PY, "-c", SUB, topic, str(n), str(SECONDS + 60)], env=fast_env,
+                               stdout=subprocess.PIPE, text=True)
+        pub = subprocess.Popen([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                                PY, "-c", PUB, topic, str(go), str(n), str(RATE)],
+                               env=dict(base, ROS_DOMAIN_ID=str(domain)),
+                               stdout=subprocess.PIPE, text=True)
+        matched = blog.wait_for(f"to-ros {chan} matched 1 reader", 90)
+        assert matched, "\n".join(blog.lines)
+        go.touch()
+        out_pub = pub.communicate(timeout=SECONDS + 90)[0]
+        try:
+            out_sub = sub.communicate(timeout=SECONDS + 90)[0]
+        except subprocess.TimeoutExpired:
+            # A subscriber buried under frames does not get back to its
+            # loop's bound: a failure, said with the bridge's summary.
+            sub.kill()
+            out_sub = sub.communicate()[0] + '\n{"got": [], "p50_ms": null, "max_ms": null}'
+    finally:
+        for p in (pub, sub):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        os.killpg(bridge.pid, signal.SIGINT)
+        try:
+            bridge.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(bridge.pid, signal.SIGKILL)
+            bridge.wait()
+        for info in nerve.list_channels():
+            if info.name.startswith(f"ros2-d{domain}.") or info.name == f"ros2-graph-d{domain}":
+                nerve.unlink(info.name)
+    log = "\n".join(blog.lines)
+    assert f"published {n}" in out_pub, out_pub + log
+    r = json.loads(out_sub.splitlines()[-1])
+    missing = sorted(set(range(n)) - set(r["got"]))
+    print(f"1080p x {n} at {RATE} Hz ({distro}): {len(r['got'])} arrived, "
+          f"p50 {r['p50_ms']} ms, max {r['max_ms']} ms")
+    assert not missing, f"{len(missing)} of {n} frames lost ({missing[:10]}...); bridge:\n{log}"
