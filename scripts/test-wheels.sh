@@ -143,9 +143,9 @@ PYEOF
     chan="ros2-d$domain.nt$$.chatter"
     out=$($rosenv ROS_DOMAIN_ID="$domain" timeout 60 "$tmp/venv/bin/nerve-ros2" exec -- \
         "$py" "$tmp/talker.py" "$chan" 2>&1) || { echo "$out"; fail "the talker on rmw_nerve_cpp"; }
-    for c in "$chan" "ros2-graph-d$domain"; do
-        "$py" -c 'import nerve, sys; n = sys.argv[1]; [nerve.unlink(n) for c in nerve.list_channels() if c.name == n]' "$c"
-    done
+    # Every channel of the domain: the topic's, the graph's and those of the
+    # node's services (swept only by the domain's next start).
+    "$py" -c 'import nerve, sys; d = sys.argv[1]; [nerve.unlink(c.name) for c in nerve.list_channels() if c.name.startswith(("ros2-d%s." % d, "ros2-graph-d%s." % d))]' "$domain"
     [ "$(printf '%s\n' "$out" | tail -n 1)" = "rmw_nerve_cpp True" ] ||
         { echo "$out"; fail "the rclpy node did not publish on a nerve channel through rmw_nerve_cpp"; }
     echo "ok: nerve ros2 exec runs an rclpy node on the wheel's rmw_nerve_cpp"

@@ -286,6 +286,8 @@ def test_recorder_killed_mid_dump_then_dump_at(rig):
 
 
 def test_bad_input(rig, tmp_path):
+    trigger_was_there = os.path.exists(nerve.path("blackbox.trigger"))
+
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([tool("blackbox"), *args], capture_output=True, text=True, timeout=60)
 
@@ -299,6 +301,8 @@ def test_bad_input(rig, tmp_path):
     assert r.returncode == 2 and "not a time" in r.stderr
     r = run(rig["mid"], "--pid", "999999999", "-o", str(tmp_path))
     assert r.returncode == 1 and "--pid 999999999" in r.stderr
+    # ... and leaves no trigger channel behind (the default name's).
+    assert not os.path.exists(nerve.path("blackbox.trigger")) or trigger_was_there
     r = run("trigger", "--trigger-channel", rig["prefix"] + "no-recorder")
     assert r.returncode == 1 and "no armed recorder" in r.stderr
     # --when: an unknown field is an error at arming (the rest of --when's

@@ -609,11 +609,15 @@ class Armed:
         self.silent: Dict[str, bool] = {}
         self.files: List[str] = []
         self.created_trigger = False
+        self.poller = select.poll()
+        # --pid before the trigger channel: a bad pid ends the program, and
+        # must not leave the channel it would have made behind.
+        for pid in args.pid or ():
+            self._watch_pid(pid, f"pid {pid}")
         self.trig_ch = self._trigger_channel()
         self.last_scan = 0.0
         self.last_lock_check = 0.0
         self.lock_check_due = False
-        self.poller = select.poll()
         self.opens: Optional[OpenWatch] = None
         self.rescan_due = False
         if not args.no_holders:
@@ -623,8 +627,6 @@ class Armed:
             except OSError as e:  # no inotify (limits): scan every second
                 print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
                       file=sys.stderr, flush=True)
-        for pid in args.pid or ():
-            self._watch_pid(pid, f"pid {pid}")
         self._rescan()
 
     def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
