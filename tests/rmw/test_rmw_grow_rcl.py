@@ -84,27 +84,35 @@ def result(p: subprocess.Popen, stdin: str = "") -> dict:
     return json.loads(lines[-1])
 
 
-@pytest.mark.parametrize("kind", ["cloud", "path"])
-def test_growth_published_by_rcl(domain, kind):
-    """rcl in C publishes a PointCloud2 growing from 1 kB to 8 MB or a Path
-    from 0 to 10,000 poses: an rclpy subscriber, one on rcl in C and
-    `nerve echo` each receive every message in order with its content, and
-    so does a transient-local late joiner (rcl in C) after the growth."""
+@pytest.mark.parametrize("publisher,kind", [("rcl", "cloud"), ("rcl", "path"), ("rclpy", "cloud")])
+def test_growth_published(domain, publisher, kind):
+    """rcl in C (or rclpy) publishes a PointCloud2 growing from 1 kB to 8 MB
+    or a Path from 0 to 10,000 poses: an rclpy subscriber, one on rcl in C
+    and `nerve echo` each receive every message in order with its content,
+    and so does a transient-local late joiner (rcl in C) after the growth.
+    (rclpy's Path from 0 to 10,000 poses: test_rmw_nerve.py's growth test.)"""
     count = 6 if kind == "path" else 5
     subs = [rclpy(domain, "grow_sub", kind, str(count)), rcl(domain, "sub", kind, str(count))]
     procs = list(subs)
     try:
         for s in subs:
             expect(s, "ready")
-        # --all: whatever it opens, it reads from the oldest message on.
-        echo = subprocess.Popen([str(BIN / "nerve-echo"), f"ros2-d{domain}.grow", "--all",
+        pub = rcl(domain, "pub", kind, "2") if publisher == "rcl" else \
+            rclpy(domain, "grow_pub", kind, "2")
+        procs.append(pub)
+        expect(pub, "ready")
+        # The topic's channel is made by the first publish; `nerve echo
+        # --all` then reads from the oldest message on (the ring keeps the
+        # history, as the late joiner below shows).
+        chan = f"ros2-d{domain}.grow"
+        deadline = time.monotonic() + 60
+        while not os.path.exists(nerve.path(chan)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        echo = subprocess.Popen([str(BIN / "nerve-echo"), chan, "--all",
                                  "-n", str(count), "--timeout", "60", "--json", "--field",
                                  "header.frame_id"], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         procs.append(echo)
-        pub = rcl(domain, "pub", kind, "2")
-        procs.append(pub)
-        expect(pub, "ready")
         published = json.loads(expect(pub, "published"))["published"]
         py_got = result(subs[0])["got"]
         c_got = result(subs[1])["got"]
