@@ -10,17 +10,11 @@ from __future__ import annotations
 import random
 
 import pytest
-
-import nerve
+from rmwtest import drop_domain
 
 
 @pytest.fixture
 def domain():
     d = random.randint(1000, 60000)
     yield d
-    for info in nerve.list_channels():
-        if info.name.startswith(f"ros2-d{d}.") or info.name.startswith(f"ros2-graph-d{d}."):
-            try:
-                nerve.unlink(info.name)
-            except nerve.Error:
-                pass
+    drop_domain(d)

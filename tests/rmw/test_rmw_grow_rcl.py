@@ -14,17 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from rmwtest import LIB, PY, expect, need_rmw, result
 
 import nerve
 
 HERE = Path(__file__).parent
-LIB = os.environ.get("NERVE_RMW_LIB", "")
-PY = os.environ.get("NERVE_ROS2_PYTHON", "")
-
-if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
-    pytest.skip("rmw_nerve tests need NERVE_RMW_LIB and NERVE_ROS2_PYTHON "
-                "(make test-rmw: the Jazzy wheels' venv and the built library)",
-                allow_module_level=True)
+need_rmw()
 
 PROG = Path(LIB).parent / "rcl_grow"
 RCL = Path(PY).parent.parent / "lib" / "librcl.so"
@@ -66,22 +61,6 @@ def rclpy(domain: int, role: str, *args: str) -> subprocess.Popen:
                              PY, str(HERE / "nodes.py"), role, *args], env=_env(domain),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-
-
-def expect(p: subprocess.Popen, what: str) -> str:
-    line = p.stdout.readline()
-    if what not in line:
-        p.kill()
-        out, err = p.communicate(timeout=30)
-        raise AssertionError(f"expected {what!r}, got {line!r}{out}\nstderr:\n{err}")
-    return line
-
-
-def result(p: subprocess.Popen, stdin: str = "") -> dict:
-    out, err = p.communicate(stdin, timeout=120)
-    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    assert p.returncode == 0 and lines, f"exit {p.returncode}\n{out}\nstderr:\n{err}"
-    return json.loads(lines[-1])
 
 
 @pytest.mark.parametrize("publisher,kind", [("rcl", "cloud"), ("rcl", "path"), ("rclpy", "cloud")])

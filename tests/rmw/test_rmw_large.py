@@ -23,34 +23,19 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from rmwtest import LIB, PY, drop_domain, need_bridge, need_rmw
 
-import nerve
-
-LIB = os.environ.get("NERVE_RMW_LIB", "")
-PY = os.environ.get("NERVE_ROS2_PYTHON", "")
 SECONDS = float(os.environ.get("NERVE_TEST_LARGE_SECONDS", "0"))
 RATE = 30
-
-try:
-    from nerve_tools.ros2 import cli as _ros2
-    from nerve_tools.ros2 import ddsconfig
-
-    NATIVE = _ros2.find_native()
-except ImportError:
-    _ros2, NATIVE = None, None
 
 if SECONDS <= 0:
     pytest.skip("1080p at 30 Hz runs by hand: NERVE_TEST_LARGE_SECONDS=10 (not in make test: "
                 "the CI host's Python subscriber falls behind)", allow_module_level=True)
-if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
-    pytest.skip("needs NERVE_RMW_LIB and NERVE_ROS2_PYTHON (make test-rmw)",
-                allow_module_level=True)
-if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
-    pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
-                allow_module_level=True)
+need_rmw()
+NATIVE = need_bridge()
+from nerve_tools.ros2 import ddsconfig  # noqa: E402  (with nerve ros2)
 
 # The publisher (on rmw_nerve_cpp): a warm-up frame, then it waits for the
 # GO file and publishes
@@ -183,9 +168,7 @@ def test_1080p_rmw_nerve_to_fastdds_every_frame(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(bridge.pid, signal.SIGKILL)
             bridge.wait()
-        for info in nerve.list_channels():
-            if info.name.startswith(f"ros2-d{domain}.") or info.name == f"ros2-graph-d{domain}":
-                nerve.unlink(info.name)
+        drop_domain(domain)
     log = "\n".join(blog.lines)
     assert f"published {n}" in out_pub, out_pub + log
     r = json.loads(out_sub.splitlines()[-1])

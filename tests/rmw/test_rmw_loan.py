@@ -15,16 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from rmwtest import LIB, PY, need_rmw
 
 import nerve
 
-LIB = os.environ.get("NERVE_RMW_LIB", "")
-PY = os.environ.get("NERVE_ROS2_PYTHON", "")
-
-if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
-    pytest.skip("rmw_nerve tests need NERVE_RMW_LIB and NERVE_ROS2_PYTHON "
-                "(make test-rmw: the Jazzy wheels' venv and the built library)",
-                allow_module_level=True)
+need_rmw()
 
 PROG = Path(LIB).parent / "rcl_loan"
 RCL = Path(PY).parent.parent / "lib" / "librcl.so"

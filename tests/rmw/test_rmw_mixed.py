@@ -17,30 +17,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-import nerve
+from rmwtest import LIB, PY, drop_domain, need_bridge, need_rmw
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent / "ros2"))
 from dds_lo import CYCLONE_XML, FASTDDS_FILTERS, FASTDDS_XML  # noqa: E402  (tests/ros2/dds_lo.py)
 
-LIB = os.environ.get("NERVE_RMW_LIB", "")
-PY = os.environ.get("NERVE_ROS2_PYTHON", "")
-
-try:
-    from nerve_tools.ros2 import cli as _ros2  # the DDS bridge (issue 24)
-
-    NATIVE = _ros2.find_native()
-except ImportError:
-    _ros2, NATIVE = None, None
-
-if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
-    pytest.skip("needs NERVE_RMW_LIB and NERVE_ROS2_PYTHON (make test-rmw)",
-                allow_module_level=True)
-if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
-    pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
-                allow_module_level=True)
+need_rmw()
+NATIVE = need_bridge()
 
 PEER = r'''
 import json, os, sys, time, rclpy
@@ -104,9 +88,7 @@ def test_rmw_nerve_and_fastrtps_through_nerve_ros2(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(bridge.pid, signal.SIGKILL)
             log = bridge.communicate()[0]
-        for info in nerve.list_channels():
-            if info.name.startswith(f"ros2-d{domain}.") or info.name.startswith(f"ros2-graph-d{domain}."):
-                nerve.unlink(info.name)
+        drop_domain(domain)
     r_mine, r_fast = json.loads(out_mine.splitlines()[-1]), json.loads(out_fast.splitlines()[-1])
     assert r_mine["rmw"] == "rmw_nerve_cpp" and r_fast["rmw"] == "rmw_fastrtps_cpp"
     assert len(r_fast["got"]) == 3 and all(g.startswith("nerve ") for g in r_fast["got"]), log

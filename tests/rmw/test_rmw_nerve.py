@@ -17,17 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from rmwtest import LIB, PY, expect, need_rmw, result
 
 import nerve
 
 HERE = Path(__file__).parent
-LIB = os.environ.get("NERVE_RMW_LIB", "")
-PY = os.environ.get("NERVE_ROS2_PYTHON", "")
-
-if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
-    pytest.skip("rmw_nerve tests need NERVE_RMW_LIB and NERVE_ROS2_PYTHON "
-                "(make test-rmw: the Jazzy wheels' venv and the built library)",
-                allow_module_level=True)
+need_rmw()
 
 EXEC = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--"]
 
@@ -44,24 +39,6 @@ def node(domain: int, role: str, *args: str) -> subprocess.Popen:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=_default_sigint)
-
-
-def expect(p: subprocess.Popen, what: str) -> str:
-    line = p.stdout.readline()
-    if what not in line:
-        p.kill()
-        out, err = p.communicate(timeout=30)
-        raise AssertionError(f"expected {what!r}, got {line!r}{out}\nstderr:\n{err}")
-    return line
-
-
-def result(p: subprocess.Popen, stdin: str = "") -> dict:
-    out, err = p.communicate(stdin, timeout=90)
-    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    assert p.returncode == 0 and lines, f"exit {p.returncode}\n{out}\nstderr:\n{err}"
-    d = json.loads(lines[-1])
-    d["_stderr"] = err
-    return d
 
 
 def test_every_rmw_function_is_defined():

@@ -20,33 +20,19 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
-import nerve
+from rmwtest import LIB, PY, drop_domain, need_bridge, need_rmw
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent / "ros2"))
 from dds_lo import CYCLONE_XML, FASTDDS_FILTERS, FASTDDS_XML  # noqa: E402
 
-LIB = os.environ.get("NERVE_RMW_LIB", "")
-PY = os.environ.get("NERVE_ROS2_PYTHON", "")
 PEER = str(HERE / "services_peer.py")
 RAW = Path(os.environ.get("NERVE_ROS2_BIN", str(ROOT / "build" / "tests" / "ros2"))) \
     / "fastdds_srv_client"
 
-try:
-    from nerve_tools.ros2 import cli as _ros2
-
-    NATIVE = _ros2.find_native()
-except ImportError:
-    _ros2, NATIVE = None, None
-
-if not (LIB and Path(LIB).exists() and PY and Path(PY).exists()):
-    pytest.skip("needs NERVE_RMW_LIB and NERVE_ROS2_PYTHON (make test-rmw)",
-                allow_module_level=True)
-if _ros2 is None or not NATIVE or not os.access(NATIVE, os.X_OK):
-    pytest.skip("needs `nerve ros2` (nerve_tools.ros2) and its nerve-ros2-dds (Cyclone DDS)",
-                allow_module_level=True)
+need_rmw()
+NATIVE = need_bridge()
 if "--services" not in subprocess.run([NATIVE, "--help"], capture_output=True,
                                       text=True).stdout:
     pytest.skip("this nerve-ros2-dds has no --services", allow_module_level=True)
@@ -107,13 +93,7 @@ class World:
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGKILL)
             p.communicate()
-        for info in nerve.list_channels():
-            if info.name.startswith(f"ros2-d{self.domain}.") or \
-                    info.name.startswith(f"ros2-graph-d{self.domain}."):
-                try:
-                    nerve.unlink(info.name)
-                except nerve.Error:
-                    pass
+        drop_domain(self.domain)
 
 
 def expect(p: subprocess.Popen, what: str) -> None:
