@@ -1163,7 +1163,8 @@ int nerve_chan_close(nerve_chan *c)
  *     F1  A reader whose get finds nothing new loads superseded (acquire)
  *         and, if set, looks again: still nothing means it has read all of
  *         c (no commit follows G5), and the get says NERVE_ESUPERSEDED.
- *     F2  nerve_chan_follow(): open the name, keep the cursor.
+ *     F2  nerve_chan_follow(): open the name, keep the cursor (a successor:
+ *         the same created_ns; a channel made anew starts at its oldest).
  *   Crash recovery: killed before G4, nothing is visible (an unnamed file
  *   vanishes; a named temporary is swept). Killed between G4 and G5, the
  *   dead grower held c's lock, so the next writer of c recovers it, finds
@@ -1206,9 +1207,13 @@ int nerve_chan_follow(nerve_chan **cp)
         (void)nerve_chan_close(n);
         return 0;
     }
-    /* F2: a successor continues c's sequence (G3), so the cursor stays; a
-     * channel made anew under the name starts where a new handle starts. */
-    if (nerve__load_acq(&n->hdr->head) >= c->cursor) {
+    /* F2: a successor continues c's sequence (G3) and keeps its identity
+     * (created_ns, [const]), so the cursor stays. A channel made anew under
+     * the name (the successor of a grower that died was removed as unused
+     * and the name made again) starts where a new handle starts, at its
+     * oldest message, whatever its head: its sequence numbers are not c's. */
+    if (n->hdr->created_ns == c->hdr->created_ns &&
+        nerve__load_acq(&n->hdr->head) >= c->cursor) {
         n->cursor = c->cursor;
         n->origin = c->origin;
     }

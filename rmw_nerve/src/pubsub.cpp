@@ -21,6 +21,8 @@
 
 #include "rmw_nerve.hpp"
 
+#include <algorithm>
+
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -98,10 +100,13 @@ int chan_follow(nerve_chan **ch, const char *type, Retired *retired)
                 nerve_chan_name(*ch), why.c_str());
         return r;
     }
-    // F2: a successor continues the sequence, so the cursor stays.
-    struct nerve_stats st;
+    // F2: a successor continues the sequence and keeps the channel's
+    // created_ns, so the cursor stays; a channel made anew under the name
+    // is read from its oldest message (a new handle's start).
+    struct nerve_stats st, old;
     uint64_t cur = nerve_chan_cursor(*ch);
-    if (nerve_chan_stat(n, &st) == 0 && st.head_seq >= cur)
+    if (nerve_chan_stat(n, &st) == 0 && nerve_chan_stat(*ch, &old) == 0 &&
+        st.created_ns == old.created_ns && st.head_seq >= cur)
         nerve_chan_seek(n, cur);
     retired->v.push_back(*ch);
     *ch = n;
@@ -500,6 +505,28 @@ extern "C" {
 
 // ---- publishers -----------------------------------------------------------
 
+// A subscription makes its topic's channel when none exists yet, so that it
+// holds it (LIFETIME, src/chan_life.c) before any publisher puts there: a
+// publisher that published and ended before this process next waited
+// would otherwise leave the channel with no user, and it would be removed
+// with the messages this subscription was matched for. The ring is the
+// default one; a publisher grows it for its messages and depth.
+static int sub_make(Subscription *s, std::string *why)
+{
+    uint64_t data = env_size("NERVE_RMW_DATA_SIZE");
+    int o = NERVE_ENOENT;
+    for (int i = 0; i < 16 && o == NERVE_ENOENT; i++) {
+        int r = chan_create_for(s->chan_name, s->type.name, s->type.schema,
+                                std::max<uint64_t>(s->qos.depth, 16),
+                                data ? data : 64u << 10);
+        if (r && r != NERVE_EMISMATCH)
+            return r;
+        o = chan_open_checked(s->chan_name, s->type.name.c_str(), NERVE_O_READ,
+                              &s->ch, why);
+    }
+    return o;
+}
+
 rmw_publisher_t *rmw_create_publisher(const rmw_node_t *node,
                                       const rosidl_message_type_support_t *ts,
                                       const char *topic_name,
@@ -742,6 +769,8 @@ rmw_create_subscription(const rmw_node_t *node,
     std::string why;
     int r = chan_open_checked(s->chan_name, s->type.name.c_str(), NERVE_O_READ,
                               &s->ch, &why);
+    if (r == NERVE_ENOENT && sub_make(s, &why) == 0)
+        r = 0; // made by this subscription: empty, read from its start
     if (r == 0) {
         // Volatile: only what is published from now on. Transient local:
         // also the newest `depth` messages the ring still holds.
