@@ -15,7 +15,6 @@ import html
 import json
 import queue
 import shutil
-import signal
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
+from test_foxglove import stop
 
 from conftest import start
 
@@ -114,12 +114,6 @@ def serve(name, *extra: str):
     proc, line = start("foxglove", f"{name('none').rsplit('-', 2)[0]}-*", "--port", "0", *extra,
                        ready="serving")
     return proc, int(line.split("ws://127.0.0.1:")[1].split(";")[0])
-
-
-def stop(proc) -> str:
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
-    return err
 
 
 def test_foxglove_sandboxed_iframe_null_origin(name, tmp_path) -> None:
