@@ -15,6 +15,8 @@ TOOLS_SOURCES := $(wildcard python-tools/pyproject.toml python-tools/README.md \
 TEST_TARGETS += test-tools
 # nerve foxglove makes a certificate for its loopback hop with openssl.
 DEPS_PKGS += openssl
+# Its browser test opens the WebSocket from headless Chromium.
+DEPS_PKGS += chromium
 
 .PHONY: tools-install
 
