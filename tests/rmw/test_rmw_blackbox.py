@@ -94,3 +94,20 @@ def test_ros2_service_triggers_an_incident(domain, tmp_path):
         nerve.unlink(data)
         if os.path.exists(nerve.path(trig)):
             nerve.unlink(trig)
+
+
+def test_ros2_service_without_rclpy_is_a_clear_error(tmp_path):
+    """A --ros2-python that cannot run: the recorder says so and ends,
+    leaving no trigger channel behind."""
+    tag = f"bb{random.randint(0, 1 << 30)}"
+    exe = shutil.which("nerve-blackbox") or str(Path(sys.executable).parent / "nerve-blackbox")
+    with nerve.create(f"{tag}.data", slots=16, size=1 << 16) as ch:
+        ch.put(b"x")
+    try:
+        r = subprocess.run([exe, f"{tag}.data", "-o", str(tmp_path), "--trigger-channel", f"{tag}.trigger",
+                            "--no-holders", "--ros2-service", "/x", "--ros2-python", str(tmp_path / "no-python")],
+                           env=dict(os.environ, NERVE_RMW_LIB=LIB), capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "--ros2-service /x: the service did not start" in r.stderr, r.stderr
+        assert not os.path.exists(nerve.path(f"{tag}.trigger"))
+    finally:
+        nerve.unlink(f"{tag}.data")
