@@ -241,7 +241,7 @@ def main() -> int:
         f"| during the {len(spans)} dumps | {len(busy)} | {pct(busy, 50):.1f} | {pct(busy, 99):.1f} | "
         f"{pct(busy, 99.9):.1f} | {max(busy):.1f} |",
         "",
-        "With n = 20 the p99 is the largest but one or the largest (n = 5: the largest). Trigger "
+        "With n = 20 (n = 5) the p99 is the largest sample. Trigger "
         "latencies run from the trigger message's commit time to the recorder's line saying the "
         "file is written and closed, so they include up to 50 ms of the recorder's wake-up "
         "(it looks at the trigger channel every 50 ms while armed; a death wakes it at once by "
