@@ -53,9 +53,11 @@ def test_ros2_service_triggers_an_incident(domain, tmp_path):
     ch = nerve.create(data, slots=64, size=1 << 16)
     rec = None
     try:
+        # --pre 300s: all five are in the window however long the
+        # recorder's and the client's rclpy take to start on a loaded host.
         for i in range(5):
             ch.put(b"state %d" % i)
-        rec = subprocess.Popen([exe, data, "--pre", "5s", "--post", "0", "-o", str(tmp_path / "inc"),
+        rec = subprocess.Popen([exe, data, "--pre", "300s", "--post", "0", "-o", str(tmp_path / "inc"),
                                 "--trigger-channel", trig, "--no-holders", "--ros2-service",
                                 f"/{tag}/trigger", "--ros2-python", PY], env=env,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
