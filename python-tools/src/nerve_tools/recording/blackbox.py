@@ -42,6 +42,7 @@ import re
 import select
 import signal
 import struct
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -83,6 +84,8 @@ RESCAN_MIN_S = 1.0
 #: How often the writer locks of all watched channels are looked at (and at
 #: once after a watched process died).
 LOCK_CHECK_S = 0.5
+#: --ros2-service: the most seconds its helper process (rclpy) may take to start.
+ROS2_START_S = 30
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
 TRIGGER_CHANNEL = "blackbox.trigger"
 TRIGGER_META = "nerve.blackbox.trigger"
@@ -615,6 +618,7 @@ class Armed:
         for pid in args.pid or ():
             self._watch_pid(pid, f"pid {pid}")
         self.trig_ch = self._trigger_channel()
+        self.ros2: Optional[subprocess.Popen] = None
         self.last_scan = 0.0
         self.last_lock_check = 0.0
         self.lock_check_due = False
@@ -628,6 +632,12 @@ class Armed:
                 print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
                       file=sys.stderr, flush=True)
         self._rescan()
+        if args.ros2_service:
+            try:
+                self._start_ros2(args.ros2_service, args.ros2_python)
+            except SystemExit:
+                self.close()  # the trigger channel it made goes too
+                raise
 
     def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
         """A reader handle per (condition, channel), its cursor at the
@@ -673,6 +683,60 @@ class Armed:
             ch = nerve.open(name)
         ch.seek(ch.stat().head_seq)
         return ch
+
+    def _start_ros2(self, service: str, python: str) -> None:
+        """The ROS 2 service: blackbox_ros2.py under `nerve ros2 exec`
+        with the ROS 2 Python (rclpy on rmw_nerve_cpp); a line on its
+        standard output per call."""
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blackbox_ros2.py")
+        cmd = [sys.executable, "-m", "nerve_tools.ros2.exec", "--", python, script, service]
+        try:
+            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        except OSError as e:
+            die(PROG, f"--ros2-service: {sys.executable}: {e.strerror}")
+        assert p.stdout is not None
+        ready = select.poll()
+        ready.register(p.stdout, select.POLLIN)
+        # Bounded: rclpy starts in about a second, far less than this.
+        if not ready.poll(ROS2_START_S * 1000):
+            p.kill()
+            p.wait()
+            die(PROG, f"--ros2-service {service}: the service did not start within {ROS2_START_S} s")
+        line = p.stdout.readline().decode("utf-8", "replace").split()
+        if line[:1] != ["ready"]:
+            p.wait()
+            die(PROG, f"--ros2-service {service}: the service did not start ({python} with rclpy "
+                f"on rmw_nerve_cpp; --ros2-python names the ROS 2 Python; its error is above)")
+        self.ros2 = p
+        self.ros2_source = f"ros2 service {service} ({line[1] if len(line) > 1 else '?'})"
+        self.poller.register(p.stdout, select.POLLIN)
+        print(f"{PROG}: serving the ROS 2 service {service} ({line[1] if len(line) > 1 else '?'}) "
+              f"in pid {p.pid}", file=sys.stderr, flush=True)
+
+    def _ros2_calls(self, now: int) -> None:
+        assert self.ros2 is not None and self.ros2.stdout is not None
+        line = self.ros2.stdout.readline()
+        if not line:  # it died: no more service
+            print(f"{PROG}: the ROS 2 service's process ended (status {self.ros2.wait()}); "
+                  f"no ROS 2 service trigger any more", file=sys.stderr, flush=True)
+            self.poller.unregister(self.ros2.stdout)
+            self.ros2.stdout.close()
+            self.ros2 = None
+            return
+        self.trigger("ros2-service", self.ros2_source, when=now)
+
+    def _stop_ros2(self) -> None:
+        p, self.ros2 = self.ros2, None
+        if p is None:
+            return
+        assert p.stdin is not None and p.stdout is not None
+        p.stdin.close()  # it ends when its standard input does
+        try:
+            p.wait(timeout=ROS2_START_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        p.stdout.close()
 
     def _watch_pid(self, pid: int, what: str) -> None:
         if pid in self.watched_pids or pid == os.getpid():
@@ -734,6 +798,9 @@ class Armed:
         for fd, _ in self.poller.poll(0):
             if self.opens is not None and fd == self.opens.fd:
                 self.rescan_due = self.opens.drain() or self.rescan_due
+                continue
+            if self.ros2 is not None and self.ros2.stdout is not None and fd == self.ros2.stdout.fileno():
+                self._ros2_calls(now)
                 continue
             pid, what = self.pidfds.pop(fd)
             self.poller.unregister(fd)
@@ -872,6 +939,7 @@ class Armed:
         if self.opens is not None:
             self.opens.close()
         self._close_watches()
+        self._stop_ros2()
         self.trig_ch.close()
         if self.created_trigger:
             try:
@@ -901,7 +969,7 @@ def parser() -> argparse.ArgumentParser:
         "channel's lock, a channel goes silent, a value crosses a limit (--when), a "
         "real-time task's statistics channel shows an overrun, "
         "SIGUSR1, `nerve blackbox trigger`, a message on "
-        "the trigger channel). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
+        "the trigger channel, a call of --ros2-service). Subcommands: `trigger` and `dump --at`; see docs/blackbox.md.")
     p.add_argument("patterns", nargs="+", metavar="CHANNEL", help="channel names or glob patterns")
     _add_window(p)
     p.add_argument("-o", "--out", default=".", metavar="DIR", help="directory of the incident files")
@@ -917,6 +985,11 @@ def parser() -> argparse.ArgumentParser:
                    "e.g. 'robot.imu: linear_acceleration.z > 30 clear < 25'")
     p.add_argument("--trigger-channel", default=TRIGGER_CHANNEL, metavar="NAME",
                    help=f"channel whose messages trigger (default {TRIGGER_CHANNEL})")
+    p.add_argument("--ros2-service", metavar="NAME",
+                   help="also trigger on a call of this ROS 2 service (std_srvs/srv/Trigger, else "
+                   "test_msgs/srv/Empty), served on rmw_nerve_cpp by rclpy in a helper process")
+    p.add_argument("--ros2-python", default=os.environ.get("NERVE_ROS2_PYTHON", "python3"), metavar="PATH",
+                   help="the Python with rclpy for --ros2-service (default $NERVE_ROS2_PYTHON, else python3)")
     p.add_argument("--cooldown", type=duration, default=1.0, metavar="DUR",
                    help="ignore triggers this long after one (default 1s)")
     p.add_argument("--max-per-minute", type=int, default=10, metavar="N",
