@@ -420,9 +420,9 @@ def test_foreign_and_corrupt_channels(domain):
         corrupt.put(b"\x01")  # shorter than an encapsulation header
         valid = b"valid"
         corrupt.put(b"\x00\x01\x00\x00" + (len(valid) + 1).to_bytes(4, "little") + valid + b"\0")
-        # A channel that appears after the subscription, made by no ROS node.
-        with nerve.create(f"ros2-d{domain}.late", slots=4, size=4096, type="std_msgs/msg/String",
-                          encoding="cdr") as late:
+        # The channel the subscription to /late made (a subscription makes
+        # its topic's channel, to hold it), written by no ROS node.
+        with nerve.open(f"ros2-d{domain}.late", write=True) as late:
             late.put(b"\x00\x01\x00\x00\x05\x00\x00\x00late\x00")
         r = result(bad)
     finally:
