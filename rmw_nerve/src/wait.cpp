@@ -171,9 +171,12 @@ void arm(WaitSet *ws)
 {
     std::lock_guard<std::mutex> lk(g_mu);
     g_waiting.push_back(ws);
-    struct nerve_stats st;
-    if (nerve_chan_stat(ws->wake, &st) == 0)
-        nerve_chan_seek(ws->wake, st.head_seq);
+    // To the newest message without a system call (nerve_chan_stat would
+    // fstat): a view of NEWEST moves the cursor there, or says EAGAIN when
+    // it is there already. Puts to the wake channel hold g_mu, so none
+    // overwrites the view meanwhile.
+    struct nerve_view v;
+    (void)nerve_chan_view(ws->wake, 0, 0, &v, NERVE_GET_NEWEST);
 }
 
 // Whether event `ev` has something to report. Message-lost events are

@@ -1,0 +1,140 @@
+#!/bin/sh
+# Where one message's cost goes in rcl on rmw_nerve, in counts that do not
+# depend on the host's load: system calls per message (strace -c -f) and
+# instructions per message (valgrind callgrind, collecting only inside
+# rcl_publish, rcl_wait and rcl_take, inclusive). Each from two runs of N1
+# and N2 messages, the difference divided by N2 - N1, so that start-up and
+# shutdown cancel out. Valgrind (3.19) has no futex_waitv, so under it
+# nerve's waits fall back to 1 ms polling: rcl_wait's instruction counts
+# depend on time there and mean nothing; its system calls (strace, the real
+# kernel) are the measure of the wait.
+#
+#   usage: bench/rmw/rmw_cost.sh [--build DIR] [--kind KIND] [--rate HZ]
+#     --build DIR  the cmake build with rmw_nerve/rcl_latency (default build,
+#                  configured with -DNERVE_BUILD_BENCH=ON)
+#     --kind KIND  64B (default) | Imu | PointCloud2-1MiB | Image-1080p
+#     --rate HZ    publish rate (default 100)
+#
+# Needs the Jazzy wheel venv (.venv-jazzy, make ros2-venvs), strace,
+# valgrind and callgrind_annotate. Results: bench/results/
+# 2026-11-29-rmw-cost-breakdown.md.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$ROOT/build
+KIND=64B
+RATE=100
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) BUILD=$2; shift 2 ;;
+    --kind) KIND=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    *) echo "rmw_cost.sh: unknown option '$1'" >&2; exit 2 ;;
+    esac
+done
+RCL=$BUILD/rmw_nerve/rcl_latency
+LIB=$BUILD/rmw_nerve/librmw_nerve_cpp.so
+for f in "$RCL" "$LIB"; do
+    [ -e "$f" ] || { echo "rmw_cost.sh: $f not found (configure with -DNERVE_BUILD_BENCH=ON)" >&2; exit 1; }
+done
+for tool in strace valgrind callgrind_annotate; do
+    command -v $tool >/dev/null || { echo "rmw_cost.sh: $tool not found" >&2; exit 1; }
+done
+TMP=${RMW_COST_KEEP:-$(mktemp -d)}
+[ -n "${RMW_COST_KEEP:-}" ] || trap 'rm -rf "$TMP"' EXIT
+export RMW_IMPLEMENTATION=rmw_nerve_cpp LD_PRELOAD="$LIB"
+export ROS_DOMAIN_ID=$((100 + $$ % 100)) ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+
+# run TAG N WRAP...: a publisher of N messages and a subscriber, each
+# under WRAP (its output file named after TAG and the role). The publisher
+# starts first and the subscriber once the topic's channel exists, so that
+# the subscriber's waits never poll for a channel still to come; the
+# publisher starts publishing once it sees the subscription.
+CHAN=/dev/shm/nerve.ros2-d$ROS_DOMAIN_ID.lat
+run() {
+    tag=$1 n=$2
+    shift 2
+    "$@" "$TMP/$tag-pub" "$RCL" pub "$KIND" "$n" "$RATE" 1 >"$TMP/$tag-pub.json" &
+    ppid_=$!
+    i=0
+    until [ -e "$CHAN" ]; do
+        i=$((i + 1))
+        [ $i -lt 600 ] || { echo "rmw_cost.sh: no channel $CHAN after 60 s" >&2; exit 1; }
+        sleep 0.1
+    done
+    "$@" "$TMP/$tag-sub" "$RCL" sub "$KIND" "$n" 1 >"$TMP/$tag-sub.json"
+    wait $ppid_
+}
+st() { out=$1; shift; strace -f -c -o "$out.strace" "$@"; }
+cg() {
+    out=$1; shift
+    valgrind --tool=callgrind --callgrind-out-file="$out.cg" \
+        --toggle-collect=rcl_publish --toggle-collect=rcl_wait \
+        --toggle-collect=rcl_take "$@" 2>/dev/null
+}
+
+N1=200 N2=600
+run s1 $N1 st
+run s2 $N2 st
+echo "## $KIND at $RATE Hz: system calls per message (strace -c -f, ($N2 - $N1) messages)"
+for role in pub sub; do
+    echo
+    echo "$role:"
+    python3 - "$TMP/s1-$role.strace" "$TMP/s2-$role.strace" $((N2 - N1)) <<'PY'
+import sys
+def calls(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 5 and f[-1] not in ("syscall", "total") and f[3].isdigit():
+            out[f[-1]] = int(f[3])
+        elif len(f) == 5 and f[-1] not in ("syscall", "total") and f[3].isdigit():
+            out[f[-1]] = int(f[3])
+    return out
+a, b, n = calls(sys.argv[1]), calls(sys.argv[2]), int(sys.argv[3])
+rows = sorted(((b.get(k, 0) - a.get(k, 0)) / n, k) for k in set(a) | set(b))
+tot = 0.0
+for per, k in reversed(rows):
+    if per >= 0.05:
+        print(f"  {k:<16} {per:6.2f}")
+    tot += per
+print(f"  {'total':<16} {tot:6.2f}")
+PY
+done
+
+run c1 $N1 cg
+run c2 $N2 cg
+echo
+echo "## $KIND at $RATE Hz: instructions per message (callgrind, inclusive, ($N2 - $N1) messages)"
+for role in pub sub; do
+    echo
+    echo "$role:"
+    for f in c1 c2; do
+        callgrind_annotate --inclusive=yes --threshold=100 "$TMP/$f-$role.cg" >"$TMP/$f-$role.txt" 2>/dev/null
+    done
+    python3 - "$TMP/c1-$role.txt" "$TMP/c2-$role.txt" $((N2 - N1)) <<'PY'
+import re, sys
+def counts(path):
+    out = {}
+    for line in open(path):
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*?)(?:\s+\[[^\]]*\])?$", line)
+        if not m or not m.group(1)[0].isdigit() or "=>" in line:
+            continue
+        name = m.group(2)
+        head, sep, rest = name.partition(":")
+        if sep and ("/" in head or head.startswith("?")):
+            name = rest
+        name = re.sub(r"\(.*", "", name).strip()
+        if name and name not in out:
+            out[name] = int(m.group(1).replace(",", ""))
+    return out
+a, b, n = counts(sys.argv[1]), counts(sys.argv[2]), int(sys.argv[3])
+rows = sorted((((b.get(k, 0) - a.get(k, 0)) / n), k) for k in b)
+skip = {"main", "(below main)", "__libc_start_main@@GLIBC_2.34", "PROGRAM TOTALS"}
+for per, k in reversed(rows[-60:]):
+    if per >= 40 and k not in skip and not k.startswith("0x"):
+        print(f"  {per:10.0f}  {k[:90]}")
+PY
+done
+cat "$TMP/s2-sub.json" "$TMP/s2-pub.json"
