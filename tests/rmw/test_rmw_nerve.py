@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -596,10 +597,25 @@ def test_graph_bounds_big_message_and_non_utf8_names(domain):
     fake = b"".join(b"N %d fake%d / /\n" % (i, i) for i in range(300000))
     assert len(fake) > 3 << 20
     g.put(b"nerve-rmw-graph 2 %016x %d live\n" % (ctx, os.getpid()) + fake)
-    g.put(b"nerve-rmw-graph 2 %016x %d live\nN 1 \xff\xfe / /\nN 2 fine / /\n"
-          % (ctx + 1, os.getpid()))
-    g.close()
-    r = result(node(domain, "init_only"))
+    small = b"nerve-rmw-graph 2 %016x %d live\nN 1 \xff\xfe / /\nN 2 fine / /\n" % (
+        ctx + 1, os.getpid())
+    # As a live process does, say it again every 0.3 s: a context not heard
+    # from for 2 s is dropped, and a node may take longer to start.
+    done = threading.Event()
+
+    def again() -> None:
+        while not done.is_set():
+            g.put(small)
+            done.wait(0.3)
+
+    t = threading.Thread(target=again)
+    t.start()
+    try:
+        r = result(node(domain, "init_only"))
+    finally:
+        done.set()
+        t.join()
+        g.close()
     assert r["init"] is None, r
     assert sorted(r["nodes"]) == ["fine", "init_only"], r
     assert r["_stderr"].count("a message over 1 MiB skipped") == 1, r["_stderr"]
