@@ -6,8 +6,11 @@
 // unless one message needs more; NERVE_RMW_DATA_SIZE (a size) overrides the
 // data ring. Creating the channel marks the publisher "ready" in the
 // graph, which wakes the subscriptions that wait for the channel to
-// appear. A channel that already exists (another publisher's, `nerve ros2`'s,
-// a nerve program's, an earlier run's) is used when its type and encoding
+// appear. A subscription made before any publisher makes the channel itself
+// (sub_make: the default ring), so that it holds it (LIFETIME). A channel
+// that already exists (another publisher's or subscription's, `nerve
+// ros2`'s, a nerve program's, an earlier run's) is used when its type and
+// encoding
 // are right, and refused with a clear error otherwise. A message larger
 // than the channel holds grows it (nerve_chan_grow: a larger successor
 // under the same name, with every message present), up to
