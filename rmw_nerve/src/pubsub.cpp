@@ -10,10 +10,9 @@
 // (sub_make: the default ring), so that it holds it (LIFETIME). A channel
 // that already exists (another publisher's or subscription's, `nerve
 // ros2`'s, a nerve program's, an earlier run's) is used when its type and
-// encoding
-// are right, and refused with a clear error otherwise. A message larger
-// than the channel holds grows it (nerve_chan_grow: a larger successor
-// under the same name, with every message present), up to
+// encoding are right, and refused with a clear error otherwise. A message
+// larger than the channel holds grows it (nerve_chan_grow: a larger
+// successor under the same name, with every message present), up to
 // NERVE_RMW_MAX_DATA_SIZE; subscriptions, and publishers of other
 // processes, follow the successor (chan_make_room, chan_has_news).
 //
