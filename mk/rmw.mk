@@ -11,6 +11,9 @@ DEPS_PKGS += binutils
 
 .PHONY: test-rmw
 
+RMW_SIGNAL_TRIES_JAZZY ?= 25
+RMW_SIGNAL_TRIES_KILTED ?= 10
+
 # mk/ros2venv.mk and mk/tools.mk are read after this file: their names for
 # the venv stamps are spelled out here (same defaults).
 ROS2_JAZZY_VENV ?= .venv-jazzy
@@ -30,16 +33,20 @@ test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
 	@echo "== rmw_nerve_cpp on ROS 2 Jazzy"
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_JAZZY_VENV))/bin/python \
-	    NERVE_TEST_LIFE_STARTS=10 NERVE_TEST_LIFE_C_STARTS=200 $(RMW_TEST)
+	    NERVE_RMW_SIGNAL_TRIES=$(RMW_SIGNAL_TRIES_JAZZY) NERVE_TEST_LIFE_STARTS=10 \
+	    NERVE_TEST_LIFE_C_STARTS=200 $(RMW_TEST)
 	@echo "== rmw_nerve_cpp on ROS 2 Kilted"
-	@# The signal tests' 50 tries per kind of node run on Jazzy, on Kilted
-	@# 20. The leftovers tests: the scale (200 starts) is the rcl-in-C
+	@# The signal tests' tries per kind of node: 25 on Jazzy, 10 on Kilted
+	@# in `make test` (CI time; each try starts a node, about 0.8 s; the
+	@# tests' default is 50: make test-rmw RMW_SIGNAL_TRIES_JAZZY=50
+	@# RMW_SIGNAL_TRIES_KILTED=50). The leftovers tests: the scale (200 starts) is the rcl-in-C
 	@# node's on Jazzy (milliseconds a start), 40 on Kilted; the rclpy
 	@# node's (about a second a start) 10 on each (CI time; 200 is each
 	@# test's default, for a run by hand).
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/kilted/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_KILTED_VENV))/bin/python \
-	    NERVE_RMW_SIGNAL_TRIES=20 NERVE_TEST_LIFE_STARTS=10 NERVE_TEST_LIFE_C_STARTS=40 \
+	    NERVE_RMW_SIGNAL_TRIES=$(RMW_SIGNAL_TRIES_KILTED) NERVE_TEST_LIFE_STARTS=10 \
+	    NERVE_TEST_LIFE_C_STARTS=40 \
 	    $(RMW_TEST)
 
 # A benchmark, not a test: 20 rclpy nodes restarted at random (half by
