@@ -62,10 +62,14 @@ test-install: build
 # bridge compiles (test-bridge-prebuild in mk/rust.mk: several CPU-minutes
 # in release mode) in the time the tests before test-rust leave the CPUs
 # idle; test-rust and test-tools then find it built.
+# The model checks (test-model-background in mk/verify.mk: minutes of CPU,
+# no other process needed) run the same way, and print their lines and
+# summary when they end; a failed check fails `make test` at its end.
 test: build
 	@$(MAKE) --no-print-directory test-bridge-prebuild & prebuild=$$!; \
-	    $(MAKE) --no-print-directory $(TEST_TARGETS); status=$$?; \
-	    wait $$prebuild; exit $$status
+	    $(MAKE) --no-print-directory test-model-background & model=$$!; \
+	    $(MAKE) --no-print-directory $(filter-out test-model,$(TEST_TARGETS)); status=$$?; \
+	    wait $$model || status=$$?; wait $$prebuild; exit $$status
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
 
 clean:

@@ -32,8 +32,16 @@ package: package-deps
 	@ls -1 $(PKG_BUILD)/packages/*.deb
 
 # The wheels: `nerve ros2` (nerve-tools) run on the packaged nerve-ros2-dds.
-test-package: package wheels
-	NERVE_WHEELS_DIR=$(abspath $(DIST)) scripts/test-package.sh $(PKG_BUILD)/packages
+# One fresh venv with both wheels serves test-package and test-wheels
+# (scripts/wheels-venv.sh; made again at every run).
+WHEELS_VENV ?= $(DIST)/venv-fresh
+.PHONY: wheels-venv
+wheels-venv: wheels
+	scripts/wheels-venv.sh $(DIST) $(WHEELS_VENV)
+
+test-package: package wheels-venv
+	NERVE_WHEELS_DIR=$(abspath $(DIST)) NERVE_WHEELS_VENV=$(abspath $(WHEELS_VENV)) \
+	    scripts/test-package.sh $(PKG_BUILD)/packages
 
 # The wheels are built with the pinned backends of each pyproject.toml in
 # $(DIST)/.venv-build (scripts/build-wheels.sh); the test installs them into
@@ -45,6 +53,6 @@ ROS2_JAZZY_VENV ?= .venv-jazzy
 wheels: deps $(ROS2_JAZZY_VENV)/.nerve-ros2
 	scripts/build-wheels.sh $(DIST) $(ROS2_JAZZY_VENV)
 
-test-wheels: wheels build
-	NERVE_ROS2_JAZZY_PKGS="$(ROS2_JAZZY_PKGS)" \
+test-wheels: wheels-venv build
+	NERVE_ROS2_JAZZY_PKGS="$(ROS2_JAZZY_PKGS)" NERVE_WHEELS_VENV=$(abspath $(WHEELS_VENV)) \
 	    scripts/test-wheels.sh $(DIST) $(abspath $(BUILD))/tools/nerve

@@ -20,8 +20,8 @@
 #      and its help names packages (not source paths) for what is missing;
 #   6. nerve-ros2-dds (when `make package` found Cyclone DDS): depends on
 #      Debian's Cyclone DDS library, installs the DDS configurations, and
-#      with the nerve-tools wheel of NERVE_WHEELS_DIR (make test-package
-#      sets it) in a fresh venv, `nerve ros2` runs from the packages alone
+#      with the wheels of NERVE_WHEELS_DIR (make test-package sets it) in a
+#      fresh venv (NERVE_WHEELS_VENV when make made it), `nerve ros2` runs from the packages alone
 #      (the root's nerve and nerve-ros2-dds, the venv's nerve-ros2) and
 #      `nerve ros2 config` finds the files.
 # Removes the scratch root and any channel it made (nt-<pid>-*) however it
@@ -291,10 +291,10 @@ case " $names " in
     if [ -z "$whl" ] || [ -z "$nwhl" ]; then
         echo "SKIP nerve ros2 from the packages: no nerve and nerve-tools wheels in NERVE_WHEELS_DIR (make test-package sets it)"
     else
-        python3 -m venv "$tmp/venv"
-        "$tmp/venv/bin/python" -m pip install -q --disable-pip-version-check "$nwhl" "$whl" ||
+        venv=${NERVE_WHEELS_VENV:-$tmp/venv}  # NERVE_WHEELS_VENV: made for this run
+        [ -n "${NERVE_WHEELS_VENV:-}" ] || "$src/scripts/wheels-venv.sh" "$NERVE_WHEELS_DIR" "$venv" ||
             fail "pip install the nerve and nerve-tools wheels"
-        rosenv="env -u PYTHONPATH -u NERVE_ROS2_DDS -u NERVE_CLI -u CYCLONEDDS_URI PATH=$bin:$tmp/venv/bin:/usr/bin:/bin"
+        rosenv="env -u PYTHONPATH -u NERVE_ROS2_DDS -u NERVE_CLI -u CYCLONEDDS_URI PATH=$bin:$venv/bin:/usr/bin:/bin"
         $rosenv nerve ros2 config loopback | grep -q "/dds/cyclonedds-loopback.xml$" ||
             fail "nerve ros2 config loopback"
         "$bin/nerve" create "$p-r2" --type std_msgs/msg/String --encoding cdr >/dev/null

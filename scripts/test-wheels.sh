@@ -6,7 +6,9 @@
 #      nerve's is tagged manylinux;
 #   2. `pip install` of both wheels (nerve with its "test" extra, whose pins
 #      the wheel itself carries) into a fresh venv, from PyPI for the
-#      dependencies and from DIST_DIR only for nerve and nerve-tools;
+#      dependencies and from DIST_DIR only for nerve and nerve-tools
+#      (scripts/wheels-venv.sh; NERVE_WHEELS_VENV names one it made for
+#      this run instead);
 #   3. from a scratch directory, with a copy of the tests and no source
 #      tree on sys.path (checked: nerve is imported from the venv):
 #      tests/python in full, and of tests/python_tools/test_record_play.py
@@ -64,17 +66,20 @@ for whl in "$nerve_whl" "$tools_whl"; do
 done
 
 echo "== pip install into a fresh venv"
-python3 -m venv "$tmp/venv"
-py=$tmp/venv/bin/python
-"$py" -m pip install -q --disable-pip-version-check "$nerve_whl[test]" "$tools_whl" ||
-    fail "pip install"
+if [ -n "${NERVE_WHEELS_VENV:-}" ]; then
+    venv=$(cd "$NERVE_WHEELS_VENV" && pwd)  # made for this run (scripts/wheels-venv.sh)
+else
+    venv=$tmp/venv
+    "$src/scripts/wheels-venv.sh" "$dist" "$venv" || fail "pip install"
+fi
+py=$venv/bin/python
 
 mkdir -p "$tmp/run"
 cp -r "$src/tests/python" "$src/tests/python_tools" "$tmp/run/"
 cd "$tmp/run"
 where=$(env -u PYTHONPATH "$py" -c 'import nerve; print(nerve.__file__)')
 case $where in
-    "$tmp/venv/"*) echo "nerve imported from $where" ;;
+    "$venv/"*) echo "nerve imported from $where" ;;
     *) fail "nerve imported from $where, not from the fresh venv" ;;
 esac
 
@@ -83,12 +88,12 @@ scripts=$(whl_cat "$tools_whl" '*.dist-info/entry_points.txt' |
     sed -n '/^\[console_scripts\]/,/^\[/s/^\(nerve-[a-z0-9-]*\) *=.*/\1/p')
 [ -n "$scripts" ] || fail "nerve-tools has no console scripts"
 for s in $scripts; do
-    [ -x "$tmp/venv/bin/$s" ] || fail "$s is not installed in the venv's bin"
-    env -u PYTHONPATH "$tmp/venv/bin/$s" --help >/dev/null 2>&1 || fail "$s --help"
+    [ -x "$venv/bin/$s" ] || fail "$s is not installed in the venv's bin"
+    env -u PYTHONPATH "$venv/bin/$s" --help >/dev/null 2>&1 || fail "$s --help"
 done
 echo "ok: $(echo "$scripts" | wc -l) console scripts answer --help"
 if [ -n "$cli" ]; then
-    verbs=$(env -u PYTHONPATH PATH="$tmp/venv/bin:/usr/bin:/bin" "$cli" help)
+    verbs=$(env -u PYTHONPATH PATH="$venv/bin:/usr/bin:/bin" "$cli" help)
     for s in $scripts; do
         printf "%s\n" "$verbs" | grep -Eq "^  ${s#nerve-}( |$)" ||
             fail "nerve help does not list ${s#nerve-} as an external verb"
@@ -97,9 +102,9 @@ if [ -n "$cli" ]; then
 fi
 
 echo "== tests/python and two tools tests from the venv"
-env -u PYTHONPATH PATH="$tmp/venv/bin:$PATH" ${cli:+NERVE_CLI="$cli"} \
+env -u PYTHONPATH PATH="$venv/bin:$PATH" ${cli:+NERVE_CLI="$cli"} \
     "$py" -m pytest -q -p no:cacheprovider -c python/pytest.ini python
-env -u PYTHONPATH PATH="$tmp/venv/bin:$PATH" ${cli:+NERVE_CLI="$cli"} \
+env -u PYTHONPATH PATH="$venv/bin:$PATH" ${cli:+NERVE_CLI="$cli"} \
     "$py" -m pytest -q -p no:cacheprovider -c python_tools/pytest.ini \
     -k "round_trip_record_play_record or nerve_verbs_run_the_tools" \
     python_tools/test_record_play.py
@@ -115,14 +120,14 @@ else
     for f in lib/librmw_nerve_cpp.so lib/libnerve.so.1 \
         share/ament_index/resource_index/rmw_typesupport/rmw_nerve_cpp \
         share/ament_index/resource_index/packages/rmw_nerve_cpp; do
-        [ -e "$tmp/venv/$f" ] || fail "the wheel did not install $f into the venv"
+        [ -e "$venv/$f" ] || fail "the wheel did not install $f into the venv"
     done
     # Only the venv: no NERVE_RMW_LIB, no nerve command of a build tree.
     rosenv="env -u PYTHONPATH -u NERVE_RMW_LIB -u NERVE_CLI -u AMENT_PREFIX_PATH -u LD_LIBRARY_PATH"
-    rosenv="$rosenv PATH=$tmp/venv/bin:/usr/bin:/bin ROS_LOG_DIR=$tmp/roslog"
-    $rosenv "$tmp/venv/bin/nerve-ros2" exec --print -- "$py" >"$tmp/exec.txt" ||
+    rosenv="$rosenv PATH=$venv/bin:/usr/bin:/bin ROS_LOG_DIR=$tmp/roslog"
+    $rosenv "$venv/bin/nerve-ros2" exec --print -- "$py" >"$tmp/exec.txt" ||
         { cat "$tmp/exec.txt"; fail "nerve ros2 exec --print"; }
-    grep -qx "LD_PRELOAD=$tmp/venv/lib/librmw_nerve_cpp.so" "$tmp/exec.txt" ||
+    grep -qx "LD_PRELOAD=$venv/lib/librmw_nerve_cpp.so" "$tmp/exec.txt" ||
         { cat "$tmp/exec.txt"; fail "nerve ros2 exec did not take the venv's librmw_nerve_cpp.so"; }
     domain=$(( $$ % 50000 + 1000 ))
     # An rclpy node on rmw_nerve_cpp: its publisher is a nerve channel.
@@ -141,7 +146,7 @@ node.destroy_node()
 rclpy.shutdown()
 PYEOF
     chan="ros2-d$domain.nt$$.chatter"
-    out=$($rosenv ROS_DOMAIN_ID="$domain" timeout 60 "$tmp/venv/bin/nerve-ros2" exec -- \
+    out=$($rosenv ROS_DOMAIN_ID="$domain" timeout 60 "$venv/bin/nerve-ros2" exec -- \
         "$py" "$tmp/talker.py" "$chan" 2>&1) || { echo "$out"; fail "the talker on rmw_nerve_cpp"; }
     # Every channel of the domain: the topic's, the graph's and those of the
     # node's services (swept only by the domain's next start).
@@ -149,7 +154,7 @@ PYEOF
     [ "$(printf '%s\n' "$out" | tail -n 1)" = "rmw_nerve_cpp True" ] ||
         { echo "$out"; fail "the rclpy node did not publish on a nerve channel through rmw_nerve_cpp"; }
     echo "ok: nerve ros2 exec runs an rclpy node on the wheel's rmw_nerve_cpp"
-    $rosenv "$tmp/venv/bin/nerve-ros2" config fastdds-loopback-jazzy | grep -q "^$tmp/venv/.*/dds/fastdds-loopback-jazzy.xml$" ||
+    $rosenv "$venv/bin/nerve-ros2" config fastdds-loopback-jazzy | grep -q "^$venv/.*/dds/fastdds-loopback-jazzy.xml$" ||
         fail "nerve ros2 config does not find the wheel's DDS configurations"
     echo "ok: nerve ros2 config finds the DDS configurations in the venv"
 fi
