@@ -324,3 +324,35 @@ def test_from_ros_server_killed_mid_call(world):
     r = last_json(cli)
     log = stop_bridge(br)
     assert r["ready"] and r["gone"] and not r["answered"], (r, log)
+
+
+def test_from_ros_action_goal_result_cancel(world):
+    """An rmw_nerve action client drives a DDS action server (nodes.py's
+    /fib on rmw_fastrtps_cpp): its three services with --services-from-ros,
+    its status with --from-ros; wait_for_server() sees the bridge's imports
+    as the publishers; a goal to its result, then a cancel. (The feedback
+    message, an action's own type, is not in the bridge's type catalog: the
+    bridge says so in one line, and no feedback arrives.)"""
+    need_from_ros()
+    srv = world.spawn([PY, str(HERE / "nodes.py"), "action_server"], world.fast_env())
+    expect(srv, "ready")
+    chan = f"ros2-d{world.domain}.fib._action."
+    br = world.bridge("--services-from-ros", "/fib/_action/*",
+                      "--from-ros", f"/fib/_action/feedback:{chan}feedback",
+                      "--from-ros", f"/fib/_action/status:{chan}status",
+                      ready="service /fib/_action/send_goal [test_msgs/action/Fibonacci_SendGoal] "
+                            "of DDS served on nerve")
+    go = world.tmp / "go"
+    go.touch()
+    cli = world.spawn([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                       PY, PEER, "action", world.tag], dict(world.base, NERVE_PEER_GO=str(go)))
+    r = last_json(cli)
+    log = stop_bridge(br)
+    fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
+    assert r["services"] and r["first"] and r["server"], (r, log)
+    assert r["result"] == fib and r["status"] == 4, (r, log)  # STATUS_SUCCEEDED
+    assert r["cancel_goals"] == 1 and r["cancel_status"] == 5, (r, log)  # STATUS_CANCELED
+    for svc in ("send_goal", "cancel_goal", "get_result"):
+        assert re.search(rf"service /fib/_action/{svc} \(from DDS\): [1-9]\d* requests, "
+                         r"[1-9]\d* replies, 0 unanswered, 0 errors", log), log
+    assert re.search(r"from-ros /fib/_action/status -> \S+: [1-9]\d* received", log), log

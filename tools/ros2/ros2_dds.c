@@ -1721,8 +1721,16 @@ static int services_start(void)
         return 0;
     }
 #ifdef NERVE_ROS2_SERVICES
+    /* The imports, "topic", "channel" pairs: an action served from DDS
+     * names its imported feedback and status in rmw_nerve's graph. */
+    const char *imports[2 * 64];
+    for (size_t i = 0; i < opt.nfrom; i++) {
+        imports[2 * i] = opt.from[i].topic;
+        imports[2 * i + 1] = opt.from[i].chan;
+    }
     return ros2_srv_start(opt.domain, opt.services, opt.nservices,
-                          opt.services_from, opt.nservices_from, say) == 0
+                          opt.services_from, opt.nservices_from, imports,
+                          opt.nfrom, say) == 0
                ? 0
                : 1;
 #else

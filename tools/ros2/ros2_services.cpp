@@ -696,6 +696,7 @@ struct RevService {
 };
 
 std::vector<std::string> from_globs;
+std::set<std::string> imports; // --from-ros topics, into rmw_nerve's channels
 std::map<std::string, RevRemote> remotes;                // by name; under `mu`
 std::map<std::string, std::unique_ptr<RevService>> revs; // main thread only
 std::set<std::string> rev_refused; // "name type": said once
@@ -1097,6 +1098,33 @@ void graph_publish(bool bye)
                                 : "0:" + std::string(64, '0');
             o << "E V 1 " << hex_of(s->gid, 16) << " " << s->name << " "
               << s->type << " 1 2 1 10 0 0 0 0 0 1 " << h << "\n";
+            // An action's client waits for publishers of its feedback and
+            // status (transient local, keep last 1): the bridge's imports
+            // of them, named with its send_goal service.
+            std::string a = s->name, sg = "/_action/send_goal";
+            size_t t = s->type.rfind("_SendGoal");
+            if (a.size() <= sg.size() ||
+                a.compare(a.size() - sg.size(), sg.size(), sg) != 0 ||
+                t == std::string::npos || t + 9 != s->type.size()) {
+                continue;
+            }
+            a.resize(a.size() - sg.size());
+            std::string fb = a + "/_action/feedback",
+                        st = a + "/_action/status";
+            unsigned char pg[16];
+            memcpy(pg, s->gid, 16);
+            if (imports.count(fb)) {
+                pg[15] ^= 1;
+                o << "E P 1 " << hex_of(pg, 16) << " " << fb << " "
+                  << s->type.substr(0, t) << "_FeedbackMessage"
+                  << " 1 2 1 10 0 0 0 0 0 1 0:" << std::string(64, '0') << "\n";
+            }
+            if (imports.count(st)) {
+                pg[15] ^= 2;
+                o << "E P 1 " << hex_of(pg, 16) << " " << st
+                  << " action_msgs/msg/GoalStatusArray 1 1 1 1 0 0 0 0 0 1 0:"
+                  << std::string(64, '0') << "\n";
+            }
         }
     }
     std::string t = o.str();
@@ -1313,10 +1341,16 @@ std::set<std::string> refused_names; // not offered: said once
 
 extern "C" int ros2_srv_start(uint32_t dom, const char *const *g, size_t n,
                               const char *const *from, size_t nfrom,
+                              const char *const *imp, size_t nimp,
                               ros2_srv_say_fn sayf)
 {
     say = sayf;
     domain = dom;
+    for (size_t i = 0; i < nimp; i++) {
+        if (channel_of(imp[2 * i], "") == imp[2 * i + 1]) {
+            imports.insert(imp[2 * i]);
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         globs.emplace_back(g[i]);
     }

@@ -19,10 +19,14 @@ typedef void (*ros2_srv_say_fn)(const char *fmt, ...);
  * service whose name matches one of `globs` (fnmatch, on the ROS name:
  * "/talker/" then a star, say) gets a DDS request reader and reply writer.
  * Every service served on DDS whose name matches one of `from` is served
- * to rmw_nerve's clients (--services-from-ros). 0, or -1 with the reason
- * said. Thread: main only. */
+ * to rmw_nerve's clients (--services-from-ros); `imports` are the bridge's
+ * --from-ros, `nimports` pairs of ROS topic and channel (an action's
+ * feedback and status among them are announced with its services). 0, or
+ * -1 with the reason said. Thread: main only. */
 int ros2_srv_start(uint32_t domain, const char *const *globs, size_t nglobs,
-                   const char *const *from, size_t nfrom, ros2_srv_say_fn say);
+                   const char *const *from, size_t nfrom,
+                   const char *const *imports, size_t nimports,
+                   ros2_srv_say_fn say);
 
 /* Reads the graph's news and offers or withdraws services to match it.
  * Thread: main only. Blocking: no (puts wait at most 100 ms). */
