@@ -1029,7 +1029,10 @@ std::unique_ptr<RevService> rev_open(const std::string &name,
             "on nerve",
             name.c_str(), rm.type.c_str(), s->req_chan.c_str(),
             s->rep_chan.c_str(), why.c_str());
-        (void)nerve_chan_close(s->req);
+        if (s->req) {
+            (void)nerve_chan_close(s->req);
+            (void)nerve_chan_remove_unused(s->req_chan.c_str());
+        }
         return nullptr;
     }
     struct nerve_stats st;
@@ -1180,10 +1183,16 @@ void rev_poll()
     std::map<std::string, RevRemote> want;
     {
         std::lock_guard<std::mutex> lk(mu);
-        for (const auto &kv : remotes) {
-            if (!kv.second.readers.empty() && !kv.second.writers.empty()) {
-                want.emplace(kv.first, kv.second);
+        for (auto it = remotes.begin(); it != remotes.end();) {
+            const RevRemote &r = it->second;
+            if (r.readers.empty() && r.writers.empty()) {
+                it = remotes.erase(it); // its room for another
+                continue;
             }
+            if (!r.readers.empty() && !r.writers.empty()) {
+                want.emplace(it->first, r);
+            }
+            ++it;
         }
     }
     // Served by an rmw_nerve process itself: not again from DDS.
