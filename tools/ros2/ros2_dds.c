@@ -40,7 +40,9 @@
  *
  * Services. With --services GLOB, the services of rmw_nerve's nodes are
  * offered to DDS clients by ros2_services.cpp (on Fast DDS: see there why),
- * polled from the main loop; their channels are never topics here.
+ * polled from the main loop; their channels are never topics here. With
+ * --services-from-ros GLOB, the same file serves DDS services to rmw_nerve
+ * clients.
  *
  * Threads: main (scan, discovery, graph), one per exported channel, and
  * Cyclone's own (the listeners run on its receive threads). Only the main

@@ -55,7 +55,8 @@
 // service served on DDS is served on nerve to rmw_nerve clients.
 //
 // Threads: main (poll: graph, offers, withdrawals), Fast DDS's (request
-// listener, discovery listener) and one reply thread per service. `mu`
+// and reply listeners, discovery listener), one reply thread per service
+// offered to DDS and one request thread per service served from DDS. `mu`
 // guards `services` against the discovery listener; each service's `mu`
 // guards its pending table and its request channel handle.
 
@@ -654,6 +655,13 @@ bool wanted(const std::string &name)
 // rmw_nerve client sees no server (rmw_service_server_is_available false,
 // rmw_send_request refused) and its call in flight gets no reply; the
 // bridge says how many were unanswered.
+//
+// ACTIONS are three services (<action>/_action/send_goal, cancel_goal,
+// get_result) and two topics; rclpy's wait_for_server() also wants
+// publishers of <action>/_action/feedback and /status. The bridge's own
+// --from-ros imports of them into rmw_nerve's channels (`imports`) are
+// named as such publishers in its graph message while the action's
+// send_goal is served.
 
 struct RevBack {
     unsigned char gid[16];
