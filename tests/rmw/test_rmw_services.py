@@ -247,3 +247,112 @@ def test_action_goal_feedback_result_cancel(world):
     for svc in ("send_goal", "cancel_goal", "get_result"):
         assert re.search(rf"service /fib/_action/{svc}: [1-9]\d* requests, [1-9]\d* replies",
                          log), log
+
+
+# ---- the other way: --services-from-ros ------------------------------------
+
+# A DDS server whose death the bridge sees within seconds: its participant's
+# lease is 2 s (Fast DDS's default is 20 s).
+SHORT_LEASE = ("<builtin><discovery_config><leaseDuration><sec>2</sec></leaseDuration>"
+               "<leaseAnnouncement><sec>0</sec><nanosec>500000000</nanosec>"
+               "</leaseAnnouncement></discovery_config>")
+
+
+def need_from_ros() -> None:
+    if "--services-from-ros" not in subprocess.run([NATIVE, "--help"], capture_output=True,
+                                                   text=True).stdout:
+        pytest.skip("this nerve-ros2-dds has no --services-from-ros")
+
+
+def dds_server(world, lease: bool = False) -> subprocess.Popen:
+    """services_peer.py's server on DDS (rmw_fastrtps_cpp) instead of rmw_nerve."""
+    env = world.fast_env()
+    if lease:
+        xml = (world.tmp / "fastdds.xml").read_text().replace("<builtin>", SHORT_LEASE, 1)
+        (world.tmp / "fastdds-lease.xml").write_text(xml)
+        env = world.fast_env("fastdds-lease.xml")
+    p = world.spawn([PY, PEER, "server", world.tag], env)
+    expect(p, "ready")
+    return p
+
+
+def nerve_client(world, role: str, *args: str) -> subprocess.Popen:
+    """services_peer.py's client ROLE on rmw_nerve_cpp."""
+    return world.spawn([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                        PY, PEER, role, world.tag, *args], world.base)
+
+
+def test_from_ros_calls_pair_under_concurrent_clients_and_parameters(world):
+    """The other way: two rmw_nerve clients with five calls each, all in
+    flight, call a DDS server through the bridge; every reply is the one to
+    its own request. Then SetParameters and GetParameters on the DDS node."""
+    need_from_ros()
+    dds_server(world)
+    br = world.bridge("--services-from-ros", f"/{world.tag}/*",
+                      "--services-from-ros", "/svc_server/*et_parameters",
+                      ready=f"service /{world.tag}/double [test_msgs/srv/BasicTypes] of DDS "
+                            "served on nerve")
+    r = last_json(nerve_client(world, "client", "2", "5"))
+    log = stop_bridge(br)
+    assert r["ready"] and r["calls"] == 10 and r["done"] == 10, (r, log)
+    assert r["wrong"] == [], (r, log)
+    assert r["set"] is True and r["get"] == 2.5, (r, log)
+    assert re.search(rf"service /{world.tag}/double \(from DDS\): 10 requests, 10 replies, "
+                     r"0 unanswered, 0 errors", log), log
+    assert "/svc_server/list_parameters" not in log, log
+    # The channels the bridge made are gone with it (the clients ended).
+    left = [n for n in os.listdir("/dev/shm") if f".ros2-d{world.domain}.{world.tag}." in n]
+    assert left == [], left
+
+
+def test_from_ros_server_killed_mid_call(world):
+    """The DDS server is killed while an rmw_nerve client waits for its
+    reply: the bridge says so and withdraws the service from rmw_nerve's
+    graph (the client sees no server, its call unanswered)."""
+    jazzy_only()
+    need_from_ros()
+    srv = dds_server(world, lease=True)
+    br = world.bridge("--services-from-ros", f"/{world.tag}/*",
+                      ready=f"service /{world.tag}/double [test_msgs/srv/BasicTypes] of DDS "
+                            "served on nerve")
+    cli = nerve_client(world, "hang")
+    expect(cli, "sent")
+    os.killpg(srv.pid, signal.SIGKILL)
+    srv.communicate(timeout=30)
+    expect(br, f"service /{world.tag}/double (from DDS): its DDS server is gone; withdrawn "
+               "from nerve, 1 call(s) in flight unanswered")
+    r = last_json(cli)
+    log = stop_bridge(br)
+    assert r["ready"] and r["gone"] and not r["answered"], (r, log)
+
+
+def test_from_ros_action_goal_result_cancel(world):
+    """An rmw_nerve action client drives a DDS action server (nodes.py's
+    /fib on rmw_fastrtps_cpp): its three services with --services-from-ros,
+    its status with --from-ros; wait_for_server() sees the bridge's imports
+    as the publishers; a goal to its result, then a cancel. (The feedback
+    message, an action's own type, is not in the bridge's type catalog: the
+    bridge says so in one line, and no feedback arrives.)"""
+    need_from_ros()
+    srv = world.spawn([PY, str(HERE / "nodes.py"), "action_server"], world.fast_env())
+    expect(srv, "ready")
+    chan = f"ros2-d{world.domain}.fib._action."
+    br = world.bridge("--services-from-ros", "/fib/_action/*",
+                      "--from-ros", f"/fib/_action/feedback:{chan}feedback",
+                      "--from-ros", f"/fib/_action/status:{chan}status",
+                      ready="service /fib/_action/send_goal [test_msgs/action/Fibonacci_SendGoal] "
+                            "of DDS served on nerve")
+    go = world.tmp / "go"
+    go.touch()
+    cli = world.spawn([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
+                       PY, PEER, "action", world.tag], dict(world.base, NERVE_PEER_GO=str(go)))
+    r = last_json(cli)
+    log = stop_bridge(br)
+    fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
+    assert r["services"] and r["first"] and r["server"], (r, log)
+    assert r["result"] == fib and r["status"] == 4, (r, log)  # STATUS_SUCCEEDED
+    assert r["cancel_goals"] == 1 and r["cancel_status"] == 5, (r, log)  # STATUS_CANCELED
+    for svc in ("send_goal", "cancel_goal", "get_result"):
+        assert re.search(rf"service /fib/_action/{svc} \(from DDS\): [1-9]\d* requests, "
+                         r"[1-9]\d* replies, 0 unanswered, 0 errors", log), log
+    assert re.search(r"from-ros /fib/_action/status -> \S+: [1-9]\d* received", log), log

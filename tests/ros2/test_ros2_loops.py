@@ -103,7 +103,7 @@ def test_bad_arguments(tmp_path) -> None:
 
     exe = shutil.which("nerve-ros2") or str(Path(sys.executable).parent / "nerve-ros2")
     cases = [
-        ([], "at least one --to-ros, --from-ros or --services"),
+        ([], "at least one --to-ros, --from-ros, --services or --services-from-ros"),
         (["--from-ros", "/bad topic"], "not a valid ROS 2 topic name"),
         (["--from-ros", "/ok:bad/name"], "bad channel name"),
         (["--to-ros", "x", "--domain", "300"], "from 0 to 232"),
@@ -111,6 +111,7 @@ def test_bad_arguments(tmp_path) -> None:
         (["--to-ros", "x", "--dds-config", str(tmp_path / "missing.xml")], "no such file"),
         (["--to-ros", "x", "--max-channel-size", "lots"], "bad size"),
         (["--to-ros", "x", "--rmw", "zenoh", "--latch"], "apply to --rmw dds"),
+        (["--to-ros", "x", "--rmw", "zenoh", "--services-from-ros", "/a/*"], "apply to --rmw dds"),
     ]
     for args, msg in cases:
         p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)

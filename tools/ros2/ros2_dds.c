@@ -40,7 +40,9 @@
  *
  * Services. With --services GLOB, the services of rmw_nerve's nodes are
  * offered to DDS clients by ros2_services.cpp (on Fast DDS: see there why),
- * polled from the main loop; their channels are never topics here.
+ * polled from the main loop; their channels are never topics here. With
+ * --services-from-ros GLOB, the same file serves DDS services to rmw_nerve
+ * clients.
  *
  * Threads: main (scan, discovery, graph), one per exported channel, and
  * Cyclone's own (the listeners run on its receive threads). Only the main
@@ -96,6 +98,8 @@ static struct {
     size_t nfrom;
     const char *services[64]; /* --services globs (ros2_services.cpp) */
     size_t nservices;
+    const char *services_from[64]; /* --services-from-ros globs (same) */
+    size_t nservices_from;
     uint64_t max_chan, max_total, slots, size;
     int catalog_fd;
 } opt = {.node = "nerve_ros2",
@@ -1444,7 +1448,7 @@ static uint64_t parse_size(const char *s)
 
 /* --services only where it is built (a test looks for it here). */
 #ifdef NERVE_ROS2_SERVICES
-#define SERVICES_USAGE " [--services GLOB]..."
+#define SERVICES_USAGE " [--services GLOB]... [--services-from-ros GLOB]..."
 #else
 #define SERVICES_USAGE ""
 #endif
@@ -1517,6 +1521,11 @@ static void parse_args(int argc, char **argv)
                 usage();
             }
             opt.services[opt.nservices++] = v;
+        } else if (strcmp(a, "--services-from-ros") == 0) {
+            if (opt.nservices_from == 64) {
+                usage();
+            }
+            opt.services_from[opt.nservices_from++] = v;
         } else if (strcmp(a, "--catalog-fd") == 0) {
             opt.catalog_fd = atoi(v);
         } else if (strcmp(a, "--max-channel-size") == 0) {
@@ -1669,7 +1678,7 @@ static void serve(dds_entity_t pubs, dds_entity_t subs)
         if (nerve_clock_now_ns() >= next_scan) {
             changed |= scan();
 #ifdef NERVE_ROS2_SERVICES
-            if (opt.nservices > 0) {
+            if (opt.nservices + opt.nservices_from > 0) {
                 ros2_srv_poll();
             }
 #endif
@@ -1710,15 +1719,25 @@ static void shutdown_all(void)
  * a build with Fast DDS. 0, or 1 (the exit code) with the error said. */
 static int services_start(void)
 {
-    if (opt.nservices == 0) {
+    if (opt.nservices + opt.nservices_from == 0) {
         return 0;
     }
 #ifdef NERVE_ROS2_SERVICES
-    return ros2_srv_start(opt.domain, opt.services, opt.nservices, say) == 0
+    /* The imports, "topic", "channel" pairs: an action served from DDS
+     * names its imported feedback and status in rmw_nerve's graph. */
+    const char *imports[2 * 64];
+    for (size_t i = 0; i < opt.nfrom; i++) {
+        imports[2 * i] = opt.from[i].topic;
+        imports[2 * i + 1] = opt.from[i].chan;
+    }
+    return ros2_srv_start(opt.domain, opt.services, opt.nservices,
+                          opt.services_from, opt.nservices_from, imports,
+                          opt.nfrom, say) == 0
                ? 0
                : 1;
 #else
-    say("error: --services needs Fast DDS, and this nerve-ros2-dds was "
+    say("error: --services and --services-from-ros need Fast DDS, and this "
+        "nerve-ros2-dds was "
         "built without it (apt-get install libfastrtps-dev, then rebuild)");
     return 1;
 #endif
@@ -1752,7 +1771,7 @@ int main(int argc, char **argv)
     serve(pubs, subs);
     shutdown_all();
 #ifdef NERVE_ROS2_SERVICES
-    if (opt.nservices > 0) {
+    if (opt.nservices + opt.nservices_from > 0) {
         ros2_srv_stop();
     }
 #endif

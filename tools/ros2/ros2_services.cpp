@@ -51,8 +51,12 @@
 // offered and as many refusals remembered, kMaxPending requests per
 // service.
 //
+// THE OTHER WAY (--services-from-ros GLOB, "FROM DDS" below): a
+// service served on DDS is served on nerve to rmw_nerve clients.
+//
 // Threads: main (poll: graph, offers, withdrawals), Fast DDS's (request
-// listener, discovery listener) and one reply thread per service. `mu`
+// and reply listeners, discovery listener), one reply thread per service
+// offered to DDS and one request thread per service served from DDS. `mu`
 // guards `services` against the discovery listener; each service's `mu`
 // guards its pending table and its request channel handle.
 
@@ -142,6 +146,7 @@ struct Ctx {
 };
 
 std::map<std::string, Ctx> ctxs; // by context id
+std::string own_ctx;             // this bridge's graph context (FROM DDS), hex
 
 // One graph message: "nerve-rmw-graph V CTX PID live|bye" and its lines
 // (versions 2 and 3; 3 adds the deadline's two fields before READY).
@@ -158,6 +163,9 @@ void graph_take(const std::string &text)
         magic != "nerve-rmw-graph" || (version != 2 && version != 3) ||
         pid <= 0) {
         return;
+    }
+    if (ctx == own_ctx) {
+        return; // this bridge's own services from DDS (FROM DDS below)
     }
     if (state == "bye") {
         ctxs.erase(ctx);
@@ -609,25 +617,719 @@ bool wanted(const std::string &name)
     return false;
 }
 
+// ---- FROM DDS: services served on DDS, served on nerve ---------------------
+//
+// DISCOVERY. A ROS 2 server on DDS has a request reader on
+// "rq<svc>Request" and a reply writer on "rr<svc>Reply", of types
+// "pkg::srv::dds_::Name_Request_" / "_Response_" (an action's services:
+// "pkg::action::dds_::Name_SendGoal_Request_" ...); rmw_fastrtps says the
+// request's REP 2011 hash in the reader's user data ("typehash=..."). The
+// discovery listener keeps, per service name matching a
+// --services-from-ros glob, the remote readers and writers seen (this
+// participant's own are not remote); a service is served on nerve while
+// it has at least one of each, and its endpoints have matched them.
+//
+// ON NERVE the bridge is an rmw_nerve server: it makes "<svc>-req" and
+// "<svc>-rep" as rmw_nerve_cpp does (service.cpp: type
+// "pkg/srv/Name_Request" ..., encoding "rmw_nerve-service" for a /srv/
+// type, "cdr" otherwise, 64 slots of 256 KiB), and it announces the
+// service in rmw_nerve's graph ("ros2-graph-dN.u<UID>", its user's) as a
+// context of its own: a node "nerve_ros2_services" and one "E V" line per
+// service with the request's hash, published on every change and every
+// poll (500 ms, within rmw_nerve's 2 s lease), "bye" at the end. The
+// forward direction ignores this context, and a service that an rmw_nerve
+// process serves itself is not served again from DDS.
+//
+// PAIRING. A request on "<svc>-req" (header: client GID, client sequence
+// number) is written to DDS with related sample identity = the bridge's
+// reply reader (as rmw_fastrtps's clients do); the write gives it its RTPS
+// sequence number, under which `back` remembers the nerve client's GID and
+// sequence number (at most kMaxPending, the oldest dropped and counted).
+// A DDS reply whose related sample identity names the bridge's reader or
+// writer and a remembered sequence number goes to "<svc>-rep" with that
+// header; the rmw_nerve client takes what its GID names. Replies to other
+// DDS clients are on the same topic and are left alone.
+//
+// SERVER GONE. When the DDS server's endpoints go (its participant left
+// or its lease ran out), the service is withdrawn from the graph: an
+// rmw_nerve client sees no server (rmw_service_server_is_available false,
+// rmw_send_request refused) and its call in flight gets no reply; the
+// bridge says how many were unanswered.
+//
+// ACTIONS are three services (<action>/_action/send_goal, cancel_goal,
+// get_result) and two topics; rclpy's wait_for_server() also wants
+// publishers of <action>/_action/feedback and /status. The bridge's own
+// --from-ros imports of them into rmw_nerve's channels (`imports`) are
+// named as such publishers in its graph message while the action's
+// send_goal is served.
+
+struct RevBack {
+    unsigned char gid[16];
+    int64_t seq = 0;
+    int64_t at_ns = 0;
+};
+
+struct RevRemote {
+    std::string type, hash;        // pkg/srv/Name; "RIHS01_<hex>" or ""
+    std::set<std::string> readers; // rq...Request readers (GUID keys)
+    std::set<std::string> writers; // rr...Reply writers
+};
+
+struct RevService;
+struct ReplyListener : DataReaderListener {
+    RevService *s;
+    explicit ReplyListener(RevService *sv) : s(sv)
+    {
+    }
+    void on_data_available(DataReader *rd) override;
+};
+
+struct RevService {
+    std::string name, type, hash, req_chan, rep_chan;
+    nerve_chan *req = nullptr, *rep = nullptr;
+    TypeSupport req_ts, rep_ts;
+    Topic *rq = nullptr, *rr = nullptr;
+    DataWriter *wr = nullptr;
+    DataReader *rd = nullptr;
+    GUID_t wr_guid, rd_guid;
+    std::unique_ptr<ReplyListener> listener;
+    std::thread th;
+    std::atomic<bool> quit{false};
+    bool served = false; // announced in the graph
+    unsigned char gid[16];
+    std::mutex mu; // guards back and rep
+    std::map<int64_t, RevBack> back;
+    std::atomic<uint64_t> requests{0}, replies{0}, dropped{0}, errors{0};
+    int said_error = 0;
+};
+
+std::vector<std::string> from_globs;
+std::set<std::string> imports; // --from-ros topics, into rmw_nerve's channels
+std::map<std::string, RevRemote> remotes;                // by name; under `mu`
+std::map<std::string, std::unique_ptr<RevService>> revs; // main thread only
+std::set<std::string> rev_refused; // "name type": said once
+nerve_chan *graph_out = nullptr;
+bool graph_out_said = false;
+
+bool wanted_from(const std::string &name)
+{
+    for (const auto &g : from_globs) {
+        if (fnmatch(g.c_str(), name.c_str(), 0) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string hex_of(const unsigned char *p, size_t n)
+{
+    static const char d[] = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < n; i++) {
+        s += d[p[i] >> 4];
+        s += d[p[i] & 15];
+    }
+    return s;
+}
+
+// "typehash=RIHS01_<hex>;" of an endpoint's user data, or "".
+template <class UserData> std::string user_hash(const UserData &ud)
+{
+    std::string u(ud.begin(), ud.end());
+    size_t a = u.find("typehash=");
+    if (a == std::string::npos) {
+        return "";
+    }
+    size_t e = u.find(';', a);
+    return u.substr(a + 9, e == std::string::npos ? e : e - a - 9);
+}
+
+// "pkg::srv::dds_::Name_Request_" -> "pkg/srv/Name" (`part` "_Request_"),
+// "" when it is not that.
+std::string ros_srv_type(const std::string &dds, const char *part)
+{
+    size_t a = dds.find("::");
+    size_t b = a == std::string::npos ? a : dds.find("::dds_::", a + 2);
+    size_t pl = strlen(part);
+    const size_t m = 8; // "::dds_::"
+    if (a == 0 || b == std::string::npos || dds.size() < b + m + pl + 1 ||
+        dds.compare(dds.size() - pl, pl, part) != 0) {
+        return "";
+    }
+    std::string kind = dds.substr(a + 2, b - a - 2);
+    std::string name = dds.substr(b + m, dds.size() - pl - b - m);
+    if ((kind != "srv" && kind != "action") ||
+        name.find(':') != std::string::npos ||
+        dds.substr(0, a).find(':') != std::string::npos) {
+        return "";
+    }
+    return dds.substr(0, a) + "/" + kind + "/" + name;
+}
+
+// A remote request reader ("rq...Request") or reply writer
+// ("rr...Reply") of a wanted service came or went. Called by Fast DDS's
+// discovery thread.
+void remote_endpoint(DomainParticipant *p, bool reader, bool gone,
+                     const GUID_t &guid, const std::string &topic,
+                     const std::string &type, const std::string &hash)
+{
+    if (from_globs.empty() || guid.guidPrefix == p->guid().guidPrefix) {
+        return;
+    }
+    const char *pre = reader ? "rq" : "rr";
+    const char *suf = reader ? "Request" : "Reply";
+    size_t sl = strlen(suf);
+    if (topic.size() < 3 + sl || topic.compare(0, 2, pre) != 0 ||
+        topic[2] != '/' || topic.compare(topic.size() - sl, sl, suf) != 0) {
+        return;
+    }
+    std::string name = topic.substr(2, topic.size() - 2 - sl);
+    std::lock_guard<std::mutex> lk(mu);
+    auto it = remotes.find(name);
+    if (gone) {
+        if (it != remotes.end()) {
+            (reader ? it->second.readers : it->second.writers)
+                .erase(guid_key(guid));
+        }
+        return;
+    }
+    if (!wanted_from(name)) {
+        return;
+    }
+    std::string t = ros_srv_type(type, reader ? "_Request_" : "_Response_");
+    if (t.empty()) {
+        return;
+    }
+    if (it == remotes.end()) {
+        if (remotes.size() >= kMaxServices) {
+            return; // bounded: a flood of fake servers holds no more
+        }
+        it = remotes.emplace(name, RevRemote{t, "", {}, {}}).first;
+    }
+    RevRemote &r = it->second;
+    if (r.type != t) {
+        return; // another type under the name: the first one seen stays
+    }
+    auto &set = reader ? r.readers : r.writers;
+    if (set.size() < kMaxPending) {
+        set.insert(guid_key(guid));
+    }
+    if (reader && !hash.empty()) {
+        r.hash = hash;
+    }
+}
+
+// A participant gone: its endpoints go with it (Fast DDS may say only this).
+void remote_participant_gone(const eprosima::fastrtps::rtps::GuidPrefix_t &g)
+{
+    std::string pre(reinterpret_cast<const char *>(g.value), 12);
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto &kv : remotes) {
+        for (auto *set : {&kv.second.readers, &kv.second.writers}) {
+            for (auto it = set->begin(); it != set->end();) {
+                it = it->compare(0, 12, pre) == 0 ? set->erase(it) : ++it;
+            }
+        }
+    }
+}
+
+// rmw_nerve's encoding for a service channel of type `t` (pubsub.cpp's
+// encoding_of): its clients open the channels only with it.
+const char *service_encoding(const std::string &t)
+{
+    return t.find("/srv/") != std::string::npos ? "rmw_nerve-service" : "cdr";
+}
+
+// Makes (if missing) and opens one of the service's channels as rmw_nerve
+// does; 0, or the error with *why.
+int rev_chan(const std::string &name, const std::string &type, uint32_t flags,
+             nerve_chan **out, std::string *why)
+{
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.flags = NERVE_C_EXIST_OK | NERVE_C_REMOVE_UNUSED;
+    o.slots = 64;
+    o.data_size = 256u << 10;
+    o.type = type.c_str();
+    o.encoding = service_encoding(type);
+    (void)nerve_chan_create(name.c_str(), &o);
+    int r = nerve_chan_open(name.c_str(), flags, out);
+    if (r != 0) {
+        *why = nerve_strerror(r);
+        return r;
+    }
+    struct nerve_meta m;
+    if (nerve_chan_meta(*out, &m) != 0 || !m.type || !m.encoding ||
+        type != m.type || strcmp(m.encoding, o.encoding) != 0) {
+        *why = "it carries type '" + std::string(m.type ? m.type : "") +
+               "', not '" + type + "'";
+        nerve_chan_close(*out);
+        *out = nullptr;
+        return NERVE_EMISMATCH;
+    }
+    return 0;
+}
+
+// The request thread: every request on "<svc>-req" goes to DDS, its
+// nerve client remembered under the RTPS sequence number the write gave.
+void request_run(RevService *s)
+{
+    while (!s->quit.load()) {
+        struct nerve_view v;
+        int r = nerve_chan_view(s->req, 0, kWaitNs, &v,
+                                NERVE_GET_NEXT | NERVE_F_WAIT);
+        if (r == NERVE_ETIMEDOUT || r == NERVE_EAGAIN) {
+            continue;
+        }
+        if (r == NERVE_ECANCELED) {
+            break;
+        }
+        if (r == NERVE_ESUPERSEDED) {
+            std::lock_guard<std::mutex> lk(s->mu); // against rev_free
+            if (!s->quit.load() && nerve_chan_follow(&s->req) == 0) {
+                continue; // a client grew the channel: read on there
+            }
+        }
+        if (r != 0) {
+            say("service %s (from DDS): request channel %s: %s",
+                s->name.c_str(), s->req_chan.c_str(), nerve_strerror(r));
+            struct timespec ts = {0, kWaitNs};
+            nanosleep(&ts, nullptr);
+            continue;
+        }
+        if (v.info.len < kHdr + 4) {
+            continue;
+        }
+        const auto *d = static_cast<const unsigned char *>(v.data);
+        RevBack bk;
+        memcpy(bk.gid, d, 16);
+        memcpy(&bk.seq, d + 16, 8);
+        Bytes b(d + kHdr, d + v.info.len);
+        if (nerve_chan_view_check(s->req, &v) != 0) {
+            continue; // overwritten while copied
+        }
+        s->requests++;
+        std::lock_guard<std::mutex> lk(s->mu); // the reply may come at once
+        WriteParams wp;
+        wp.related_sample_identity().writer_guid(s->rd_guid);
+        if (!s->wr->write(&b, wp)) {
+            s->errors++;
+            if (!s->said_error++) {
+                say("error: service %s (from DDS): a request of %zu bytes "
+                    "not written to DDS",
+                    s->name.c_str(), b.size());
+            }
+            continue;
+        }
+        if (s->back.size() >= kMaxPending) {
+            s->back.erase(s->back.begin()); // the oldest: counted
+            s->dropped++;
+        }
+        bk.at_ns = mono_ns();
+        s->back[wp.sample_identity().sequence_number().to64long()] = bk;
+    }
+}
+
+void ReplyListener::on_data_available(DataReader *rd)
+{
+    Bytes b;
+    SampleInfo info;
+    while (rd->take_next_sample(&b, &info) == ReturnCode_t::RETCODE_OK) {
+        const GUID_t &to = info.related_sample_identity.writer_guid();
+        if (!info.valid_data || (to != s->rd_guid && to != s->wr_guid)) {
+            continue; // another DDS client's reply
+        }
+        int64_t seq = info.related_sample_identity.sequence_number().to64long();
+        std::lock_guard<std::mutex> lk(s->mu);
+        auto it = s->back.find(seq);
+        if (it == s->back.end()) {
+            continue; // forgotten (dropped), or answered already
+        }
+        RevBack bk = it->second;
+        s->back.erase(it);
+        std::string msg(kHdr + b.size(), '\0');
+        int64_t now = real_ns();
+        memcpy(&msg[0], bk.gid, 16);
+        memcpy(&msg[16], &bk.seq, 8);
+        memcpy(&msg[24], &now, 8);
+        memcpy(&msg[kHdr], b.data(), b.size());
+        int r = nerve_chan_put(s->rep, msg.data(), msg.size(), 100000000LL,
+                               nullptr, 0);
+        if (r == NERVE_ESUPERSEDED && nerve_chan_follow(&s->rep) == 0) {
+            r = nerve_chan_put(s->rep, msg.data(), msg.size(), 100000000LL,
+                               nullptr, 0);
+        }
+        if (r == 0) {
+            s->replies++;
+        } else {
+            s->errors++;
+            if (!s->said_error++) {
+                say("error: service %s (from DDS): reply of %zu bytes not "
+                    "passed to %s: %s",
+                    s->name.c_str(), msg.size(), s->rep_chan.c_str(),
+                    nerve_strerror(r));
+            }
+        }
+    }
+}
+
+void rev_free(RevService *s)
+{
+    if (s->th.joinable()) {
+        {
+            std::lock_guard<std::mutex> lk(s->mu);
+            s->quit = true;
+            nerve_chan_cancel(s->req);
+        }
+        s->th.join();
+    }
+    if (s->rd) {
+        sub->delete_datareader(s->rd); // waits for a running listener
+    }
+    if (s->wr) {
+        pub->delete_datawriter(s->wr);
+    }
+    if (s->rq) {
+        pp->delete_topic(s->rq);
+    }
+    if (s->rr) {
+        pp->delete_topic(s->rr);
+    }
+    (void)nerve_chan_close(s->req);
+    (void)nerve_chan_close(s->rep);
+    // Removed unless an rmw_nerve client still has them open.
+    (void)nerve_chan_remove_unused(s->req_chan.c_str());
+    (void)nerve_chan_remove_unused(s->rep_chan.c_str());
+}
+
+template <class T> void register_raw(TypeSupport &ts, const std::string &name)
+{
+    TypeSupport have = pp->find_type(name);
+    if (have.empty()) {
+        ts = TypeSupport(new T(name));
+        ts.register_type(pp);
+    } else {
+        ts = have;
+    }
+}
+
+// Serves on nerve the DDS service `name`: its channels, DDS endpoints and
+// request thread. Nullptr with the reason said (once).
+std::unique_ptr<RevService> rev_open(const std::string &name,
+                                     const RevRemote &rm)
+{
+    auto s = std::make_unique<RevService>();
+    s->name = name;
+    s->type = rm.type;
+    s->hash = rm.hash;
+    s->req_chan = channel_of(name, "-req");
+    s->rep_chan = channel_of(name, "-rep");
+    std::string why;
+    int r = nerve_chan_name_check(s->req_chan.c_str());
+    if (r != 0) {
+        why = nerve_strerror(r);
+    } else if ((r = rev_chan(s->req_chan, rm.type + "_Request", NERVE_O_READ,
+                             &s->req, &why)) == 0) {
+        r = rev_chan(s->rep_chan, rm.type + "_Response", NERVE_O_WRITE, &s->rep,
+                     &why);
+    }
+    if (r != 0) {
+        say("error: service %s [%s] of DDS: channel %s / %s: %s; not served "
+            "on nerve",
+            name.c_str(), rm.type.c_str(), s->req_chan.c_str(),
+            s->rep_chan.c_str(), why.c_str());
+        if (s->req) {
+            (void)nerve_chan_close(s->req);
+            (void)nerve_chan_remove_unused(s->req_chan.c_str());
+        }
+        return nullptr;
+    }
+    struct nerve_stats st;
+    if (nerve_chan_stat(s->req, &st) == 0) {
+        nerve_chan_seek(s->req, st.head_seq); // requests from now on
+    }
+    std::string tq = dds_type(rm.type, "_Request"),
+                tr = dds_type(rm.type, "_Response");
+    register_raw<RawCdr>(s->req_ts, tq);
+    register_raw<RawCdr>(s->rep_ts, tr);
+    s->rq = pp->create_topic("rq" + name + "Request", tq, TOPIC_QOS_DEFAULT);
+    s->rr = pp->create_topic("rr" + name + "Reply", tr, TOPIC_QOS_DEFAULT);
+    DataReaderQos rq = DATAREADER_QOS_DEFAULT;
+    DataWriterQos wq = DATAWRITER_QOS_DEFAULT;
+    service_qos(wq, rm.hash);
+    service_qos(rq, "");
+    s->listener = std::make_unique<ReplyListener>(s.get());
+    if (s->rq && s->rr) {
+        s->wr = pub->create_datawriter(s->rq, wq);
+        s->rd = sub->create_datareader(s->rr, rq, s->listener.get(),
+                                       StatusMask::data_available());
+    }
+    if (!s->wr || !s->rd) {
+        say("error: service %s [%s] of DDS: no DDS endpoints; not served on "
+            "nerve",
+            name.c_str(), rm.type.c_str());
+        rev_free(s.get());
+        return nullptr;
+    }
+    s->wr_guid = s->wr->guid();
+    s->rd_guid = s->rd->guid();
+    uint64_t g[2] = {uint64_t(real_ns()), uint64_t(random())};
+    memcpy(s->gid, g, 16);
+    s->th = std::thread(request_run, s.get());
+    return s;
+}
+
+void rev_summary(const RevService *s)
+{
+    say("service %s (from DDS): %" PRIu64 " requests, %" PRIu64
+        " replies, %" PRIu64 " unanswered, %" PRIu64 " errors",
+        s->name.c_str(), s->requests.load(), s->replies.load(),
+        s->dropped.load() + s->back.size(), s->errors.load());
+}
+
+// This bridge's message in rmw_nerve's graph (graph.cpp's FORMAT 3).
+void graph_publish(bool bye)
+{
+    if (!graph_out) {
+        return;
+    }
+    std::ostringstream o;
+    o << "nerve-rmw-graph 3 " << own_ctx << " " << getpid()
+      << (bye ? " bye\n" : " live\n");
+    if (!bye) {
+        o << "N 1 nerve_ros2_services / /\n";
+        for (const auto &kv : revs) {
+            const RevService *s = kv.second.get();
+            if (!s->served) {
+                continue;
+            }
+            // QoS: ROS 2's services profile (reliable 1, volatile 2, keep
+            // last 1, depth 10), liveliness and deadline unset, ready 1.
+            std::string h = s->hash.size() == 7 + 64
+                                ? "1:" + s->hash.substr(7)
+                                : "0:" + std::string(64, '0');
+            o << "E V 1 " << hex_of(s->gid, 16) << " " << s->name << " "
+              << s->type << " 1 2 1 10 0 0 0 0 0 1 " << h << "\n";
+            // An action's client waits for publishers of its feedback and
+            // status (transient local, keep last 1): the bridge's imports
+            // of them, named with its send_goal service.
+            std::string a = s->name, sg = "/_action/send_goal";
+            size_t t = s->type.rfind("_SendGoal");
+            if (a.size() <= sg.size() ||
+                a.compare(a.size() - sg.size(), sg.size(), sg) != 0 ||
+                t == std::string::npos || t + 9 != s->type.size()) {
+                continue;
+            }
+            a.resize(a.size() - sg.size());
+            std::string fb = a + "/_action/feedback",
+                        st = a + "/_action/status";
+            unsigned char pg[16];
+            memcpy(pg, s->gid, 16);
+            if (imports.count(fb)) {
+                pg[15] ^= 1;
+                o << "E P 1 " << hex_of(pg, 16) << " " << fb << " "
+                  << s->type.substr(0, t) << "_FeedbackMessage"
+                  << " 1 2 1 10 0 0 0 0 0 1 0:" << std::string(64, '0') << "\n";
+            }
+            if (imports.count(st)) {
+                pg[15] ^= 2;
+                o << "E P 1 " << hex_of(pg, 16) << " " << st
+                  << " action_msgs/msg/GoalStatusArray 1 1 1 1 0 0 0 0 0 1 0:"
+                  << std::string(64, '0') << "\n";
+            }
+        }
+    }
+    std::string t = o.str();
+    int r =
+        nerve_chan_put(graph_out, t.data(), t.size(), 100000000LL, nullptr, 0);
+    if (r == NERVE_ESUPERSEDED && nerve_chan_follow(&graph_out) == 0) {
+        r = nerve_chan_put(graph_out, t.data(), t.size(), 100000000LL, nullptr,
+                           0);
+    }
+    if (r != 0 && !graph_out_said) {
+        graph_out_said = true;
+        say("error: --services-from-ros: rmw_nerve's graph: %s",
+            nerve_strerror(r));
+    }
+}
+
+// Opens this user's graph channel of the domain to write (made as
+// rmw_nerve makes it); -1 with the reason said.
+int graph_out_open()
+{
+    std::string n = "ros2-graph-d" + std::to_string(domain) + ".u" +
+                    std::to_string(geteuid());
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    o.flags = NERVE_C_EXIST_OK;
+    o.slots = 4096;
+    o.data_size = 4u << 20;
+    o.type = "rmw_nerve/graph";
+    o.encoding = "text";
+    (void)nerve_chan_create(n.c_str(), &o);
+    struct nerve_stats st;
+    int r = nerve_chan_open(n.c_str(), NERVE_O_WRITE, &graph_out);
+    if (r == 0 &&
+        (nerve_chan_stat(graph_out, &st) != 0 || st.uid != geteuid())) {
+        r = NERVE_EPERM; // another user's: rmw_nerve would not read it as ours
+    }
+    if (r != 0) {
+        (void)nerve_chan_close(graph_out);
+        graph_out = nullptr;
+        say("error: --services-from-ros: rmw_nerve's graph channel %s: %s",
+            n.c_str(), nerve_strerror(r));
+        return -1;
+    }
+    uint64_t id =
+        uint64_t(real_ns()) ^ (uint64_t(getpid()) << 40) ^ uint64_t(random());
+    own_ctx = hex_of(reinterpret_cast<const unsigned char *>(&id), 8);
+    return 0;
+}
+
+// Poll's part for --services-from-ros: serves what DDS serves, withdraws
+// what it no longer does.
+void rev_poll()
+{
+    std::map<std::string, RevRemote> want;
+    {
+        std::lock_guard<std::mutex> lk(mu);
+        for (auto it = remotes.begin(); it != remotes.end();) {
+            const RevRemote &r = it->second;
+            if (r.readers.empty() && r.writers.empty()) {
+                it = remotes.erase(it); // its room for another
+                continue;
+            }
+            if (!r.readers.empty() && !r.writers.empty()) {
+                want.emplace(it->first, r);
+            }
+            ++it;
+        }
+    }
+    // Served by an rmw_nerve process itself: not again from DDS.
+    for (const auto &c : ctxs) {
+        for (const auto &kv : c.second.services) {
+            want.erase(kv.first);
+        }
+    }
+    for (auto it = revs.begin(); it != revs.end();) {
+        auto w = want.find(it->first);
+        if (w != want.end() && w->second.type == it->second->type) {
+            ++it;
+            continue;
+        }
+        RevService *s = it->second.get();
+        s->served = false;
+        graph_publish(false); // withdrawn before its channels go
+        rev_free(s);
+        say("service %s (from DDS): its DDS server is gone; withdrawn from "
+            "nerve, %zu call(s) in flight unanswered",
+            s->name.c_str(), s->back.size());
+        rev_summary(s);
+        it = revs.erase(it);
+    }
+    for (const auto &kv : want) {
+        if (revs.count(kv.first) || revs.size() >= kMaxServices) {
+            continue;
+        }
+        std::string tag = kv.first + " " + kv.second.type;
+        if (rev_refused.count(tag) || rev_refused.size() >= kMaxServices) {
+            continue;
+        }
+        auto s = rev_open(kv.first, kv.second);
+        if (!s) {
+            rev_refused.insert(tag);
+            continue;
+        }
+        revs[kv.first] = std::move(s);
+    }
+    // Announced once both endpoints matched the server's (a request
+    // written before is lost: the writer is volatile).
+    for (auto &kv : revs) {
+        RevService *s = kv.second.get();
+        PublicationMatchedStatus pm;
+        SubscriptionMatchedStatus sm;
+        if (!s->served &&
+            s->wr->get_publication_matched_status(pm) ==
+                ReturnCode_t::RETCODE_OK &&
+            s->rd->get_subscription_matched_status(sm) ==
+                ReturnCode_t::RETCODE_OK &&
+            pm.current_count > 0 && sm.current_count > 0) {
+            s->served = true;
+            say("service %s [%s] of DDS served on nerve%s", s->name.c_str(),
+                s->type.c_str(),
+                s->hash.empty() ? " (no type hash known)" : "");
+        }
+    }
+    graph_publish(false); // every poll: the heartbeat
+    int64_t now = mono_ns();
+    for (auto &kv : revs) {
+        RevService *s = kv.second.get();
+        std::lock_guard<std::mutex> lk(s->mu);
+        for (auto it = s->back.begin(); it != s->back.end();) {
+            if (now - it->second.at_ns > kPendingNs) {
+                it = s->back.erase(it);
+                s->dropped++;
+            } else {
+                ++it;
+            }
+        }
+    }
+}
+
+void rev_stop()
+{
+    for (auto &kv : revs) {
+        kv.second->served = false;
+    }
+    graph_publish(true);
+    for (auto &kv : revs) {
+        rev_free(kv.second.get());
+        rev_summary(kv.second.get());
+    }
+    revs.clear();
+    (void)nerve_chan_close(graph_out);
+    graph_out = nullptr;
+}
+
 // A DDS request writer discovered: one of another type hash is refused.
+// A DDS reply writer or request reader: a server, for FROM DDS.
 struct Discovery : DomainParticipantListener {
-    void on_publisher_discovery(
+    void on_participant_discovery(
         DomainParticipant *,
+        eprosima::fastrtps::rtps::ParticipantDiscoveryInfo &&info) override
+    {
+        using PDI = eprosima::fastrtps::rtps::ParticipantDiscoveryInfo;
+        if (info.status == PDI::REMOVED_PARTICIPANT ||
+            info.status == PDI::DROPPED_PARTICIPANT) {
+            remote_participant_gone(info.info.m_guid.guidPrefix);
+        }
+    }
+    void on_subscriber_discovery(
+        DomainParticipant *p,
+        eprosima::fastrtps::rtps::ReaderDiscoveryInfo &&info) override
+    {
+        using RDI = eprosima::fastrtps::rtps::ReaderDiscoveryInfo;
+        if (info.status == RDI::CHANGED_QOS_READER) {
+            return;
+        }
+        remote_endpoint(p, true, info.status == RDI::REMOVED_READER,
+                        info.info.guid(), info.info.topicName().to_string(),
+                        info.info.typeName().to_string(),
+                        user_hash(info.info.m_qos.m_userData));
+    }
+    void on_publisher_discovery(
+        DomainParticipant *p,
         eprosima::fastrtps::rtps::WriterDiscoveryInfo &&info) override
     {
-        if (info.status !=
-            eprosima::fastrtps::rtps::WriterDiscoveryInfo::DISCOVERED_WRITER) {
-            return;
-        }
+        using WDI = eprosima::fastrtps::rtps::WriterDiscoveryInfo;
         std::string topic = info.info.topicName().to_string();
-        const auto &ud = info.info.m_qos.m_userData;
-        std::string u(ud.begin(), ud.end());
-        size_t a = u.find("typehash=");
-        if (a == std::string::npos) {
+        std::string h = user_hash(info.info.m_qos.m_userData);
+        if (info.status != WDI::CHANGED_QOS_WRITER) {
+            remote_endpoint(p, false, info.status == WDI::REMOVED_WRITER,
+                            info.info.guid(), topic,
+                            info.info.typeName().to_string(), h);
+        }
+        if (info.status != WDI::DISCOVERED_WRITER || h.empty()) {
             return;
         }
-        size_t e = u.find(';', a);
-        std::string h = u.substr(a + 9, e == std::string::npos ? e : e - a - 9);
         std::lock_guard<std::mutex> lk(mu);
         for (auto &kv : services) {
             Service *s = kv.second.get();
@@ -655,12 +1357,25 @@ std::set<std::string> refused_names; // not offered: said once
 } // namespace
 
 extern "C" int ros2_srv_start(uint32_t dom, const char *const *g, size_t n,
+                              const char *const *from, size_t nfrom,
+                              const char *const *imp, size_t nimp,
                               ros2_srv_say_fn sayf)
 {
     say = sayf;
     domain = dom;
+    for (size_t i = 0; i < nimp; i++) {
+        if (channel_of(imp[2 * i], "") == imp[2 * i + 1]) {
+            imports.insert(imp[2 * i]);
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         globs.emplace_back(g[i]);
+    }
+    for (size_t i = 0; i < nfrom; i++) {
+        from_globs.emplace_back(from[i]);
+    }
+    if (nfrom > 0 && graph_out_open() != 0) {
+        return -1;
     }
     // The default participant QoS of the Fast DDS XML profiles
     // (FASTRTPS_DEFAULT_PROFILES_FILE), as every Fast DDS node takes it.
@@ -694,9 +1409,16 @@ extern "C" int ros2_srv_start(uint32_t dom, const char *const *g, size_t n,
             dom);
         return -1;
     }
-    say("services matching %zu glob(s) of rmw_nerve's domain %u offered "
-        "through Fast DDS",
-        n, dom);
+    if (n > 0) {
+        say("services matching %zu glob(s) of rmw_nerve's domain %u offered "
+            "through Fast DDS",
+            n, dom);
+    }
+    if (nfrom > 0) {
+        say("services of DDS matching %zu glob(s) served to rmw_nerve's "
+            "domain %u through Fast DDS",
+            nfrom, dom);
+    }
     return 0;
 }
 
@@ -766,6 +1488,9 @@ extern "C" void ros2_srv_poll(void)
         std::lock_guard<std::mutex> lk(s->mu);
         pending_drop(s, now - kPendingNs, kMaxPending);
     }
+    if (!from_globs.empty()) {
+        rev_poll();
+    }
 }
 
 extern "C" void ros2_srv_stop(void)
@@ -783,6 +1508,7 @@ extern "C" void ros2_srv_stop(void)
         service_summary(kv.second.get());
     }
     all.clear();
+    rev_stop();
     pp->delete_contained_entities();
     DomainParticipantFactory::get_instance()->delete_participant(pp);
     pp = nullptr;

@@ -1,5 +1,5 @@
 /* `nerve ros2 --services GLOB`: the services of rmw_nerve's nodes offered to
- * DDS clients (ros2_services.cpp, on Fast DDS). The hooks nerve-ros2-dds
+ * DDS clients, and --services-from-ros GLOB the other way (ros2_services.cpp, on Fast DDS). The hooks nerve-ros2-dds
  * (ros2_dds.c) calls from its main thread. */
 #ifndef NERVE_TOOLS_ROS2_SERVICES_H
 #define NERVE_TOOLS_ROS2_SERVICES_H
@@ -17,9 +17,15 @@ typedef void (*ros2_srv_say_fn)(const char *fmt, ...);
 /* Joins DDS domain `domain` with a Fast DDS participant of its own and
  * follows the graph of rmw_nerve's domain `domain` (ros2-graph-dN): every
  * service whose name matches one of `globs` (fnmatch, on the ROS name:
- * "/talker/" then a star, say) gets a DDS request reader and reply writer. 0, or -1 with
- * the reason said. Thread: main only. */
+ * "/talker/" then a star, say) gets a DDS request reader and reply writer.
+ * Every service served on DDS whose name matches one of `from` is served
+ * to rmw_nerve's clients (--services-from-ros); `imports` are the bridge's
+ * --from-ros, `nimports` pairs of ROS topic and channel (an action's
+ * feedback and status among them are announced with its services). 0, or
+ * -1 with the reason said. Thread: main only. */
 int ros2_srv_start(uint32_t domain, const char *const *globs, size_t nglobs,
+                   const char *const *from, size_t nfrom,
+                   const char *const *imports, size_t nimports,
                    ros2_srv_say_fn say);
 
 /* Reads the graph's news and offers or withdraws services to match it.

@@ -209,6 +209,10 @@ def parser() -> argparse.ArgumentParser:
                    help="offer to DDS clients the services of rmw_nerve's nodes of this "
                         "domain whose ROS name matches GLOB ('/talker/*': talker's parameter "
                         "services; '*': all); needs a build with Fast DDS")
+    p.add_argument("--services-from-ros", action="append", default=[], metavar="GLOB",
+                   help="serve to rmw_nerve's clients of this domain the services served on "
+                        "DDS whose ROS name matches GLOB (an action: '/fib/_action/*'); needs "
+                        "a build with Fast DDS")
     p.add_argument("--dds-config", metavar="FILE",
                    help="Cyclone DDS configuration (XML), as CYCLONEDDS_URI=file://FILE; "
                         "or a shipped one by name (loopback, large-data: 'nerve ros2 config')")
@@ -257,8 +261,10 @@ def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[
 def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int) -> int:
     if any(options.split_spec(s)[1] for s in args.to_ros) or any(options.split_spec(s)[1] for s in args.from_ros):
         p.error("--rmw zenoh keeps the names (topic /a/b is channel a.b): no :TOPIC or :CHANNEL")
-    if args.latch or args.qos != "default" or args.dds_config or args.services:
-        p.error("--latch, --qos, --dds-config and --services apply to --rmw dds")
+    if args.latch or args.qos != "default" or args.dds_config or args.services \
+            or args.services_from_ros:
+        p.error("--latch, --qos, --dds-config, --services and --services-from-ros apply to "
+                "--rmw dds")
     from ..bridge import cli as bridge
 
     argv = ["--ros2", "--ros2-domain", str(domain)]
@@ -293,8 +299,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error(f"{argv[0]!r} is not a subcommand of nerve ros2 (subcommands: "
                 f"{', '.join(SUBCOMMANDS)})" + (f"; did you mean {near[0]!r}?" if near else ""))
     args = p.parse_args(argv)
-    if not args.to_ros and not args.from_ros and not args.services:
-        p.error("give at least one --to-ros, --from-ros or --services")
+    if not args.to_ros and not args.from_ros and not args.services \
+            and not args.services_from_ros:
+        p.error("give at least one --to-ros, --from-ros, --services or --services-from-ros")
     domain = args.domain
     if domain is None:
         env = os.environ.get("ROS_DOMAIN_ID", "").strip()
@@ -353,6 +360,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cmd += ["--from", f]
     for g in args.services:
         cmd += ["--services", g]
+    for g in args.services_from_ros:
+        cmd += ["--services-from-ros", g]
     sys.stdout.flush()
     sys.stderr.flush()
     try:
