@@ -48,8 +48,6 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from mcap.writer import CompressionType, Writer
-
 import nerve
 
 from .. import __version__
@@ -67,7 +65,7 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
-from . import condition
+from . import condition, mcap_fast
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
@@ -349,7 +347,7 @@ class Incident:
     more (merged) triggers."""
 
     def __init__(self, path: str, names: Sequence[str], windows: Windows, trigger: Trigger,
-                 offset: int, compression: str = "zstd", shadows: Optional[Dict[str, Shadow]] = None) -> None:
+                 offset: int, compression: str = "none", shadows: Optional[Dict[str, Shadow]] = None) -> None:
         self.path = path
         self.shadows = shadows or {}
         self.triggers = [trigger]
@@ -358,10 +356,8 @@ class Incident:
         self.channels: List[ChannelDump] = []
         self.missing: List[str] = []
         self._stream = open(path, "wb")
-        comp = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4,
-                "none": CompressionType.NONE}[compression]
-        self._writer = Writer(self._stream, compression=comp, enable_data_crcs=True)
-        self._writer.start(profile="", library=LIBRARY)
+        self._writer = mcap_fast.Writer(self._stream, LIBRARY, compression)
+        self._closed = False
         for name in names:
             pre, post = windows.of(name)
             try:
@@ -448,9 +444,7 @@ class Incident:
         return True
 
     def _write(self, d: ChannelDump, msg: nerve.Message) -> None:
-        t = msg.time_ns + self.offset
-        self._writer.add_message(d.mcap_id, log_time=t, publish_time=t, data=msg.data,
-                                 sequence=msg.seq & 0xFFFFFFFF)
+        self._writer.add(d.mcap_id, msg.seq, msg.time_ns + self.offset, msg.data)
 
     def pump(self, now_ns: int) -> bool:
         """Copy what is there; True once every channel is complete."""
@@ -462,32 +456,47 @@ class Incident:
         return complete
 
     def _copy(self, d: ChannelDump, now_ns: int) -> None:
+        """Copy the channel's messages from d.next_seq on, up to the end
+        of its post window. The hot loop of a dump: one library read (a
+        copy, validated) and one record header a message, nothing else."""
         end = self.end_ns(d)
+        ch = d.ch
+        get = ch.get
+        add = self._writer.add
+        cid, off = d.mcap_id, self.offset
+        counting = bool(d.last_state_seq or d.messages)
+        missed = n = 0
+        first_ns = last_ns = 0
+        # The cursor: get() returns d.next_seq, or, where it was
+        # overwritten before it was copied, the oldest message still
+        # there with the count of those gone (counted exactly) in .missed.
+        ch.seek(d.next_seq - 1)
         while True:
-            try:
-                msg = d.ch.get(seq=d.next_seq)
-            except nerve.Overwritten:
-                # Gone before it was copied: every sequence number up to the
-                # oldest still present is missed (counted exactly).
-                tail = d.ch.stat().tail_seq
-                if d.last_state_seq or d.messages:
-                    d.missed += max(tail - d.next_seq, 1)
-                # else the ring did not hold the window's start: the
-                # achieved window (from the first message copied) says so.
-                d.next_seq = max(tail, d.next_seq + 1)
-                continue
+            msg = get()
             if msg is None:  # not written yet
                 d.done = now_ns > end
-                return
-            if msg.time_ns > end:
+                break
+            if msg.missed and (counting or n):
+                missed += msg.missed
+            # else the ring did not hold the window's start: the achieved
+            # window (from the first message copied) says so.
+            t = msg.time_ns
+            d.next_seq = msg.seq
+            if t > end:
                 d.done = True
-                return
-            self._write(d, msg)
-            if d.messages == 0:
-                d.first_ns = msg.time_ns
-            d.messages += 1
-            d.last_ns = msg.time_ns
-            d.next_seq = msg.seq + 1
+                break
+            add(cid, msg.seq, t + off, msg.data)
+            if not n:
+                first_ns = t
+            n += 1
+            last_ns = t
+            d.next_seq += 1
+        if n:
+            if not d.messages:
+                d.first_ns = first_ns
+            d.messages += n
+            d.last_ns = last_ns
+        d.missed += missed
 
     def record(self) -> Dict[str, str]:
         chans = {}
@@ -511,8 +520,9 @@ class Incident:
                 "channels": json.dumps(chans), "missing": json.dumps(self.missing)}
 
     def close(self) -> None:
-        if self._writer is None:
+        if self._closed:
             return
+        self._closed = True
         try:
             self._writer.add_metadata(TRIGGER_META, self.record())
             self._writer.add_metadata("nerve.recording", {
@@ -521,7 +531,6 @@ class Incident:
             self._writer.add_metadata("nerve.missed", {d.name: str(d.missed) for d in self.channels})
             self._writer.finish()
         finally:
-            self._writer = None
             self._stream.close()
             for d in self.channels:
                 d.ch.close()
@@ -958,7 +967,8 @@ def _add_window(p: argparse.ArgumentParser) -> None:
                    help="window after the trigger (default 2s)")
     p.add_argument("--window", type=window_spec, action="append", metavar="GLOB=PRE,POST",
                    help="the windows of the channels matching GLOB (first match wins)")
-    p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd")
+    p.add_argument("--compression", choices=("none", "zstd", "lz4"), default="none",
+                   help="compression of the file's chunks (default none: the fastest dump)")
 
 
 def parser() -> argparse.ArgumentParser:

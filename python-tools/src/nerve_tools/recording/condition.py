@@ -26,8 +26,6 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..codec import payload as codecs
-
 _OPS: Dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
     "==": operator.eq, "!=": operator.ne,
@@ -37,6 +35,14 @@ _WHEN = re.compile(
     r"^\s*(?P<chan>[^:\s]+)\s*:\s*(?P<field>[^\s<>=!]+)\s*" + _OP.replace("(", "(?P<op>", 1)
     + r"\s*(?P<value>.+?)(?:\s+clear\s*" + _OP.replace("(", "(?P<cop>", 1) + r"\s*(?P<cvalue>.+?))?\s*$")
 _INDEX = re.compile(r"\[(-?\d+)\]")
+
+
+def _codecs() -> Any:
+    """The decoders (numpy, rosbags, protobuf: about 15 MB), imported only
+    when a condition is armed: a recorder without --when never loads them."""
+    from ..codec import payload
+
+    return payload
 
 
 class ConditionError(ValueError):
@@ -104,6 +110,7 @@ def _check_path(value: Any, path: str) -> Any:
     """The field of an all-default value, or None where the path goes
     into a list that is empty by default (a sequence: its items exist only
     in real messages). KeyError names what is missing."""
+    codecs = _codecs()
     parts = path.split(".")
     cur = value
     for i, part in enumerate(parts):
@@ -124,6 +131,7 @@ class Watch:
         self.armed = True
         self.missed = 0        # messages overwritten before they were evaluated
         self.undecodable = 0   # messages that did not decode or lack the field
+        self._codecs = codecs = _codecs()
         try:
             self.codec = codecs.Codec.for_channel(ch)
         except codecs.CodecError as e:
@@ -137,6 +145,7 @@ class Watch:
         """Unknown fields are an error at arming: against the type's
         all-default value (ROS, protobuf) or, for JSON, the newest message
         present (when there is one)."""
+        codecs = self._codecs
         sample = codecs.example_value(self.codec)
         if sample is None and newest is not None:
             try:
@@ -155,6 +164,7 @@ class Watch:
                                  f"{type(v).__name__}, not a number")
 
     def value(self, msg: Any) -> Tuple[bool, Any]:
+        codecs = self._codecs
         try:
             return True, codecs.field(self.codec.decode(msg.data), self.cond.field)
         except (codecs.CodecError, KeyError):
