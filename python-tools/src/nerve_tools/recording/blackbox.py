@@ -3,9 +3,15 @@
 Every nerve channel already holds its recent past in shared memory. While
 armed, the recorder reads nothing of the watched channels: it copies no
 message, makes no system call, allocates nothing and is not woken per
-published message. It wakes on a timer (``TICK_S``, 50 ms) to check
-silences and on the events it waits for (a pidfd of a watched process
-becoming readable, a message on the trigger channel, SIGUSR1).
+published message. It sleeps in poll(2) on the events it waits for: a
+pidfd of a watched process becoming readable, a message on the trigger
+channel (a thread blocked on the channel's futex passes it on through a
+pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd), an
+open or close of a watched channel's file (inotify); and on a timer only
+for what has no event: the writer locks' owner-died flags (every
+``LOCK_CHECK_S``), the next silence deadline of a --silence channel, the
+holder rescan (``RESCAN_S``), and, only with --when, --shadow or a task
+statistics channel, which read every message, ``TICK_S``.
 
 At a trigger at CLOCK_MONOTONIC time T, each watched channel is copied
 oldest-first: the newest message committed at or before T - pre (the last
@@ -44,6 +50,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -69,19 +76,22 @@ from . import condition, mcap_fast
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
-#: The armed recorder's only periodic wake-up: silence checks, process
-#: death detection by pidfd, the trigger channel and the holder rescan.
+#: The wake-up period of a recorder that reads every message of some
+#: channels (--when, --shadow, task statistics); without those it sleeps
+#: until an event or the next deadline below.
 TICK_S = 0.05
-#: Holders of watched channels are looked up again when a process opens
-#: one of their files (inotify IN_OPEN; at most every RESCAN_MIN_S, as
-#: tools that stat every channel, `nerve top` and `nerve ls`, open them
-#: too), and at the latest after RESCAN_S (a process that inherited a
-#: mapping by fork opened nothing).
-RESCAN_S = 30.0
+#: Holders of watched channels are looked up again (a scan of every
+#: process's mappings, as `nerve who`: tens of milliseconds on a busy host)
+#: when a process opened one of their files and still has it open (inotify
+#: IN_OPEN not matched by an IN_CLOSE: tools that only stat every channel,
+#: `nerve top` and `nerve ls`, close them at once and cause no scan), at
+#: most every RESCAN_MIN_S, and at the latest after RESCAN_S (a process
+#: that inherited a mapping by fork opened nothing).
+RESCAN_S = 120.0
 RESCAN_MIN_S = 1.0
 #: How often the writer locks of all watched channels are looked at (and at
 #: once after a watched process died).
-LOCK_CHECK_S = 0.5
+LOCK_CHECK_S = 1.0
 #: --ros2-service: the most seconds its helper process (rclpy) may take to start.
 ROS2_START_S = 30
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
@@ -148,12 +158,16 @@ class Trigger:
 
 
 class OpenWatch:
-    """inotify IN_OPEN on the watched channels' files: readable when a
-    process opens one (a new holder). Scanning every process's mappings
-    (as `nerve who` does) costs tens of milliseconds on a busy host, so the
-    recorder does it only then."""
+    """inotify IN_OPEN and IN_CLOSE on the watched channels' files:
+    readable when a process opens or closes one. A holder keeps its
+    descriptor open (the library maps the file and keeps it), so only
+    opens not matched by a close can be a new holder; scanning every
+    process's mappings (as `nerve who` does) costs tens of milliseconds on
+    a busy host, so the recorder does it only then."""
 
     IN_OPEN = 0x20
+    IN_CLOSE = 0x08 | 0x10  # IN_CLOSE_WRITE | IN_CLOSE_NOWRITE
+    EVENT = struct.Struct("=iIII")  # struct inotify_event: wd, mask, cookie, len
     IN_NONBLOCK = os.O_NONBLOCK
     IN_CLOEXEC = os.O_CLOEXEC
 
@@ -164,24 +178,74 @@ class OpenWatch:
             e = ctypes.get_errno()
             raise OSError(e, os.strerror(e), "inotify_init1")
         for p in paths:
-            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN) < 0:
+            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN | self.IN_CLOSE) < 0:
                 e = ctypes.get_errno()
                 os.close(self.fd)
                 raise OSError(e, os.strerror(e), p)
 
-    def drain(self) -> bool:
-        """Read every pending event; whether there was one."""
-        got = False
+    def drain(self) -> int:
+        """Read every pending event; the opens less the closes among them."""
+        net = 0
         while True:
             try:
-                if not os.read(self.fd, 4096):
-                    return got
+                buf = os.read(self.fd, 4096)
             except BlockingIOError:
-                return got
-            got = True
+                return net
+            if not buf:
+                return net
+            at = 0
+            while at + self.EVENT.size <= len(buf):
+                _wd, mask, _cookie, n = self.EVENT.unpack_from(buf, at)
+                net += bool(mask & self.IN_OPEN) - bool(mask & self.IN_CLOSE)
+                at += self.EVENT.size + n
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+class TriggerWaiter:
+    """The trigger channel, waited on by a thread of its own (blocked on
+    the channel's futex, the GIL released: no wake-up until a message
+    comes). Each message is queued and a byte written to ``wake_fd``, the
+    write end of the pipe the armed recorder polls, so a trigger message
+    wakes it at once without a timer."""
+
+    def __init__(self, ch: nerve.Channel, wake_fd: int) -> None:
+        self.ch = ch
+        self.wake_fd = wake_fd
+        self.messages: "collections.deque[nerve.Message]" = collections.deque()
+        self.error: Optional[str] = None
+        self.thread = threading.Thread(target=self._run, name="blackbox-trigger", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                msg = self.ch.get(wait=True)
+            except nerve.Cancelled:
+                return
+            except nerve.Error as e:  # the channel went bad: say so once, stop
+                self.error = str(e)
+                msg = None
+            if msg is not None:
+                self.messages.append(msg)
+            try:
+                os.write(self.wake_fd, b"t")
+            except BlockingIOError:
+                pass  # the pipe is full: the recorder has wake-ups pending
+            if msg is None:
+                return
+
+    def take(self) -> List[nerve.Message]:
+        out = []
+        while self.messages:
+            out.append(self.messages.popleft())
+        return out
+
+    def close(self) -> None:
+        self.ch.cancel()
+        self.thread.join()
+        self.ch.close()
 
 
 class Shadow:
@@ -619,6 +683,7 @@ class Armed:
         self.watched_pids: Dict[int, int] = {}        # pid -> fd
         self.silence = args.silence or []
         self.silent: Dict[str, bool] = {}
+        self.silence_due: Dict[str, int] = {}  # name -> when to look again (CLOCK_MONOTONIC ns)
         self.files: List[str] = []
         self.created_trigger = False
         self.poller = select.poll()
@@ -626,7 +691,12 @@ class Armed:
         # must not leave the channel it would have made behind.
         for pid in args.pid or ():
             self._watch_pid(pid, f"pid {pid}")
-        self.trig_ch = self._trigger_channel()
+        # One pipe wakes the poll for a trigger message (TriggerWaiter) and
+        # for a signal (signal.set_wakeup_fd in main()).
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.poller.register(self.wake_r, select.POLLIN)
+        self.trig = TriggerWaiter(self._trigger_channel(), self.wake_w)
+        self.open_balance = 0  # opens less closes of watched files since the last scan
         self.ros2: Optional[subprocess.Popen] = None
         self.last_scan = 0.0
         self.last_lock_check = 0.0
@@ -772,8 +842,9 @@ class Armed:
         except OSError:
             return
         finally:
-            if self.opens is not None:
-                self.opens.drain()  # the scan's own opens (lock holders)
+            self._drain_opens()  # the scan's own opens (lock holders)
+            self.open_balance = 0
+            self.rescan_due = False
         for u in res.uses:
             if u.channel in self.names:
                 self._watch_pid(u.pid, f"{u.pid} ({u.command.split()[0] if u.command else '?'}) "
@@ -806,7 +877,15 @@ class Armed:
         # opens of watched channels (a new holder to watch).
         for fd, _ in self.poller.poll(0):
             if self.opens is not None and fd == self.opens.fd:
-                self.rescan_due = self.opens.drain() or self.rescan_due
+                self._drain_opens()
+                continue
+            if fd == self.wake_r:
+                while True:
+                    try:
+                        if not os.read(self.wake_r, 4096):
+                            break
+                    except BlockingIOError:
+                        break
                 continue
             if self.ros2 is not None and self.ros2.stdout is not None and fd == self.ros2.stdout.fileno():
                 self._ros2_calls(now)
@@ -818,10 +897,11 @@ class Armed:
             self.trigger("process-death", what, when=now)
             self.lock_check_due = True  # did it hold a lock?
         # Trigger channel: one message per trigger, JSON {"note": ...}.
-        while True:
-            msg = self.trig_ch.get()
-            if msg is None:
-                break
+        if self.trig.error is not None:
+            print(f"{PROG}: {self.args.trigger_channel}: {self.trig.error}; no trigger by message "
+                  f"any more", file=sys.stderr, flush=True)
+            self.trig.error = None
+        for msg in self.trig.take():
             try:
                 body = json.loads(bytes(msg.data))
                 note = str(body.get("note", "")) if isinstance(body, dict) else str(body)
@@ -861,12 +941,20 @@ class Armed:
                 self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
             if locks:
                 self.lock_dead[name] = dead
+            due = []
             for glob, limit in self.silence:
                 if fnmatch.fnmatchcase(name, glob):
                     quiet = st.head_seq and now - st.newest_time_ns > limit * 1e9
                     if quiet and not self.silent.get(name):
                         self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
                     self.silent[name] = bool(quiet)
+                    # When to look again: at the deadline of its newest
+                    # message; once silent (or before its first message),
+                    # after the limit (it re-arms when messages come back).
+                    due.append(st.newest_time_ns + int(limit * 1e9) if st.head_seq and not quiet
+                               else now + int(limit * 1e9))
+            if due:
+                self.silence_due[name] = min(due)
 
     def _report_missed(self, w: "condition.Watch | TaskWatch", what: str) -> None:
         """Say when a channel read message by message lost messages before
@@ -885,17 +973,26 @@ class Armed:
         inotify reports like any other: events pending before are kept,
         the recorder's own are dropped (an open by another process in the
         same microseconds is found by the rescan every RESCAN_S)."""
-        if self.opens is not None:
-            self.rescan_due = self.opens.drain() or self.rescan_due
+        self._drain_opens()
         out = {}
         for name in names:
             try:
                 out[name] = nerve.stat(name)
             except nerve.Error:
                 continue
-        if self.opens is not None and names:
-            self.opens.drain()
+        self._drain_opens()  # its own opens: each closed again, so no rescan
         return out
+
+    def _drain_opens(self) -> None:
+        """Count the watched files' opens and closes: a new holder keeps
+        its file open, so a scan is due while opens outnumber closes.
+        (A holder's close makes the balance negative; it is clamped at 0,
+        so a new holder is still seen, unless it opens in the same drain
+        as another closes: the rescan every RESCAN_S finds that one.)"""
+        if self.opens is None:
+            return
+        self.open_balance = max(0, self.open_balance + self.opens.drain())
+        self.rescan_due = self.open_balance > 0
 
     def step(self) -> None:
         now = nerve.now_ns()
@@ -938,7 +1035,19 @@ class Armed:
         if self.incident is not None:
             time.sleep(0.005)  # following a post window: poll the rings
         else:
-            self.poller.poll(TICK_S * 1000)
+            self.poller.poll(max(1, int(self._timeout() * 1000) + 1))
+
+    def _timeout(self) -> float:
+        """Seconds until the next thing that has no event to wake on."""
+        if self.watches or self.tasks or self.shadows:
+            return TICK_S  # they read every message
+        mono = time.monotonic()
+        every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
+        due = [self.last_lock_check + LOCK_CHECK_S - mono,
+               self.last_scan + (RESCAN_MIN_S if self.rescan_due else every) - mono]
+        if self.silence_due:
+            due.append((min(self.silence_due.values()) - nerve.now_ns()) / 1e9)
+        return max(0.0, min(due))
 
     def close(self) -> None:
         if self.incident is not None:
@@ -949,7 +1058,9 @@ class Armed:
             self.opens.close()
         self._close_watches()
         self._stop_ros2()
-        self.trig_ch.close()
+        self.trig.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
         if self.created_trigger:
             try:
                 nerve.unlink(self.args.trigger_channel)
@@ -1106,6 +1217,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
+    signal.set_wakeup_fd(armed.wake_w)  # a signal ends the poll at once
     if armed.shadows:
         print(f"{PROG}: shadow buffer (every message copied) for {', '.join(armed.shadows)}",
               file=sys.stderr, flush=True)
@@ -1121,6 +1233,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"before are kept", file=sys.stderr, flush=True)
         rc = 1
     finally:
+        signal.set_wakeup_fd(-1)  # before the pipe is closed
         try:
             armed.close()
         except OSError:
