@@ -33,7 +33,9 @@ import nerve
 from nerve_tools import host
 
 PUBLISHER = r"""
-import sys, time, nerve
+import signal, sys, time, nerve
+stop = []
+signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))  # the end of the run
 duration = float(sys.argv[1])
 specs = [(n, float(hz), int(size)) for n, hz, size in (a.split(':') for a in sys.argv[2:])]
 chans = [(nerve.open(n, write=True), 1.0 / hz, bytes(size)) for n, hz, size in specs]
@@ -41,7 +43,7 @@ count = [0] * len(chans)
 t0 = time.monotonic()
 due = [t0] * len(chans)
 end = t0 + duration
-while True:
+while not stop:
     now = time.monotonic()
     if now >= end:
         break
@@ -118,7 +120,10 @@ def main() -> int:
     procs = []
     tmp = tempfile.mkdtemp(prefix="bbcost")
     try:
-        pub = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(args.duration + 4),
+        # It publishes until it is told to stop, after the recorders were
+        # disarmed (a bound, should the run hang): its end is a process
+        # death, which the recorder watching holders would dump.
+        pub = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(args.duration + 120),
                                 *(f"{n}:{hz}:{s}" for n, hz, s in small + images)],
                                stdout=subprocess.PIPE, text=True)
         procs.append(pub)
@@ -156,9 +161,12 @@ def main() -> int:
                           "rss_kib": kib(p.pid, "VmRSS"), "hwm_kib": kib(p.pid, "VmHWM"),
                           "anon_kib": kib(p.pid, "RssAnon"), "shmem_kib": kib(p.pid, "RssShmem")}
         # Disarm before the publisher ends (its death would be a trigger).
+        said = []
         for p in (bb, bbn, snap):
             p.terminate()
-            p.communicate(timeout=60)
+            err = p.communicate(timeout=60)[1]
+            said += [line for line in (err or "").splitlines() if "trigger" in line and p is not snap]
+        pub.terminate()
         rates = pub.communicate(timeout=60)[0].split()
     finally:
         for p in procs:
@@ -201,6 +209,8 @@ def main() -> int:
               "mappings, as `nerve who`) when a process opens a channel file, at most once a "
               "second: on a host where other processes stat every channel (`nerve top`, `nerve ls`, "
               "test suites) that is every second; `--no-holders` shows the cost without it."]
+    # A trigger while measured would put a dump into the armed cost.
+    lines += ["", "Triggers during the run: " + ("; ".join(said) if said else "none.")]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -6,12 +6,12 @@ message, makes no system call, allocates nothing and is not woken per
 published message. It sleeps in poll(2) on the events it waits for: a
 pidfd of a watched process becoming readable, a message on the trigger
 channel (a thread blocked on the channel's futex passes it on through a
-pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd), an
-open or close of a watched channel's file (inotify); and on a timer only
-for what has no event: the writer locks' owner-died flags (every
-``LOCK_CHECK_S``), the next silence deadline of a --silence channel, the
-holder rescan (``RESCAN_S``), and, only with --when, --shadow or a task
-statistics channel, which read every message, ``TICK_S``.
+pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd);
+and on a timer only for what has no event: the writer locks' owner-died
+flags and the opens and closes of the watched files (inotify, read then;
+see OpenWatch) every ``LOCK_CHECK_S``, the next silence deadline of a
+--silence channel, the holder rescan, and, only with --when, --shadow or
+a task statistics channel, which read every message, ``TICK_S``.
 
 At a trigger at CLOCK_MONOTONIC time T, each watched channel is copied
 oldest-first: the newest message committed at or before T - pre (the last
@@ -89,6 +89,7 @@ TICK_S = 0.05
 #: that inherited a mapping by fork opened nothing).
 RESCAN_S = 120.0
 RESCAN_MIN_S = 1.0
+RESCAN_SETTLE_S = 0.5
 #: How often the writer locks of all watched channels are looked at (and at
 #: once after a watched process died).
 LOCK_CHECK_S = 1.0
@@ -167,6 +168,7 @@ class OpenWatch:
 
     IN_OPEN = 0x20
     IN_CLOSE = 0x08 | 0x10  # IN_CLOSE_WRITE | IN_CLOSE_NOWRITE
+    IN_Q_OVERFLOW = 0x4000
     EVENT = struct.Struct("=iIII")  # struct inotify_event: wd, mask, cookie, len
     IN_NONBLOCK = os.O_NONBLOCK
     IN_CLOEXEC = os.O_CLOEXEC
@@ -182,6 +184,7 @@ class OpenWatch:
                 e = ctypes.get_errno()
                 os.close(self.fd)
                 raise OSError(e, os.strerror(e), p)
+        self.overflow = False  # the kernel's queue overflowed: events were lost
 
     def drain(self) -> int:
         """Read every pending event; the opens less the closes among them."""
@@ -197,6 +200,7 @@ class OpenWatch:
             while at + self.EVENT.size <= len(buf):
                 _wd, mask, _cookie, n = self.EVENT.unpack_from(buf, at)
                 net += bool(mask & self.IN_OPEN) - bool(mask & self.IN_CLOSE)
+                self.overflow = self.overflow or bool(mask & self.IN_Q_OVERFLOW)
                 at += self.EVENT.size + n
 
     def close(self) -> None:
@@ -674,7 +678,13 @@ class Armed:
             die(PROG, str(e))
         # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
         # are not a trigger: only a death while armed is.
-        self.lock_dead: Dict[str, bool] = {n: self._lock_dead(n) for n in self.names}
+        # The handles the armed recorder reads the watched channels'
+        # headers through (only the header: no message is read).
+        self.handles: Dict[str, nerve.Channel] = {}
+        self.own_opens = 0
+        self.opens: Optional[OpenWatch] = None
+        self.lock_dead: Dict[str, bool] = {n: bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
+                                           for n, st in self._stats(self.names).items()}
         self.incident: Optional[Incident] = None
         self.last_trigger_ns = 0
         self.recent: List[int] = []  # trigger times within the last minute
@@ -697,16 +707,18 @@ class Armed:
         self.poller.register(self.wake_r, select.POLLIN)
         self.trig = TriggerWaiter(self._trigger_channel(), self.wake_w)
         self.open_balance = 0  # opens less closes of watched files since the last scan
+        self.open_since = 0.0  # when it became positive (time.monotonic)
         self.ros2: Optional[subprocess.Popen] = None
         self.last_scan = 0.0
         self.last_lock_check = 0.0
         self.lock_check_due = False
-        self.opens: Optional[OpenWatch] = None
         self.rescan_due = False
         if not args.no_holders:
             try:
                 self.opens = OpenWatch([nerve.path(n) for n in self.names])
-                self.poller.register(self.opens.fd, select.POLLIN)
+                # Not polled: a tool that stats every channel each second
+                # would wake the recorder each time. Its events are read at
+                # each wake-up, at least every LOCK_CHECK_S.
             except OSError as e:  # no inotify (limits): scan every second
                 print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
                       file=sys.stderr, flush=True)
@@ -745,13 +757,6 @@ class Armed:
         self.watches = []
         self.tasks = []
         self.shadows = {}
-
-    @staticmethod
-    def _lock_dead(name: str) -> bool:
-        try:
-            return bool(nerve.stat(name).lock_flags & nerve.LOCK_OWNER_DIED)
-        except nerve.Error:
-            return False
 
     def _trigger_channel(self) -> nerve.Channel:
         name = self.args.trigger_channel
@@ -845,6 +850,7 @@ class Armed:
             self._drain_opens()  # the scan's own opens (lock holders)
             self.open_balance = 0
             self.rescan_due = False
+            self.open_since = 0.0
         for u in res.uses:
             if u.channel in self.names:
                 self._watch_pid(u.pid, f"{u.pid} ({u.command.split()[0] if u.command else '?'}) "
@@ -873,12 +879,9 @@ class Armed:
         return True
 
     def _check(self, now: int) -> None:
-        # Deaths (the pidfd is readable once the process has exited), and
-        # opens of watched channels (a new holder to watch).
+        # Deaths (the pidfd is readable once the process has exited), the
+        # wake pipe (a trigger message, a signal), the ROS 2 helper's calls.
         for fd, _ in self.poller.poll(0):
-            if self.opens is not None and fd == self.opens.fd:
-                self._drain_opens()
-                continue
             if fd == self.wake_r:
                 while True:
                     try:
@@ -969,18 +972,26 @@ class Armed:
         return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
 
     def _stats(self, names: Sequence[str]) -> Dict[str, object]:
-        """nerve.stat of each name. Those are opens of the files, which
-        inotify reports like any other: events pending before are kept,
-        the recorder's own are dropped (an open by another process in the
-        same microseconds is found by the rescan every RESCAN_S)."""
+        """The header statistics of each name, through a handle kept open
+        while armed (about 1 us each; nerve.stat by name opens, maps and
+        closes the file, 60 us). A handle whose name now names another
+        file, or none, is opened again (its open is the recorder's own, not
+        a new holder's)."""
         self._drain_opens()
         out = {}
         for name in names:
+            h = self.handles.get(name)
             try:
-                out[name] = nerve.stat(name)
+                if h is None or h.renamed():
+                    if h is not None:
+                        del self.handles[name]
+                        h.close()
+                    h = self.handles[name] = nerve.open(name)
+                    self.own_opens += 1
+                out[name] = h.stat()
             except nerve.Error:
                 continue
-        self._drain_opens()  # its own opens: each closed again, so no rescan
+        self._drain_opens()
         return out
 
     def _drain_opens(self) -> None:
@@ -988,10 +999,19 @@ class Armed:
         its file open, so a scan is due while opens outnumber closes.
         (A holder's close makes the balance negative; it is clamped at 0,
         so a new holder is still seen, unless it opens in the same drain
-        as another closes: the rescan every RESCAN_S finds that one.)"""
+        as another closes: the rescan every RESCAN_S finds that one.) A
+        scan waits until the balance has stayed positive for
+        RESCAN_SETTLE_S: an open whose close had not come yet when the
+        events were read is no holder."""
+        own, self.own_opens = self.own_opens, 0
         if self.opens is None:
             return
-        self.open_balance = max(0, self.open_balance + self.opens.drain())
+        self.open_balance = max(0, self.open_balance + self.opens.drain() - own)
+        if self.opens.overflow:  # events were lost: look anyway
+            self.opens.overflow = False
+            self.open_balance = max(self.open_balance, 1)
+        if self.open_balance > 0 and not self.rescan_due:
+            self.open_since = time.monotonic()
         self.rescan_due = self.open_balance > 0
 
     def step(self) -> None:
@@ -999,7 +1019,8 @@ class Armed:
         self._check(now)
         since = time.monotonic() - self.last_scan
         every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
-        if self.incident is None and since > (RESCAN_MIN_S if self.rescan_due else every):
+        settled = self.rescan_due and time.monotonic() - self.open_since >= RESCAN_SETTLE_S
+        if self.incident is None and since > (RESCAN_MIN_S if settled else every):
             self.rescan_due = False
             self._rescan()
         while self.pending:
@@ -1044,7 +1065,9 @@ class Armed:
         mono = time.monotonic()
         every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
         due = [self.last_lock_check + LOCK_CHECK_S - mono,
-               self.last_scan + (RESCAN_MIN_S if self.rescan_due else every) - mono]
+               self.last_scan + every - mono]
+        if self.rescan_due:
+            due.append(max(self.open_since + RESCAN_SETTLE_S, self.last_scan + RESCAN_MIN_S) - mono)
         if self.silence_due:
             due.append((min(self.silence_due.values()) - nerve.now_ns()) / 1e9)
         return max(0.0, min(due))
@@ -1059,6 +1082,8 @@ class Armed:
         self._close_watches()
         self._stop_ros2()
         self.trig.close()
+        for h in self.handles.values():
+            h.close()
         os.close(self.wake_r)
         os.close(self.wake_w)
         if self.created_trigger:
