@@ -92,7 +92,7 @@ RESCAN_MIN_S = 1.0
 RESCAN_SETTLE_S = 0.5
 #: How often the writer locks of all watched channels are looked at (and at
 #: once after a watched process died).
-LOCK_CHECK_S = 1.0
+LOCK_CHECK_S = 2.0
 #: --ros2-service: the most seconds its helper process (rclpy) may take to start.
 ROS2_START_S = 30
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
@@ -526,44 +526,59 @@ class Incident:
     def _copy(self, d: ChannelDump, now_ns: int) -> None:
         """Copy the channel's messages from d.next_seq on, up to the end
         of its post window. The hot loop of a dump: one library read (a
-        copy, validated) and one record header a message, nothing else."""
+        copy, validated) and one record header a message, nothing else
+        (the message tuple unpacked once, the writer's add() inlined:
+        mcap_fast.Writer.append_run says what it must do)."""
         end = self.end_ns(d)
         ch = d.ch
         get = ch.get
-        add = self._writer.add
+        w = self._writer
         cid, off = d.mcap_id, self.offset
         counting = bool(d.last_state_seq or d.messages)
         missed = n = 0
-        first_ns = last_ns = 0
+        first_ns = last_ns = last_seq = 0
+        parts, idx, size = w.append_run(cid)
+        pack, fixed, hdr, limit = mcap_fast.MESSAGE.pack, mcap_fast.MESSAGE_FIXED, mcap_fast.MESSAGE.size, \
+            w.chunk_size
         # The cursor: get() returns d.next_seq, or, where it was
         # overwritten before it was copied, the oldest message still
-        # there with the count of those gone (counted exactly) in .missed.
+        # there with the count of those gone (counted exactly) in missed.
         ch.seek(d.next_seq - 1)
         while True:
             msg = get()
             if msg is None:  # not written yet
                 d.done = now_ns > end
                 break
-            if msg.missed and (counting or n):
-                missed += msg.missed
+            seq, t, data, m, ln = msg
+            if m and (counting or n):
+                missed += m
             # else the ring did not hold the window's start: the achieved
             # window (from the first message copied) says so.
-            t = msg.time_ns
-            d.next_seq = msg.seq
             if t > end:
+                d.next_seq = seq
                 d.done = True
                 break
-            add(cid, msg.seq, t + off, msg.data)
+            t += off
+            idx.append(t)
+            idx.append(size)
+            parts.append(pack(5, fixed + ln, cid, seq & 0xFFFFFFFF, t, t))
+            parts.append(data)
+            size += hdr + ln
+            if size >= limit:
+                w.size = size
+                w.flush()
+                parts, idx, size = w.append_run(cid)
             if not n:
                 first_ns = t
             n += 1
-            last_ns = t
-            d.next_seq += 1
+            last_ns, last_seq = t, seq
+        w.size = size
         if n:
+            d.next_seq = max(d.next_seq, last_seq + 1)
             if not d.messages:
-                d.first_ns = first_ns
+                d.first_ns = first_ns - off
             d.messages += n
-            d.last_ns = last_ns
+            d.last_ns = last_ns - off
         d.missed += missed
 
     def record(self) -> Dict[str, str]:
@@ -678,10 +693,6 @@ class Armed:
             die(PROG, str(e))
         # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
         # are not a trigger: only a death while armed is.
-        # The handles the armed recorder reads the watched channels'
-        # headers through (only the header: no message is read).
-        self.handles: Dict[str, nerve.Channel] = {}
-        self.own_opens = 0
         self.opens: Optional[OpenWatch] = None
         self.lock_dead: Dict[str, bool] = {n: bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
                                            for n, st in self._stats(self.names).items()}
@@ -972,23 +983,16 @@ class Armed:
         return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
 
     def _stats(self, names: Sequence[str]) -> Dict[str, object]:
-        """The header statistics of each name, through a handle kept open
-        while armed (about 1 us each; nerve.stat by name opens, maps and
-        closes the file, 60 us). A handle whose name now names another
-        file, or none, is opened again (its open is the recorder's own, not
-        a new holder's)."""
+        """nerve.stat of each name (about 60 us each: it opens the file,
+        maps its header and closes it again, so its own opens are matched
+        by closes and cause no scan). Not through handles kept open: a
+        handle maps its whole ring (populated), which would make every ring
+        count in the recorder's RSS and page tables while armed."""
         self._drain_opens()
         out = {}
         for name in names:
-            h = self.handles.get(name)
             try:
-                if h is None or h.renamed():
-                    if h is not None:
-                        del self.handles[name]
-                        h.close()
-                    h = self.handles[name] = nerve.open(name)
-                    self.own_opens += 1
-                out[name] = h.stat()
+                out[name] = nerve.stat(name)
             except nerve.Error:
                 continue
         self._drain_opens()
@@ -1003,10 +1007,9 @@ class Armed:
         scan waits until the balance has stayed positive for
         RESCAN_SETTLE_S: an open whose close had not come yet when the
         events were read is no holder."""
-        own, self.own_opens = self.own_opens, 0
         if self.opens is None:
             return
-        self.open_balance = max(0, self.open_balance + self.opens.drain() - own)
+        self.open_balance = max(0, self.open_balance + self.opens.drain())
         if self.opens.overflow:  # events were lost: look anyway
             self.opens.overflow = False
             self.open_balance = max(self.open_balance, 1)
@@ -1018,7 +1021,7 @@ class Armed:
         now = nerve.now_ns()
         self._check(now)
         since = time.monotonic() - self.last_scan
-        every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
+        every = self._rescan_every()
         settled = self.rescan_due and time.monotonic() - self.open_since >= RESCAN_SETTLE_S
         if self.incident is None and since > (RESCAN_MIN_S if settled else every):
             self.rescan_due = False
@@ -1058,12 +1061,19 @@ class Armed:
         else:
             self.poller.poll(max(1, int(self._timeout() * 1000) + 1))
 
+    def _rescan_every(self) -> float:
+        """The period of the holder rescan: none with --no-holders, every
+        RESCAN_S with inotify, every RESCAN_MIN_S without."""
+        if self.args.no_holders:
+            return float("inf")
+        return RESCAN_S if self.opens is not None else RESCAN_MIN_S
+
     def _timeout(self) -> float:
         """Seconds until the next thing that has no event to wake on."""
         if self.watches or self.tasks or self.shadows:
             return TICK_S  # they read every message
         mono = time.monotonic()
-        every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
+        every = self._rescan_every()
         due = [self.last_lock_check + LOCK_CHECK_S - mono,
                self.last_scan + every - mono]
         if self.rescan_due:
@@ -1082,8 +1092,6 @@ class Armed:
         self._close_watches()
         self._stop_ros2()
         self.trig.close()
-        for h in self.handles.values():
-            h.close()
         os.close(self.wake_r)
         os.close(self.wake_w)
         if self.created_trigger:

@@ -124,6 +124,19 @@ class Writer:
         if size >= self.chunk_size:
             self.flush()
 
+    def append_run(self, cid: int) -> Tuple[List[bytes], "array[int]", int]:
+        """For a caller's own loop of add() (a dump's hot loop): the open
+        chunk's parts, channel cid's index in it and the chunk's size so
+        far. Per message it appends t and the size to the index, the
+        MESSAGE header and the payload to the parts, adds MESSAGE.size and
+        the payload's length to the size; it stores the size back into
+        ``size`` before flush() (due once it reaches chunk_size) and when
+        done."""
+        idx = self.index.get(cid)
+        if idx is None:
+            idx = self.index[cid] = array("Q")
+        return self.parts, idx, self.size
+
     def flush(self) -> None:
         """Write the open chunk (if it holds a message) and its indexes."""
         if not self.parts:
