@@ -995,11 +995,12 @@ class Armed:
         return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
 
     def _stats(self, names: Sequence[str]) -> Dict[str, object]:
-        """nerve.stat of each name (about 60 us each: it opens the file,
-        maps its header and closes it again, so its own opens are matched
-        by closes and cause no scan). Not through handles kept open: a
-        handle maps its whole ring (populated), which would make every ring
-        count in the recorder's RSS and page tables while armed."""
+        """nerve.stat of each name (about 60 us each on the development
+        VM: it opens the file and closes it again, so its own opens are
+        matched by closes and cause no scan). Not through handles kept
+        open (1 us a stat): an open handle maps its whole ring, populated,
+        which would put every ring into the recorder's RSS and page tables
+        while armed."""
         self._drain_opens()
         out = {}
         for name in names:
