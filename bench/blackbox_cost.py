@@ -7,10 +7,10 @@ same run on the same publishers.
 
 One publisher process puts on 8 channels at 1 kHz x 256 B and 2 image
 channels at 30 Hz x 6 MB (the issue's load); every ring holds the window.
-Both recorders run for the whole duration; each one's CPU time (utime +
-stime of /proc/PID/stat) and context switches are taken from when it is
-ready to the end, its RSS (VmRSS) and peak (VmHWM) at the end. The
-publisher's achieved rates are reported: on a loaded host they can fall
+Both recorders run for the whole duration; each one's CPU time (the
+scheduler's ns of every thread, /proc/PID/task/TID/schedstat) and context
+switches are taken from when it is ready to the end, its RSS (VmRSS) and
+peak (VmHWM) at the end. The publisher's achieved rates are reported: on a loaded host they can fall
 short of the asked ones, for both recorders alike.
 
 The rings and the baseline's cache both hold the window: 10 s of two 6 MB
@@ -33,7 +33,9 @@ import nerve
 from nerve_tools import host
 
 PUBLISHER = r"""
-import sys, time, nerve
+import signal, sys, time, nerve
+stop = []
+signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))  # the end of the run
 duration = float(sys.argv[1])
 specs = [(n, float(hz), int(size)) for n, hz, size in (a.split(':') for a in sys.argv[2:])]
 chans = [(nerve.open(n, write=True), 1.0 / hz, bytes(size)) for n, hz, size in specs]
@@ -41,7 +43,7 @@ count = [0] * len(chans)
 t0 = time.monotonic()
 due = [t0] * len(chans)
 end = t0 + duration
-while True:
+while not stop:
     now = time.monotonic()
     if now >= end:
         break
@@ -80,8 +82,16 @@ while True:
 
 
 def proc_cpu_s(pid: int) -> float:
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of all the process's threads, in ns from the scheduler
+    (/proc/PID/task/TID/schedstat), not in 10 ms clock ticks: the armed
+    recorder uses a few ticks a minute."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
 
 
 def proc_status(pid: int) -> dict:
@@ -118,7 +128,10 @@ def main() -> int:
     procs = []
     tmp = tempfile.mkdtemp(prefix="bbcost")
     try:
-        pub = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(args.duration + 4),
+        # It publishes until it is told to stop, after the recorders were
+        # disarmed (a bound, should the run hang): its end is a process
+        # death, which the recorder watching holders would dump.
+        pub = subprocess.Popen([sys.executable, "-c", PUBLISHER, str(args.duration + 120),
                                 *(f"{n}:{hz}:{s}" for n, hz, s in small + images)],
                                stdout=subprocess.PIPE, text=True)
         procs.append(pub)
@@ -156,9 +169,12 @@ def main() -> int:
                           "rss_kib": kib(p.pid, "VmRSS"), "hwm_kib": kib(p.pid, "VmHWM"),
                           "anon_kib": kib(p.pid, "RssAnon"), "shmem_kib": kib(p.pid, "RssShmem")}
         # Disarm before the publisher ends (its death would be a trigger).
+        said = []
         for p in (bb, bbn, snap):
             p.terminate()
-            p.communicate(timeout=60)
+            err = p.communicate(timeout=60)[1]
+            said += [line for line in (err or "").splitlines() if "trigger" in line and p is not snap]
+        pub.terminate()
         rates = pub.communicate(timeout=60)[0].split()
     finally:
         for p in procs:
@@ -188,7 +204,7 @@ def main() -> int:
         "|---|---|---|---|---|---|---|---|",
     ]
     for label, r in res.items():
-        lines.append(f"| {label} | {r['cpu_s']:.2f} | {100 * r['cpu_s'] / wall:.2f} | "
+        lines.append(f"| {label} | {r['cpu_s']:.3f} | {100 * r['cpu_s'] / wall:.3f} | "
                      f"{r['switches'] / wall:.0f} | {r['rss_kib'] / 1024:.1f} | {r['anon_kib'] / 1024:.1f} | "
                      f"{r['shmem_kib'] / 1024:.1f} | {r['hwm_kib'] / 1024:.1f} |")
     lines.append("")
@@ -196,11 +212,13 @@ def main() -> int:
         a = res[label]
         ratio = f"{b['cpu_s'] / a['cpu_s']:.0f}x" if a["cpu_s"] > 0 else "more than the baseline's ticks"
         lines.append(f"CPU ratio baseline / {label}: {ratio}.")
-    lines += ["", f"CPU times are in clock ticks of {1 / os.sysconf('SC_CLK_TCK'):g} s (0: under one tick). "
+    lines += ["", "CPU times are the scheduler's (/proc/PID/task/*/schedstat, every thread). "
               "The recorder looks for new holders of its channels (a scan of every process's "
-              "mappings, as `nerve who`) when a process opens a channel file, at most once a "
-              "second: on a host where other processes stat every channel (`nerve top`, `nerve ls`, "
-              "test suites) that is every second; `--no-holders` shows the cost without it."]
+              "mappings, as `nerve who`) when a process opened a channel file and still has it "
+              "open 0.5 s later, at most once a second, and every 2 minutes; `--no-holders` shows "
+              "the cost without it."]
+    # A trigger while measured would put a dump into the armed cost.
+    lines += ["", "Triggers during the run: " + ("; ".join(said) if said else "none.")]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -10,9 +10,9 @@ writers idle, all in one run.
    on them. After 11 s, --triggers triggers one after the other, each a
    message on the trigger channel; the latency is from that message's
    commit time to the recorder's "wrote FILE" line read here (the file is
-   closed then), so it includes the recorder's wake-up (it looks at the
-   trigger channel every 50 ms while armed). Every file is read back with
-   the mcap reader, CRCs checked.
+   closed then), so it includes the recorder's wake-up (a thread blocked
+   on the trigger channel wakes it) and the pipe to this process. Every
+   file is read back with the mcap reader, CRCs checked.
 2. Large: one channel of --large-mib MiB a 10 s window (20 Hz of
    incompressible messages of large-mib/200 MiB), the same way, 5
    triggers. The issue asks for 1 GB; the default is scaled to what a
@@ -243,9 +243,9 @@ def main() -> int:
         "",
         "With n = 20 (n = 5) the p99 is the largest sample. Trigger "
         "latencies run from the trigger message's commit time to the recorder's line saying the "
-        "file is written and closed, so they include up to 50 ms of the recorder's wake-up "
-        "(it looks at the trigger channel every 50 ms while armed; a death wakes it at once by "
-        "its pidfd). The dumps run on the same 2 cores as the writers.",
+        "file is written and closed, so they include the recorder's wake-up (a thread blocked "
+        "on the trigger channel wakes it; a death wakes it by its pidfd). The dumps run on the "
+        "same 2 cores as the writers.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

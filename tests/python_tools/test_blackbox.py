@@ -28,7 +28,7 @@ import pytest
 import nerve
 import nerve.rt
 from nerve_tools.codec import schemas
-from nerve_tools.recording import condition
+from nerve_tools.recording import blackbox, condition, mcap_fast
 
 from conftest import read_mcap, tool
 
@@ -327,13 +327,19 @@ def test_when_errors(name):
     c = condition.parse("a.b: x[1].y <= -2.5 clear == \"ok\"")
     assert (c.channel, c.field, c.fire.op, c.fire.value, c.clear.value) == ("a.b", "x.1.y", "<=", -2.5, "ok")
     imu, raw, js = name("bb-w-imu"), name("bb-w-raw"), name("bb-w-json")
+    cs, bad = name("bb-w-struct"), name("bb-w-badstruct")
     with nerve.create(imu, slots=8, size=1 << 12, **schemas.channel_options("sensor_msgs/msg/Imu")) as ci, \
             nerve.create(raw, slots=8, size=1 << 12) as cr, \
+            nerve.create(cs, slots=8, size=1 << 12, type="robot/Imu", encoding="raw", schema=IMU_STRUCT) as cc, \
+            nerve.create(bad, slots=8, size=1 << 12, schema=b"struct A { double *p; };") as cb, \
             nerve.create(js, slots=8, size=1 << 12, encoding="json") as cj:
         cj.put(b'{"a": {"b": [1, 2]}, "s": "x"}')
         newest = cj.get(newest=True, repeat=True)
         for text, ch, msg, error in [
-            (f"{raw}: a > 1", cr, None, "no encoding nerve decodes"),
+            (f"{raw}: a > 1", cr, None, "raw without a schema"),
+            (f"{bad}: p > 1", cb, None, "pointers, bit fields, unions and enums are not supported"),
+            (f"{cs}: linear_acceleration.w > 1", cc, None, "linear_acceleration has no field 'w'"),
+            (f"{cs}: linear_acceleration > 1", cc, None, "linear_acceleration is not a number"),
             (f"{imu}: header > 3", ci, None, "header is dict, not a number"),
             (f"{imu}: orientation.v == 1", ci, None, "orientation has no field 'v'"),
             (f"{js}: a.c > 1", cj, newest, "a has no field 'c'"),
@@ -344,6 +350,12 @@ def test_when_errors(name):
         condition.Watch(condition.parse(f"{imu}: orientation_covariance.8 > 1"), imu, ci, None)
         condition.Watch(condition.parse(f"{js}: a.b.1 > 1"), js, cj, newest)
         condition.Watch(condition.parse(f"{js}: s == x"), js, cj, newest)
+        # A struct's field: its offset in the host's C layout, read alone.
+        w = condition.Watch(condition.parse(f"{cs}: linear_acceleration.z > 30"), cs, cc, None)
+        assert (w.offset, w.struct.size) == (24, 40)
+        cc.put(struct.pack("=Q3dfi", 1, 0.0, 0.0, 31.5, 0.0, 0))
+        cc.put(b"short")  # shorter than the struct: counted, never a crash
+        assert [v for _m, v in w.poll()] == [31.5] and w.undecodable == 1
 
 
 def test_full_disk_keeps_what_was_written(rig, name):
@@ -377,6 +389,8 @@ def _put_value(ch: nerve.Channel, encoding: str, z: float) -> Tuple[int, int]:
     (seq, commit time)."""
     if encoding == "json":
         data = json.dumps({"linear_acceleration": {"z": z}}).encode()
+    elif encoding == "struct":  # IMU_STRUCT, in the host's layout
+        data = struct.pack("=Q3dfi", 7, 0.0, 0.0, z, 20.5, 0)
     else:
         msg = schemas.example("sensor_msgs/msg/Imu")
         msg.linear_acceleration.z = z
@@ -386,10 +400,20 @@ def _put_value(ch: nerve.Channel, encoding: str, z: float) -> Tuple[int, int]:
     return m.seq, m.time_ns
 
 
-@pytest.mark.parametrize("encoding", ["json", "cdr"])
+#: A raw C struct channel's schema: its C declaration (codec/cstruct.py).
+IMU_STRUCT = b"""
+#include <stdint.h>
+struct Vec3 { double x, y, z; };  /* at offset 8: aligned to 8 */
+typedef struct { uint64_t stamp_ns; struct Vec3 linear_acceleration; float temp; int32_t pad; } Imu;
+"""
+
+
+@pytest.mark.parametrize("encoding", ["json", "cdr", "struct"])
 def test_value_condition_one_message_spike_and_hysteresis(name, tmp_path, encoding):
     imu = name("bb-imu")
-    opts = {"encoding": "json"} if encoding == "json" else schemas.channel_options("sensor_msgs/msg/Imu")
+    opts = {"encoding": "json"} if encoding == "json" else \
+        {"type": "robot/Imu", "encoding": "raw", "schema": IMU_STRUCT} if encoding == "struct" else \
+        schemas.channel_options("sensor_msgs/msg/Imu")
     with nerve.create(imu, slots=256, size=1 << 16, **opts) as ch:
         p = arm(imu, "--pre", "500ms", "--post", "100ms", "-o", str(tmp_path), "--trigger-channel",
                 name("bb-trig"), "--no-holders", "--cooldown", "0",
@@ -415,6 +439,44 @@ def test_value_condition_one_message_spike_and_hysteresis(name, tmp_path, encodi
     rec2 = check(second, unnumbered=(imu,))
     assert [t["time_ns"] for t in json.loads(rec2["triggers"])] == [again_ns], rec2["triggers"] + said
     assert f"message {again}: 35" in rec2["source"]
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_mcap_chunks_compressed(tmp_path, compression):
+    """--compression: chunks of the dump's writer compressed, read back
+    with mcap's readers (CRCs checked); several chunks and two channels."""
+    path = tmp_path / "c.mcap"
+    with open(path, "wb") as f:
+        w = mcap_fast.Writer(f, "test", compression, chunk_size=4096)
+        a = w.register_channel("a", "raw", 0, {"k": "v"})
+        b = w.register_channel("b", "json", 0, {})
+        for i in range(100):
+            w.add(a if i % 2 else b, i + 1, 1000 + i, bytes([i]) * 100)
+        w.add_metadata("m", {"x": "1"})
+        w.finish()
+    got = read_mcap(path)
+    assert [m.log_time for _s, _c, m in got["messages"]] == list(range(1000, 1100))
+    assert got["summary"].statistics.channel_message_counts == {a: 50, b: 50}
+    assert all(c.compression == compression for c in got["summary"].chunk_indexes)
+    assert len(got["summary"].chunk_indexes) > 1 and got["metadata"]["m"] == {"x": "1"}
+
+
+def test_open_watch_counts_holders_not_stats(name):
+    """A holder keeps its channel file open; a tool that stats it closes it
+    at once: only opens not matched by a close make the recorder scan
+    /proc for holders (in process: inotify on one file)."""
+    chan = name("bb-opens")
+    nerve.create(chan, slots=8, size=1 << 12).close()
+    w = blackbox.OpenWatch([nerve.path(chan)])
+    try:
+        nerve.stat(chan)
+        assert w.drain() == 0
+        held = nerve.open(chan)
+        assert w.drain() == 1
+        held.close()
+        assert w.drain() == -1 and not w.overflow
+    finally:
+        w.close()
 
 
 def test_writer_died_holding_the_lock(name, tmp_path):

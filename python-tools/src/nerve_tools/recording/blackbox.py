@@ -3,9 +3,15 @@
 Every nerve channel already holds its recent past in shared memory. While
 armed, the recorder reads nothing of the watched channels: it copies no
 message, makes no system call, allocates nothing and is not woken per
-published message. It wakes on a timer (``TICK_S``, 50 ms) to check
-silences and on the events it waits for (a pidfd of a watched process
-becoming readable, a message on the trigger channel, SIGUSR1).
+published message. It sleeps in poll(2) on the events it waits for: a
+pidfd of a watched process becoming readable, a message on the trigger
+channel (a thread blocked on the channel's futex passes it on through a
+pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd);
+and on a timer only for what has no event: the writer locks' owner-died
+flags and the opens and closes of the watched files (inotify, read then;
+see OpenWatch) every ``LOCK_CHECK_S``, the next silence deadline of a
+--silence channel, the holder rescan, and, only with --when, --shadow or
+a task statistics channel, which read every message, ``TICK_S``.
 
 At a trigger at CLOCK_MONOTONIC time T, each watched channel is copied
 oldest-first: the newest message committed at or before T - pre (the last
@@ -44,11 +50,10 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
-
-from mcap.writer import CompressionType, Writer
 
 import nerve
 
@@ -67,23 +72,27 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
-from . import condition
+from . import condition, mcap_fast
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
-#: The armed recorder's only periodic wake-up: silence checks, process
-#: death detection by pidfd, the trigger channel and the holder rescan.
+#: The wake-up period of a recorder that reads every message of some
+#: channels (--when, --shadow, task statistics); without those it sleeps
+#: until an event or the next deadline below.
 TICK_S = 0.05
-#: Holders of watched channels are looked up again when a process opens
-#: one of their files (inotify IN_OPEN; at most every RESCAN_MIN_S, as
-#: tools that stat every channel, `nerve top` and `nerve ls`, open them
-#: too), and at the latest after RESCAN_S (a process that inherited a
-#: mapping by fork opened nothing).
-RESCAN_S = 30.0
+#: Holders of watched channels are looked up again (a scan of every
+#: process's mappings, as `nerve who`: tens of milliseconds on a busy host)
+#: when a process opened one of their files and still has it open (inotify
+#: IN_OPEN not matched by an IN_CLOSE: tools that only stat every channel,
+#: `nerve top` and `nerve ls`, close them at once and cause no scan), at
+#: most every RESCAN_MIN_S, and at the latest after RESCAN_S (a process
+#: that inherited a mapping by fork opened nothing).
+RESCAN_S = 120.0
 RESCAN_MIN_S = 1.0
+RESCAN_SETTLE_S = 0.5
 #: How often the writer locks of all watched channels are looked at (and at
 #: once after a watched process died).
-LOCK_CHECK_S = 0.5
+LOCK_CHECK_S = 2.0
 #: --ros2-service: the most seconds its helper process (rclpy) may take to start.
 ROS2_START_S = 30
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
@@ -150,12 +159,17 @@ class Trigger:
 
 
 class OpenWatch:
-    """inotify IN_OPEN on the watched channels' files: readable when a
-    process opens one (a new holder). Scanning every process's mappings
-    (as `nerve who` does) costs tens of milliseconds on a busy host, so the
-    recorder does it only then."""
+    """inotify IN_OPEN and IN_CLOSE on the watched channels' files:
+    readable when a process opens or closes one. A holder keeps its
+    descriptor open (the library maps the file and keeps it), so only
+    opens not matched by a close can be a new holder; scanning every
+    process's mappings (as `nerve who` does) costs tens of milliseconds on
+    a busy host, so the recorder does it only then."""
 
     IN_OPEN = 0x20
+    IN_CLOSE = 0x08 | 0x10  # IN_CLOSE_WRITE | IN_CLOSE_NOWRITE
+    IN_Q_OVERFLOW = 0x4000
+    EVENT = struct.Struct("=iIII")  # struct inotify_event: wd, mask, cookie, len
     IN_NONBLOCK = os.O_NONBLOCK
     IN_CLOEXEC = os.O_CLOEXEC
 
@@ -166,24 +180,79 @@ class OpenWatch:
             e = ctypes.get_errno()
             raise OSError(e, os.strerror(e), "inotify_init1")
         for p in paths:
-            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN) < 0:
+            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN | self.IN_CLOSE) < 0:
                 e = ctypes.get_errno()
                 os.close(self.fd)
                 raise OSError(e, os.strerror(e), p)
+        self.overflow = False  # the kernel's queue overflowed: events were lost
 
-    def drain(self) -> bool:
-        """Read every pending event; whether there was one."""
-        got = False
+    def drain(self) -> int:
+        """Read every pending event; the opens less the closes among them."""
+        net = 0
         while True:
             try:
-                if not os.read(self.fd, 4096):
-                    return got
+                buf = os.read(self.fd, 4096)
             except BlockingIOError:
-                return got
-            got = True
+                return net
+            if not buf:
+                return net
+            at = 0
+            while at + self.EVENT.size <= len(buf):
+                _wd, mask, _cookie, n = self.EVENT.unpack_from(buf, at)
+                net += bool(mask & self.IN_OPEN) - bool(mask & self.IN_CLOSE)
+                self.overflow = self.overflow or bool(mask & self.IN_Q_OVERFLOW)
+                at += self.EVENT.size + n
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+class TriggerWaiter:
+    """The trigger channel, waited on by a thread of its own (blocked on
+    the channel's futex with the GIL released). Each message is queued and
+    a byte written to ``wake_fd``, the write end of the pipe the armed
+    recorder polls, so a trigger message wakes it at once without a timer.
+    The Python binding waits in slices of 50 ms (it looks for signals
+    between them, even on a thread that never handles one), so this
+    thread wakes 20 times a second without running any Python: about
+    0.1 % of a core on the development VM, most of the armed cost."""
+
+    def __init__(self, ch: nerve.Channel, wake_fd: int) -> None:
+        self.ch = ch
+        self.wake_fd = wake_fd
+        self.messages: "collections.deque[nerve.Message]" = collections.deque()
+        self.error: Optional[str] = None
+        self.thread = threading.Thread(target=self._run, name="blackbox-trigger", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                msg = self.ch.get(wait=True)
+            except nerve.Cancelled:
+                return
+            except nerve.Error as e:  # the channel went bad: say so once, stop
+                self.error = str(e)
+                msg = None
+            if msg is not None:
+                self.messages.append(msg)
+            try:
+                os.write(self.wake_fd, b"t")
+            except BlockingIOError:
+                pass  # the pipe is full: the recorder has wake-ups pending
+            if msg is None:
+                return
+
+    def take(self) -> List[nerve.Message]:
+        out = []
+        while self.messages:
+            out.append(self.messages.popleft())
+        return out
+
+    def close(self) -> None:
+        self.ch.cancel()
+        self.thread.join()
+        self.ch.close()
 
 
 class Shadow:
@@ -349,7 +418,7 @@ class Incident:
     more (merged) triggers."""
 
     def __init__(self, path: str, names: Sequence[str], windows: Windows, trigger: Trigger,
-                 offset: int, compression: str = "zstd", shadows: Optional[Dict[str, Shadow]] = None) -> None:
+                 offset: int, compression: str = "none", shadows: Optional[Dict[str, Shadow]] = None) -> None:
         self.path = path
         self.shadows = shadows or {}
         self.triggers = [trigger]
@@ -358,10 +427,8 @@ class Incident:
         self.channels: List[ChannelDump] = []
         self.missing: List[str] = []
         self._stream = open(path, "wb")
-        comp = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4,
-                "none": CompressionType.NONE}[compression]
-        self._writer = Writer(self._stream, compression=comp, enable_data_crcs=True)
-        self._writer.start(profile="", library=LIBRARY)
+        self._writer = mcap_fast.Writer(self._stream, LIBRARY, compression)
+        self._closed = False
         for name in names:
             pre, post = windows.of(name)
             try:
@@ -448,9 +515,7 @@ class Incident:
         return True
 
     def _write(self, d: ChannelDump, msg: nerve.Message) -> None:
-        t = msg.time_ns + self.offset
-        self._writer.add_message(d.mcap_id, log_time=t, publish_time=t, data=msg.data,
-                                 sequence=msg.seq & 0xFFFFFFFF)
+        self._writer.add(d.mcap_id, msg.seq, msg.time_ns + self.offset, msg.data)
 
     def pump(self, now_ns: int) -> bool:
         """Copy what is there; True once every channel is complete."""
@@ -462,32 +527,62 @@ class Incident:
         return complete
 
     def _copy(self, d: ChannelDump, now_ns: int) -> None:
+        """Copy the channel's messages from d.next_seq on, up to the end
+        of its post window. The hot loop of a dump: one library read (a
+        copy, validated) and one record header a message, nothing else
+        (the message tuple unpacked once, the writer's add() inlined:
+        mcap_fast.Writer.append_run says what it must do)."""
         end = self.end_ns(d)
+        ch = d.ch
+        get = ch.get
+        w = self._writer
+        cid, off = d.mcap_id, self.offset
+        counting = bool(d.last_state_seq or d.messages)
+        missed = n = 0
+        first_ns = last_ns = last_seq = 0
+        parts, idx, size = w.append_run(cid)
+        pack, fixed, hdr, limit = mcap_fast.MESSAGE.pack, mcap_fast.MESSAGE_FIXED, mcap_fast.MESSAGE.size, \
+            w.chunk_size
+        # The cursor: get() returns d.next_seq, or, where it was
+        # overwritten before it was copied, the oldest message still
+        # there with the count of those gone (counted exactly) in missed.
+        ch.seek(d.next_seq - 1)
         while True:
-            try:
-                msg = d.ch.get(seq=d.next_seq)
-            except nerve.Overwritten:
-                # Gone before it was copied: every sequence number up to the
-                # oldest still present is missed (counted exactly).
-                tail = d.ch.stat().tail_seq
-                if d.last_state_seq or d.messages:
-                    d.missed += max(tail - d.next_seq, 1)
-                # else the ring did not hold the window's start: the
-                # achieved window (from the first message copied) says so.
-                d.next_seq = max(tail, d.next_seq + 1)
-                continue
+            msg = get()
             if msg is None:  # not written yet
                 d.done = now_ns > end
-                return
-            if msg.time_ns > end:
+                break
+            seq, t, data, m, ln = msg
+            if m and (counting or n):
+                missed += m
+            # else the ring did not hold the window's start: the achieved
+            # window (from the first message copied) says so.
+            if t > end:
+                d.next_seq = seq
                 d.done = True
-                return
-            self._write(d, msg)
-            if d.messages == 0:
-                d.first_ns = msg.time_ns
-            d.messages += 1
-            d.last_ns = msg.time_ns
-            d.next_seq = msg.seq + 1
+                break
+            t += off
+            idx.append(t)
+            idx.append(size)
+            parts.append(pack(5, fixed + ln, cid, seq & 0xFFFFFFFF, t, t))
+            parts.append(data)
+            size += hdr + ln
+            if size >= limit:
+                w.size = size
+                w.flush()
+                parts, idx, size = w.append_run(cid)
+            if not n:
+                first_ns = t
+            n += 1
+            last_ns, last_seq = t, seq
+        w.size = size
+        if n:
+            d.next_seq = max(d.next_seq, last_seq + 1)
+            if not d.messages:
+                d.first_ns = first_ns - off
+            d.messages += n
+            d.last_ns = last_ns - off
+        d.missed += missed
 
     def record(self) -> Dict[str, str]:
         chans = {}
@@ -510,9 +605,14 @@ class Incident:
                 "triggers": json.dumps([x.record(self.offset) for x in self.triggers]),
                 "channels": json.dumps(chans), "missing": json.dumps(self.missing)}
 
-    def close(self) -> None:
-        if self._writer is None:
+    def close(self, release: bool = True) -> None:
+        """Finish and close the file; with ``release``, also the channel
+        handles (release() later otherwise: unmapping a large ring, whose
+        mapping the library populates, takes as long as writing it, and
+        the file is complete without it)."""
+        if self._closed:
             return
+        self._closed = True
         try:
             self._writer.add_metadata(TRIGGER_META, self.record())
             self._writer.add_metadata("nerve.recording", {
@@ -521,9 +621,13 @@ class Incident:
             self._writer.add_metadata("nerve.missed", {d.name: str(d.missed) for d in self.channels})
             self._writer.finish()
         finally:
-            self._writer = None
             self._stream.close()
-            for d in self.channels:
+            if release:
+                self.release()
+
+    def release(self) -> None:
+        for d in self.channels:
+            if not d.ch.closed:
                 d.ch.close()
 
 
@@ -601,7 +705,9 @@ class Armed:
             die(PROG, str(e))
         # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
         # are not a trigger: only a death while armed is.
-        self.lock_dead: Dict[str, bool] = {n: self._lock_dead(n) for n in self.names}
+        self.opens: Optional[OpenWatch] = None
+        self.lock_dead: Dict[str, bool] = {n: bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
+                                           for n, st in self._stats(self.names).items()}
         self.incident: Optional[Incident] = None
         self.last_trigger_ns = 0
         self.recent: List[int] = []  # trigger times within the last minute
@@ -610,6 +716,7 @@ class Armed:
         self.watched_pids: Dict[int, int] = {}        # pid -> fd
         self.silence = args.silence or []
         self.silent: Dict[str, bool] = {}
+        self.silence_due: Dict[str, int] = {}  # name -> when to look again (CLOCK_MONOTONIC ns)
         self.files: List[str] = []
         self.created_trigger = False
         self.poller = select.poll()
@@ -617,17 +724,24 @@ class Armed:
         # must not leave the channel it would have made behind.
         for pid in args.pid or ():
             self._watch_pid(pid, f"pid {pid}")
-        self.trig_ch = self._trigger_channel()
+        # One pipe wakes the poll for a trigger message (TriggerWaiter) and
+        # for a signal (signal.set_wakeup_fd in main()).
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.poller.register(self.wake_r, select.POLLIN)
+        self.trig = TriggerWaiter(self._trigger_channel(), self.wake_w)
+        self.open_balance = 0  # opens less closes of watched files since the last scan
+        self.open_since = 0.0  # when it became positive (time.monotonic)
         self.ros2: Optional[subprocess.Popen] = None
         self.last_scan = 0.0
         self.last_lock_check = 0.0
         self.lock_check_due = False
-        self.opens: Optional[OpenWatch] = None
         self.rescan_due = False
         if not args.no_holders:
             try:
                 self.opens = OpenWatch([nerve.path(n) for n in self.names])
-                self.poller.register(self.opens.fd, select.POLLIN)
+                # Not polled: a tool that stats every channel each second
+                # would wake the recorder each time. Its events are read at
+                # each wake-up, at least every LOCK_CHECK_S.
             except OSError as e:  # no inotify (limits): scan every second
                 print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
                       file=sys.stderr, flush=True)
@@ -666,13 +780,6 @@ class Armed:
         self.watches = []
         self.tasks = []
         self.shadows = {}
-
-    @staticmethod
-    def _lock_dead(name: str) -> bool:
-        try:
-            return bool(nerve.stat(name).lock_flags & nerve.LOCK_OWNER_DIED)
-        except nerve.Error:
-            return False
 
     def _trigger_channel(self) -> nerve.Channel:
         name = self.args.trigger_channel
@@ -763,8 +870,10 @@ class Armed:
         except OSError:
             return
         finally:
-            if self.opens is not None:
-                self.opens.drain()  # the scan's own opens (lock holders)
+            self._drain_opens()  # the scan's own opens (lock holders)
+            self.open_balance = 0
+            self.rescan_due = False
+            self.open_since = 0.0
         for u in res.uses:
             if u.channel in self.names:
                 self._watch_pid(u.pid, f"{u.pid} ({u.command.split()[0] if u.command else '?'}) "
@@ -793,11 +902,16 @@ class Armed:
         return True
 
     def _check(self, now: int) -> None:
-        # Deaths (the pidfd is readable once the process has exited), and
-        # opens of watched channels (a new holder to watch).
+        # Deaths (the pidfd is readable once the process has exited), the
+        # wake pipe (a trigger message, a signal), the ROS 2 helper's calls.
         for fd, _ in self.poller.poll(0):
-            if self.opens is not None and fd == self.opens.fd:
-                self.rescan_due = self.opens.drain() or self.rescan_due
+            if fd == self.wake_r:
+                while True:
+                    try:
+                        if not os.read(self.wake_r, 4096):
+                            break
+                    except BlockingIOError:
+                        break
                 continue
             if self.ros2 is not None and self.ros2.stdout is not None and fd == self.ros2.stdout.fileno():
                 self._ros2_calls(now)
@@ -809,10 +923,11 @@ class Armed:
             self.trigger("process-death", what, when=now)
             self.lock_check_due = True  # did it hold a lock?
         # Trigger channel: one message per trigger, JSON {"note": ...}.
-        while True:
-            msg = self.trig_ch.get()
-            if msg is None:
-                break
+        if self.trig.error is not None:
+            print(f"{PROG}: {self.args.trigger_channel}: {self.trig.error}; no trigger by message "
+                  f"any more", file=sys.stderr, flush=True)
+            self.trig.error = None
+        for msg in self.trig.take():
             try:
                 body = json.loads(bytes(msg.data))
                 note = str(body.get("note", "")) if isinstance(body, dict) else str(body)
@@ -852,12 +967,20 @@ class Armed:
                 self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
             if locks:
                 self.lock_dead[name] = dead
+            due = []
             for glob, limit in self.silence:
                 if fnmatch.fnmatchcase(name, glob):
                     quiet = st.head_seq and now - st.newest_time_ns > limit * 1e9
                     if quiet and not self.silent.get(name):
                         self.trigger("silence", f"{name} silent for more than {limit:g} s", when=now)
                     self.silent[name] = bool(quiet)
+                    # When to look again: at the deadline of its newest
+                    # message; once silent (or before its first message),
+                    # after the limit (it re-arms when messages come back).
+                    due.append(st.newest_time_ns + int(limit * 1e9) if st.head_seq and not quiet
+                               else now + int(limit * 1e9))
+            if due:
+                self.silence_due[name] = min(due)
 
     def _report_missed(self, w: "condition.Watch | TaskWatch", what: str) -> None:
         """Say when a channel read message by message lost messages before
@@ -872,28 +995,48 @@ class Armed:
         return any(fnmatch.fnmatchcase(name, glob) for glob, _ in self.silence)
 
     def _stats(self, names: Sequence[str]) -> Dict[str, object]:
-        """nerve.stat of each name. Those are opens of the files, which
-        inotify reports like any other: events pending before are kept,
-        the recorder's own are dropped (an open by another process in the
-        same microseconds is found by the rescan every RESCAN_S)."""
-        if self.opens is not None:
-            self.rescan_due = self.opens.drain() or self.rescan_due
+        """nerve.stat of each name (about 60 us each on the development
+        VM: it opens the file and closes it again, so its own opens are
+        matched by closes and cause no scan). Not through handles kept
+        open (1 us a stat): an open handle maps its whole ring, populated,
+        which would put every ring into the recorder's RSS and page tables
+        while armed."""
+        self._drain_opens()
         out = {}
         for name in names:
             try:
                 out[name] = nerve.stat(name)
             except nerve.Error:
                 continue
-        if self.opens is not None and names:
-            self.opens.drain()
+        self._drain_opens()
         return out
+
+    def _drain_opens(self) -> None:
+        """Count the watched files' opens and closes: a new holder keeps
+        its file open, so a scan is due while opens outnumber closes.
+        (A holder's close makes the balance negative; it is clamped at 0,
+        so a new holder is still seen, unless it opens in the same drain
+        as another closes: the rescan every RESCAN_S finds that one.) A
+        scan waits until the balance has stayed positive for
+        RESCAN_SETTLE_S: an open whose close had not come yet when the
+        events were read is no holder."""
+        if self.opens is None:
+            return
+        self.open_balance = max(0, self.open_balance + self.opens.drain())
+        if self.opens.overflow:  # events were lost: look anyway
+            self.opens.overflow = False
+            self.open_balance = max(self.open_balance, 1)
+        if self.open_balance > 0 and not self.rescan_due:
+            self.open_since = time.monotonic()
+        self.rescan_due = self.open_balance > 0
 
     def step(self) -> None:
         now = nerve.now_ns()
         self._check(now)
         since = time.monotonic() - self.last_scan
-        every = RESCAN_S if self.opens is not None else RESCAN_MIN_S
-        if self.incident is None and since > (RESCAN_MIN_S if self.rescan_due else every):
+        every = self._rescan_every()
+        settled = self.rescan_due and time.monotonic() - self.open_since >= RESCAN_SETTLE_S
+        if self.incident is None and since > (RESCAN_MIN_S if settled else every):
             self.rescan_due = False
             self._rescan()
         while self.pending:
@@ -916,12 +1059,15 @@ class Armed:
         inc = self.incident
         assert inc is not None
         self.incident = None
-        inc.close()
-        self.files.append(inc.path)
-        missed = sum(d.missed for d in inc.channels)
-        print(f"{PROG}: wrote {inc.path} ({human_bytes(os.path.getsize(inc.path))}, "
-              f"{sum(d.messages for d in inc.channels)} messages, {missed} missed)",
-              file=sys.stderr, flush=True)
+        try:
+            inc.close(release=False)
+            self.files.append(inc.path)
+            missed = sum(d.missed for d in inc.channels)
+            print(f"{PROG}: wrote {inc.path} ({human_bytes(os.path.getsize(inc.path))}, "
+                  f"{sum(d.messages for d in inc.channels)} messages, {missed} missed)",
+                  file=sys.stderr, flush=True)
+        finally:
+            inc.release()
         for f in prune(self.args.out, self.args.keep, self.args.keep_bytes):
             print(f"{PROG}: removed {f} (--keep/--keep-bytes)", file=sys.stderr, flush=True)
 
@@ -929,7 +1075,28 @@ class Armed:
         if self.incident is not None:
             time.sleep(0.005)  # following a post window: poll the rings
         else:
-            self.poller.poll(TICK_S * 1000)
+            self.poller.poll(max(1, int(self._timeout() * 1000) + 1))
+
+    def _rescan_every(self) -> float:
+        """The period of the holder rescan: none with --no-holders, every
+        RESCAN_S with inotify, every RESCAN_MIN_S without."""
+        if self.args.no_holders:
+            return float("inf")
+        return RESCAN_S if self.opens is not None else RESCAN_MIN_S
+
+    def _timeout(self) -> float:
+        """Seconds until the next thing that has no event to wake on."""
+        if self.watches or self.tasks or self.shadows:
+            return TICK_S  # they read every message
+        mono = time.monotonic()
+        every = self._rescan_every()
+        due = [self.last_lock_check + LOCK_CHECK_S - mono,
+               self.last_scan + every - mono]
+        if self.rescan_due:
+            due.append(max(self.open_since + RESCAN_SETTLE_S, self.last_scan + RESCAN_MIN_S) - mono)
+        if self.silence_due:
+            due.append((min(self.silence_due.values()) - nerve.now_ns()) / 1e9)
+        return max(0.0, min(due))
 
     def close(self) -> None:
         if self.incident is not None:
@@ -940,7 +1107,9 @@ class Armed:
             self.opens.close()
         self._close_watches()
         self._stop_ros2()
-        self.trig_ch.close()
+        self.trig.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
         if self.created_trigger:
             try:
                 nerve.unlink(self.args.trigger_channel)
@@ -958,7 +1127,8 @@ def _add_window(p: argparse.ArgumentParser) -> None:
                    help="window after the trigger (default 2s)")
     p.add_argument("--window", type=window_spec, action="append", metavar="GLOB=PRE,POST",
                    help="the windows of the channels matching GLOB (first match wins)")
-    p.add_argument("--compression", choices=("zstd", "lz4", "none"), default="zstd")
+    p.add_argument("--compression", choices=("none", "zstd", "lz4"), default="none",
+                   help="compression of the file's chunks (default none: the fastest dump)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -1096,6 +1266,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGINT, lambda s, f: stop.append(s))
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
+    signal.set_wakeup_fd(armed.wake_w)  # a signal ends the poll at once
     if armed.shadows:
         print(f"{PROG}: shadow buffer (every message copied) for {', '.join(armed.shadows)}",
               file=sys.stderr, flush=True)
@@ -1111,6 +1282,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"before are kept", file=sys.stderr, flush=True)
         rc = 1
     finally:
+        signal.set_wakeup_fd(-1)  # before the pipe is closed
         try:
             armed.close()
         except OSError:

@@ -15,7 +15,8 @@ armed, so the first message evaluated that holds fires.
 
 Messages are decoded by the channel's encoding and schema with
 :class:`nerve_tools.codec.payload.Codec` (JSON, ROS 2 CDR, ROS 1, protobuf),
-the decoder of ``nerve echo``.
+the decoder of ``nerve echo``; raw channels (the bytes of a C struct) by
+the C declaration recorded as their schema (:mod:`nerve_tools.codec.cstruct`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..codec import payload as codecs
+from ..codec import cstruct
 
 _OPS: Dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
@@ -37,6 +38,14 @@ _WHEN = re.compile(
     r"^\s*(?P<chan>[^:\s]+)\s*:\s*(?P<field>[^\s<>=!]+)\s*" + _OP.replace("(", "(?P<op>", 1)
     + r"\s*(?P<value>.+?)(?:\s+clear\s*" + _OP.replace("(", "(?P<cop>", 1) + r"\s*(?P<cvalue>.+?))?\s*$")
 _INDEX = re.compile(r"\[(-?\d+)\]")
+
+
+def _codecs() -> Any:
+    """The decoders (numpy, rosbags, protobuf: about 15 MB), imported only
+    when a condition is armed: a recorder without --when never loads them."""
+    from ..codec import payload
+
+    return payload
 
 
 class ConditionError(ValueError):
@@ -104,6 +113,7 @@ def _check_path(value: Any, path: str) -> Any:
     """The field of an all-default value, or None where the path goes
     into a list that is empty by default (a sequence: its items exist only
     in real messages). KeyError names what is missing."""
+    codecs = _codecs()
     parts = path.split(".")
     cur = value
     for i, part in enumerate(parts):
@@ -124,19 +134,47 @@ class Watch:
         self.armed = True
         self.missed = 0        # messages overwritten before they were evaluated
         self.undecodable = 0   # messages that did not decode or lack the field
+        self.struct: Optional[cstruct.Struct] = None
+        meta = ch.metadata
+        if (meta.encoding or "raw") == "raw":
+            self._struct_field(meta)
+            return
+        self._codecs = codecs = _codecs()
         try:
             self.codec = codecs.Codec.for_channel(ch)
         except codecs.CodecError as e:
             raise ConditionError(f"--when {cond.text!r}: {name}: {e}") from None
         if self.codec.raw:
             raise ConditionError(f"--when {cond.text!r}: {name} has no encoding nerve decodes "
-                                 f"(json, cdr, ros1msg, protobuf): its fields cannot be read")
+                                 f"(json, cdr, ros1msg, protobuf, or raw with a C struct schema): "
+                                 f"its fields cannot be read")
         self._check(newest)
+
+    def _struct_field(self, meta: Any) -> None:
+        """A raw channel with a C struct schema (codec/cstruct.py): the
+        field's offset and type are found at arming, so each message costs
+        one unpack of that field (no decode of the rest)."""
+        where = f"--when {self.cond.text!r}: {self.name}"
+        if not meta.schema:
+            raise ConditionError(f"{where} is raw without a schema: its fields cannot be read "
+                                 f"(give it the C declaration of its struct as schema)")
+        try:
+            self.struct = cstruct.parse(meta.schema, meta.type or "")
+            self.offset, self.ftype = cstruct.field(self.struct, self.cond.field)
+        except cstruct.ParseError as e:
+            raise ConditionError(f"{where}: its schema: {e}") from None
+        except KeyError as e:
+            raise ConditionError(f"{where}: {e.args[0]}") from None
+        ordering = [t for t in (self.cond.fire, self.cond.clear) if t is not None and t.op not in ("==", "!=")]
+        scalar = isinstance(self.ftype, cstruct.Scalar) and self.ftype.code != "c"
+        if ordering and not scalar:
+            raise ConditionError(f"{where}: {self.cond.field} is not a number in struct {self.struct.name}")
 
     def _check(self, newest: Optional[Any]) -> None:
         """Unknown fields are an error at arming: against the type's
         all-default value (ROS, protobuf) or, for JSON, the newest message
         present (when there is one)."""
+        codecs = self._codecs
         sample = codecs.example_value(self.codec)
         if sample is None and newest is not None:
             try:
@@ -155,6 +193,12 @@ class Watch:
                                  f"{type(v).__name__}, not a number")
 
     def value(self, msg: Any) -> Tuple[bool, Any]:
+        if self.struct is not None:
+            if len(msg.data) < self.struct.size:
+                self.undecodable += 1
+                return False, None
+            return True, self.ftype.read(msg.data, self.offset)
+        codecs = self._codecs
         try:
             return True, codecs.field(self.codec.decode(msg.data), self.cond.field)
         except (codecs.CodecError, KeyError):
