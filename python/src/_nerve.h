@@ -15,10 +15,13 @@
 //    microsecond: no GIL release unless the call really waits, one copy
 //    straight into a bytes object sized from the previous message, and
 //    Message tuples allocated directly from their Python type.
-// 2. Blocking waits release the GIL and wait in slices of SLICE_NS with
-//    absolute deadlines, checking for signals between slices, so Ctrl-C
-//    interrupts a wait within one slice without touching the C core's
-//    signal contract.
+// 2. Blocking waits release the GIL and, on the main thread, wait in
+//    slices of SLICE_NS with absolute deadlines, checking for signals
+//    between slices, so Ctrl-C interrupts a wait within one slice without
+//    touching the C core's signal contract. Python runs signal handlers on
+//    the main thread only: another thread's wait runs to its deadline in
+//    one C wait (a slice would only wake it for nothing), and cancel()
+//    still ends it at once.
 // 3. Zero-copy buffers (views into the ring, reservations) are exported by
 //    Span objects that keep their channel object alive and count exports:
 //    close() with buffers still exported defers the munmap until the last
@@ -48,8 +51,13 @@ namespace nerve_py {
 
 namespace nb = nanobind;
 
-// Longest time a wait runs without looking at pending signals.
+// Longest time a wait of the main thread runs without looking at pending
+// signals.
 constexpr int64_t SLICE_NS = 50'000'000;
+
+// Whether the calling thread is the interpreter's main thread, where
+// signal handlers run. Thread: any, with the GIL.
+bool on_main_thread();
 
 // ---- _nerve_core.cpp -------------------------------------------------------
 

@@ -122,13 +122,16 @@ template <class F>
 int wait_sliced(std::vector<Chan *> chans, int64_t deadline, F &&call)
 {
     WaitGuard guard(std::move(chans));
+    const bool sliced = on_main_thread();
     for (;;) {
         int64_t now = nerve_clock_now_ns();
         if (deadline >= 0 && now >= deadline) {
             return NERVE_ETIMEDOUT;
         }
         int64_t end = now + SLICE_NS;
-        if (deadline >= 0 && deadline < end) {
+        if (!sliced) {
+            end = deadline >= 0 ? deadline : NERVE_FOREVER;
+        } else if (deadline >= 0 && deadline < end) {
             end = deadline;
         }
         int rc = without_gil([&] { return call(end); });

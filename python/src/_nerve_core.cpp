@@ -120,8 +120,19 @@ void at_exit()
     Py_END_ALLOW_THREADS
 }
 
+namespace {
+unsigned long g_main_thread = 0; // threading.main_thread().ident at import
+} // namespace
+
+bool on_main_thread()
+{
+    return PyThread_get_thread_ident() == g_main_thread;
+}
+
 void bind_core(nb::module_ &m)
 {
+    g_main_thread = nb::cast<unsigned long>(
+        nb::module_::import_("threading").attr("main_thread")().attr("ident"));
     m.def("_at_exit", &at_exit,
           "Called by atexit: from now on no waiting thread retakes the GIL.");
     m.def("now_ns", &nerve_clock_now_ns);

@@ -55,3 +55,43 @@ def test_realtime_conversion_saturates():
     assert _nerve.mono_to_realtime_ns(-(2**63)) < 0
     now = nerve.now_ns()
     assert _nerve.mono_to_realtime_ns(now) > now  # the epoch is older than boot
+
+
+def test_a_wait_off_the_main_thread_is_one_wait(chan):
+    """Only the main thread runs signal handlers: another thread's wait is
+    one C wait to its deadline, not the binding's 50 ms slices that wake it
+    for nothing. Counted by the thread's voluntary context switches over a
+    1 s wait: the C core's own wake every 100 ms (NERVE__WAIT_SLICE_NS in
+    src/chan.c) makes 10, the binding's slices would make 20. And cancel()
+    still ends a wait without a deadline."""
+    out = {}
+
+    def waiter(r):
+        tid = threading.get_native_id()
+        path = f"/proc/self/task/{tid}/status"
+
+        def switches():
+            with open(path) as f:
+                return next(int(ln.split()[1]) for ln in f if ln.startswith("voluntary_ctxt_switches"))
+
+        before = switches()
+        try:
+            r.get(wait=True, timeout=1.0)
+        except nerve.Timeout:
+            out["timed_out"] = True
+        out["switches"] = switches() - before
+        try:
+            r.get(wait=True)
+        except nerve.Cancelled:
+            out["cancelled"] = True
+
+    with nerve.open(chan.name) as r:
+        th = threading.Thread(target=waiter, args=(r,))
+        th.start()
+        th.join(timeout=5)  # the 1 s wait; the forever wait then follows
+        assert th.is_alive() and "switches" in out, out
+        r.cancel()
+        th.join(timeout=30)
+        assert not th.is_alive()
+    assert out.get("timed_out") and out.get("cancelled"), out
+    assert out["switches"] <= 15, out
