@@ -7,7 +7,8 @@
 #   lint-docs      scripts/check-doc-paths: every path that README.md,
 #                  CONTRIBUTING.md and docs/ cite exists; and its self-test;
 #                  scripts/check-cmake-sources: every C source and test of
-#                  src/ and tests/ is in the list CMake builds it from
+#                  src/ and tests/, and every source of tools/ros2/ and
+#                  rmw_nerve/src/, is in the list CMake builds it from
 #   lint-length    scripts/check-function-length: no product function (C
 #                  and C++ of src/, tools/, rmw_nerve/src/; Rust of
 #                  rust/*/src/) over 80 lines, except the few it lists with
