@@ -7,7 +7,12 @@
 #   lint-docs      scripts/check-doc-paths: every path that README.md,
 #                  CONTRIBUTING.md and docs/ cite exists; and its self-test;
 #                  scripts/check-cmake-sources: every C source and test of
-#                  src/ and tests/ is in the list CMake builds it from
+#                  src/ and tests/, and every source of tools/ros2/ and
+#                  rmw_nerve/src/, is in the list CMake builds it from
+#   lint-length    scripts/check-function-length: no product function (C
+#                  and C++ of src/, tools/, rmw_nerve/src/; Rust of
+#                  rust/*/src/) over 80 lines, except the few it lists with
+#                  the reason each stays long; and its self-test
 #   lint-cppcheck  cppcheck over src/ and tools/ (warning, portability and
 #                  performance checks; a false positive is suppressed inline
 #                  with `cppcheck-suppress ID ; reason`)
@@ -37,11 +42,11 @@ CPPCHECK_FLAGS := --enable=warning,portability,performance --std=c11 \
     -D__BYTE_ORDER__=1234 -D__ORDER_LITTLE_ENDIAN__=1234 \
     --inline-suppr --error-exitcode=1 --quiet -j$(JOBS)
 RUFF_PATHS := python python-tools tests bench tools/man scripts/check-sync-tags \
-    scripts/check-doc-paths
+    scripts/check-doc-paths scripts/check-function-length
 
-.PHONY: lint lint-sync lint-docs lint-cppcheck lint-ruff format-check format
+.PHONY: lint lint-sync lint-docs lint-length lint-cppcheck lint-ruff format-check format
 
-lint: lint-sync lint-docs lint-cppcheck lint-ruff format-check
+lint: lint-sync lint-docs lint-length lint-cppcheck lint-ruff format-check
 	@echo "lint: all static checks passed"
 
 lint-sync:
@@ -52,6 +57,10 @@ lint-docs:
 	scripts/check-doc-paths
 	scripts/check-doc-paths --self-test
 	scripts/check-cmake-sources
+
+lint-length:
+	scripts/check-function-length
+	scripts/check-function-length --self-test
 
 lint-cppcheck: deps
 	cppcheck $(CPPCHECK_FLAGS) src tools

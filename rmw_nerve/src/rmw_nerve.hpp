@@ -2,7 +2,10 @@
 //
 // Map of the library (one job per file):
 //   rmw_nerve.hpp      the objects behind every rmw handle, shared helpers
-//   names.cpp          domain + ROS name -> channel name; type names, schema
+//   common.cpp         the identifier, the rmw error string, clocks
+//   names.cpp          domain + ROS name -> channel name
+//   types.cpp          typesupport -> type name, schema, Fast CDR callbacks
+//   cdr.cpp            serialisation: message <-> CDR bytes (Fast CDR)
 //   init.cpp           init options, contexts, nodes, guard conditions
 //   graph.cpp          the ROS graph in one shared-memory channel per domain
 //   pubsub.cpp         publishers, subscriptions, (de)serialisation, events
@@ -79,7 +82,7 @@ uint64_t env_size(const char *name);
 int64_t mono_ns();
 int64_t real_ns();
 
-// ---- names (names.cpp) ----------------------------------------------------
+// ---- names (names.cpp), types (types.cpp), CDR (cdr.cpp) ------------------
 
 // Channel of ROS topic `topic` (a full name, "/a/b") in `domain`: "a.b" in
 // domain 0 (what `nerve ros2` uses), "ros2-d<N>.a.b" in domain N > 0.
