@@ -46,9 +46,15 @@ for tool in strace $([ $CG = 0 ] || echo valgrind callgrind_annotate); do
     command -v $tool >/dev/null || { echo "rmw_cost.sh: $tool not found" >&2; exit 1; }
 done
 TMP=${RMW_COST_KEEP:-$(mktemp -d)}
-[ -n "${RMW_COST_KEEP:-}" ] || trap 'rm -rf "$TMP"' EXIT
 export RMW_IMPLEMENTATION=rmw_nerve_cpp LD_PRELOAD="$LIB"
 export ROS_DOMAIN_ID=$((100 + $$ % 100)) ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+# The domain's graph channel outlives the nodes (the topic's is removed
+# with its last user): removed at exit.
+cleanup() {
+    rm -f /dev/shm/nerve.ros2-graph-d$ROS_DOMAIN_ID.* /dev/shm/nerve-bell.ros2-graph-d$ROS_DOMAIN_ID.*
+    [ -n "${RMW_COST_KEEP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
 
 # run TAG N WRAP...: a publisher of N messages and a subscriber, each
 # under WRAP (its output file named after TAG and the role). The publisher
