@@ -566,9 +566,9 @@ NERVE_NODISCARD NERVE_API int nerve_chan_stat(const nerve_chan *c,
  * header alone: no system call (nerve_chan_stat() asks the file's owner
  * and mode with fstat) and no look at the newest message. For a reader
  * that measures its backlog at every message, e.g. to keep at most N
- * pending (a ROS 2 keep-last depth). Returns 0, NERVE_ELAPPED (writers
- * moved the ring between the loads on every attempt), NERVE_ECORRUPT,
- * NERVE_EBADF or NERVE_EINVAL (an output pointer NULL). (Since 1.3.)
+ * pending (a ROS 2 keep-last depth); since 1.3. Returns 0, NERVE_ELAPPED
+ * (writers moved the ring between the loads on every attempt),
+ * NERVE_ECORRUPT, NERVE_EBADF or NERVE_EINVAL (an output pointer NULL).
  * Thread: any.  Blocking: no.  RT: safe (two atomic loads; no system
  * call).  Signal: safe. */
 NERVE_NODISCARD NERVE_API int
