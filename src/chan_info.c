@@ -38,6 +38,30 @@ int nerve_chan_meta(const nerve_chan *c, struct nerve_meta *m)
 
 /* ---- facts for tools ---------------------------------------------------- */
 
+/* The oldest sequence number still readable (head + 1 when none is) and
+ * the newest, loaded lock-free from the mapped header: 0, NERVE_EAGAIN
+ * when puts between the two loads made them disagree (look again), or
+ * NERVE_ECORRUPT. No system call, so a reader may ask at every message. */
+static int seq_range_once(const nerve_chan *c, uint64_t *tail, uint64_t *head)
+{
+    const struct nerve__shm_hdr *h = c->hdr;
+    /* SYNC(pub-seq) acquire, as in locate(). */
+    uint64_t hd = nerve__load_acq(&h->head);
+    uint64_t stored = nerve__load_acq(&h->tail);
+    uint64_t t = nerve__readable_from(hd, stored, c->nslots);
+    if (t > hd + 1 || (stored == 0 && hd < c->nslots)) {
+        /* Writers raise tail to at most head + 1; more is possible only if
+         * puts happened between the loads. A tail of 0 (creation stores 1)
+         * is corrupt unless the clamp makes it moot. */
+        if (nerve__load_acq(&h->head) != hd)
+            return NERVE_EAGAIN;
+        return NERVE_ECORRUPT;
+    }
+    *head = hd;
+    *tail = t;
+    return 0;
+}
+
 int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
 {
     if (!c)
@@ -73,31 +97,39 @@ int nerve_chan_stat(const nerve_chan *c, struct nerve_stats *st)
         st->gid = fs.st_gid;
     }
     for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
-        /* SYNC(pub-seq) acquire, as in locate(). */
-        uint64_t head = nerve__load_acq(&h->head);
-        uint64_t stored = nerve__load_acq(&h->tail);
-        uint64_t tail = nerve__readable_from(head, stored, c->nslots);
-        if (tail > head + 1 || (stored == 0 && head < c->nslots)) {
-            /* Writers raise tail to at most head + 1; more is possible only
-             * if puts happened between the loads. A tail of 0 (creation
-             * stores 1) is corrupt unless the clamp makes it moot. */
-            if (nerve__load_acq(&h->head) != head)
-                continue;
-            return NERVE_ECORRUPT;
-        }
+        uint64_t head, tail;
+        int r = seq_range_once(c, &tail, &head);
+        if (r == NERVE_EAGAIN)
+            continue;
+        if (r)
+            return r;
         st->head_seq = head;
         st->tail_seq = tail;
         st->newest_time_ns = 0;
         if (head == 0 || tail > head)
             return 0;
         struct nerve__msg m;
-        int r = nerve__read_slot(c, head, &m);
+        r = nerve__read_slot(c, head, &m);
         if (r == 0)
             st->newest_time_ns = m.time_ns;
         if (r != NERVE_EOVERWRITTEN)
             return r;
     }
     return 0;
+}
+
+int nerve_chan_seq_range(const nerve_chan *c, uint64_t *tail, uint64_t *head)
+{
+    if (!c)
+        return NERVE_EBADF;
+    if (!tail || !head)
+        return NERVE_EINVAL;
+    for (int attempt = 0; attempt < NERVE__READ_RETRIES; attempt++) {
+        int r = seq_range_once(c, tail, head);
+        if (r != NERVE_EAGAIN)
+            return r;
+    }
+    return NERVE_ELAPPED;
 }
 
 int nerve_chan_stat_name(const char *name, struct nerve_stats *st)

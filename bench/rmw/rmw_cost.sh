@@ -10,10 +10,12 @@
 # kernel) are the measure of the wait.
 #
 #   usage: bench/rmw/rmw_cost.sh [--build DIR] [--kind KIND] [--rate HZ]
+#                                [--syscalls-only]
 #     --build DIR  the cmake build with rmw_nerve/rcl_latency (default build,
 #                  configured with -DNERVE_BUILD_BENCH=ON)
 #     --kind KIND  64B (default) | Imu | PointCloud2-1MiB | Image-1080p
 #     --rate HZ    publish rate (default 100)
+#     --syscalls-only  strace only (the callgrind runs take minutes)
 #
 # Needs the Jazzy wheel venv (.venv-jazzy, make ros2-venvs), strace,
 # valgrind and callgrind_annotate. Results: bench/results/
@@ -24,12 +26,14 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$ROOT/build
 KIND=64B
 RATE=100
+CG=1
 while [ $# -gt 0 ]; do
     case $1 in
     --build) BUILD=$2; shift 2 ;;
     --kind) KIND=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --syscalls-only) CG=0; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "rmw_cost.sh: unknown option '$1'" >&2; exit 2 ;;
     esac
 done
@@ -38,13 +42,19 @@ LIB=$BUILD/rmw_nerve/librmw_nerve_cpp.so
 for f in "$RCL" "$LIB"; do
     [ -e "$f" ] || { echo "rmw_cost.sh: $f not found (configure with -DNERVE_BUILD_BENCH=ON)" >&2; exit 1; }
 done
-for tool in strace valgrind callgrind_annotate; do
+for tool in strace $([ $CG = 0 ] || echo valgrind callgrind_annotate); do
     command -v $tool >/dev/null || { echo "rmw_cost.sh: $tool not found" >&2; exit 1; }
 done
 TMP=${RMW_COST_KEEP:-$(mktemp -d)}
-[ -n "${RMW_COST_KEEP:-}" ] || trap 'rm -rf "$TMP"' EXIT
 export RMW_IMPLEMENTATION=rmw_nerve_cpp LD_PRELOAD="$LIB"
 export ROS_DOMAIN_ID=$((100 + $$ % 100)) ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+# The domain's graph channel outlives the nodes (the topic's is removed
+# with its last user): removed at exit.
+cleanup() {
+    rm -f /dev/shm/nerve.ros2-graph-d$ROS_DOMAIN_ID.* /dev/shm/nerve-bell.ros2-graph-d$ROS_DOMAIN_ID.*
+    [ -n "${RMW_COST_KEEP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
 
 # run TAG N WRAP...: a publisher of N messages and a subscriber, each
 # under WRAP (its output file named after TAG and the role). The publisher
@@ -103,6 +113,10 @@ print(f"  {'total':<16} {tot:6.2f}")
 PY
 done
 
+if [ $CG = 0 ]; then
+    cat "$TMP/s2-sub.json" "$TMP/s2-pub.json"
+    exit 0
+fi
 run c1 $N1 cg
 run c2 $N2 cg
 echo

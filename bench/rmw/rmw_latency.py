@@ -5,14 +5,20 @@ built as build/rmw_nerve/rcl_latency; with 1 and 8 subscriptions, and the
 publisher's own cost per rcl_publish).
 
     python bench/rmw/rmw_latency.py [--layer rclpy|rcl|both] [--count N]
-                                      [--rate HZ] [--kinds K,K] [--out FILE]
-                                      [--sub-procs 1,8]
+                                      [--rate HZ | --rates HZ,HZ] [--kinds K,K]
+                                      [--out FILE] [--sub-procs 1,8] [--baseline]
 
 Without --sub-procs, the rcl rows put 1 and then 8 subscriptions in one
 subscriber process. With --sub-procs 1,8, each row has that many
 subscriber processes of one subscription each (rcl and/or rclpy), and the
 latency percentiles pool every sample of every process ("worst_p99_us" is
 the worst process's own p99); the publisher waits until it sees them all.
+--rates runs every row at each rate, in this one run. --baseline (rcl rows,
+64B and PointCloud2-1MiB) adds a row of nerve's C API doing what rcl forces
+(bench/rmw/nerve_latency.c, built as build/bench/nerve_latency: a blocking
+reader woken per message, one copy in and one copy out) with the same
+processes, rate and size, and gives each row's p50 and p99 as a ratio of
+that baseline's (p50_x_baseline, p99_x_baseline).
 
 Run with the project venv's Python; it starts the nodes with the Jazzy
 wheels' Python (NERVE_ROS2_PYTHON, default .venv-jazzy/bin/python), on
@@ -39,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("NERVE_ROS2_PYTHON", str(ROOT / ".venv-jazzy/bin/python"))
 LIB = os.environ.get("NERVE_RMW_LIB", str(ROOT / "build/rmw_nerve/librmw_nerve_cpp.so"))
 RCL = os.environ.get("NERVE_RCL_LATENCY", str(ROOT / "build/rmw_nerve/rcl_latency"))
+BASE = os.environ.get("NERVE_BASE_LATENCY", str(ROOT / "build/bench/nerve_latency"))
+BASELINE = "nerve-c-api"  # the "rmw" of the baseline's rows
 RCL_SO = str(Path(PY).parent.parent / "lib" / "librcl.so")
 
 NODE = r'''
@@ -128,10 +136,14 @@ def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
     pre = []
     if rmw == "rmw_nerve_cpp":
         pre = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
-    else:
+    elif rmw != BASELINE:
         env["RMW_IMPLEMENTATION"] = rmw
     waits = procs * subs if procs else subs
-    if layer == "rclpy":
+    if rmw == BASELINE:  # removed with the domain's channels (drop_domain)
+        env["NERVE_LAT_CHAN"] = f"ros2-d{domain}.lat-baseline"
+        sub_cmd = [BASE, "sub", kind, str(count), "1", *(["raw"] if procs else [])]
+        pub_cmd = [BASE, "pub", kind, str(count), str(rate)]
+    elif layer == "rclpy":
         sub_cmd = [PY, "-c", NODE, "sub", kind, str(count), str(rate)]
         pub_cmd = [PY, "-c", NODE, "pub", kind, str(count), str(rate), str(waits)]
     else:
@@ -164,7 +176,10 @@ def main() -> int:
     ap.add_argument("--layer", choices=("rclpy", "rcl", "both"), default="both")
     ap.add_argument("--out")
     ap.add_argument("--kinds", default="64B,Imu,PointCloud2-1MiB,Image-1080p")
+    ap.add_argument("--rates", help="e.g. 50,1000: every row at each rate (instead of --rate)")
     ap.add_argument("--sub-procs", help="e.g. 1,8: rows with that many subscriber processes")
+    ap.add_argument("--baseline", action="store_true",
+                    help="a row of nerve's C API (blocking reader, one copy each way) per rcl row")
     a = ap.parse_args()
     from nerve_tools.host import record, stamp
 
@@ -180,18 +195,30 @@ def main() -> int:
                 runs += [("rcl", kind, subs, 0) for subs in (1, 8)]
             else:
                 runs.append(("rclpy", kind, 1, 0))
-    for layer, kind, subs, procs in runs:
-        for rmw in ("rmw_nerve_cpp", "rmw_fastrtps_cpp"):
-            domain = random.randint(100, 200) if rmw != "rmw_nerve_cpp" else random.randint(1000, 60000)
-            r = run(layer, rmw, kind, a.count, a.rate, subs, domain, procs)
-            row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind,
-                   "subs": procs * subs if procs else subs, "sub_procs": max(procs, 1),
-                   "rate_hz": a.rate, "load": os.getloadavg(), **r,
-                   "host": host, "time": stamp()}
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-            if rmw == "rmw_nerve_cpp":
-                drop_domain(domain)
+    rates = [float(x) for x in a.rates.split(",")] if a.rates else [a.rate]
+    for rate in rates:
+        for layer, kind, subs, procs in runs:
+            rmws = ["rmw_nerve_cpp", "rmw_fastrtps_cpp"]
+            if a.baseline and layer == "rcl" and kind in ("64B", "PointCloud2-1MiB"):
+                rmws.insert(0, BASELINE)
+            base = None
+            for rmw in rmws:
+                domain = (random.randint(100, 200) if rmw == "rmw_fastrtps_cpp"
+                          else random.randint(1000, 60000))
+                r = run(layer, rmw, kind, a.count, rate, subs, domain, procs)
+                row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind,
+                       "subs": procs * subs if procs else subs, "sub_procs": max(procs, 1),
+                       "rate_hz": rate, "load": os.getloadavg(), **r,
+                       "host": host, "time": stamp()}
+                if rmw == BASELINE:
+                    base = row
+                elif base and base.get("p50_us") and base.get("p99_us"):
+                    row["p50_x_baseline"] = round(row["p50_us"] / base["p50_us"], 2)
+                    row["p99_x_baseline"] = round(row["p99_us"] / base["p99_us"], 2)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                if rmw != "rmw_fastrtps_cpp":
+                    drop_domain(domain)
     if a.out:
         write_rows(a.out, rows)
     return 0

@@ -560,6 +560,20 @@ NERVE_NODISCARD NERVE_API int nerve_chan_wait_any(nerve_chan *const *chans,
 NERVE_NODISCARD NERVE_API int nerve_chan_stat(const nerve_chan *c,
                                               struct nerve_stats *st);
 
+/* The sequence numbers of the oldest message still readable (*tail;
+ * *head + 1 when none is) and of the newest (*head; 0 before the first
+ * put), as nerve_chan_stat() reports them, but loaded from the mapped
+ * header alone: no system call (nerve_chan_stat() asks the file's owner
+ * and mode with fstat) and no look at the newest message. For a reader
+ * that measures its backlog at every message, e.g. to keep at most N
+ * pending (a ROS 2 keep-last depth); since 1.3. Returns 0, NERVE_ELAPPED
+ * (writers moved the ring between the loads on every attempt),
+ * NERVE_ECORRUPT, NERVE_EBADF or NERVE_EINVAL (an output pointer NULL).
+ * Thread: any.  Blocking: no.  RT: safe (two atomic loads; no system
+ * call).  Signal: safe. */
+NERVE_NODISCARD NERVE_API int
+nerve_chan_seq_range(const nerve_chan *c, uint64_t *tail, uint64_t *head);
+
 /* Open `name` read-only, fill *st, close. Errors as nerve_chan_open().
  * Validates what an open does but maps only the header, metadata and
  * index (never the data ring), so it is cheap to poll.

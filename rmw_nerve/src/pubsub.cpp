@@ -69,24 +69,40 @@ int chan_create_for(const std::string &name, const std::string &type,
     return nerve_chan_create(name.c_str(), &o);
 }
 
-bool chan_has_news(nerve_chan *ch)
+bool chan_has_news(nerve_chan *ch, RenameLook *look, int64_t *next_ns)
 {
     // A new message after the cursor or the superseded mark, both read
     // from the mapped header by a wait of no time (no system call, unlike
     // nerve_chan_stat's fstat); the name's stat only when neither is there.
     uint64_t ready = 0;
     return nerve_chan_wait_any(&ch, 1, 0, &ready, 0) > 0 ||
-           chan_renamed_unmarked(ch);
+           chan_renamed_unmarked(ch, look, next_ns);
 }
 
-bool chan_renamed_unmarked(nerve_chan *ch)
+bool chan_renamed_unmarked(nerve_chan *ch, RenameLook *look, int64_t *next_ns)
 {
     // A grower killed between its rename and its mark (G4-G5 in
     // src/chan_open.c) leaves the old channel unmarked, and the next
-    // publisher writes to the successor only: nothing new here ever again,
-    // so an idle reader asks the name (a stat; the bell is the name's, so
-    // the successor's messages wake the wait that asks).
-    return nerve_chan_renamed(ch) == 1;
+    // writer may write to the successor only: nothing new here ever
+    // again, and no wake-up either (its commits wake the successor's
+    // waiters). So an idle reader asks the name (an lstat), but at most
+    // once per RenameLook::kEvery, not at every look that finds nothing:
+    // that was a system call a message. Where the look is not due, the
+    // caller's wait ends when it is (*next_ns), so such a successor is
+    // followed within kEvery of its first message, woken or not.
+    int64_t now = mono_ns();
+    if (now >= look->due_ns) {
+        look->due_ns = now + RenameLook::kEvery;
+        if (nerve_chan_renamed(ch) == 1) {
+            // Due again at once: the take that follows a wait's "ready"
+            // asks again before it follows.
+            look->due_ns = 0;
+            return true;
+        }
+    }
+    if (next_ns && look->due_ns < *next_ns)
+        *next_ns = look->due_ns;
+    return false;
 }
 
 int chan_follow(nerve_chan **ch, const char *type, Retired *retired)
@@ -313,19 +329,15 @@ void sub_count_lost(Subscription *s)
 {
     if (!s->ch)
         return;
-    // Nothing after the cursor (read from the mapped header, no system
-    // call): nothing to skip and nothing lost, as tail <= head + 1.
-    uint64_t ready = 0;
-    if (nerve_chan_wait_any(&s->ch, 1, 0, &ready, 0) <= 0)
-        return;
-    struct nerve_stats st;
-    if (nerve_chan_stat(s->ch, &st) != 0)
+    // Both sequence numbers from the mapped header (no system call: this
+    // runs at every take).
+    uint64_t tail = 0, head = 0;
+    if (nerve_chan_seq_range(s->ch, &tail, &head) != 0)
         return;
     uint64_t cur = nerve_chan_cursor(s->ch);
-    uint64_t keep_from = st.tail_seq; // oldest still readable
-    if (st.head_seq >= s->qos.depth &&
-        st.head_seq - s->qos.depth + 1 > keep_from)
-        keep_from = st.head_seq - s->qos.depth + 1;
+    uint64_t keep_from = tail; // oldest still readable
+    if (head >= s->qos.depth && head - s->qos.depth + 1 > keep_from)
+        keep_from = head - s->qos.depth + 1;
     if (cur + 1 < keep_from) {
         s->lost_total += keep_from - cur - 1;
         nerve_chan_seek(s->ch, keep_from - 1);
@@ -375,11 +387,11 @@ bool note_other_types(Node *node, const std::string &topic,
     return seen->size() > reported;
 }
 
-bool sub_ready(Subscription *s)
+bool sub_ready(Subscription *s, int64_t *next_ns)
 {
     if (!sub_open(s))
         return false;
-    return chan_has_news(s->ch);
+    return chan_has_news(s->ch, &s->look, next_ns);
 }
 
 } // namespace rmw_nerve
@@ -844,7 +856,7 @@ static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
     for (int attempt = 0; attempt < 64; attempt++) {
         struct nerve_view v;
         int r = nerve_chan_view(s->ch, 0, 0, &v, NERVE_GET_NEXT);
-        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(s->ch))
+        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(s->ch, &s->look))
             return RMW_RET_OK;
         if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)
@@ -941,7 +953,7 @@ static rmw_ret_t take_serialized(const rmw_subscription_t *sub,
                 return fail(RMW_RET_BAD_ALLOC, "rmw_nerve: out of memory");
             continue;
         }
-        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(s->ch))
+        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(s->ch, &s->look))
             return RMW_RET_OK;
         if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(&s->ch, s->type.name.c_str(), &s->retired) == 0)

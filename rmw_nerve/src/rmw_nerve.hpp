@@ -401,6 +401,17 @@ struct Retired {
     }
 };
 
+// When a reader of a channel may next ask the channel's name whether a
+// grower renamed a successor over it without marking it
+// (chan_renamed_unmarked) [the reader's mu].
+struct RenameLook {
+    // At most one lstat a second per channel: a successor whose grower
+    // died between the rename and the mark is followed within a second;
+    // an idle wait ends once a second to look.
+    static constexpr int64_t kEvery = 1000000000;
+    int64_t due_ns = 0; // mono ns; 0: at the next look
+};
+
 struct Subscription {
     Node *node = nullptr;
     MsgType type;
@@ -412,6 +423,7 @@ struct Subscription {
     std::mutex mu;
     nerve_chan *ch = nullptr;
     Retired retired;      // [mu] channels ch followed away from
+    RenameLook look;      // [mu] ch's name asked (chan_renamed_unmarked)
     bool refused = false; // the channel under the name is not this topic's
     uint64_t lost_total = 0, lost_reported = 0;
     uint64_t corrupt = 0;
@@ -436,8 +448,9 @@ bool note_other_types(Node *node, const std::string &topic,
 // Open the subscription's channel if it exists now (false while it does
 // not). A channel of another type or encoding is refused once, loudly.
 bool sub_open(Subscription *s);
-// Messages waiting after the cursor (after keep-last trimming).
-bool sub_ready(Subscription *s);
+// Messages waiting after the cursor (after keep-last trimming); *next_ns
+// as chan_has_news.
+bool sub_ready(Subscription *s, int64_t *next_ns);
 // Messages the ring overwrote before this reader took them, counted now.
 void sub_count_lost(Subscription *s);
 
@@ -463,11 +476,14 @@ void chan_release(nerve_chan *c, const std::string &name);
 // old handle. 0, or the error (*ch unchanged).
 int chan_follow(nerve_chan **ch, const char *type, Retired *retired);
 // GROWTH (src/chan_open.c, nerve_chan_grow): whether *ch has something for
-// its reader, a new message or a successor to follow.
-bool chan_has_news(nerve_chan *ch);
+// its reader, a new message or a successor to follow; when not, *next_ns
+// (if given) is lowered to the mono time of the next look at the name.
+bool chan_has_news(nerve_chan *ch, RenameLook *look, int64_t *next_ns);
 // True when *ch's name names another file although *ch is not marked
-// superseded: its grower died between the rename and the mark.
-bool chan_renamed_unmarked(nerve_chan *ch);
+// superseded: its grower died between the rename and the mark. Asks the
+// name only when `look` is due (false otherwise); *next_ns as above.
+bool chan_renamed_unmarked(nerve_chan *ch, RenameLook *look,
+                           int64_t *next_ns = nullptr);
 // After a put or reserve on *ch failed with `r`: follow the successor
 // another writer made (NERVE_ESUPERSEDED), or grow *ch to a data ring of
 // `want` bytes and at least `slots` slots (NERVE_EMSGSIZE), refusing more
@@ -481,8 +497,9 @@ uint64_t chan_max_data();
 
 struct Service;
 struct Client;
-bool srv_ready(Service *s);
-bool cli_ready(Client *c);
+// Whether a request (reply) is there; *next_ns as chan_has_news.
+bool srv_ready(Service *s, int64_t *next_ns);
+bool cli_ready(Client *c, int64_t *next_ns);
 nerve_chan *srv_chan(Service *s);
 nerve_chan *cli_chan(Client *c);
 // For a listener: the channel that brings `s` requests (`c` replies), its

@@ -71,6 +71,7 @@ struct Service {
     rmw_gid_t gid{};
     nerve_chan *req = nullptr, *rep = nullptr;
     Retired retired; // requests' channels req followed away from
+    RenameLook look; // [mu] req's name asked (chan_renamed_unmarked)
     std::mutex mu;
 };
 
@@ -82,6 +83,7 @@ struct Client {
     rmw_gid_t gid{};
     nerve_chan *req = nullptr, *rep = nullptr;
     Retired retired; // replies' channels rep followed away from
+    RenameLook look; // [mu] rep's name asked (chan_renamed_unmarked)
     int64_t next_seq = 1;
     std::mutex mu;
 };
@@ -91,10 +93,10 @@ struct Client {
 // late (cli_open), while another thread's rmw_wait may look at them
 // (rclcpp's multi-threaded executor): every use holds the entity's mu.
 
-bool srv_ready(Service *s)
+bool srv_ready(Service *s, int64_t *next_ns)
 {
     std::lock_guard<std::mutex> lk(s->mu);
-    return chan_has_news(s->req);
+    return chan_has_news(s->req, &s->look, next_ns);
 }
 
 static bool cli_open(Client *c)
@@ -111,12 +113,12 @@ static bool cli_open(Client *c)
     return true;
 }
 
-bool cli_ready(Client *c)
+bool cli_ready(Client *c, int64_t *next_ns)
 {
     std::lock_guard<std::mutex> lk(c->mu);
     if (!cli_open(c))
         return false;
-    return chan_has_news(c->rep);
+    return chan_has_news(c->rep, &c->look, next_ns);
 }
 
 uint64_t srv_listen(Service *s, std::string *name, std::string *type,
@@ -215,7 +217,8 @@ static rmw_ret_t put_framed(nerve_chan **chp, const MsgType &t,
 
 // Take the next message of ch addressed to `want` (any when NULL).
 static rmw_ret_t take_framed(nerve_chan **chp, Retired *retired,
-                             const MsgType &t, const uint8_t *want, void *msg,
+                             RenameLook *look, const MsgType &t,
+                             const uint8_t *want, void *msg,
                              rmw_service_info_t *hdr, bool *taken,
                              const std::string &what)
 {
@@ -224,7 +227,7 @@ static rmw_ret_t take_framed(nerve_chan **chp, Retired *retired,
         struct nerve_view v;
         nerve_chan *ch = *chp;
         int r = nerve_chan_view(ch, 0, 0, &v, NERVE_GET_NEXT);
-        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(ch))
+        if (r == NERVE_EAGAIN && !chan_renamed_unmarked(ch, look))
             return RMW_RET_OK;
         if ((r == NERVE_ESUPERSEDED || r == NERVE_EAGAIN) &&
             chan_follow(chp, t.name.c_str(), retired) == 0)
@@ -440,8 +443,8 @@ rmw_ret_t rmw_take_request(const rmw_service_t *srv, rmw_service_info_t *hdr,
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
     auto *s = static_cast<Service *>(srv->data);
     std::lock_guard<std::mutex> lk(s->mu);
-    return take_framed(&s->req, &s->retired, s->t.req, nullptr, req, hdr, taken,
-                       "service '" + s->name + "'");
+    return take_framed(&s->req, &s->retired, &s->look, s->t.req, nullptr, req,
+                       hdr, taken, "service '" + s->name + "'");
 }
 
 rmw_ret_t rmw_send_response(const rmw_service_t *srv, rmw_request_id_t *id,
@@ -467,8 +470,8 @@ rmw_ret_t rmw_take_response(const rmw_client_t *cli, rmw_service_info_t *hdr,
     *taken = false;
     if (!cli_open(c))
         return RMW_RET_OK;
-    return take_framed(&c->rep, &c->retired, c->t.rep, c->gid.data, rep, hdr,
-                       taken, "client of '" + c->name + "'");
+    return take_framed(&c->rep, &c->retired, &c->look, c->t.rep, c->gid.data,
+                       rep, hdr, taken, "client of '" + c->name + "'");
 }
 
 rmw_ret_t rmw_service_server_is_available(const rmw_node_t *node,

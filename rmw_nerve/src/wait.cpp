@@ -53,6 +53,12 @@ namespace {
 struct WaitSet {
     nerve_chan *wake = nullptr;
     std::shared_ptr<std::atomic<bool>> shut_down; // the context's
+    // Storage of rmw_wait's per-call lists, kept so that a wait in a
+    // steady state allocates nothing: one flag per entity (WaitCall) and
+    // the channels waited on (wait_chans). Only the rmw_wait running on
+    // this set uses them (THREADS: one rmw_wait per wait set at once).
+    std::vector<char> ready;
+    std::vector<nerve_chan *> chans;
 };
 
 // Never destroyed: the graph thread of a context the program did not shut
@@ -110,7 +116,8 @@ void wake_waiters()
 namespace {
 
 // One rmw_wait call: the entities it was given and, after poll_ready,
-// which of them are ready (one flag each, in the callers' order).
+// which of them are ready (one flag each, in the callers' order, held in
+// the wait set's `ready`).
 struct WaitCall {
     rmw_subscriptions_t *subs;
     rmw_guard_conditions_t *gcs;
@@ -118,18 +125,28 @@ struct WaitCall {
     rmw_clients_t *clis;
     rmw_events_t *evs;
     size_t ns, ng, nv, nc, ne;
-    std::vector<char> rs, rg, rv, rc, re;
+    char *rs, *rg, *rv, *rc, *re;
     // After poll_ready: the earliest mono time at which a deadline or
-    // lease of an event may make it ready (INT64_MAX: none).
+    // lease of an event may make it ready, or a channel's name is to be
+    // asked again (chan_renamed_unmarked; INT64_MAX: none).
     int64_t next_ns = INT64_MAX;
 
     WaitCall(rmw_subscriptions_t *s, rmw_guard_conditions_t *g,
-             rmw_services_t *v, rmw_clients_t *c, rmw_events_t *e)
+             rmw_services_t *v, rmw_clients_t *c, rmw_events_t *e,
+             std::vector<char> *ready)
         : subs(s), gcs(g), srvs(v), clis(c), evs(e),
           ns(s ? s->subscriber_count : 0), ng(g ? g->guard_condition_count : 0),
           nv(v ? v->service_count : 0), nc(c ? c->client_count : 0),
-          ne(e ? e->event_count : 0), rs(ns), rg(ng), rv(nv), rc(nc), re(ne)
+          ne(e ? e->event_count : 0)
     {
+        // Grows only when a call has more entities than any before it;
+        // poll_ready writes every flag before it is read.
+        ready->resize(ns + ng + nv + nc + ne);
+        rs = ready->data();
+        rg = rs + ns;
+        rv = rg + ng;
+        rc = rv + nv;
+        re = rc + nc;
     }
     Subscription *sub(size_t i) const
     {
@@ -237,12 +254,13 @@ namespace {
 bool poll_ready(WaitCall &w)
 {
     bool any = false;
+    w.next_ns = INT64_MAX;
     for (size_t i = 0; i < w.ns; i++) {
         auto *s = w.sub(i);
         w.rs[i] = 0;
         if (s) {
             std::lock_guard<std::mutex> lk(s->mu);
-            w.rs[i] = sub_ready(s);
+            w.rs[i] = sub_ready(s, &w.next_ns);
         }
         any |= w.rs[i];
     }
@@ -252,10 +270,9 @@ bool poll_ready(WaitCall &w)
             static_cast<GuardCondition *>(w.gcs->guard_conditions[i])
                 ->triggered.load();
     for (size_t i = 0; i < w.nv; i++)
-        any |= w.rv[i] = w.srvs->services[i] && srv_ready(w.srv(i));
+        any |= w.rv[i] = w.srvs->services[i] && srv_ready(w.srv(i), &w.next_ns);
     for (size_t i = 0; i < w.nc; i++)
-        any |= w.rc[i] = w.clis->clients[i] && cli_ready(w.cli(i));
-    w.next_ns = INT64_MAX;
+        any |= w.rc[i] = w.clis->clients[i] && cli_ready(w.cli(i), &w.next_ns);
     for (size_t i = 0; i < w.ne; i++)
         any |= w.re[i] = event_ready(w.event(i), &w.next_ns);
     return any;
@@ -287,12 +304,12 @@ void report_ready(WaitCall &w)
 }
 
 // Every channel the wait of `w` on `ws` involves, each once, at most
-// NERVE_WAIT_MAX; `*overflow` says some were left out (they are then
-// looked at again every millisecond).
-std::vector<nerve_chan *> wait_chans(const WaitCall &w, WaitSet *ws,
-                                     bool *overflow)
+// NERVE_WAIT_MAX, into ws->chans; `*overflow` says some were left out
+// (they are then looked at again every millisecond).
+void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow)
 {
-    std::vector<nerve_chan *> chans;
+    std::vector<nerve_chan *> &chans = ws->chans;
+    chans.clear(); // keeps its storage
     *overflow = false;
     auto add = [&chans, overflow](nerve_chan *c) {
         if (!c || std::find(chans.begin(), chans.end(), c) != chans.end())
@@ -319,7 +336,6 @@ std::vector<nerve_chan *> wait_chans(const WaitCall &w, WaitSet *ws,
             add(s->ch);
         }
     }
-    return chans;
 }
 
 // Whether a subscription or client of `w` waits for a channel that does
@@ -392,7 +408,7 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
     auto *ws = static_cast<WaitSet *>(w->data);
     bool forever;
     int64_t deadline = wait_deadline(timeout, &forever);
-    WaitCall call(subs, gcs, srvs, clis, evs);
+    WaitCall call(subs, gcs, srvs, clis, evs, &ws->ready);
     for (;;) {
         arm(ws);
         bool any = poll_ready(call);
@@ -405,7 +421,7 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
         }
         // Wait on every channel involved, bounded where some cannot be.
         bool overflow;
-        std::vector<nerve_chan *> chans = wait_chans(call, ws, &overflow);
+        wait_chans(call, ws, &overflow);
         int64_t wait_ns = forever ? NERVE_FOREVER : deadline - now;
         if (overflow && (forever || wait_ns > 1000000))
             wait_ns = 1000000;
@@ -415,8 +431,8 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
             (forever || wait_ns > call.next_ns - now))
             wait_ns = std::max<int64_t>(call.next_ns - now, 0);
         uint64_t ready[1] = {0};
-        int r =
-            nerve_chan_wait_any(chans.data(), chans.size(), wait_ns, ready, 0);
+        int r = nerve_chan_wait_any(ws->chans.data(), ws->chans.size(), wait_ns,
+                                    ready, 0);
         unregister(ws);
         if (r < 0 && r != NERVE_ETIMEDOUT)
             return fail(RMW_RET_ERROR, "rmw_nerve: wait: %s",

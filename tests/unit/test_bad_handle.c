@@ -31,6 +31,7 @@ int main(void)
     v.info.seq = 1;
     NT_RC(nerve_chan_view_check(NULL, &v), NERVE_EBADF);
     NT_RC(nerve_chan_stat(NULL, &st), NERVE_EBADF);
+    NT_RC(nerve_chan_seq_range(NULL, &len, &len), NERVE_EBADF);
     NT_RC(nerve_chan_meta(NULL, &m), NERVE_EBADF);
     nerve_chan *none[2] = {NULL, NULL};
     NT_RC(nerve_chan_wait_any(none, 2, 0, &ready, 0), NERVE_EBADF);
@@ -50,6 +51,8 @@ int main(void)
     NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &c));
     NT_RC(nerve_chan_get(c, NULL, 8, 0, 0, &gi, 0), NERVE_EINVAL);
     NT_RC(nerve_chan_stat(c, NULL), NERVE_EINVAL);
+    NT_RC(nerve_chan_seq_range(c, NULL, &len), NERVE_EINVAL);
+    NT_RC(nerve_chan_seq_range(c, &len, NULL), NERVE_EINVAL);
     NT_RC(nerve_chan_abort(c), NERVE_EINVAL);
     NT_OK(nerve_chan_close(c));
     NT_OK(nerve_chan_unlink(n));

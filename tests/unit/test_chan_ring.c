@@ -100,6 +100,11 @@ static void verify_all(nerve_chan *r)
     NT_OK(nerve_chan_stat(r, &st));
     NT_EQ(st.head_seq, head);
     NT_EQ(st.tail_seq, oldest);
+    /* The same range from the header alone (no fstat). */
+    uint64_t t = 0, h = 0;
+    NT_OK(nerve_chan_seq_range(r, &t, &h));
+    NT_EQ(h, head);
+    NT_EQ(t, oldest);
 }
 
 static void test_random_ring(void)
@@ -110,6 +115,7 @@ static void test_random_ring(void)
     NT_OK(nerve_chan_open(n, NERVE_O_WRITE, &w));
     NT_OK(nerve_chan_open(n, NERVE_O_READ, &r));
     NT_OK(nerve_chan_open(n, NERVE_O_READ, &next));
+    verify_all(r); /* empty: head 0, tail 1 */
     static unsigned char buf[DS];
     uint64_t delivered = 0, missed = 0;
     for (int i = 0; i < PUTS; i++) {

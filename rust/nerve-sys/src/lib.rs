@@ -381,4 +381,5 @@ extern "C" {
     pub fn nerve_chan_renamed(c: *const nerve_chan) -> c_int;
     pub fn nerve_chan_remove_unused(name: *const c_char) -> c_int;
     pub fn nerve_chan_sweep_unused(prefix: *const c_char, removed: *mut c_uint) -> c_int;
+    pub fn nerve_chan_seq_range(c: *const nerve_chan, tail: *mut u64, head: *mut u64) -> c_int;
 }
