@@ -80,9 +80,11 @@ class World:
     def bridge(self, *args: str, ready: str = "") -> subprocess.Popen:
         """The bridge with `args`, once it says `ready` (by default that it
         offers /TAG/double). Its Fast DDS part takes the Fast DDS 2.9
-        profile, its Cyclone part CYCLONEDDS_URI."""
+        profile, its Cyclone part CYCLONEDDS_URI; AMENT_PREFIX_PATH the
+        ROS 2 venv (its .action files, as a sourced ROS 2 would)."""
         env = dict(self.fast_env("fastdds29.xml"),
-                   CYCLONEDDS_URI=f"file://{self.tmp}/cyclone.xml")
+                   CYCLONEDDS_URI=f"file://{self.tmp}/cyclone.xml",
+                   AMENT_PREFIX_PATH=str(Path(PY).parents[1]))
         p = self.spawn([sys.executable, "-m", "nerve_tools.ros2", "--domain", str(self.domain),
                         *args], env)
         expect(p, ready or f"service /{self.tag}/double [test_msgs/srv/BasicTypes] offered")
@@ -392,10 +394,10 @@ def test_from_ros_type_hash_mismatch_is_refused(world):
 def test_from_ros_action_goal_result_cancel(world):
     """An rmw_nerve action client drives a DDS action server (nodes.py's
     /fib on rmw_fastrtps_cpp): its three services with --services-from-ros,
-    its status with --from-ros; wait_for_server() sees the bridge's imports
-    as the publishers; a goal to its result, then a cancel. (The feedback
-    message, an action's own type, is not in the bridge's type catalog: the
-    bridge says so in one line, and no feedback arrives.)"""
+    its feedback and status with --from-ros (the feedback's type from the
+    .action file under AMENT_PREFIX_PATH); wait_for_server() sees the
+    bridge's imports as the publishers; a goal to its result with every
+    feedback, then a cancel."""
     need_from_ros()
     srv = world.spawn([PY, str(HERE / "nodes.py"), "action_server"], world.fast_env())
     expect(srv, "ready")
@@ -414,7 +416,9 @@ def test_from_ros_action_goal_result_cancel(world):
     fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
     assert r["services"] and r["first"] and r["server"], (r, log)
     assert r["result"] == fib and r["status"] == 4, (r, log)  # STATUS_SUCCEEDED
+    assert r["feedback"] == [fib[:k] for k in range(3, 11)], (r, log)
     assert r["cancel_goals"] == 1 and r["cancel_status"] == 5, (r, log)  # STATUS_CANCELED
+    assert "from-ros /fib/_action/feedback [test_msgs/action/Fibonacci_FeedbackMessage]" in log
     for svc in ("send_goal", "cancel_goal", "get_result"):
         assert re.search(rf"service /fib/_action/{svc} \(from DDS\): [1-9]\d* requests, "
                          r"[1-9]\d* replies, 0 unanswered, 0 errors", log), log
