@@ -898,8 +898,6 @@ int rev_chan(const std::string &name, const std::string &type, uint32_t flags,
     return 0;
 }
 
-// The request thread: every request on "<svc>-req" goes to DDS, its
-// nerve client remembered under the RTPS sequence number the write gave.
 // TYPE HASH FROM DDS: an rmw_nerve client says its request's hash in
 // the graph ("E C" line) as a server does; one whose hash differs from
 // the DDS server's (its request reader's "typehash=") is said once and
@@ -951,6 +949,8 @@ bool rev_hash_ok(RevService *s, const unsigned char *gid)
     return false;
 }
 
+// The request thread: every request on "<svc>-req" goes to DDS, its
+// nerve client remembered under the RTPS sequence number the write gave.
 void request_run(RevService *s)
 {
     while (!s->quit.load()) {
