@@ -44,8 +44,10 @@
 // incompatible-QoS events of qos.cpp; the deadline since version 3, for
 // the same and events.cpp). A service's hash is its request message's
 // (what a DDS client's request writer says; nerve ros2 --services checks
-// it), a client's is 0. Version 2, the same without the deadline, is
-// still read (as no deadline); other versions are ignored.
+// it), a client's too (nerve ros2 --services-from-ros checks it against
+// the DDS server's; nothing else reads a client's hash). Version 2, the
+// same without the deadline, is still read (as no deadline); other
+// versions are ignored.
 // READY is a set of bits: 1 the publisher's channel exists, 2 its
 // manual-by-topic liveliness lease ran out (LIVELINESS in events.cpp); a
 // reader that knows only 0 and 1 takes any non-zero value as ready.

@@ -384,7 +384,10 @@ rmw_client_t *rmw_create_client(const rmw_node_t *node,
     cli->implementation_identifier = kIdentifier;
     cli->data = c;
     cli->service_name = strdup(service_name);
-    announce(n, Kind::Cli, c->gid, service_name, c->t.name, c->qos, false);
+    // The request's hash as a server's: nerve ros2 --services-from-ros
+    // refuses a client whose request differs from the DDS server's.
+    announce(n, Kind::Cli, c->gid, service_name, c->t.name, c->qos, false,
+             &c->t.req.hash);
     return cli;
 }
 

@@ -16,11 +16,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import List
 
 import pytest
 from rmwtest import LIB, PY, drop_domain, need_bridge, need_rmw
+
+import nerve
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -77,9 +80,11 @@ class World:
     def bridge(self, *args: str, ready: str = "") -> subprocess.Popen:
         """The bridge with `args`, once it says `ready` (by default that it
         offers /TAG/double). Its Fast DDS part takes the Fast DDS 2.9
-        profile, its Cyclone part CYCLONEDDS_URI."""
+        profile, its Cyclone part CYCLONEDDS_URI; AMENT_PREFIX_PATH the
+        ROS 2 venv (its .action files, as a sourced ROS 2 would)."""
         env = dict(self.fast_env("fastdds29.xml"),
-                   CYCLONEDDS_URI=f"file://{self.tmp}/cyclone.xml")
+                   CYCLONEDDS_URI=f"file://{self.tmp}/cyclone.xml",
+                   AMENT_PREFIX_PATH=str(Path(PY).parents[1]))
         p = self.spawn([sys.executable, "-m", "nerve_tools.ros2", "--domain", str(self.domain),
                         *args], env)
         expect(p, ready or f"service /{self.tag}/double [test_msgs/srv/BasicTypes] offered")
@@ -298,7 +303,7 @@ def test_from_ros_calls_pair_under_concurrent_clients_and_parameters(world):
     assert r["wrong"] == [], (r, log)
     assert r["set"] is True and r["get"] == 2.5, (r, log)
     assert re.search(rf"service /{world.tag}/double \(from DDS\): 10 requests, 10 replies, "
-                     r"0 unanswered, 0 errors", log), log
+                     r"0 unanswered, 0 errors, 0 refused", log), log
     assert "/svc_server/list_parameters" not in log, log
     # The channels the bridge made are gone with it (the clients ended).
     left = [n for n in os.listdir("/dev/shm") if f".ros2-d{world.domain}.{world.tag}." in n]
@@ -326,13 +331,73 @@ def test_from_ros_server_killed_mid_call(world):
     assert r["ready"] and r["gone"] and not r["answered"], (r, log)
 
 
+def graph_client_hash(domain: int, name: str, limit: float = 30.0) -> str:
+    """The hash ("V:HEX") of the first rmw_nerve client of service `name`
+    in domain `domain`'s graph (this user's channel) within `limit` s."""
+    g = nerve.open(f"ros2-graph-d{domain}.u{os.geteuid()}")
+    try:
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            try:
+                m = g.get(wait=True, timeout=max(0.1, end - time.monotonic()))
+            except nerve.Timeout:
+                break
+            for line in bytes(m.data).decode(errors="replace").splitlines():
+                f = line.split()
+                if f[:2] == ["E", "C"] and len(f) > 5 and f[4] == name:
+                    return f[-1]
+    finally:
+        g.close()
+    raise AssertionError(f"no rmw_nerve client of {name} in the graph")
+
+
+def test_from_ros_type_hash_mismatch_is_refused(world):
+    """The other way: an rmw_nerve client says its request's hash in the
+    graph (that of rclpy's type support, which the DDS server's request
+    reader says too) and its request is forwarded; a client that the graph
+    gives another hash (written here as rmw_nerve writes it) is refused
+    with one line naming both hashes, its request counted, not forwarded."""
+    jazzy_only()
+    need_from_ros()
+    good = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, %r); "
+                           "from services_peer import request_hash; print(request_hash())"
+                           % str(HERE)], capture_output=True, text=True, check=True).stdout.strip()
+    dds_server(world)
+    br = world.bridge("--services-from-ros", f"/{world.tag}/*",
+                      ready=f"service /{world.tag}/double [test_msgs/srv/BasicTypes] of DDS "
+                            "served on nerve")
+    cli = nerve_client(world, "hang")  # its request: the DDS server sleeps on it
+    expect(cli, "sent")
+    assert graph_client_hash(world.domain, f"/{world.tag}/double") == "1:" + good[7:]
+    bad = "00" * 32
+    gid = os.urandom(16)
+    ctx = os.urandom(8).hex()
+    line = (f"E C 1 {gid.hex()} /{world.tag}/double test_msgs/srv/BasicTypes "
+            f"1 2 1 10 0 0 0 0 0 0 1:{bad}\n")
+    with nerve.open(f"ros2-graph-d{world.domain}.u{os.geteuid()}", write=True) as g:
+        g.put(f"nerve-rmw-graph 3 {ctx} {os.getpid()} live\nN 1 fake / /\n{line}".encode())
+    with nerve.open(f"ros2-d{world.domain}.{world.tag}.double-req", write=True) as rq:
+        # rmw_nerve's 32-byte request header (client GID, sequence number),
+        # then CDR's 4-byte header and a body never sent to DDS.
+        rq.put(gid + (1).to_bytes(8, "little") + bytes(8) + b"\x00\x01\x00\x00" + bytes(64))
+    expect(br, f"error: type hash mismatch on service /{world.tag}/double")
+    with nerve.open(f"ros2-graph-d{world.domain}.u{os.geteuid()}", write=True) as g:
+        g.put(f"nerve-rmw-graph 3 {ctx} {os.getpid()} bye\n".encode())
+    log = stop_bridge(br)
+    lines = [ln for ln in log.splitlines() if "type hash mismatch" in ln]
+    assert len(lines) == 1 and "RIHS01_" + bad in lines[0] and good in lines[0], log
+    assert gid.hex() in lines[0], log
+    assert re.search(rf"service /{world.tag}/double \(from DDS\): 2 requests, 0 replies, "
+                     r"1 unanswered, 0 errors, 1 refused \(type hash\)", log), log
+
+
 def test_from_ros_action_goal_result_cancel(world):
     """An rmw_nerve action client drives a DDS action server (nodes.py's
     /fib on rmw_fastrtps_cpp): its three services with --services-from-ros,
-    its status with --from-ros; wait_for_server() sees the bridge's imports
-    as the publishers; a goal to its result, then a cancel. (The feedback
-    message, an action's own type, is not in the bridge's type catalog: the
-    bridge says so in one line, and no feedback arrives.)"""
+    its feedback and status with --from-ros (the feedback's type from the
+    .action file under AMENT_PREFIX_PATH); wait_for_server() sees the
+    bridge's imports as the publishers; a goal to its result with every
+    feedback, then a cancel."""
     need_from_ros()
     srv = world.spawn([PY, str(HERE / "nodes.py"), "action_server"], world.fast_env())
     expect(srv, "ready")
@@ -351,7 +416,9 @@ def test_from_ros_action_goal_result_cancel(world):
     fib = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34]
     assert r["services"] and r["first"] and r["server"], (r, log)
     assert r["result"] == fib and r["status"] == 4, (r, log)  # STATUS_SUCCEEDED
+    assert r["feedback"] == [fib[:k] for k in range(3, 11)], (r, log)
     assert r["cancel_goals"] == 1 and r["cancel_status"] == 5, (r, log)  # STATUS_CANCELED
+    assert "from-ros /fib/_action/feedback [test_msgs/action/Fibonacci_FeedbackMessage]" in log
     for svc in ("send_goal", "cancel_goal", "get_result"):
         assert re.search(rf"service /fib/_action/{svc} \(from DDS\): [1-9]\d* requests, "
                          r"[1-9]\d* replies, 0 unanswered, 0 errors", log), log

@@ -68,7 +68,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,7 +144,8 @@ struct SrvInfo {
 struct Ctx {
     long pid = 0;
     int64_t seen_ns = 0;
-    std::map<std::string, SrvInfo> services; // by ROS name
+    std::map<std::string, SrvInfo> services;    // by ROS name
+    std::map<std::string, std::string> clients; // GID hex (32) -> hash or ""
 };
 
 std::map<std::string, Ctx> ctxs; // by context id
@@ -180,7 +183,7 @@ void graph_take(const std::string &text)
         std::istringstream l(line);
         std::string tag, kind, node, gid, name, type, hash, x;
         if (!(l >> tag >> kind >> node >> gid >> name >> type) || tag != "E" ||
-            kind != "V") {
+            (kind != "V" && kind != "C")) {
             continue;
         }
         // The QoS fields and READY: 8 in version 2, 10 in version 3.
@@ -193,7 +196,11 @@ void graph_take(const std::string &text)
         if (hash.size() == 2 + 64 && hash.compare(0, 2, "1:") == 0) {
             s.hash = "RIHS01_" + hash.substr(2);
         }
-        c.services[name] = s;
+        if (kind == "C") {
+            c.clients[gid.substr(0, 32)] = s.hash; // the header's 16 bytes
+        } else {
+            c.services[name] = s;
+        }
     }
     ctxs[ctx] = c;
 }
@@ -243,6 +250,14 @@ void graph_drain(GraphIn &g)
     }
 }
 
+// rmw_nerve's clients' request hashes (GID hex -> "RIHS01_<hex>" or ""),
+// a copy of ctxs' made by the main thread on every graph_read for the
+// request threads of FROM DDS; `cli_gen` counts the copies.
+std::mutex cli_mu;
+std::condition_variable cli_cv;
+std::map<std::string, std::string> cli_hash;
+uint64_t cli_gen = 0;
+
 void graph_read()
 {
     if (graphs.empty()) {
@@ -263,6 +278,16 @@ void graph_read()
             ++it;
         }
     }
+    std::map<std::string, std::string> all;
+    for (const auto &c : ctxs) {
+        all.insert(c.second.clients.begin(), c.second.clients.end());
+    }
+    {
+        std::lock_guard<std::mutex> lk(cli_mu);
+        cli_hash.swap(all);
+        cli_gen++;
+    }
+    cli_cv.notify_all();
 }
 
 // ---- one bridged service ---------------------------------------------------
@@ -700,7 +725,11 @@ struct RevService {
     std::mutex mu; // guards back and rep
     std::map<int64_t, RevBack> back;
     std::atomic<uint64_t> requests{0}, replies{0}, dropped{0}, errors{0};
+    std::atomic<uint64_t> refused{0};
     int said_error = 0;
+    // Request thread only: clients refused (said once), clients not in
+    // the graph (waited for once); each at most kMaxPending.
+    std::set<std::string> refused_gids, unknown_gids;
 };
 
 std::vector<std::string> from_globs;
@@ -869,6 +898,57 @@ int rev_chan(const std::string &name, const std::string &type, uint32_t flags,
     return 0;
 }
 
+// TYPE HASH FROM DDS: an rmw_nerve client says its request's hash in
+// the graph ("E C" line) as a server does; one whose hash differs from
+// the DDS server's (its request reader's "typehash=") is said once and
+// its requests refused (dropped and counted; it gets no reply, as a DDS
+// client of another hash in the forward direction). A client announces
+// itself before its first request, but the bridge reads the graph every
+// poll: a request of a client not seen yet waits for up to two more reads
+// (once per client). One not in the graph then, or one with no hash (an
+// older rmw_nerve), is served unchecked.
+bool rev_hash_ok(RevService *s, const unsigned char *gid)
+{
+    if (s->hash.empty()) {
+        return true;
+    }
+    std::string g = hex_of(gid, 16), h;
+    {
+        std::unique_lock<std::mutex> lk(cli_mu);
+        auto it = cli_hash.find(g);
+        if (it == cli_hash.end() && !s->unknown_gids.count(g)) {
+            uint64_t until = cli_gen + 2;
+            int64_t end = mono_ns() + kLease;
+            while (it == cli_hash.end() && cli_gen < until && mono_ns() < end &&
+                   !s->quit.load()) {
+                cli_cv.wait_for(lk, std::chrono::milliseconds(100));
+                it = cli_hash.find(g);
+            }
+            if (it == cli_hash.end()) {
+                if (s->unknown_gids.size() >= kMaxPending) {
+                    s->unknown_gids.clear();
+                }
+                s->unknown_gids.insert(g);
+            }
+        }
+        if (it == cli_hash.end() || it->second.empty() ||
+            it->second == s->hash) {
+            return true;
+        }
+        h = it->second;
+    }
+    s->refused++;
+    if (!s->refused_gids.count(g) && s->refused_gids.size() < kMaxPending) {
+        s->refused_gids.insert(g);
+        say("error: type hash mismatch on service %s [%s] (from DDS): "
+            "rmw_nerve client %s has %s, the DDS server %s; its requests are "
+            "refused",
+            s->name.c_str(), s->type.c_str(), g.c_str(), h.c_str(),
+            s->hash.c_str());
+    }
+    return false;
+}
+
 // The request thread: every request on "<svc>-req" goes to DDS, its
 // nerve client remembered under the RTPS sequence number the write gave.
 void request_run(RevService *s)
@@ -908,6 +988,9 @@ void request_run(RevService *s)
             continue; // overwritten while copied
         }
         s->requests++;
+        if (!rev_hash_ok(s, bk.gid)) {
+            continue;
+        }
         std::lock_guard<std::mutex> lk(s->mu); // the reply may come at once
         WriteParams wp;
         wp.related_sample_identity().writer_guid(s->rd_guid);
@@ -1081,9 +1164,11 @@ std::unique_ptr<RevService> rev_open(const std::string &name,
 void rev_summary(const RevService *s)
 {
     say("service %s (from DDS): %" PRIu64 " requests, %" PRIu64
-        " replies, %" PRIu64 " unanswered, %" PRIu64 " errors",
+        " replies, %" PRIu64 " unanswered, %" PRIu64 " errors, %" PRIu64
+        " refused (type hash)",
         s->name.c_str(), s->requests.load(), s->replies.load(),
-        s->dropped.load() + s->back.size(), s->errors.load());
+        s->dropped.load() + s->back.size(), s->errors.load(),
+        s->refused.load());
 }
 
 // This bridge's message in rmw_nerve's graph (graph.cpp's FORMAT 3).

@@ -128,9 +128,78 @@ def channel_types(specs: Sequence[str], known: Sequence[str]) -> Dict[str, Any]:
     return out
 
 
-def catalog(extra: Optional[Dict[str, Any]] = None) -> bytes:
+def _msg_names(node: Any) -> List[str]:
+    """The pkg/msg/Name types a rosbags field definition refers to."""
+    if isinstance(node, str):
+        return [node] if "/msg/" in node else []
+    if isinstance(node, (tuple, list)):
+        return [n for x in node for n in _msg_names(x)]
+    return []
+
+
+def action_types(prefixes: Sequence[str]) -> Tuple[Dict[str, Any], Dict[str, str]]:
+    """The actions of the .action files under PREFIX/share/<pkg>/action/
+    (AMENT_PREFIX_PATH's prefixes): rosbags' definitions of each one's
+    ``pkg/action/Name_Feedback`` and ``Name_FeedbackMessage`` (the feedback
+    topic's type: ``unique_identifier_msgs/UUID goal_id``, then the
+    feedback), and the latter's ros2msg schema text. rosbags hashes these
+    as rosidl does (REP 2011 names the action types ``pkg/action/...``) but
+    does not render them, so the schema is put together here: the message,
+    then its dependencies as ``MSG:`` parts. A file that does not parse is
+    skipped with one line; an action whose feedback uses a message rosbags
+    does not know is left out (the bridge refuses its feedback publisher
+    with one line when it meets one)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    defs: Dict[str, Any] = {}
+    texts: Dict[str, str] = {}
+    for prefix in prefixes:
+        share = os.path.join(prefix, "share")
+        for pkg in sorted(os.listdir(share)) if os.path.isdir(share) else []:
+            adir = os.path.join(share, pkg, "action")
+            for f in sorted(os.listdir(adir)) if os.path.isdir(adir) else []:
+                name = f"{pkg}/action/{f[:-7]}"
+                if not f.endswith(".action") or name + "_FeedbackMessage" in defs:
+                    continue
+                try:
+                    with open(os.path.join(adir, f), encoding="utf-8") as fh:
+                        parts = re.split(r"^---\s*$", fh.read(), flags=re.M)
+                    if len(parts) != 3:
+                        raise ValueError("not goal --- result --- feedback")
+                    fb = get_types_from_msg(parts[2], name + "_Feedback")
+                    fm = get_types_from_msg(f"unique_identifier_msgs/UUID goal_id\n"
+                                            f"{name}_Feedback feedback\n",
+                                            name + "_FeedbackMessage")
+                    todo = ["unique_identifier_msgs/msg/UUID", *_msg_names(list(fb.values()))]
+                    if any(dep not in store.fielddefs for dep in todo):
+                        continue  # a message rosbags lacks: refused when met
+                    deps: Dict[str, str] = {}  # "pkg/Name" -> its "MSG:" part
+                    for dep in todo:
+                        short = dep.replace("/msg/", "/")
+                        if short in deps:
+                            continue
+                        for part in store.generate_msgdef(dep, ros_version=2)[0].split(SCHEMA_SEP):
+                            if not part.startswith("MSG: "):
+                                part = f"MSG: {short}\n{part}"
+                            deps.setdefault(part.partition("\n")[0][5:].strip(), part)
+                except Exception as e:  # noqa: BLE001 - rosbags raises its own parse errors
+                    print(f"{PROG}: warning: {os.path.join(adir, f)}: not understood ({e}); "
+                          f"its feedback is not bridged", file=sys.stderr)
+                    continue
+                defs.update(fb)
+                defs.update(fm)
+                texts[name + "_FeedbackMessage"] = SCHEMA_SEP.join(
+                    [f"unique_identifier_msgs/UUID goal_id\n{name}_Feedback feedback",
+                     f"MSG: {name}_Feedback\n{parts[2].strip()}",
+                     *(d.rstrip("\n") for d in deps.values())]) + "\n"
+    return defs, texts
+
+
+def catalog(extra: Optional[Dict[str, Any]] = None,
+            actions: Optional[Tuple[Dict[str, Any], Dict[str, str]]] = None) -> bytes:
     """Every message type of rosbags' ROS 2 Jazzy type store, and those of
-    `extra` (from channel_types), as records
+    `extra` (from channel_types) and `actions` (from action_types), as records
     ``T <type> <RIHS01 hash or -> <length>\\n<definition>\\n``.
 
     The hashes are rosbags' ``hash_rihs01`` computed on a copy of the store
@@ -147,14 +216,17 @@ def catalog(extra: Optional[Dict[str, Any]] = None) -> bytes:
     store.register(fixed)
     if extra:
         store.register({n: d for n, d in extra.items() if n not in store.fielddefs})
+    texts = actions[1] if actions else {}
+    if actions:
+        store.register({n: d for n, d in actions[0].items() if n not in store.fielddefs})
     hashing = get_typestore(Stores.EMPTY)
     hashing.register({n: _char_as_uint8(d) for n, d in store.fielddefs.items()})
     out: List[bytes] = []
     for name in sorted(store.fielddefs):
-        if "/msg/" not in name:
-            continue
+        if "/msg/" not in name and name not in texts:
+            continue  # an action's Feedback: only inside its FeedbackMessage
         try:
-            text = ros2gen.with_store_defaults(
+            text = texts[name].encode() if name in texts else ros2gen.with_store_defaults(
                 store.generate_msgdef(name, ros_version=2)[0], name).encode()
         except Exception:  # noqa: BLE001 - a type rosbags cannot render: no schema
             continue
@@ -340,7 +412,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         from rosbags.typesys import Stores, get_typestore
 
-        data = catalog(channel_types(args.to_ros, list(get_typestore(Stores.ROS2_JAZZY).fielddefs)))
+        prefixes = [d for d in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if d]
+        data = catalog(channel_types(args.to_ros, list(get_typestore(Stores.ROS2_JAZZY).fielddefs)),
+                       action_types(prefixes))
     except ImportError as e:
         print(f"{PROG}: rosbags is needed for the message definitions: {e}", file=sys.stderr)
         return 1
