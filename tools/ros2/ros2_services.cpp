@@ -1269,9 +1269,10 @@ int graph_out_open()
     return 0;
 }
 
-// Poll's part for --services-from-ros: serves what DDS serves, withdraws
-// what it no longer does.
-void rev_poll()
+// The DDS services with both a request reader and a reply writer, less
+// those an rmw_nerve process serves itself (not again from DDS); forgets
+// the remotes with neither endpoint left (their room for another).
+std::map<std::string, RevRemote> rev_wanted()
 {
     std::map<std::string, RevRemote> want;
     {
@@ -1279,7 +1280,7 @@ void rev_poll()
         for (auto it = remotes.begin(); it != remotes.end();) {
             const RevRemote &r = it->second;
             if (r.readers.empty() && r.writers.empty()) {
-                it = remotes.erase(it); // its room for another
+                it = remotes.erase(it);
                 continue;
             }
             if (!r.readers.empty() && !r.writers.empty()) {
@@ -1288,12 +1289,18 @@ void rev_poll()
             ++it;
         }
     }
-    // Served by an rmw_nerve process itself: not again from DDS.
     for (const auto &c : ctxs) {
         for (const auto &kv : c.second.services) {
             want.erase(kv.first);
         }
     }
+    return want;
+}
+
+// Withdraws the services no longer wanted (or of another type now), then
+// opens those newly wanted, within kMaxServices.
+void rev_reconcile(const std::map<std::string, RevRemote> &want)
+{
     for (auto it = revs.begin(); it != revs.end();) {
         auto w = want.find(it->first);
         if (w != want.end() && w->second.type == it->second->type) {
@@ -1325,6 +1332,13 @@ void rev_poll()
         }
         revs[kv.first] = std::move(s);
     }
+}
+
+// Poll's part for --services-from-ros: serves what DDS serves, withdraws
+// what it no longer does.
+void rev_poll()
+{
+    rev_reconcile(rev_wanted());
     // Announced once both endpoints matched the server's (a request
     // written before is lost: the writer is volatile).
     for (auto &kv : revs) {
