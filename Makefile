@@ -30,20 +30,26 @@ build: deps
 	cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS)
 
+# $(call locked,NAME,COMMANDS): COMMANDS under the lock file
+# $(BUILD)/.lock-NAME (flock, util-linux), so that the tree they build is
+# never built by two makes at once (test-trees-background and a test
+# target).
+locked = mkdir -p $(BUILD) && flock $(BUILD)/.lock-$(1) sh -ec '$(2)'
+
 # Every ctest test of the regular build (unit, multi-process, CLI, C++ ...).
 test-core: build
 	cd $(BUILD) && ctest $(CTEST_FLAGS)
 
 # The single- and multi-process tests again under ASan+UBSan and under TSan
 # (their builds, build-asan and build-tsan, are presets of CMakePresets.json).
+ASAN_TREE = cmake --preset asan && cmake --build --preset asan -j$(JOBS)
+TSAN_TREE = cmake --preset tsan && cmake --build --preset tsan -j$(JOBS)
 test-asan: deps
-	cmake --preset asan
-	cmake --build --preset asan -j$(JOBS)
+	$(call locked,asan,$(ASAN_TREE))
 	ctest --preset asan $(CTEST_FLAGS)
 
 test-tsan: deps
-	cmake --preset tsan
-	cmake --build --preset tsan -j$(JOBS)
+	$(call locked,tsan,$(TSAN_TREE))
 	ctest --preset tsan-unit $(CTEST_FLAGS)
 	@# TSan observes one process: a writer lock that another process held,
 	@# or that this one recovered from a dead process (GCC 12's TSan does
@@ -57,20 +63,47 @@ test-tsan: deps
 test-install: build
 	scripts/test-install.sh $(BUILD)
 
-# The test targets run one after another, in the order of TEST_TARGETS.
-# Beside them, in the background and at the lowest CPU priority, the Rust
-# bridge compiles (test-bridge-prebuild in mk/rust.mk: several CPU-minutes
-# in release mode) in the time the tests before test-rust leave the CPUs
-# idle; test-rust and test-tools then find it built.
-# The model checks (test-model-background in mk/verify.mk: minutes of CPU,
-# no other process needed) run the same way, and print their lines and
-# summary when they end; a failed check fails `make test` at its end.
+# The test targets run one after another: first those that mostly wait
+# (for processes to start, discover each other and exchange messages: the
+# rmw, ROS and DDS suites), then those that need build trees of their own
+# (sanitizers, packages), then those that need the Rust bridge. Beside them:
+#   - test-trees-background compiles the sanitizer and package trees at
+#     normal priority while the first targets leave the CPUs idle, each
+#     tree under the lock its test target takes too (`locked` above); a
+#     tree that fails to build there is built again, and its error shown,
+#     by its test target;
+#   - at the lowest CPU priority, the Rust bridge compiles
+#     (test-bridge-prebuild in mk/rust.mk: several CPU-minutes in release
+#     mode), and the model checks run (test-model-background in
+#     mk/verify.mk), printing their lines and summary when they end; a
+#     failed check fails `make test` at its end.
+LATE_TARGETS := test-asan test-tsan test-package test-wheels test-fuzz
+LAST_TARGETS := test-rust test-tools
+TEST_ORDER = $(filter-out test-model $(LATE_TARGETS) $(LAST_TARGETS),$(TEST_TARGETS)) \
+    $(filter $(LATE_TARGETS),$(TEST_TARGETS)) $(filter $(LAST_TARGETS),$(TEST_TARGETS))
 test: build
 	@$(MAKE) --no-print-directory test-bridge-prebuild & prebuild=$$!; \
 	    $(MAKE) --no-print-directory test-model-background & model=$$!; \
-	    $(MAKE) --no-print-directory $(filter-out test-model,$(TEST_TARGETS)); status=$$?; \
-	    wait $$model || status=$$?; wait $$prebuild; exit $$status
+	    $(MAKE) --no-print-directory test-trees-background & trees=$$!; \
+	    $(MAKE) --no-print-directory $(TEST_ORDER); status=$$?; \
+	    wait $$trees; wait $$model || status=$$?; wait $$prebuild; exit $$status
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
+
+# The trees test-asan, test-tsan and test-package build (their targets
+# only take the lock and find them built); output in
+# $(BUILD)/trees-background.log.
+.PHONY: test-trees-background
+test-trees-background:
+	@if $(MAKE) --no-print-directory trees-asan-tsan package-tree \
+	    >$(BUILD)/trees-background.log 2>&1; then \
+	    echo "test-trees-background: the sanitizer and package trees are built (log: $(BUILD)/trees-background.log)"; \
+	else \
+	    echo "test-trees-background: a tree did not build; its test target builds it again and says why"; \
+	fi
+.PHONY: trees-asan-tsan
+trees-asan-tsan:
+	$(call locked,asan,$(ASAN_TREE))
+	$(call locked,tsan,$(TSAN_TREE))
 
 clean:
 	rm -rf build build-* .venv .venv-jazzy .venv-kilted dist

@@ -21,12 +21,19 @@ package-deps: deps
 
 # Prefix /usr: Debian's multiarch LIBDIR (lib/x86_64-linux-gnu); no RUNPATH
 # in the packaged programs; only what the packages hold is built.
-package: package-deps
-	cmake -S . -B $(PKG_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
+PACKAGE_TREE = cmake -S . -B $(PKG_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
 	    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_RPATH=ON \
 	    -DNERVE_DEB_LAYOUT=ON -DNERVE_BUILD_TESTS=OFF \
-	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF -DNERVE_BUILD_RMW=OFF
-	cmake --build $(PKG_BUILD) -j$(JOBS)
+	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF -DNERVE_BUILD_RMW=OFF && \
+	    cmake --build $(PKG_BUILD) -j$(JOBS)
+# The tree alone (no packages, no Debian packages installed): make test
+# builds it beside the first test targets (test-trees-background).
+.PHONY: package-tree
+package-tree:
+	$(call locked,package,$(PACKAGE_TREE))
+
+package: package-deps
+	$(call locked,package,$(PACKAGE_TREE))
 	rm -rf $(PKG_BUILD)/packages
 	cd $(PKG_BUILD) && cpack -G DEB
 	@ls -1 $(PKG_BUILD)/packages/*.deb

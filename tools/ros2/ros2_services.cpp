@@ -535,13 +535,16 @@ std::string dds_type(const std::string &type, const char *part)
            part + "_";
 }
 
-void service_free(Service *s)
+// Stops a service's thread (cancelling its wait on `waited`, the channel
+// it reads), then deletes its DDS entities and closes its channels: both
+// directions (Service, RevService) hold the same members for this.
+template <class S> void ends_free(S *s, nerve_chan *waited)
 {
     if (s->th.joinable()) {
         {
             std::lock_guard<std::mutex> lk(s->mu);
             s->quit = true;
-            nerve_chan_cancel(s->rep);
+            nerve_chan_cancel(waited);
         }
         s->th.join();
     }
@@ -559,6 +562,11 @@ void service_free(Service *s)
     }
     (void)nerve_chan_close(s->req);
     (void)nerve_chan_close(s->rep);
+}
+
+void service_free(Service *s)
+{
+    ends_free(s, s->rep);
 }
 
 // Offers service `name`: its channels, DDS endpoints and reply thread.
@@ -1057,28 +1065,7 @@ void ReplyListener::on_data_available(DataReader *rd)
 
 void rev_free(RevService *s)
 {
-    if (s->th.joinable()) {
-        {
-            std::lock_guard<std::mutex> lk(s->mu);
-            s->quit = true;
-            nerve_chan_cancel(s->req);
-        }
-        s->th.join();
-    }
-    if (s->rd) {
-        sub->delete_datareader(s->rd); // waits for a running listener
-    }
-    if (s->wr) {
-        pub->delete_datawriter(s->wr);
-    }
-    if (s->rq) {
-        pp->delete_topic(s->rq);
-    }
-    if (s->rr) {
-        pp->delete_topic(s->rr);
-    }
-    (void)nerve_chan_close(s->req);
-    (void)nerve_chan_close(s->rep);
+    ends_free(s, s->req);
     // Removed unless an rmw_nerve client still has them open.
     (void)nerve_chan_remove_unused(s->req_chan.c_str());
     (void)nerve_chan_remove_unused(s->rep_chan.c_str());
