@@ -306,17 +306,25 @@ struct RequestListener : DataReaderListener {
     void on_data_available(DataReader *rd) override;
 };
 
-struct Service {
+// What a bridged service holds in either direction: its names and type,
+// its two nerve channels, its DDS topics and endpoints, the thread that
+// reads one of the channels. Service (DDS clients, nerve server) and
+// RevService (nerve clients, DDS server) add their own; ends_free() ends
+// both.
+struct ServiceEnds {
     std::string name, type, hash, req_chan, rep_chan;
     nerve_chan *req = nullptr, *rep = nullptr;
     TypeSupport req_ts, rep_ts;
     Topic *rq = nullptr, *rr = nullptr;
     DataReader *rd = nullptr;
     DataWriter *wr = nullptr;
-    std::unique_ptr<RequestListener> listener;
     std::thread th;
     std::atomic<bool> quit{false};
     std::mutex mu;
+};
+
+struct Service : ServiceEnds {
+    std::unique_ptr<RequestListener> listener;
     std::map<std::pair<std::string, int64_t>, Pending> pending;
     std::set<std::string> refused; // request writers of another type hash
     std::atomic<uint64_t> requests{0}, replies{0}, dropped{0}, refused_n{0},
@@ -536,9 +544,8 @@ std::string dds_type(const std::string &type, const char *part)
 }
 
 // Stops a service's thread (cancelling its wait on `waited`, the channel
-// it reads), then deletes its DDS entities and closes its channels: both
-// directions (Service, RevService) hold the same members for this.
-template <class S> void ends_free(S *s, nerve_chan *waited)
+// it reads), then deletes its DDS entities and closes its channels.
+void ends_free(ServiceEnds *s, nerve_chan *waited)
 {
     if (s->th.joinable()) {
         {
@@ -717,20 +724,11 @@ struct ReplyListener : DataReaderListener {
     void on_data_available(DataReader *rd) override;
 };
 
-struct RevService {
-    std::string name, type, hash, req_chan, rep_chan;
-    nerve_chan *req = nullptr, *rep = nullptr;
-    TypeSupport req_ts, rep_ts;
-    Topic *rq = nullptr, *rr = nullptr;
-    DataWriter *wr = nullptr;
-    DataReader *rd = nullptr;
+struct RevService : ServiceEnds { // mu guards back and rep
     GUID_t wr_guid, rd_guid;
     std::unique_ptr<ReplyListener> listener;
-    std::thread th;
-    std::atomic<bool> quit{false};
     bool served = false; // announced in the graph
     unsigned char gid[16];
-    std::mutex mu; // guards back and rep
     std::map<int64_t, RevBack> back;
     std::atomic<uint64_t> requests{0}, replies{0}, dropped{0}, errors{0};
     std::atomic<uint64_t> refused{0};

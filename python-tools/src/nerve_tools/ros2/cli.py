@@ -171,11 +171,11 @@ def action_types(prefixes: Sequence[str]) -> Tuple[Dict[str, Any], Dict[str, str
                     fm = get_types_from_msg(f"unique_identifier_msgs/UUID goal_id\n"
                                             f"{name}_Feedback feedback\n",
                                             name + "_FeedbackMessage")
-                    todo = ["unique_identifier_msgs/msg/UUID", *_msg_names(list(fb.values()))]
-                    if any(dep not in store.fielddefs for dep in todo):
+                    needed = ["unique_identifier_msgs/msg/UUID", *_msg_names(list(fb.values()))]
+                    if any(dep not in store.fielddefs for dep in needed):
                         continue  # a message rosbags lacks: refused when met
                     deps: Dict[str, str] = {}  # "pkg/Name" -> its "MSG:" part
-                    for dep in todo:
+                    for dep in needed:
                         short = dep.replace("/msg/", "/")
                         if short in deps:
                             continue
