@@ -228,6 +228,48 @@ static void test_option_table(void)
     NT_EQ(checked, S_COUNT * 4 * 3);
 }
 
+/* test_sequence's channel c (32 frames of 64 bytes) on frames larger
+ * than the buffer or the channel, empty ones, and a flush. */
+static void test_overflow_and_flush(ach_channel_t *c)
+{
+    int v;
+    size_t fs;
+    /* OVERFLOW: the size is reported and the frame is not consumed. */
+    char big[40];
+    memset(big, 7, sizeof big);
+    ACH_EQ(ach_put(c, big, sizeof big), ACH_OK);
+    uint64_t before = c->seq_num;
+    fs = 0;
+    ACH_EQ(ach_get(c, &v, sizeof v, &fs, NULL, 0), ACH_OVERFLOW);
+    NT_EQ(fs, sizeof big);
+    NT_EQ(c->seq_num, before);
+    ACH_EQ(ach_get(c, NULL, 0, &fs, NULL, ACH_O_WAIT), ACH_OVERFLOW);
+    NT_EQ(fs, sizeof big);
+    char back[64];
+    ACH_EQ(ach_get(c, back, sizeof back, &fs, NULL, 0), ACH_OK);
+    NT_EQ(fs, sizeof big);
+    NT_ASSERT(memcmp(back, big, sizeof big) == 0);
+
+    /* puts: empty frames and frames larger than the channel */
+    ACH_EQ(ach_put(c, big, 0), ACH_EINVAL);
+    ACH_EQ(ach_put(c, NULL, 4), ACH_EINVAL);
+    size_t cap = 32 * 64;
+    char *huge = calloc(1, cap + 4096 * 2);
+    NT_ASSERT(huge != NULL);
+    ACH_EQ(ach_put(c, huge, cap), ACH_OK); /* Ach's largest frame fits */
+    ACH_EQ(ach_put(c, huge, cap + 4096 * 2), ACH_OVERFLOW);
+    free(huge);
+
+    /* flush: everything now in the channel counts as seen */
+    put_int(c, 1);
+    put_int(c, 2);
+    ACH_EQ(ach_flush(c), ACH_OK);
+    ACH_EQ(ach_get(c, &v, sizeof v, &fs, NULL, 0), ACH_STALE_FRAMES);
+    put_int(c, 3);
+    ACH_EQ(ach_get(c, &v, sizeof v, &fs, NULL, 0), ACH_OK);
+    NT_EQ(v, 3);
+}
+
 /* The sequence a reader sees over time (Ach's documented example). */
 static void test_sequence(void)
 {
@@ -268,40 +310,7 @@ static void test_sequence(void)
     ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, ACH_O_LAST), ACH_MISSED_FRAME);
     NT_EQ(v, 199);
 
-    /* OVERFLOW: the size is reported and the frame is not consumed. */
-    char big[40];
-    memset(big, 7, sizeof big);
-    ACH_EQ(ach_put(&c, big, sizeof big), ACH_OK);
-    uint64_t before = c.seq_num;
-    fs = 0;
-    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, 0), ACH_OVERFLOW);
-    NT_EQ(fs, sizeof big);
-    NT_EQ(c.seq_num, before);
-    ACH_EQ(ach_get(&c, NULL, 0, &fs, NULL, ACH_O_WAIT), ACH_OVERFLOW);
-    NT_EQ(fs, sizeof big);
-    char back[64];
-    ACH_EQ(ach_get(&c, back, sizeof back, &fs, NULL, 0), ACH_OK);
-    NT_EQ(fs, sizeof big);
-    NT_ASSERT(memcmp(back, big, sizeof big) == 0);
-
-    /* puts: empty frames and frames larger than the channel */
-    ACH_EQ(ach_put(&c, big, 0), ACH_EINVAL);
-    ACH_EQ(ach_put(&c, NULL, 4), ACH_EINVAL);
-    size_t cap = 32 * 64;
-    char *huge = calloc(1, cap + 4096 * 2);
-    NT_ASSERT(huge != NULL);
-    ACH_EQ(ach_put(&c, huge, cap), ACH_OK); /* Ach's largest frame fits */
-    ACH_EQ(ach_put(&c, huge, cap + 4096 * 2), ACH_OVERFLOW);
-    free(huge);
-
-    /* flush: everything now in the channel counts as seen */
-    put_int(&c, 1);
-    put_int(&c, 2);
-    ACH_EQ(ach_flush(&c), ACH_OK);
-    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, 0), ACH_STALE_FRAMES);
-    put_int(&c, 3);
-    ACH_EQ(ach_get(&c, &v, sizeof v, &fs, NULL, 0), ACH_OK);
-    NT_EQ(v, 3);
+    test_overflow_and_flush(&c);
 
     /* bad handles and arguments */
     ACH_EQ(ach_get(&c, NULL, 4, &fs, NULL, 0), ACH_EINVAL);

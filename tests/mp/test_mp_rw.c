@@ -77,6 +77,40 @@ static int check_msg(const void *p, uint64_t len, uint64_t last[WRITERS + 1])
     return 0;
 }
 
+/* One read by time: the answer is at or before the query time, and the
+ * message after it, if it was already committed when the query began, is
+ * after it. (One committed during the query may carry an earlier time:
+ * commit times are taken just before the commit store.) Returns 1 when
+ * the answer is the end message. */
+static int read_by_time(nerve_chan *r, unsigned char *buf, size_t size,
+                        uint64_t *x, uint64_t *delivered)
+{
+    struct nerve_get_info gi;
+    struct nerve_stats st;
+    NT_OK(nerve_chan_stat(r, &st));
+    int64_t t = nerve_clock_now_ns() - (int64_t)(rnd(x) % 2000000);
+    int rc = nerve_chan_get(r, buf, size, t, 0, &gi, NERVE_GET_AT);
+    if (rc != 0) {
+        NT_ASSERT(rc == NERVE_EAGAIN || rc == NERVE_EOVERWRITTEN ||
+                  rc == NERVE_ELAPPED);
+        return 0;
+    }
+    NT_CMP(gi.time_ns, <=, t);
+    uint64_t last[WRITERS + 1] = {0};
+    int end = check_msg(buf, gi.len, last);
+    struct nerve_get_info gn;
+    int r2 = nerve_chan_get(r, buf, size, (int64_t)gi.seq + 1, 0, &gn,
+                            NERVE_GET_SEQ);
+    if (r2 == 0) {
+        if (gn.seq <= st.head_seq)
+            NT_CMP(gn.time_ns, >, t);
+    } else {
+        NT_ASSERT(r2 == NERVE_EAGAIN || r2 == NERVE_EOVERWRITTEN);
+    }
+    (*delivered)++;
+    return end;
+}
+
 static void reader(int kind)
 {
     nerve_chan *r;
@@ -99,36 +133,8 @@ static void reader(int kind)
             if (check_msg(buf, gi.len, last))
                 break;
         } else if (kind == 2) {
-            /* By time: the answer is at or before the query time, and the
-             * message after it, if it was already committed when the query
-             * began, is after it. (One committed during the query may carry
-             * an earlier time: commit times are taken just before the
-             * commit store.) */
-            struct nerve_stats st;
-            NT_OK(nerve_chan_stat(r, &st));
-            int64_t t = nerve_clock_now_ns() - (int64_t)(rnd(&x) % 2000000);
-            int rc =
-                nerve_chan_get(r, buf, sizeof buf, t, 0, &gi, NERVE_GET_AT);
-            if (rc == 0) {
-                NT_CMP(gi.time_ns, <=, t);
-                uint64_t last2[WRITERS + 1] = {0};
-                int end = check_msg(buf, gi.len, last2);
-                struct nerve_get_info gn;
-                int r2 = nerve_chan_get(r, buf, sizeof buf, (int64_t)gi.seq + 1,
-                                        0, &gn, NERVE_GET_SEQ);
-                if (r2 == 0) {
-                    if (gn.seq <= st.head_seq)
-                        NT_CMP(gn.time_ns, >, t);
-                } else {
-                    NT_ASSERT(r2 == NERVE_EAGAIN || r2 == NERVE_EOVERWRITTEN);
-                }
-                delivered++;
-                if (end)
-                    break;
-            } else {
-                NT_ASSERT(rc == NERVE_EAGAIN || rc == NERVE_EOVERWRITTEN ||
-                          rc == NERVE_ELAPPED);
-            }
+            if (read_by_time(r, buf, sizeof buf, &x, &delivered))
+                break;
         } else {
             /* Zero-copy view of the next message; checksum in place, then
              * validate. A stale view is dropped (and counted missed by the

@@ -224,6 +224,49 @@ static void *stop_later(void *p)
     return NULL;
 }
 
+/* test_channel's reader task (o->chan; w writes its channel) under
+ * deadlines too far away to come during the test. */
+static void channel_long_deadlines(struct nerve_task_opts *o, nerve_chan *w)
+{
+    nerve_task *t;
+    struct nerve_task_tick tk;
+    struct nerve_task_stats st;
+    unsigned char buf[64];
+    /* A long deadline: the caller's shorter timeout returns first, and
+     * consumes nothing. */
+    o->deadline_ns = 3600 * S;
+    NT_OK(nerve_task_open(o, NULL, NULL, &t));
+    NT_RC(nerve_task_next(t, MS, 0, &tk), NERVE_ETIMEDOUT);
+    NT_OK(nerve_task_stat(t, &st));
+    NT_EQ(st.cycles, 0);
+    NT_EQ(st.timeouts, 0);
+    nt_payload_fill(buf, 64, 3, 6);
+    NT_OK(nerve_chan_put(w, buf, 64, NERVE_FOREVER, NULL, 0));
+    NT_OK(nerve_task_next(t, NERVE_FOREVER, 0, &tk));
+    NT_EQ(tk.msg_status, 0);
+    /* No message, no deadline that comes soon: a stop ends it at once. */
+    pthread_t th;
+    NT_OK(pthread_create(&th, NULL, stop_later, t));
+    NT_RC(nerve_task_next(t, NERVE_FOREVER, 0, &tk), NERVE_ECANCELED);
+    pthread_join(th, NULL);
+    NT_OK(nerve_task_stat(t, &st));
+    NT_EQ(st.cycles, 1);
+    NT_EQ(st.running, 0);
+    nerve_task_close(t);
+    /* A deadline and an offset at the end of int64: the release time
+     * saturates (src/timeconv.h) instead of wrapping into the past, which
+     * gave a deadline tick at once. */
+    o->deadline_ns = INT64_MAX;
+    o->offset_ns = INT64_MAX;
+    NT_OK(nerve_task_open(o, NULL, NULL, &t));
+    NT_RC(nerve_task_next(t, MS, 0, &tk), NERVE_ETIMEDOUT);
+    NT_OK(nerve_task_stat(t, &st));
+    NT_EQ(st.cycles, 0);
+    NT_EQ(st.timeouts, 0);
+    nerve_task_close(t);
+    o->offset_ns = 0;
+}
+
 static void test_channel(void)
 {
     const char *name = nt_name("next");
@@ -270,39 +313,7 @@ static void test_channel(void)
     NT_EQ(st.latency.n, 5);
     nerve_task_close(t);
 
-    /* A long deadline: the caller's shorter timeout returns first, and
-     * consumes nothing. */
-    o.deadline_ns = 3600 * S;
-    NT_OK(nerve_task_open(&o, NULL, NULL, &t));
-    NT_RC(nerve_task_next(t, MS, 0, &tk), NERVE_ETIMEDOUT);
-    NT_OK(nerve_task_stat(t, &st));
-    NT_EQ(st.cycles, 0);
-    NT_EQ(st.timeouts, 0);
-    nt_payload_fill(buf, 64, 3, 6);
-    NT_OK(nerve_chan_put(w, buf, 64, NERVE_FOREVER, NULL, 0));
-    NT_OK(nerve_task_next(t, NERVE_FOREVER, 0, &tk));
-    NT_EQ(tk.msg_status, 0);
-    /* No message, no deadline that comes soon: a stop ends it at once. */
-    pthread_t th;
-    NT_OK(pthread_create(&th, NULL, stop_later, t));
-    NT_RC(nerve_task_next(t, NERVE_FOREVER, 0, &tk), NERVE_ECANCELED);
-    pthread_join(th, NULL);
-    NT_OK(nerve_task_stat(t, &st));
-    NT_EQ(st.cycles, 1);
-    NT_EQ(st.running, 0);
-    nerve_task_close(t);
-    /* A deadline and an offset at the end of int64: the release time
-     * saturates (src/timeconv.h) instead of wrapping into the past, which
-     * gave a deadline tick at once. */
-    o.deadline_ns = INT64_MAX;
-    o.offset_ns = INT64_MAX;
-    NT_OK(nerve_task_open(&o, NULL, NULL, &t));
-    NT_RC(nerve_task_next(t, MS, 0, &tk), NERVE_ETIMEDOUT);
-    NT_OK(nerve_task_stat(t, &st));
-    NT_EQ(st.cycles, 0);
-    NT_EQ(st.timeouts, 0);
-    nerve_task_close(t);
-    o.offset_ns = 0;
+    channel_long_deadlines(&o, w);
     /* The handle was un-cancelled: a get polls normally again. */
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, NULL, NERVE_GET_NEWEST),
           NERVE_EAGAIN);
