@@ -282,6 +282,53 @@ static void test_metadata(void)
     NT_OK(nerve_chan_unlink(n));
 }
 
+/* test_put_get's channel (8 slots, 4096 bytes), messages 1 to 3 written:
+ * bad arguments, and a message that takes the whole ring. */
+static void put_get_bad_and_whole_ring(nerve_chan *w, nerve_chan *r)
+{
+    char buf[64];
+    struct nerve_get_info gi;
+    struct nerve_put_info pi;
+    /* Bad flags and arguments. */
+    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, 0x1000), NERVE_EINVAL);
+    NT_RC(nerve_chan_get(r, NULL, 5, 0, 0, &gi, 0), NERVE_EINVAL);
+    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi,
+                         NERVE_GET_AT | NERVE_F_WAIT),
+          NERVE_EINVAL);
+    NT_RC(nerve_chan_put(w, NULL, 5, 0, NULL, 0), NERVE_EINVAL);
+    NT_RC(nerve_chan_put(w, "x", 1, 0, NULL, NERVE_F_WAIT), NERVE_EINVAL);
+    /* Larger than the ring. */
+    static char big[8192];
+    NT_RC(nerve_chan_put(w, big, sizeof big, 0, NULL, 0), NERVE_EMSGSIZE);
+    /* Exactly the ring. */
+    NT_OK(nerve_chan_put(w, big, 4096, 0, &pi, 0));
+    NT_EQ(pi.seq, 4);
+
+    struct nerve_stats st;
+    NT_OK(nerve_chan_stat(r, &st));
+    NT_EQ(st.head_seq, 4);
+    /* The full-ring message destroyed the others, except the empty message
+     * 3, which occupies no byte. */
+    NT_EQ(st.tail_seq, 3);
+    NT_EQ(st.bytes_total, 5 + 6 + 0 + 4096);
+    NT_EQ(st.newest_time_ns, pi.time_ns);
+    static char big2[4096];
+    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEXT),
+          NERVE_EMSGSIZE);
+    NT_EQ(gi.len, 4096);
+    NT_OK(nerve_chan_get(r, big2, sizeof big2, 0, 0, &gi, NERVE_GET_NEXT));
+    NT_EQ(gi.seq, 4);
+    NT_EQ(gi.missed, 0);
+    /* Messages destroyed by it are reported as overwritten. */
+    NT_RC(nerve_chan_get(r, buf, sizeof buf, 2, 0, &gi, NERVE_GET_SEQ),
+          NERVE_EOVERWRITTEN);
+    /* A reader starting late gets the oldest present and the missed count. */
+    nerve_chan_seek(r, 0);
+    NT_OK(nerve_chan_get(r, big2, sizeof big2, 0, 0, &gi, NERVE_GET_NEXT));
+    NT_EQ(gi.seq, 3);
+    NT_EQ(gi.missed, 2);
+}
+
 static void test_put_get(void)
 {
     const char *n = nt_name("pg");
@@ -347,44 +394,7 @@ static void test_put_get(void)
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_SEQ),
           NERVE_EINVAL);
 
-    /* Bad flags and arguments. */
-    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, 0x1000), NERVE_EINVAL);
-    NT_RC(nerve_chan_get(r, NULL, 5, 0, 0, &gi, 0), NERVE_EINVAL);
-    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi,
-                         NERVE_GET_AT | NERVE_F_WAIT),
-          NERVE_EINVAL);
-    NT_RC(nerve_chan_put(w, NULL, 5, 0, NULL, 0), NERVE_EINVAL);
-    NT_RC(nerve_chan_put(w, "x", 1, 0, NULL, NERVE_F_WAIT), NERVE_EINVAL);
-    /* Larger than the ring. */
-    static char big[8192];
-    NT_RC(nerve_chan_put(w, big, sizeof big, 0, NULL, 0), NERVE_EMSGSIZE);
-    /* Exactly the ring. */
-    NT_OK(nerve_chan_put(w, big, 4096, 0, &pi, 0));
-    NT_EQ(pi.seq, 4);
-
-    struct nerve_stats st;
-    NT_OK(nerve_chan_stat(r, &st));
-    NT_EQ(st.head_seq, 4);
-    /* The full-ring message destroyed the others, except the empty message
-     * 3, which occupies no byte. */
-    NT_EQ(st.tail_seq, 3);
-    NT_EQ(st.bytes_total, 5 + 6 + 0 + 4096);
-    NT_EQ(st.newest_time_ns, pi.time_ns);
-    static char big2[4096];
-    NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEXT),
-          NERVE_EMSGSIZE);
-    NT_EQ(gi.len, 4096);
-    NT_OK(nerve_chan_get(r, big2, sizeof big2, 0, 0, &gi, NERVE_GET_NEXT));
-    NT_EQ(gi.seq, 4);
-    NT_EQ(gi.missed, 0);
-    /* Messages destroyed by it are reported as overwritten. */
-    NT_RC(nerve_chan_get(r, buf, sizeof buf, 2, 0, &gi, NERVE_GET_SEQ),
-          NERVE_EOVERWRITTEN);
-    /* A reader starting late gets the oldest present and the missed count. */
-    nerve_chan_seek(r, 0);
-    NT_OK(nerve_chan_get(r, big2, sizeof big2, 0, 0, &gi, NERVE_GET_NEXT));
-    NT_EQ(gi.seq, 3);
-    NT_EQ(gi.missed, 2);
+    put_get_bad_and_whole_ring(w, r);
     nerve_chan_close(w);
     nerve_chan_close(r);
     NT_OK(nerve_chan_unlink(n));

@@ -66,6 +66,42 @@ static void write_file(const char *name, const void *bytes, size_t n)
     close(fd);
 }
 
+/* test_open_errors on channel files (named n) of the wrong size: sparse,
+ * truncated and grown. */
+static void open_bad_sizes(const char *n)
+{
+    /* A sparse copy (holes where the ring's pages should be): refused,
+     * because mapping it would allocate every hole. */
+    nt_create(n, 8, 1 << 20);
+    {
+        struct stat st0;
+        NT_EQ(stat(path_of(n), &st0), 0);
+        char hdr[4096];
+        int fd = open(path_of(n), O_RDONLY);
+        NT_EQ(read(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+        close(fd);
+        NT_EQ(unlink(path_of(n)), 0);
+        fd = open(path_of(n), O_RDWR | O_CREAT, 0644);
+        NT_EQ(ftruncate(fd, st0.st_size), 0);
+        NT_EQ(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+        close(fd);
+        NT_RC(open_rc(n), NERVE_ECORRUPT);
+    }
+    NT_OK(nerve_chan_unlink(n));
+
+    /* Truncated, and grown. */
+    nt_create(n, 8, 4096);
+    struct stat st;
+    NT_EQ(stat(path_of(n), &st), 0);
+    NT_EQ(truncate(path_of(n), st.st_size - 4096), 0);
+    NT_RC(open_rc(n), NERVE_ETRUNC);
+    NT_EQ(truncate(path_of(n), 100), 0);
+    NT_RC(open_rc(n), NERVE_ETRUNC);
+    NT_EQ(truncate(path_of(n), st.st_size + 4096), 0);
+    NT_RC(open_rc(n), NERVE_ECORRUPT);
+    NT_OK(nerve_chan_unlink(n));
+}
+
 static void test_open_errors(void)
 {
     const char *n = nt_name("bad");
@@ -130,36 +166,7 @@ static void test_open_errors(void)
     NT_RC(open_rc(n), NERVE_ECORRUPT);
     NT_OK(nerve_chan_unlink(n));
 
-    /* A sparse copy (holes where the ring's pages should be): refused,
-     * because mapping it would allocate every hole. */
-    nt_create(n, 8, 1 << 20);
-    {
-        struct stat st0;
-        NT_EQ(stat(path_of(n), &st0), 0);
-        char hdr[4096];
-        int fd = open(path_of(n), O_RDONLY);
-        NT_EQ(read(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
-        close(fd);
-        NT_EQ(unlink(path_of(n)), 0);
-        fd = open(path_of(n), O_RDWR | O_CREAT, 0644);
-        NT_EQ(ftruncate(fd, st0.st_size), 0);
-        NT_EQ(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
-        close(fd);
-        NT_RC(open_rc(n), NERVE_ECORRUPT);
-    }
-    NT_OK(nerve_chan_unlink(n));
-
-    /* Truncated, and grown. */
-    nt_create(n, 8, 4096);
-    struct stat st;
-    NT_EQ(stat(path_of(n), &st), 0);
-    NT_EQ(truncate(path_of(n), st.st_size - 4096), 0);
-    NT_RC(open_rc(n), NERVE_ETRUNC);
-    NT_EQ(truncate(path_of(n), 100), 0);
-    NT_RC(open_rc(n), NERVE_ETRUNC);
-    NT_EQ(truncate(path_of(n), st.st_size + 4096), 0);
-    NT_RC(open_rc(n), NERVE_ECORRUPT);
-    NT_OK(nerve_chan_unlink(n));
+    open_bad_sizes(n);
 }
 
 static void test_damaged_ring(void)

@@ -107,6 +107,41 @@ static void verify_all(nerve_chan *r)
     NT_EQ(t, oldest);
 }
 
+/* Mostly small, sometimes large, sometimes the whole ring, and sometimes
+ * empty, so both eviction reasons occur. */
+static uint64_t random_len(void)
+{
+    uint64_t k = rnd() % 100;
+    if (k < 60)
+        return rnd() % 200;
+    if (k < 90)
+        return rnd() % 3000;
+    if (k < 97)
+        return rnd() % DS;
+    return k < 99 ? DS : 0;
+}
+
+/* By time: each present message is found by its own time, and a time
+ * just before it finds its predecessor (or nothing if that is gone). */
+static void verify_by_time(nerve_chan *r, unsigned char *buf)
+{
+    struct nerve_get_info gi;
+    for (int i = 0; i < nlive; i++) {
+        NT_OK(
+            nerve_chan_get(r, buf, DS, live[i].time_ns, 0, &gi, NERVE_GET_AT));
+        /* Equal times: the newest message with that time. */
+        uint64_t want = live[i].seq;
+        for (int j = i + 1; j < nlive && live[j].time_ns == live[i].time_ns;
+             j++)
+            want = live[j].seq;
+        NT_EQ(gi.seq, want);
+    }
+    NT_OK(nerve_chan_get(r, buf, DS, INT64_MAX, 0, &gi, NERVE_GET_AT));
+    NT_EQ(gi.seq, head);
+    NT_RC(nerve_chan_get(r, buf, DS, live[0].time_ns - 1, 0, &gi, NERVE_GET_AT),
+          live[0].seq > 1 ? NERVE_EOVERWRITTEN : NERVE_EAGAIN);
+}
+
 static void test_random_ring(void)
 {
     const char *n = nt_name("ring");
@@ -119,19 +154,7 @@ static void test_random_ring(void)
     static unsigned char buf[DS];
     uint64_t delivered = 0, missed = 0;
     for (int i = 0; i < PUTS; i++) {
-        /* Mostly small, sometimes large, sometimes the whole ring, and
-         * sometimes empty, so both eviction reasons occur. */
-        uint64_t k = rnd() % 100, len;
-        if (k < 60)
-            len = rnd() % 200;
-        else if (k < 90)
-            len = rnd() % 3000;
-        else if (k < 97)
-            len = rnd() % DS;
-        else if (k < 99)
-            len = DS;
-        else
-            len = 0;
+        uint64_t len = random_len();
         int use_reserve = rnd() % 2;
         uint64_t rlen = len;
         if (use_reserve && len + 64 <= DS)
@@ -182,23 +205,7 @@ static void test_random_ring(void)
     NT_CMP(slot_evictions, >, 100);
     NT_CMP(byte_evictions, >, 100);
 
-    /* By time: each present message is found by its own time, and a time
-     * just before it finds its predecessor (or nothing if that is gone). */
-    for (int i = 0; i < nlive; i++) {
-        NT_OK(nerve_chan_get(r, buf, sizeof buf, live[i].time_ns, 0, &gi,
-                             NERVE_GET_AT));
-        /* Equal times: the newest message with that time. */
-        uint64_t want = live[i].seq;
-        for (int j = i + 1; j < nlive && live[j].time_ns == live[i].time_ns;
-             j++)
-            want = live[j].seq;
-        NT_EQ(gi.seq, want);
-    }
-    NT_OK(nerve_chan_get(r, buf, sizeof buf, INT64_MAX, 0, &gi, NERVE_GET_AT));
-    NT_EQ(gi.seq, head);
-    NT_RC(nerve_chan_get(r, buf, sizeof buf, live[0].time_ns - 1, 0, &gi,
-                         NERVE_GET_AT),
-          live[0].seq > 1 ? NERVE_EOVERWRITTEN : NERVE_EAGAIN);
+    verify_by_time(r, buf);
     nerve_chan_close(w);
     nerve_chan_close(r);
     nerve_chan_close(next);
