@@ -10,7 +10,7 @@ import json
 import re
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence, Tuple
 
 import nerve
 
@@ -81,23 +81,9 @@ def _run(args: argparse.Namespace, ch: nerve.Channel) -> int:
     except codecs.CodecError as e:
         print(f"{PROG}: {args.name}: {e}", file=sys.stderr)
         return 1
-    have = ch.metadata.type
-    if args.type is not None:
-        if not _TYPE.match(args.type):
-            print(f"{PROG}: {args.name}: {args.type!r} is not a message type (pkg/msg/Name); "
-                  "give NAME [TYPE] VALUE", file=sys.stderr)
-            return 2
-        if not have or _ros2_name(args.type) != _ros2_name(have):
-            print(f"{PROG}: {args.name}: the channel carries {have or 'untyped (raw) data'}, "
-                  f"not {args.type}; the channel's own type encodes the value", file=sys.stderr)
-            return 2
-    elif (args.value is not None and codec.kind in ("ros", "protobuf")
-          and _TYPE.match(args.value.strip())):
-        # `nerve pub NAME TYPE` with the value left out: a type is never a
-        # message of these encodings (a json channel may take the string).
-        print(f"{PROG}: {args.name}: {args.value.strip()!r} is a message type, not a value "
-              f"(the channel carries {have}); give the value after it (NAME [TYPE] VALUE), "
-              "or '{}' for all defaults", file=sys.stderr)
+    mismatch = _type_mismatch(args, ch.metadata.type, codec)
+    if mismatch:
+        print(f"{PROG}: {args.name}: {mismatch}", file=sys.stderr)
         return 2
     if args.example:
         print(json.dumps(codecs.jsonable(codecs.example_value(codec))))
@@ -115,29 +101,60 @@ def _run(args: argparse.Namespace, ch: nerve.Channel) -> int:
     else:
         raw = args.value.encode()
     try:
-        if codec.raw:
-            payload = codec.encode(raw)
-        else:
-            try:
-                text = raw.decode()
-            except UnicodeDecodeError:
-                print(f"{PROG}: {args.name}: the value of a {codec.encoding} channel is JSON or "
-                      "YAML text, and this is not UTF-8", file=sys.stderr)
-                return 2
-            value = codecs.parse_value(text)
-            payload = codec.encode(value)
-            stamp_now = "now" in text  # re-encode per message so stamps advance
+        payload, again = _encode(codec, raw)
     except codecs.CodecError as e:
         print(f"{PROG}: {args.name}: {e}", file=sys.stderr)
         return 2
+    return _publish(args, ch, payload, again)
+
+
+def _type_mismatch(args: argparse.Namespace, have: Optional[str],
+                   codec: codecs.Codec) -> Optional[str]:
+    """Why TYPE (or a VALUE that is a type name) does not go with the
+    channel, which carries `have`; None when it does."""
+    if args.type is not None:
+        if not _TYPE.match(args.type):
+            return f"{args.type!r} is not a message type (pkg/msg/Name); give NAME [TYPE] VALUE"
+        if not have or _ros2_name(args.type) != _ros2_name(have):
+            return (f"the channel carries {have or 'untyped (raw) data'}, not {args.type}; "
+                    "the channel's own type encodes the value")
+    elif (args.value is not None and codec.kind in ("ros", "protobuf")
+          and _TYPE.match(args.value.strip())):
+        # `nerve pub NAME TYPE` with the value left out: a type is never a
+        # message of these encodings (a json channel may take the string).
+        return (f"{args.value.strip()!r} is a message type, not a value (the channel carries "
+                f"{have}); give the value after it (NAME [TYPE] VALUE), or '{{}}' for all defaults")
+    return None
+
+
+def _encode(codec: codecs.Codec, raw: bytes) -> Tuple[bytes, Optional[Callable[[], bytes]]]:
+    """The first message's bytes, and what encodes each later one afresh
+    (None: they are the same bytes). A value with "now" in it is encoded
+    again per message, so that its stamps advance. Raises CodecError."""
+    if codec.raw:
+        return codec.encode(raw), None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        raise codecs.CodecError(f"the value of a {codec.encoding} channel is JSON or YAML "
+                                "text, and this is not UTF-8") from None
+    value = codecs.parse_value(text)
+    payload = codec.encode(value)
+    return payload, (lambda: codec.encode(value)) if "now" in text else None
+
+
+def _publish(args: argparse.Namespace, ch: nerve.Channel, payload: bytes,
+             again: Optional[Callable[[], bytes]]) -> int:
+    """Put the message --count times (once by default, until Ctrl-C with
+    --rate alone) at --rate, printing what --json and --quiet ask for."""
     count = args.count if args.count is not None else (None if args.rate else 1)
     period = 1.0 / args.rate if args.rate else 0.0
     next_t = time.monotonic()
     n = 0
     try:
         while count is None or n < count:
-            if n and not codec.raw and stamp_now:
-                payload = codec.encode(value)
+            if n and again is not None:
+                payload = again()
             try:
                 seq = ch.put(payload, timeout=args.timeout)
             except nerve.MessageTooLarge:

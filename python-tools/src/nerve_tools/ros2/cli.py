@@ -374,6 +374,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.to_ros and not args.from_ros and not args.services \
             and not args.services_from_ros:
         p.error("give at least one --to-ros, --from-ros, --services or --services-from-ros")
+    domain = _domain(p, args)
+    if not _NODE.match(args.node):
+        p.error(f"--node {args.node!r}: a node name is [A-Za-z_][A-Za-z0-9_]*")
+    if args.rmw == "zenoh":
+        return run_zenoh(p, args, domain)
+    return run_dds(p, args, domain)
+
+
+def _domain(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The ROS 2 domain: --domain, else ROS_DOMAIN_ID, else 0; checked."""
     domain = args.domain
     if domain is None:
         env = os.environ.get("ROS_DOMAIN_ID", "").strip()
@@ -383,10 +393,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             p.error(f"ROS_DOMAIN_ID={env!r} is not a number")
     if not 0 <= domain <= 232:
         p.error("the domain must be from 0 to 232 (ROS 2's range)")
-    if not _NODE.match(args.node):
-        p.error(f"--node {args.node!r}: a node name is [A-Za-z_][A-Za-z0-9_]*")
-    if args.rmw == "zenoh":
-        return run_zenoh(p, args, domain)
+    return domain
+
+
+def run_dds(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int) -> int:
+    """Check the DDS arguments, then replace this process with NATIVE, the
+    data path, handing it the type catalogue on an inherited memfd."""
     if args.zenoh_connect or args.zenoh_listen or args.zenoh_config:
         p.error("--zenoh-* apply to --rmw zenoh")
     try:
@@ -401,14 +413,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               f"NERVE_ROS2_DDS)", file=sys.stderr)
         return 1
     if args.dds_config:
-        path = os.path.abspath(args.dds_config)
-        if not os.path.isfile(path):
-            named = ddsconfig.find(args.dds_config)
-            if named is None:
-                p.error(f"--dds-config {args.dds_config!r}: no such file, nor a shipped "
-                        "configuration ('nerve ros2 config' lists them)")
-            path = str(named)
-        os.environ["CYCLONEDDS_URI"] = "file://" + path
+        os.environ["CYCLONEDDS_URI"] = "file://" + _dds_config_path(p, args.dds_config)
     try:
         from rosbags.typesys import Stores, get_typestore
 
@@ -443,6 +448,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         print(f"{PROG}: cannot run {native}: {e}", file=sys.stderr)
     return 1
+
+
+def _dds_config_path(p: argparse.ArgumentParser, given: str) -> str:
+    """--dds-config's file: a path, else a shipped configuration's name."""
+    path = os.path.abspath(given)
+    if not os.path.isfile(path):
+        named = ddsconfig.find(given)
+        if named is None:
+            p.error(f"--dds-config {given!r}: no such file, nor a shipped "
+                    "configuration ('nerve ros2 config' lists them)")
+        path = str(named)
+    return path
 
 
 if __name__ == "__main__":
