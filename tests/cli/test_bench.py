@@ -160,6 +160,49 @@ def ratio_ok(x, hop, floor):
     return abs(x - hop / floor) <= tol
 
 
+def pingpong_size_tests(rows, by, size):
+    """The rows of one message size of the full ping-pong run (by: row and
+    size -> row): units, floors and the transfer floor's arithmetic."""
+    check(by[("memcpy", size)]["unit"] == "copy", "memcpy unit")
+    # memcpy-xfer: the copies of poll-copy between the two CPUs, one
+    # hop per copy pair, compared with spin + two warm copies.
+    x = by[("memcpy-xfer", size)]
+    check(x.get("impl") == "floor" and x.get("unit") == "hop" and
+          x.get("per_sample") == 2 and x.get("mode") == "poll" and
+          x.get("floor") == "spin+2memcpy", "memcpy-xfer: %r" % x)
+    # The zc + memcpy-xfer - spin floor is arithmetic on measured
+    # times: checked as arithmetic (present exactly when positive,
+    # else a note in the report), never as what the clock said.
+    spin = next(r for r in rows if r.get("row") == "spin")
+    for name in ("poll-copy", "wait-copy"):
+        r = by[(name, size)]
+        zc = by[(name.replace("copy", "zc"), size)]
+        raw = zc["hop_ns"] + x["hop_ns"] - spin["hop_ns"]
+        if raw > 0.5:
+            check(r.get("xfer_floor_ns") is not None and
+                  abs(r["xfer_floor_ns"] - raw) < 0.5,
+                  name + ": xfer floor %r, want zc + xfer - spin = %.1f"
+                  % (r.get("xfer_floor_ns"), raw))
+        elif raw < -0.5:
+            check(r.get("xfer_floor_ns") is None and
+                  "no floor" in r.get("xfer_floor_note", ""),
+                  name + ": zc + xfer - spin = %.1f <= 0 but %r"
+                  % (raw, r))
+    check(by[("poll-zc", size)].get("xfer_floor_ns") is None,
+          "poll-zc has no xfer floor")
+    for name in NERVE_ROWS:
+        r = by.get((name, size), {})
+        check(r.get("impl") == "nerve" and r.get("unit") == "hop" and
+              r.get("per_sample") == 2, name + ": impl and unit")
+        check(r.get("mode") == name.split("-")[0] and
+              r.get("copy") == name.endswith("copy"),
+              name + ": mode and copy")
+        floor = {"poll-zc": "spin", "wait-zc": "futex"}.get(
+            name, "zc+2memcpy")
+        check(r.get("floor") == floor, name + ": floor %r, want %r"
+              % (r.get("floor"), floor))
+
+
 def pingpong_tests():
     cpus = two_cpus()
     pin = ["--cpus", "%d,%d" % tuple(cpus)] if cpus else []
@@ -178,44 +221,7 @@ def pingpong_tests():
         check(r.get("cpus") == (pin[1] if pin else None), "cpus reported")
     by = {(r.get("row"), r.get("size")): r for r in rows}
     for size in (64, 4096):
-        check(by[("memcpy", size)]["unit"] == "copy", "memcpy unit")
-        # memcpy-xfer: the copies of poll-copy between the two CPUs, one
-        # hop per copy pair, compared with spin + two warm copies.
-        x = by[("memcpy-xfer", size)]
-        check(x.get("impl") == "floor" and x.get("unit") == "hop" and
-              x.get("per_sample") == 2 and x.get("mode") == "poll" and
-              x.get("floor") == "spin+2memcpy", "memcpy-xfer: %r" % x)
-        # The zc + memcpy-xfer - spin floor is arithmetic on measured
-        # times: checked as arithmetic (present exactly when positive,
-        # else a note in the report), never as what the clock said.
-        spin = next(r for r in rows if r.get("row") == "spin")
-        for name in ("poll-copy", "wait-copy"):
-            r = by[(name, size)]
-            zc = by[(name.replace("copy", "zc"), size)]
-            raw = zc["hop_ns"] + x["hop_ns"] - spin["hop_ns"]
-            if raw > 0.5:
-                check(r.get("xfer_floor_ns") is not None and
-                      abs(r["xfer_floor_ns"] - raw) < 0.5,
-                      name + ": xfer floor %r, want zc + xfer - spin = %.1f"
-                      % (r.get("xfer_floor_ns"), raw))
-            elif raw < -0.5:
-                check(r.get("xfer_floor_ns") is None and
-                      "no floor" in r.get("xfer_floor_note", ""),
-                      name + ": zc + xfer - spin = %.1f <= 0 but %r"
-                      % (raw, r))
-        check(by[("poll-zc", size)].get("xfer_floor_ns") is None,
-              "poll-zc has no xfer floor")
-        for name in NERVE_ROWS:
-            r = by.get((name, size), {})
-            check(r.get("impl") == "nerve" and r.get("unit") == "hop" and
-                  r.get("per_sample") == 2, name + ": impl and unit")
-            check(r.get("mode") == name.split("-")[0] and
-                  r.get("copy") == name.endswith("copy"),
-                  name + ": mode and copy")
-            floor = {"poll-zc": "spin", "wait-zc": "futex"}.get(
-                name, "zc+2memcpy")
-            check(r.get("floor") == floor, name + ": floor %r, want %r"
-                  % (r.get("floor"), floor))
+        pingpong_size_tests(rows, by, size)
     check(by[("lines-2", None)]["lines"] == 2, "lines reported")
     # Exactly --iterations round trips per round; --wait and --zero-copy
     # narrow the rows.
@@ -249,6 +255,52 @@ def pingpong_tests():
           lines[1].split()[:2] == ["floor", "spin"] and
           lines[2].split()[:3] == ["floor", "memcpy", "64"],
           "pingpong table: %r" % lines)
+
+
+def throughput_tests():
+    """The throughput workload: 1, 2, 4 senders back-to-back, nerve and
+    pipe, then nerve's writers with no reader (pipe skips those rows)."""
+    rows = bench("--workload", "throughput", "--duration", "0.2",
+                 "--rounds", "1")
+    check([(r["transport"], r["senders"], r["receivers"]) for r in rows] ==
+          [(t, s, rc) for rc in (1, 0) for s in (1, 2, 4)
+           for t in ("nerve", "pipe")], "throughput rows")
+    for r in rows[:6]:
+        check_row(r, r["transport"], r["senders"])
+        check(r["mode"] == "poll" and r["rate"] == 0 and r["size"] == 64,
+              "throughput configuration")
+        check(r["recv_rate_per_s"] > 0, "throughput rate")
+    for alone, skipped in zip(rows[6::2], rows[7::2]):
+        check("error" not in alone and alone["sent"] > 0 and
+              alone["n"] == 0 and alone["send_rate_per_s"] > 0 and
+              alone["recv_rate_per_s"] == 0, "writers alone: %r" % alone)
+        check("no reader" in skipped.get("skipped", ""),
+              "pipe skips: %r" % skipped)
+
+
+def usage_tests():
+    """Usage errors exit 2; --help exits 0 and names the modes."""
+    for bad in (["--transport", "carrier-pigeon"], ["--size", "8"],
+                ["--rate", "-1"], ["--cpus", "x"], ["--wait", "--poll"],
+                ["--workload", "ach", "--rate", "5"], ["--fifo", "0"],
+                ["--bogus"], ["--size", "64,,128"], ["--senders", "0"],
+                ["--workload", "throughput", "--size", "64,128"],
+                ["--rows", "spin"], ["--iterations", "5"],
+                ["--pingpong", "--transport", "pipe"],
+                ["--pingpong", "--receivers", "2"],
+                ["--pingpong", "--cpus", "0"], ["--pingpong", "--size", "4"],
+                ["--pingpong", "--rows", "bogus"],
+                ["--pingpong", "--lines", "9"],
+                ["--pingpong", "--iterations", "0"],
+                ["--pingpong", "--rounds", "101"],
+                ["--pingpong", "--wait", "--rows", "spin"]):
+        p = subprocess.run([NERVE, "bench"] + bad, capture_output=True,
+                           timeout=30)
+        check(p.returncode == 2, "bench %s: exit %d, want 2"
+              % (bad, p.returncode))
+    p = subprocess.run([NERVE, "bench", "--help"], capture_output=True)
+    check(p.returncode == 0 and b"--transport" in p.stdout and
+          b"--pingpong" in p.stdout, "bench --help")
 
 
 def main():
@@ -310,47 +362,9 @@ def main():
           [(1, 64), (1, 100), (2, 64), (2, 100)], "senders x sizes")
     for r in rows:
         check_row(r, "nerve", r["senders"])
-    # The throughput workload: 1, 2, 4 senders back-to-back, nerve and pipe,
-    # then nerve's writers with no reader (pipe skips those rows).
-    rows = bench("--workload", "throughput", "--duration", "0.2",
-                 "--rounds", "1")
-    check([(r["transport"], r["senders"], r["receivers"]) for r in rows] ==
-          [(t, s, rc) for rc in (1, 0) for s in (1, 2, 4)
-           for t in ("nerve", "pipe")], "throughput rows")
-    for r in rows[:6]:
-        check_row(r, r["transport"], r["senders"])
-        check(r["mode"] == "poll" and r["rate"] == 0 and r["size"] == 64,
-              "throughput configuration")
-        check(r["recv_rate_per_s"] > 0, "throughput rate")
-    for alone, skipped in zip(rows[6::2], rows[7::2]):
-        check("error" not in alone and alone["sent"] > 0 and
-              alone["n"] == 0 and alone["send_rate_per_s"] > 0 and
-              alone["recv_rate_per_s"] == 0, "writers alone: %r" % alone)
-        check("no reader" in skipped.get("skipped", ""),
-              "pipe skips: %r" % skipped)
+    throughput_tests()
     pingpong_tests()
-    # Usage errors exit 2.
-    for bad in (["--transport", "carrier-pigeon"], ["--size", "8"],
-                ["--rate", "-1"], ["--cpus", "x"], ["--wait", "--poll"],
-                ["--workload", "ach", "--rate", "5"], ["--fifo", "0"],
-                ["--bogus"], ["--size", "64,,128"], ["--senders", "0"],
-                ["--workload", "throughput", "--size", "64,128"],
-                ["--rows", "spin"], ["--iterations", "5"],
-                ["--pingpong", "--transport", "pipe"],
-                ["--pingpong", "--receivers", "2"],
-                ["--pingpong", "--cpus", "0"], ["--pingpong", "--size", "4"],
-                ["--pingpong", "--rows", "bogus"],
-                ["--pingpong", "--lines", "9"],
-                ["--pingpong", "--iterations", "0"],
-                ["--pingpong", "--rounds", "101"],
-                ["--pingpong", "--wait", "--rows", "spin"]):
-        p = subprocess.run([NERVE, "bench"] + bad, capture_output=True,
-                           timeout=30)
-        check(p.returncode == 2, "bench %s: exit %d, want 2"
-              % (bad, p.returncode))
-    p = subprocess.run([NERVE, "bench", "--help"], capture_output=True)
-    check(p.returncode == 0 and b"--transport" in p.stdout and
-          b"--pingpong" in p.stdout, "bench --help")
+    usage_tests()
     leftovers = [f for f in os.listdir("/dev/shm") if PREFIX in f]
     check(not leftovers, "bench left %r in /dev/shm" % leftovers)
     if FAILURES:

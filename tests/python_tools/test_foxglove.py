@@ -104,6 +104,30 @@ def test_foxglove_advertises_and_streams(name) -> None:
     assert "forwarded" in err and ", 0 missed" in err
 
 
+def _frame(cid: int, obj: object) -> bytes:
+    """A client message frame (opcode 1) of channel cid carrying obj as JSON."""
+    return struct.pack("<BI", 1, cid) + json.dumps(obj).encode()
+
+
+async def _publish_until_echoed(ws) -> object:
+    """Publish {"speed": i} on client channel 1 until the subscription
+    echoes one of those messages back, and return it decoded (None after
+    60 s). Advertisement and subscription take effect asynchronously; the
+    bound is for a server stalled on a loaded host."""
+    end = time.monotonic() + 60
+    i = 0
+    while time.monotonic() < end:
+        i += 1
+        await ws.send(_frame(1, {"speed": i}))
+        try:
+            m = await asyncio.wait_for(ws.recv(), 0.1)
+        except asyncio.TimeoutError:
+            continue
+        if isinstance(m, bytes) and m[0] == 1:
+            return json.loads(m[13:])
+    return None
+
+
 def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
     """A client asking only for the published subprotocol name,
     foxglove.websocket.v1, is accepted; it sees client publishing
@@ -134,30 +158,11 @@ def test_foxglove_websocket_v1_client_subscribes_and_publishes(name) -> None:
                 {"id": 1, "topic": js_ch, "encoding": "json", "schemaName": "demo.Cmd"},
                 {"id": 2, "topic": imu_ch, "encoding": "json", "schemaName": IMU},
                 {"id": 4, "topic": fresh, "encoding": "json", "schemaName": "demo.New"}]}))
-
-            def frame(cid: int, obj: object) -> bytes:
-                return struct.pack("<BI", 1, cid) + json.dumps(obj).encode()
-
-            # Publish until the subscription echoes one of our messages back
-            # (advertisement and subscription take effect asynchronously;
-            # bounded at 60 s, for a server stalled on a loaded host).
-            echoed = None
-            end = time.monotonic() + 60
-            i = 0
-            while time.monotonic() < end:
-                i += 1
-                await ws.send(frame(1, {"speed": i}))
-                try:
-                    m = await asyncio.wait_for(ws.recv(), 0.1)
-                except asyncio.TimeoutError:
-                    continue
-                if isinstance(m, bytes) and m[0] == 1:
-                    echoed = json.loads(m[13:])
-                    break
+            echoed = await _publish_until_echoed(ws)
             assert echoed is not None and "speed" in echoed
-            await ws.send(frame(2, {"header": {"frame_id": "teleop"},
+            await ws.send(_frame(2, {"header": {"frame_id": "teleop"},
                                     "linear_acceleration": {"z": 1.25}}))
-            await ws.send(frame(4, {"hello": 1}))
+            await ws.send(_frame(4, {"hello": 1}))
             # The cdr channel gets a CDR Imu (decoded by rosbags).
             with nerve.open(imu_ch) as r:
                 msg = None
