@@ -32,13 +32,11 @@ static long long result(const char *tag, const char *key)
     return -1;
 }
 
-int main(int argc, char **argv)
+/* Run `demo --seconds seconds --prefix prefix option`, its standard
+ * output into `out`; returns its wait status. */
+static int run_demo(const char *demo, const char *prefix, const char *seconds,
+                    const char *option)
 {
-    if (argc < 2)
-        NT_FAIL("usage: test_rt_demo path/to/nerve-demo");
-    nt_watchdog(100);
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "nt-%d-demo", (int)getpid());
     int fd[2];
     NT_ASSERT(pipe(fd) == 0);
     pid_t pid = fork();
@@ -47,8 +45,8 @@ int main(int argc, char **argv)
         dup2(fd[1], 1);
         close(fd[0]);
         close(fd[1]);
-        execl(argv[1], argv[1], "--seconds", "2", "--prefix", prefix,
-              "--machine", (char *)NULL);
+        execl(demo, demo, "--seconds", seconds, "--prefix", prefix, option,
+              (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -60,6 +58,17 @@ int main(int argc, char **argv)
     close(fd[0]);
     int st;
     NT_ASSERT(waitpid(pid, &st, 0) == pid);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        NT_FAIL("usage: test_rt_demo path/to/nerve-demo");
+    nt_watchdog(100);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "nt-%d-demo", (int)getpid());
+    int st = run_demo(argv[1], prefix, "2", "--machine");
     fputs(out, stdout);
     NT_ASSERT(WIFEXITED(st));
     NT_EQ(WEXITSTATUS(st), 0);
@@ -110,24 +119,7 @@ int main(int argc, char **argv)
     NT_ASSERT(strstr(out, "abs err: wake-up minus its scheduled time") != NULL);
 
     /* Without --machine: no RESULT line in the text. */
-    NT_ASSERT(pipe(fd) == 0);
-    pid = fork();
-    NT_ASSERT(pid >= 0);
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
-        execl(argv[1], argv[1], "--seconds", "1", "--prefix", prefix,
-              "--no-kill", (char *)NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    len = 0;
-    while ((r = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
-        len += (size_t)r;
-    out[len] = 0;
-    close(fd[0]);
-    NT_ASSERT(waitpid(pid, &st, 0) == pid);
+    st = run_demo(argv[1], prefix, "1", "--no-kill");
     NT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     NT_ASSERT(strstr(out, "RESULT") == NULL);
     NT_ASSERT(strstr(out, "killed:  nothing") != NULL);

@@ -20,13 +20,84 @@ static void series_eq(const struct nerve_rt_series *s, uint64_t n, int64_t min,
     NT_EQ(s->rms_ns, rms);
 }
 
+/* Period 1000 ns, wake-ups late by 10, 30, 5, 15, 40. */
+static const int64_t rel5[5] = {0, 1000, 2000, 3000, 4000};
+static const int64_t wk5[5] = {10, 1030, 2005, 3015, 4040};
+
+/* A long pseudo-random run against a double-precision reference. */
+static void test_long_run(void)
+{
+    struct nerve_rt_series a, r;
+    enum { N = 20000 };
+    static int64_t rel[N], wk[N];
+    uint64_t x = 88172645463325252ull;
+    double s_abs = 0, ss_abs = 0, ss_rel = 0;
+    int64_t jit_abs = 0, jit_rel = 0;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int64_t err = (int64_t)(x % 200000); /* 0 .. 200 us late */
+        rel[i] = 5000000000LL + (int64_t)i * 1000000;
+        wk[i] = rel[i] + err;
+        s_abs += (double)err;
+        ss_abs += (double)err * (double)err;
+        if (err > jit_abs)
+            jit_abs = err;
+        if (i > 0) {
+            int64_t d = (wk[i] - wk[i - 1]) - 1000000;
+            ss_rel += (double)d * (double)d;
+            if (llabs(d) > jit_rel)
+                jit_rel = llabs(d);
+        }
+    }
+    NT_OK(nerve_rt_timing_compute(rel, wk, N, &a, &r));
+    NT_EQ(a.n, N);
+    NT_EQ(a.max_abs_ns, jit_abs);
+    NT_EQ(r.max_abs_ns, jit_rel);
+    NT_CMP(llabs(a.mean_ns - (int64_t)(s_abs / N)), <=, 1);
+    NT_CMP(llabs(a.rms_ns - (int64_t)sqrt(ss_abs / N)), <=, 1);
+    NT_CMP(llabs(r.rms_ns - (int64_t)sqrt(ss_rel / (N - 1))), <=, 1);
+}
+
+/* The printable form names every series and the counters, and reports the
+ * length it needs when the buffer is short. Prints it after "ok". */
+static void test_format(void)
+{
+    struct nerve_task_stats st;
+    memset(&st, 0, sizeof st);
+    st.cycles = 5;
+    st.overruns = 2;
+    st.period_ns = 1000000;
+    st.policy = NERVE_RT_FIFO;
+    st.priority = 56;
+    NT_OK(nerve_rt_timing_compute(rel5, wk5, 5, &st.abs_err, &st.rel_err));
+    char buf[1024];
+    int n = nerve_task_stats_format(&st, "imu", buf, sizeof buf);
+    NT_CMP(n, >, 0);
+    NT_CMP(n, <, (int)sizeof buf);
+    NT_EQ(strlen(buf), n);
+    NT_ASSERT(strstr(buf, "imu:") != NULL);
+    NT_ASSERT(strstr(buf, "SCHED_FIFO prio 56") != NULL);
+    NT_ASSERT(strstr(buf, "5 cycles") != NULL);
+    NT_ASSERT(strstr(buf, "2 overruns") != NULL);
+    NT_ASSERT(strstr(buf, "abs err") != NULL);
+    NT_ASSERT(strstr(buf, "rel err") != NULL);
+    NT_ASSERT(strstr(buf, "(n 5)") != NULL);
+    NT_ASSERT(strstr(buf, "(n 4)") != NULL);
+    char small[16];
+    int n2 = nerve_task_stats_format(&st, "imu", small, sizeof small);
+    NT_EQ(n2, n);
+    NT_EQ(strlen(small), sizeof small - 1);
+    NT_EQ(nerve_task_stats_format(&st, "imu", NULL, 0), n);
+
+    printf("ok: timing statistics\n%s", buf);
+}
+
 int main(void)
 {
     struct nerve_rt_series a, r;
 
-    /* Period 1000 ns, wake-ups late by 10, 30, 5, 15, 40. */
-    int64_t rel5[5] = {0, 1000, 2000, 3000, 4000};
-    int64_t wk5[5] = {10, 1030, 2005, 3015, 4040};
     NT_OK(nerve_rt_timing_compute(rel5, wk5, 5, &a, &r));
     /* abs: mean 20, rms sqrt(2850/5 = 570) = 23.87 -> 23. */
     series_eq(&a, 5, 5, 40, 40, 20, 23);
@@ -68,67 +139,7 @@ int main(void)
     NT_RC(nerve_rt_timing_compute(NULL, wk5, 5, &a, &r), NERVE_EINVAL);
     NT_RC(nerve_rt_timing_compute(rel5, NULL, 5, &a, &r), NERVE_EINVAL);
 
-    /* A long pseudo-random run against a double-precision reference. */
-    enum { N = 20000 };
-    static int64_t rel[N], wk[N];
-    uint64_t x = 88172645463325252ull;
-    double s_abs = 0, ss_abs = 0, ss_rel = 0;
-    int64_t jit_abs = 0, jit_rel = 0;
-    for (int i = 0; i < N; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        int64_t err = (int64_t)(x % 200000); /* 0 .. 200 us late */
-        rel[i] = 5000000000LL + (int64_t)i * 1000000;
-        wk[i] = rel[i] + err;
-        s_abs += (double)err;
-        ss_abs += (double)err * (double)err;
-        if (err > jit_abs)
-            jit_abs = err;
-        if (i > 0) {
-            int64_t d = (wk[i] - wk[i - 1]) - 1000000;
-            ss_rel += (double)d * (double)d;
-            if (llabs(d) > jit_rel)
-                jit_rel = llabs(d);
-        }
-    }
-    NT_OK(nerve_rt_timing_compute(rel, wk, N, &a, &r));
-    NT_EQ(a.n, N);
-    NT_EQ(a.max_abs_ns, jit_abs);
-    NT_EQ(r.max_abs_ns, jit_rel);
-    NT_CMP(llabs(a.mean_ns - (int64_t)(s_abs / N)), <=, 1);
-    NT_CMP(llabs(a.rms_ns - (int64_t)sqrt(ss_abs / N)), <=, 1);
-    NT_CMP(llabs(r.rms_ns - (int64_t)sqrt(ss_rel / (N - 1))), <=, 1);
-
-    /* The printable form names every series and the counters, and reports
-     * the length it needs when the buffer is short. */
-    struct nerve_task_stats st;
-    memset(&st, 0, sizeof st);
-    st.cycles = 5;
-    st.overruns = 2;
-    st.period_ns = 1000000;
-    st.policy = NERVE_RT_FIFO;
-    st.priority = 56;
-    NT_OK(nerve_rt_timing_compute(rel5, wk5, 5, &st.abs_err, &st.rel_err));
-    char buf[1024];
-    int n = nerve_task_stats_format(&st, "imu", buf, sizeof buf);
-    NT_CMP(n, >, 0);
-    NT_CMP(n, <, (int)sizeof buf);
-    NT_EQ(strlen(buf), n);
-    NT_ASSERT(strstr(buf, "imu:") != NULL);
-    NT_ASSERT(strstr(buf, "SCHED_FIFO prio 56") != NULL);
-    NT_ASSERT(strstr(buf, "5 cycles") != NULL);
-    NT_ASSERT(strstr(buf, "2 overruns") != NULL);
-    NT_ASSERT(strstr(buf, "abs err") != NULL);
-    NT_ASSERT(strstr(buf, "rel err") != NULL);
-    NT_ASSERT(strstr(buf, "(n 5)") != NULL);
-    NT_ASSERT(strstr(buf, "(n 4)") != NULL);
-    char small[16];
-    int n2 = nerve_task_stats_format(&st, "imu", small, sizeof small);
-    NT_EQ(n2, n);
-    NT_EQ(strlen(small), sizeof small - 1);
-    NT_EQ(nerve_task_stats_format(&st, "imu", NULL, 0), n);
-
-    printf("ok: timing statistics\n%s", buf);
+    test_long_run();
+    test_format(); /* last: prints "ok" */
     return 0;
 }
