@@ -145,24 +145,11 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int main(void)
+/* 1. A lock word naming threads that do not exist (word is w's lock
+ * word): recovered by a put, reset by a repair. */
+static void bogus_lock_words(nerve_chan *w, volatile uint32_t *word)
 {
-    nt_watchdog(60);
-    g_name = nt_name("lock");
-    nt_create(g_name, 8, 4096);
-    nerve_chan *w, *w2, *r;
-    NT_OK(nerve_chan_open(g_name, NERVE_O_WRITE, &w));
-    NT_OK(nerve_chan_open(g_name, NERVE_O_WRITE, &w2));
-    NT_OK(nerve_chan_open(g_name, NERVE_O_READ, &r));
     struct nerve_put_info pi;
-    char buf[64];
-    struct nerve_get_info gi;
-    void *p;
-    expect_check("writer lock: free");
-
-    /* 1. A lock word naming threads that do not exist. */
-    void *base;
-    volatile uint32_t *word = map_word(&base);
     static const uint32_t bogus[] = {
         0x3ffffff0u,               /* beyond any pid_max */
         0x3ffffff0u | 0x80000000u, /* ... with FUTEX_WAITERS */
@@ -187,57 +174,13 @@ int main(void)
     NT_OK(nerve_chan_put(w, "y", 1, 0, &pi, 0));
     NT_EQ(pi.recovered, 1);
     NT_RC(nerve_chan_repair(g_name, 0x80, msg, sizeof msg), NERVE_EINVAL);
+}
 
-    /* 2. Misuse across threads: commit, abort and close from a thread that
-     * does not hold the reservation are refused and leave it usable; a
-     * second put by the holder is EDEADLK; passed timeouts return at once. */
-    struct res_arg a;
-    pthread_t t;
-    start_reserver(&a, &t, w, 0);
-    expect_check("(alive)");
-    NT_EQ(nerve_chan_repair(g_name, 0, msg, sizeof msg), NERVE_EBUSY);
-    NT_RC(nerve_chan_commit(w, 16, &pi), NERVE_EPERM);
-    NT_RC(nerve_chan_abort(w), NERVE_EPERM);
-    NT_RC(nerve_chan_close(w), NERVE_EBUSY);
-    NT_RC(nerve_chan_put(w, "z", 1, 0, NULL, 0), NERVE_EPERM);
-    /* Defect 7: every passed timeout is one try, then ETIMEDOUT. */
-    NT_RC(nerve_chan_put(w2, "z", 1, -1, NULL, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_put(w2, "z", 1, -5000000000ll, NULL, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_put(w2, "z", 1, 0, NULL, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_put(w2, "z", 1, nerve_clock_now_ns() - 1, NULL,
-                         NERVE_F_ABSTIME),
-          NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_put(w2, "z", 1, -1, NULL, NERVE_F_ABSTIME),
-          NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_reserve(w2, 1, -1, &p, 0), NERVE_ETIMEDOUT);
-    NT_RC(nerve_chan_reserve(w2, 1, INT64_MIN + 1, &p, 0), NERVE_ETIMEDOUT);
-    /* A relative timeout that does pass while the lock is held. */
-    NT_RC(nerve_chan_put(w2, "z", 1, 2000000, NULL, 0), NERVE_ETIMEDOUT);
-    set_phase(&a, 2);
-    wait_phase(&a, 3);
-    NT_EQ(pthread_join(t, NULL), 0);
-    NT_EQ(a.rc, 0);
-    NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEWEST));
-    NT_EQ(gi.len, 16);
-    NT_ASSERT(memcmp(buf, "reserved-message", 16) == 0);
-    expect_check("writer lock: free");
-
-    /* 3. A thread that ends holding a reservation: the kernel releases the
-     * lock through its robust list; the next put recovers. */
-    start_reserver(&a, &t, w2, 1);
-    set_phase(&a, 2);
-    NT_EQ(pthread_join(t, NULL), 0);
-    expect_check("owner died");
-    NT_OK(nerve_chan_put(w, "after", 5, 1000000000, &pi, 0));
-    NT_EQ(pi.recovered, 1);
-    /* w2's reservation belonged to the dead thread: commit from here is
-     * refused (never an unlock of a lock this thread does not hold); a put
-     * or close finds it orphaned and drops it. */
-    NT_RC(nerve_chan_commit(w2, 1, NULL), NERVE_EPERM);
-    NT_OK(nerve_chan_put(w2, "w2", 2, 1000000000, &pi, 0));
-    NT_EQ(pi.recovered, 0);
-
-    /* 4. Passed timeouts on the read side: get, view, wait_any. */
+/* 4. Passed timeouts on the read side: get, view, wait_any. */
+static void read_timeouts(nerve_chan *r)
+{
+    char buf[64];
+    struct nerve_get_info gi;
     NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEWEST));
     uint32_t wf = NERVE_GET_NEXT | NERVE_F_WAIT;
     NT_RC(nerve_chan_get(r, buf, sizeof buf, 0, -1, &gi, wf), NERVE_ETIMEDOUT);
@@ -256,10 +199,18 @@ int main(void)
           NERVE_ETIMEDOUT);
     /* NERVE_FOREVER is not a time any subtraction gives. */
     NT_EQ(NERVE_FOREVER, INT64_MIN);
+}
 
-    /* 5. Contention. A put that waits longer than the spin bound queues
-     * in the kernel, so the word gains FUTEX_WAITERS (an unbounded spin
-     * would never set it), and gets the lock when the holder commits. */
+/* 5. Contention. A put that waits longer than the spin bound queues in
+ * the kernel, so the word gains FUTEX_WAITERS (an unbounded spin would
+ * never set it), and gets the lock when the holder commits. */
+static void contention(nerve_chan *w, nerve_chan *w2, nerve_chan *r,
+                       volatile uint32_t *word)
+{
+    char buf[64];
+    struct nerve_get_info gi;
+    struct res_arg a;
+    pthread_t t;
     start_reserver(&a, &t, w, 0);
     uint64_t one_seq;
     struct putter_arg q = {w2, 1, &one_seq, 1};
@@ -297,6 +248,87 @@ int main(void)
         NT_EQ(seqs[i], first + i);
     NT_EQ(*word, 0);
     expect_check("writer lock: free");
+}
+
+/* 3. A thread that ends holding a reservation of w2: the kernel releases
+ * the lock through its robust list; the next put (by w) recovers. */
+static void dead_holder(nerve_chan *w, nerve_chan *w2)
+{
+    struct nerve_put_info pi;
+    struct res_arg a;
+    pthread_t t;
+    start_reserver(&a, &t, w2, 1);
+    set_phase(&a, 2);
+    NT_EQ(pthread_join(t, NULL), 0);
+    expect_check("owner died");
+    NT_OK(nerve_chan_put(w, "after", 5, 1000000000, &pi, 0));
+    NT_EQ(pi.recovered, 1);
+    /* w2's reservation belonged to the dead thread: commit from here is
+     * refused (never an unlock of a lock this thread does not hold); a put
+     * or close finds it orphaned and drops it. */
+    NT_RC(nerve_chan_commit(w2, 1, NULL), NERVE_EPERM);
+    NT_OK(nerve_chan_put(w2, "w2", 2, 1000000000, &pi, 0));
+    NT_EQ(pi.recovered, 0);
+}
+
+int main(void)
+{
+    nt_watchdog(60);
+    g_name = nt_name("lock");
+    nt_create(g_name, 8, 4096);
+    nerve_chan *w, *w2, *r;
+    NT_OK(nerve_chan_open(g_name, NERVE_O_WRITE, &w));
+    NT_OK(nerve_chan_open(g_name, NERVE_O_WRITE, &w2));
+    NT_OK(nerve_chan_open(g_name, NERVE_O_READ, &r));
+    struct nerve_put_info pi;
+    char buf[64];
+    struct nerve_get_info gi;
+    void *p;
+    char msg[512];
+    expect_check("writer lock: free");
+
+    void *base;
+    volatile uint32_t *word = map_word(&base);
+    bogus_lock_words(w, word);
+
+    /* 2. Misuse across threads: commit, abort and close from a thread that
+     * does not hold the reservation are refused and leave it usable; a
+     * second put by the holder is EDEADLK; passed timeouts return at once. */
+    struct res_arg a;
+    pthread_t t;
+    start_reserver(&a, &t, w, 0);
+    expect_check("(alive)");
+    NT_EQ(nerve_chan_repair(g_name, 0, msg, sizeof msg), NERVE_EBUSY);
+    NT_RC(nerve_chan_commit(w, 16, &pi), NERVE_EPERM);
+    NT_RC(nerve_chan_abort(w), NERVE_EPERM);
+    NT_RC(nerve_chan_close(w), NERVE_EBUSY);
+    NT_RC(nerve_chan_put(w, "z", 1, 0, NULL, 0), NERVE_EPERM);
+    /* Defect 7: every passed timeout is one try, then ETIMEDOUT. */
+    NT_RC(nerve_chan_put(w2, "z", 1, -1, NULL, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_put(w2, "z", 1, -5000000000ll, NULL, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_put(w2, "z", 1, 0, NULL, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_put(w2, "z", 1, nerve_clock_now_ns() - 1, NULL,
+                         NERVE_F_ABSTIME),
+          NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_put(w2, "z", 1, -1, NULL, NERVE_F_ABSTIME),
+          NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_reserve(w2, 1, -1, &p, 0), NERVE_ETIMEDOUT);
+    NT_RC(nerve_chan_reserve(w2, 1, INT64_MIN + 1, &p, 0), NERVE_ETIMEDOUT);
+    /* A relative timeout that does pass while the lock is held. */
+    NT_RC(nerve_chan_put(w2, "z", 1, 2000000, NULL, 0), NERVE_ETIMEDOUT);
+    set_phase(&a, 2);
+    wait_phase(&a, 3);
+    NT_EQ(pthread_join(t, NULL), 0);
+    NT_EQ(a.rc, 0);
+    NT_OK(nerve_chan_get(r, buf, sizeof buf, 0, 0, &gi, NERVE_GET_NEWEST));
+    NT_EQ(gi.len, 16);
+    NT_ASSERT(memcmp(buf, "reserved-message", 16) == 0);
+    expect_check("writer lock: free");
+
+    dead_holder(w, w2);
+    read_timeouts(r);
+
+    contention(w, w2, r, word);
 
     munmap(base, 4096);
     NT_OK(nerve_chan_close(w));
