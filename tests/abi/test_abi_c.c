@@ -65,35 +65,14 @@ static int one_tick(void *arg, const struct nerve_task_tick *tick)
     return 1; /* stop after one cycle */
 }
 
-int main(int argc, char **argv)
+/* A channel's output structs: the library zeroes the reserved tail. */
+static void chan_outputs(struct nerve_chan_opts *o)
 {
-    if (argc > 1 && strcmp(argv[1], "--sizes") == 0) {
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            printf("%s %zu\n", sizes[i].name, sizes[i].size);
-        return 0;
-    }
-
-    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
-    struct nerve_rt_prio_map pm = NERVE_RT_PRIO_MAP_INIT;
-    struct nerve_task_opts to = NERVE_TASK_OPTS_INIT;
-    CHECK(o.size == sizeof o && pm.size == sizeof pm && to.size == sizeof to);
-
-    const char *text = NULL;
-    CHECK(nerve_version(&text) == NERVE_VERSION_NUMBER);
-    CHECK(text && strcmp(text, NERVE_VERSION_STRING) == 0);
-    CHECK(nerve_version(NULL) == NERVE_VERSION_NUMBER);
-
-    /* Codes: the table's own, and any other errno passed through. */
-    CHECK(nerve_err_name(NERVE_EVERSION)[0] == 'E');
-    CHECK(strcmp(nerve_err_name(NERVE_EDECODE), "EDECODE") == 0);
-    CHECK(strcmp(nerve_err_name(-EIO), "EIO") == 0);
-
-    /* Output structs: the library zeroes the reserved tail. */
     char name[64];
     snprintf(name, sizeof name, "nt-abi-%d", (int)getpid());
-    o.slots = 8;
-    o.data_size = 4096;
-    CHECK(nerve_chan_create(name, &o) == 0);
+    o->slots = 8;
+    o->data_size = 4096;
+    CHECK(nerve_chan_create(name, o) == 0);
     nerve_chan *c = NULL;
     CHECK(nerve_chan_open(name, NERVE_O_WRITE, &c) == 0);
     if (c) {
@@ -124,6 +103,32 @@ int main(int argc, char **argv)
         CHECK(nerve_chan_close(c) == 0);
     }
     CHECK(nerve_chan_unlink(name) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--sizes") == 0) {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            printf("%s %zu\n", sizes[i].name, sizes[i].size);
+        return 0;
+    }
+
+    struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
+    struct nerve_rt_prio_map pm = NERVE_RT_PRIO_MAP_INIT;
+    struct nerve_task_opts to = NERVE_TASK_OPTS_INIT;
+    CHECK(o.size == sizeof o && pm.size == sizeof pm && to.size == sizeof to);
+
+    const char *text = NULL;
+    CHECK(nerve_version(&text) == NERVE_VERSION_NUMBER);
+    CHECK(text && strcmp(text, NERVE_VERSION_STRING) == 0);
+    CHECK(nerve_version(NULL) == NERVE_VERSION_NUMBER);
+
+    /* Codes: the table's own, and any other errno passed through. */
+    CHECK(nerve_err_name(NERVE_EVERSION)[0] == 'E');
+    CHECK(strcmp(nerve_err_name(NERVE_EDECODE), "EDECODE") == 0);
+    CHECK(strcmp(nerve_err_name(-EIO), "EIO") == 0);
+
+    chan_outputs(&o);
 
     struct nerve_rt_caps caps;
     memset(&caps, 0xa5, sizeof caps);

@@ -149,22 +149,10 @@ static void check_usable(nerve_chan *w, nerve_chan *r, uint32_t *recovered)
     }
 }
 
-int main(int argc, char **argv)
+/* Phase 1: every crash point, several times each, with no other writer,
+ * so the next put must be the one that recovers. Returns the kills. */
+static unsigned crash_points(nerve_chan *w, nerve_chan *r, uint64_t seed)
 {
-    long kills = argc > 1 ? atol(argv[1]) : 2000;
-    nt_watchdog(600);
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
-              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    chan = nt_name("crash");
-    nt_create(chan, 32, 16384);
-    nerve_chan *w, *r;
-    NT_OK(nerve_chan_open(chan, NERVE_O_WRITE, &w));
-    NT_OK(nerve_chan_open(chan, NERVE_O_READ, &r));
-    uint64_t seed = (uint64_t)time(NULL);
-    printf("seed %llu\n", (unsigned long long)seed);
-
-    /* Phase 1: every crash point, several times each, with no other writer,
-     * so the next put must be the one that recovers. */
     unsigned point_kills = 0;
     for (unsigned i = 0; i < NPOINTS; i++) {
         for (int k = 0; k < 8; k++) {
@@ -182,6 +170,44 @@ int main(int argc, char **argv)
             NT_OK(nerve_chan_check(chan, msg, sizeof msg));
         }
     }
+    return point_kills;
+}
+
+/* Phase 3: readers killed while waiting leave the channel working. */
+static void killed_waiting_readers(nerve_chan *w, nerve_chan *r)
+{
+    for (int k = 0; k < 20; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            nerve_chan *rr;
+            NT_OK(nerve_chan_open(chan, NERVE_O_READ, &rr));
+            nerve_chan_seek(rr, UINT64_MAX - 1);
+            int rc = nerve_chan_get(rr, NULL, 0, 0, NERVE_FOREVER, NULL,
+                                    NERVE_F_WAIT);
+            _exit(rc == 0 ? 1 : 2); /* never reached: killed first */
+        }
+        kill(pid, SIGKILL);
+        expect_killed(pid);
+        uint32_t rec;
+        check_usable(w, r, &rec);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    long kills = argc > 1 ? atol(argv[1]) : 2000;
+    nt_watchdog(600);
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    chan = nt_name("crash");
+    nt_create(chan, 32, 16384);
+    nerve_chan *w, *r;
+    NT_OK(nerve_chan_open(chan, NERVE_O_WRITE, &w));
+    NT_OK(nerve_chan_open(chan, NERVE_O_READ, &r));
+    uint64_t seed = (uint64_t)time(NULL);
+    printf("seed %llu\n", (unsigned long long)seed);
+
+    unsigned point_kills = crash_points(w, r, seed);
 
     /* Phase 2: random instants, with a bystander writer and a verifying
      * reader running throughout. */
@@ -207,22 +233,7 @@ int main(int argc, char **argv)
             atomic_fetch_add(&sh->recoveries, 1);
     }
 
-    /* Phase 3: readers killed while waiting leave the channel working. */
-    for (int k = 0; k < 20; k++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            nerve_chan *rr;
-            NT_OK(nerve_chan_open(chan, NERVE_O_READ, &rr));
-            nerve_chan_seek(rr, UINT64_MAX - 1);
-            int rc = nerve_chan_get(rr, NULL, 0, 0, NERVE_FOREVER, NULL,
-                                    NERVE_F_WAIT);
-            _exit(rc == 0 ? 1 : 2); /* never reached: killed first */
-        }
-        kill(pid, SIGKILL);
-        expect_killed(pid);
-        uint32_t rec;
-        check_usable(w, r, &rec);
-    }
+    killed_waiting_readers(w, r);
 
     atomic_store(&sh->stop, 1);
     int status;
