@@ -700,6 +700,63 @@ static void summary(const char *res, double seconds, int killed,
                act_missed, log_missed > 0 ? log_missed : 0);
 }
 
+/* Stop the producer first, then everyone; each role reports. Returns 1
+ * if a role ended badly. */
+static int stop_roles(void)
+{
+    int bad = 0;
+    for (int r = NROLES - 1; r >= 0; r--) {
+        if (pids[r] > 0)
+            kill(pids[r], SIGTERM);
+    }
+    for (int r = 0; r < NROLES; r++) {
+        int st;
+        if (pids[r] <= 0)
+            continue;
+        if (waitpid(pids[r], &st, 0) == pids[r] &&
+            !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+            fprintf(stderr, "nerve-demo: %s ended badly (status 0x%x)\n",
+                    role_names[r], st);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
+/* Print the roles' reports in the order they arrived, except their RESULT
+ * lines, which go to results (size bytes, kept for the summary and printed
+ * only with --machine). Returns the number of reports. */
+static int print_reports(nerve_chan *rep_ch, char *results, size_t size)
+{
+    char *buf = malloc(256 * 1024);
+    size_t rlen = 0;
+    struct nerve_get_info info;
+    int reports = 0;
+    results[0] = '\0';
+    while (buf && nerve_chan_get(rep_ch, buf, 256 * 1024, 0, 0, &info,
+                                 NERVE_GET_NEXT) == 0) {
+        if (strncmp(buf, "READY ", 6) == 0)
+            continue;
+        for (char *line = buf; *line;) {
+            char *nl = strchr(line, '\n');
+            size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
+            if (strncmp(line, "RESULT ", 7) == 0) {
+                if (rlen + n < size) {
+                    memcpy(results + rlen, line, n);
+                    rlen += n;
+                    results[rlen] = '\0';
+                }
+            } else {
+                fwrite(line, 1, n, stdout);
+            }
+            line += n;
+        }
+        reports++;
+    }
+    free(buf);
+    return reports;
+}
+
 static int launcher(const char *self, double seconds, int kill_mid)
 {
     struct sigaction sa;
@@ -759,52 +816,10 @@ static int launcher(const char *self, double seconds, int kill_mid)
     }
     if (rc == 0)
         nap_until(t0 + (int64_t)(seconds * 1e9));
-    /* Stop the producer first, then everyone; each role reports. */
-    int bad = 0;
-    for (int r = NROLES - 1; r >= 0; r--) {
-        if (pids[r] > 0)
-            kill(pids[r], SIGTERM);
-    }
-    for (int r = 0; r < NROLES; r++) {
-        int st;
-        if (pids[r] <= 0)
-            continue;
-        if (waitpid(pids[r], &st, 0) == pids[r] &&
-            !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-            fprintf(stderr, "nerve-demo: %s ended badly (status 0x%x)\n",
-                    role_names[r], st);
-            bad = 1;
-        }
-    }
-    /* The reports, in the order they arrived; RESULT lines are kept for
-     * the summary and printed only with --machine. */
+    int bad = stop_roles();
     printf("\n");
-    char *buf = malloc(256 * 1024);
     static char results[16384];
-    size_t rlen = 0;
-    struct nerve_get_info info;
-    int reports = 0;
-    while (buf && nerve_chan_get(rep_ch, buf, 256 * 1024, 0, 0, &info,
-                                 NERVE_GET_NEXT) == 0) {
-        if (strncmp(buf, "READY ", 6) == 0)
-            continue;
-        for (char *line = buf; *line;) {
-            char *nl = strchr(line, '\n');
-            size_t n = nl ? (size_t)(nl - line) + 1 : strlen(line);
-            if (strncmp(line, "RESULT ", 7) == 0) {
-                if (rlen + n < sizeof results) {
-                    memcpy(results + rlen, line, n);
-                    rlen += n;
-                    results[rlen] = '\0';
-                }
-            } else {
-                fwrite(line, 1, n, stdout);
-            }
-            line += n;
-        }
-        reports++;
-    }
-    free(buf);
+    int reports = print_reports(rep_ch, results, sizeof results);
     if (killed)
         printf("planner: killed mid-run (no report); the controller kept "
                "using its last plan.\n");
