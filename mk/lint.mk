@@ -9,10 +9,10 @@
 #                  scripts/check-cmake-sources: every C source and test of
 #                  src/ and tests/, and every source of tools/ros2/ and
 #                  rmw_nerve/src/, is in the list CMake builds it from
-#   lint-length    scripts/check-function-length: no product function (C
-#                  and C++ of src/, tools/, rmw_nerve/src/; Rust of
-#                  rust/*/src/) over 80 lines, except the few it lists with
-#                  the reason each stays long; and its self-test
+#   lint-length    scripts/check-function-length: no function over 80
+#                  lines in the C, C++, Python and Rust files git lists
+#                  (product, tests, benchmarks, examples), except those it
+#                  lists with the reason each stays long; and its self-test
 #   lint-cppcheck  cppcheck over src/ and tools/ (warning, portability and
 #                  performance checks; a false positive is suppressed inline
 #                  with `cppcheck-suppress ID ; reason`)
