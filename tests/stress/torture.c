@@ -262,6 +262,46 @@ static void check_msg(int kind, const void *p, const struct nerve_get_info *gi,
     atomic_fetch_add(&sh->verified[kind], 1);
 }
 
+/* One zero-copy read (RK_VIEW): the next message's view, its bytes
+ * checked in place and then validated; a stale view is counted, never
+ * checked as data. Returns nerve_chan_view's status. */
+static int read_view(nerve_chan *c, unsigned char *buf, uint64_t *cursor,
+                     uint64_t *last)
+{
+    const int kind = RK_VIEW; /* for RFAIL */
+    struct nerve_view v;
+    int r =
+        nerve_chan_view(c, 0, NERVE_FOREVER, &v, NERVE_GET_NEXT | NERVE_F_WAIT);
+    if (r == 0) {
+        if (v.info.seq <= *cursor || v.info.missed != v.info.seq - *cursor - 1)
+            RFAIL("view seq %" PRIu64 " missed %" PRIu64
+                  " after cursor %" PRIu64,
+                  v.info.seq, v.info.missed, *cursor);
+        atomic_fetch_add(&sh->missed, v.info.missed);
+        *cursor = v.info.seq;
+        /* Use the bytes in place, then ask whether they held. */
+        uint32_t id = 0;
+        uint64_t counter = 0;
+        int ok = v.info.len >= 24 &&
+                 nt_payload_check(v.data, v.info.len, &id, &counter);
+        int vr = nerve_chan_view_check(c, &v);
+        if (vr == NERVE_ESTALE) {
+            atomic_fetch_add(&sh->stale, 1);
+        } else if (vr != 0) {
+            RFAIL("view_check: %s", nerve_err_name(vr));
+        } else if (!ok) {
+            RFAIL("view seq %" PRIu64 ": bad checksum yet view_check 0",
+                  v.info.seq);
+        } else {
+            /* Copy out to run the common checks. */
+            memcpy(buf, v.data, v.info.len);
+            if (nerve_chan_view_check(c, &v) == 0)
+                check_msg(kind, buf, &v.info, last);
+        }
+    }
+    return r;
+}
+
 static void reader(int kind, uint64_t seed)
 {
     nerve_chan *c;
@@ -293,37 +333,7 @@ static void reader(int kind, uint64_t seed)
                 check_msg(kind, buf, &gi, last);
             }
         } else if (kind == RK_VIEW) {
-            struct nerve_view v;
-            r = nerve_chan_view(c, 0, NERVE_FOREVER, &v,
-                                NERVE_GET_NEXT | NERVE_F_WAIT);
-            if (r == 0) {
-                if (v.info.seq <= cursor ||
-                    v.info.missed != v.info.seq - cursor - 1)
-                    RFAIL("view seq %" PRIu64 " missed %" PRIu64
-                          " after cursor %" PRIu64,
-                          v.info.seq, v.info.missed, cursor);
-                atomic_fetch_add(&sh->missed, v.info.missed);
-                cursor = v.info.seq;
-                /* Use the bytes in place, then ask whether they held. */
-                uint32_t id = 0;
-                uint64_t counter = 0;
-                int ok = v.info.len >= 24 &&
-                         nt_payload_check(v.data, v.info.len, &id, &counter);
-                int vr = nerve_chan_view_check(c, &v);
-                if (vr == NERVE_ESTALE) {
-                    atomic_fetch_add(&sh->stale, 1);
-                } else if (vr != 0) {
-                    RFAIL("view_check: %s", nerve_err_name(vr));
-                } else if (!ok) {
-                    RFAIL("view seq %" PRIu64 ": bad checksum yet view_check 0",
-                          v.info.seq);
-                } else {
-                    /* Copy out to run the common checks. */
-                    memcpy(buf, v.data, v.info.len);
-                    if (nerve_chan_view_check(c, &v) == 0)
-                        check_msg(kind, buf, &v.info, last);
-                }
-            }
+            r = read_view(c, buf, &cursor, last);
         } else {
             NT_OK(nerve_chan_stat(c, &st));
             if (st.head_seq == 0) {
@@ -605,7 +615,8 @@ static void ns_episode(void)
     ns_episodes++;
 }
 
-int main(int argc, char **argv)
+/* The options; returns --kills. */
+static long parse_args(int argc, char **argv)
 {
     long kills = 2000;
     for (int i = 1; i < argc; i++) {
@@ -626,44 +637,28 @@ int main(int argc, char **argv)
         kills < 300)
         /* 300: enough rounds for a namespace episode at each claim point. */
         NT_FAIL("need 2..%d writers, 1..%d readers, >= 300 kills", MAXW, MAXR);
-    seed = seed * 0x9e3779b97f4a7c15ull | 1;
-    /* Generous: the round rate is about a thousand per second. */
-    nt_watchdog((unsigned)(120 + kills / 20));
-    max_ids = (unsigned)(2 * kills + 64);
+    return kills;
+}
 
-    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
-              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    NT_ASSERT(sh != MAP_FAILED);
-    memset(sh, 0, sizeof *sh);
-    atomic_store(&sh->next_id, 1);
-    chan = nt_name("torture");
-    nt_create(chan, SLOTS, DATA);
-    {
-        char path[512];
-        snprintf(path, sizeof path, "/dev/shm/nerve.%s", chan);
-        int fd = open(path, O_RDWR);
-        NT_CMP(fd, >=, 0);
-        void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        NT_ASSERT(m != MAP_FAILED);
-        close(fd);
-        lock_word = (uint32_t *)((char *)m + 128);
-        pidns_word = (uint64_t *)((char *)m + 128 + 64);
-    }
-    ns_real = can_unshare();
+/* Map the channel's header to watch and forge its lock words. */
+static void map_lock_words(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/nerve.%s", chan);
+    int fd = open(path, O_RDWR);
+    NT_CMP(fd, >=, 0);
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    NT_ASSERT(m != MAP_FAILED);
+    close(fd);
+    lock_word = (uint32_t *)((char *)m + 128);
+    pidns_word = (uint64_t *)((char *)m + 128 + 64);
+}
 
-    /* Inherited by the readers, so that SIGUSR1 never kills one that has
-     * not opened the channel yet. */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sigaction(SIGUSR1, &sa, NULL);
-
-    uint64_t t0 = now_ns();
-    for (int i = 0; i < nreaders; i++)
-        spawn_reader(i);
-    for (int i = 0; i < nwriters; i++)
-        spawn_writer((unsigned)i, -1, 0, 0);
-
+/* Kill writers (and now and then a reader) until `kills` writers died:
+ * at random instants, at crash points, stopped holding the lock, with
+ * ghost lock words and PID namespace episodes in between. */
+static void run_rounds(long kills)
+{
     long round = 0;
     unsigned long done = 0;
     while ((long)done < kills) {
@@ -702,8 +697,11 @@ int main(int argc, char **argv)
         round++;
         done = kills_random + kills_point + kills_stopped;
     }
+}
 
-    /* Stop: writers see the flag, readers are cancelled by SIGUSR1. */
+/* Stop: writers see the flag, readers are cancelled by SIGUSR1. */
+static void stop_all(void)
+{
     atomic_store(&sh->stop, 1);
     for (int i = 0; i < nwriters; i++) {
         int st;
@@ -726,11 +724,14 @@ int main(int argc, char **argv)
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             NT_FAIL("reader %d ended with status 0x%x", (int)rd[i].pid, st);
     }
-    double secs = (double)(now_ns() - t0) / 1e9;
+}
 
-    /* After everything the channel is consistent and accepts a put. */
-    char msg[256];
-    int cr = nerve_chan_check(chan, msg, sizeof msg);
+/* After everything the channel is consistent (nerve_chan_check's status,
+ * its message in msg) and accepts a put, and killed waiting readers cost
+ * a put no futex call. Removes the channel. */
+static int check_after(char *msg, size_t size)
+{
+    int cr = nerve_chan_check(chan, msg, size);
     nerve_chan *w;
     NT_OK(nerve_chan_open(chan, NERVE_O_WRITE, &w));
     unsigned char last[100];
@@ -758,7 +759,12 @@ int main(int argc, char **argv)
     NT_EQ(atomic_load(&zwakes), 0);
     nerve_chan_close(w);
     NT_OK(nerve_chan_unlink(chan));
+    return cr;
+}
 
+/* Print what happened; returns the messages the readers verified. */
+static unsigned long report(double secs)
+{
     unsigned long verified = 0;
     for (int k = 0; k < RK_KINDS; k++)
         verified += atomic_load(&sh->verified[k]);
@@ -794,6 +800,49 @@ int main(int argc, char **argv)
            atomic_load(&sh->stale), atomic_load(&sh->overwritten),
            atomic_load(&sh->elapsed));
     printf("failures: %lu\n", atomic_load(&sh->failures));
+    return verified;
+}
+
+int main(int argc, char **argv)
+{
+    long kills = parse_args(argc, argv);
+    seed = seed * 0x9e3779b97f4a7c15ull | 1;
+    /* Generous: the round rate is about a thousand per second. */
+    nt_watchdog((unsigned)(120 + kills / 20));
+    max_ids = (unsigned)(2 * kills + 64);
+
+    sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    NT_ASSERT(sh != MAP_FAILED);
+    memset(sh, 0, sizeof *sh);
+    atomic_store(&sh->next_id, 1);
+    chan = nt_name("torture");
+    nt_create(chan, SLOTS, DATA);
+    map_lock_words();
+    ns_real = can_unshare();
+
+    /* Inherited by the readers, so that SIGUSR1 never kills one that has
+     * not opened the channel yet. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, NULL);
+
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < nreaders; i++)
+        spawn_reader(i);
+    for (int i = 0; i < nwriters; i++)
+        spawn_writer((unsigned)i, -1, 0, 0);
+
+    run_rounds(kills);
+
+    stop_all();
+    double secs = (double)(now_ns() - t0) / 1e9;
+
+    char msg[256];
+    int cr = check_after(msg, sizeof msg);
+
+    unsigned long verified = report(secs);
 
     NT_EQ(atomic_load(&sh->failures), 0);
     if (cr != 0)
