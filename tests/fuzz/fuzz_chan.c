@@ -42,6 +42,26 @@ static void touch(const void *p, uint64_t n)
     (void)sum;
 }
 
+/* Zero-copy views in every mode from the start (SEQ at head_seq), used,
+ * then validated. */
+static void read_views(nerve_chan *c, uint64_t head_seq, uint64_t data_size)
+{
+    nerve_chan_seek(c, 0);
+    for (uint32_t mode = 0; mode < 4; mode++) {
+        struct nerve_view v;
+        int64_t arg = mode == NERVE_GET_SEQ  ? (int64_t)head_seq
+                      : mode == NERVE_GET_AT ? INT64_MAX
+                                             : 0;
+        int r = nerve_chan_view(c, arg, 0, &v, mode);
+        if (r == 0) {
+            check_info(&v.info, data_size);
+            touch(v.data, v.info.len);
+            r = nerve_chan_view_check(c, &v);
+            must(r == 0 || r == NERVE_ESTALE, "view_check: unexpected error");
+        }
+    }
+}
+
 static void read_all(nerve_chan *c)
 {
     struct nerve_stats st;
@@ -97,21 +117,7 @@ static void read_all(nerve_chan *c)
                            NERVE_GET_AT) == 0)
             check_info(&gi, data_size);
     }
-    /* Zero-copy views, used, then validated. */
-    nerve_chan_seek(c, 0);
-    for (uint32_t mode = 0; mode < 4; mode++) {
-        struct nerve_view v;
-        int64_t arg = mode == NERVE_GET_SEQ  ? (int64_t)st.head_seq
-                      : mode == NERVE_GET_AT ? INT64_MAX
-                                             : 0;
-        r = nerve_chan_view(c, arg, 0, &v, mode);
-        if (r == 0) {
-            check_info(&v.info, data_size);
-            touch(v.data, v.info.len);
-            r = nerve_chan_view_check(c, &v);
-            must(r == 0 || r == NERVE_ESTALE, "view_check: unexpected error");
-        }
-    }
+    read_views(c, st.head_seq, data_size);
     /* Waiting with a zero timeout must not block. */
     r = nerve_chan_get(c, buf, sizeof buf, 0, 0, &gi,
                        NERVE_GET_NEXT | NERVE_F_WAIT);

@@ -126,19 +126,14 @@ static struct file make(uint64_t slots, uint64_t data, int n,
     return f;
 }
 
-int main(int argc, char **argv)
-{
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen_corpus OUTDIR\n");
-        return 2;
-    }
-    outdir = argv[1];
-    static const size_t small[] = {24, 100, 7, 0, 300};
-    static const size_t big[] = {1500, 900, 2000, 64, 1};
-    static const size_t whole[] = {4096};
-    struct file f;
+static const size_t small[] = {24, 100, 7, 0, 300};
+static const size_t big[] = {1500, 900, 2000, 64, 1};
+static const size_t whole[] = {4096};
 
-    /* Valid channels. */
+/* Valid channels. */
+static void valid_channels(void)
+{
+    struct file f;
     f = make(4, 4096, 0, small, 5, 0);
     save(&f, f.n, "OK.OK.empty");
     free(f.b);
@@ -157,107 +152,126 @@ int main(int argc, char **argv)
     f = make(8, 4096, 6, small, 5, 1);
     save(&f, f.n, "OK.OK.metadata");
     free(f.b);
+}
 
-    /* Damaged index or ring state: the header is fine, so open works and
-     * the check finds the damage. */
-    f = make(4, 4096, 11, big, 5, 0);
-    uint64_t head = get64(&f, HDR(head)), tail = get64(&f, HDR(tail));
-    struct file g = {malloc(f.n), f.n};
-#define FRESH() memcpy(g.b, f.b, f.n)
+/* g back to a copy of f (g->b holds f->n bytes). */
+#define FRESH() memcpy(g->b, f->b, f->n)
+
+/* Damaged index or ring state of f, a wrapped channel, written through g:
+ * the header is fine, so open works and the check finds the damage. */
+static void damaged_state(const struct file *f, struct file *g)
+{
+    uint64_t head = get64(f, HDR(head)), tail = get64(f, HDR(tail));
     FRESH();
-    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, seq)),
+    set64(g, slot_field(g, head, offsetof(struct nerve__shm_slot, seq)),
           head + 4);
-    save(&g, g.n, "OK.ECORRUPT.slot-seq");
+    save(g, g->n, "OK.ECORRUPT.slot-seq");
     FRESH();
-    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, len)),
+    set64(g, slot_field(g, head, offsetof(struct nerve__shm_slot, len)),
           1ull << 40);
-    save(&g, g.n, "OK.ECORRUPT.slot-len");
+    save(g, g->n, "OK.ECORRUPT.slot-len");
     FRESH();
-    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off)),
-          get64(&g, slot_field(&g, head - 1,
-                               offsetof(struct nerve__shm_slot, off))));
-    save(&g, g.n, "OK.ECORRUPT.overlap");
+    set64(g, slot_field(g, head, offsetof(struct nerve__shm_slot, off)),
+          get64(g, slot_field(g, head - 1,
+                              offsetof(struct nerve__shm_slot, off))));
+    save(g, g->n, "OK.ECORRUPT.overlap");
     FRESH();
-    set64(
-        &g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off)),
-        get64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, off))) +
-            1);
-    save(&g, g.n, "OK.ECORRUPT.misaligned");
+    set64(g, slot_field(g, head, offsetof(struct nerve__shm_slot, off)),
+          get64(g, slot_field(g, head, offsetof(struct nerve__shm_slot, off))) +
+              1);
+    save(g, g->n, "OK.ECORRUPT.misaligned");
     FRESH();
-    set64(&g, slot_field(&g, head, offsetof(struct nerve__shm_slot, time_ns)),
-          1);
-    save(&g, g.n, "OK.ECORRUPT.time-order");
+    set64(g, slot_field(g, head, offsetof(struct nerve__shm_slot, time_ns)), 1);
+    save(g, g->n, "OK.ECORRUPT.time-order");
     FRESH();
-    set64(&g, HDR(tail), head + 5);
-    save(&g, g.n, "OK.ECORRUPT.tail-beyond-head");
+    set64(g, HDR(tail), head + 5);
+    save(g, g->n, "OK.ECORRUPT.tail-beyond-head");
     FRESH();
-    set64(&g, HDR(tail), 0);
-    save(&g, g.n, "OK.ECORRUPT.tail-zero");
+    set64(g, HDR(tail), 0);
+    save(g, g->n, "OK.ECORRUPT.tail-zero");
     FRESH();
-    set64(&g, HDR(head), 1ull << 62);
-    set64(&g, HDR(tail), tail);
-    save(&g, g.n, "OK.ECORRUPT.head-huge");
+    set64(g, HDR(head), 1ull << 62);
+    set64(g, HDR(tail), tail);
+    save(g, g->n, "OK.ECORRUPT.head-huge");
     FRESH();
-    set64(&g, HDR(wpos), 0);
-    save(&g, g.n, "OK.ECORRUPT.wpos-behind");
+    set64(g, HDR(wpos), 0);
+    save(g, g->n, "OK.ECORRUPT.wpos-behind");
     FRESH();
-    set64(&g, HDR(head), UINT64_MAX);
-    set64(&g, HDR(tail), UINT64_MAX - 1);
-    save(&g, g.n, "OK.ECORRUPT.head-max");
+    set64(g, HDR(head), UINT64_MAX);
+    set64(g, HDR(tail), UINT64_MAX - 1);
+    save(g, g->n, "OK.ECORRUPT.head-max");
     /* The newest message's descriptor on the head line (layout 2). */
     FRESH();
-    set64(&g, HDR(desc_seq), get64(&g, HDR(head)) - 1);
-    save(&g, g.n, "OK.ECORRUPT.desc-seq");
+    set64(g, HDR(desc_seq), get64(g, HDR(head)) - 1);
+    save(g, g->n, "OK.ECORRUPT.desc-seq");
     FRESH();
-    set64(&g, HDR(desc_len), get64(&g, HDR(desc_len)) + 1);
-    save(&g, g.n, "OK.ECORRUPT.desc-len");
+    set64(g, HDR(desc_len), get64(g, HDR(desc_len)) + 1);
+    save(g, g->n, "OK.ECORRUPT.desc-len");
     FRESH();
-    set64(&g, HDR(desc_seq), 0);
-    save(&g, g.n, "OK.OK.desc-cleared");
+    set64(g, HDR(desc_seq), 0);
+    save(g, g->n, "OK.OK.desc-cleared");
+}
 
-    /* Damaged headers: open refuses with the matching error. */
+/* Damaged headers of f, written through g: open refuses with the
+ * matching error. */
+static void damaged_headers(const struct file *f, struct file *g)
+{
     FRESH();
-    g.b[0] ^= 0xff;
-    save(&g, g.n, "ENOTCHAN.ENOTCHAN.bad-magic");
+    g->b[0] ^= 0xff;
+    save(g, g->n, "ENOTCHAN.ENOTCHAN.bad-magic");
     FRESH();
-    save(&g, 0, "ENOTCHAN.ENOTCHAN.empty-file");
+    save(g, 0, "ENOTCHAN.ENOTCHAN.empty-file");
     FRESH();
-    set32(&g, HDR(layout_version), NERVE_LAYOUT_VERSION + 1);
-    save(&g, g.n, "EVERSION.EVERSION.layout-version");
+    set32(g, HDR(layout_version), NERVE_LAYOUT_VERSION + 1);
+    save(g, g->n, "EVERSION.EVERSION.layout-version");
     FRESH();
-    set32(&g, HDR(layout_version), 1);
-    save(&g, g.n, "EVERSION.EVERSION.layout-version-1");
+    set32(g, HDR(layout_version), 1);
+    save(g, g->n, "EVERSION.EVERSION.layout-version-1");
     FRESH();
-    set64(&g, HDR(incompat_flags), 1);
-    save(&g, g.n, "EVERSION.EVERSION.incompat-flag");
+    set64(g, HDR(incompat_flags), 1);
+    save(g, g->n, "EVERSION.EVERSION.incompat-flag");
     FRESH();
-    set32(&g, HDR(abi_endian), 0x04030201u);
-    save(&g, g.n, "EABI.EABI.endian");
+    set32(g, HDR(abi_endian), 0x04030201u);
+    save(g, g->n, "EABI.EABI.endian");
     FRESH();
-    set32(&g, HDR(abi_mutex_size), 4);
-    save(&g, g.n, "EABI.EABI.mutex-size");
+    set32(g, HDR(abi_mutex_size), 4);
+    save(g, g->n, "EABI.EABI.mutex-size");
     FRESH();
-    save(&g, 10000, "ETRUNC.ETRUNC.truncated");
+    save(g, 10000, "ETRUNC.ETRUNC.truncated");
     FRESH();
-    save(&g, 200, "ETRUNC.ETRUNC.short-header");
+    save(g, 200, "ETRUNC.ETRUNC.short-header");
     FRESH();
-    g.n = f.n + 4096;
-    g.b = realloc(g.b, g.n);
-    memset(g.b + f.n, 0, 4096);
-    save(&g, g.n, "ECORRUPT.ECORRUPT.file-longer");
-    g.n = f.n;
+    g->n = f->n + 4096;
+    g->b = realloc(g->b, g->n);
+    memset(g->b + f->n, 0, 4096);
+    save(g, g->n, "ECORRUPT.ECORRUPT.file-longer");
+    g->n = f->n;
     FRESH();
-    set64(&g, HDR(nslots), 4096);
-    save(&g, g.n, "ECORRUPT.ECORRUPT.geometry");
+    set64(g, HDR(nslots), 4096);
+    save(g, g->n, "ECORRUPT.ECORRUPT.geometry");
     FRESH();
-    set64(&g, HDR(data_size), 0);
-    save(&g, g.n, "ECORRUPT.ECORRUPT.data-size-zero");
+    set64(g, HDR(data_size), 0);
+    save(g, g->n, "ECORRUPT.ECORRUPT.data-size-zero");
     FRESH();
-    set32(&g, HDR(type_len), 5000);
-    save(&g, g.n, "ECORRUPT.ECORRUPT.type-len");
+    set32(g, HDR(type_len), 5000);
+    save(g, g->n, "ECORRUPT.ECORRUPT.type-len");
     FRESH();
-    set32(&g, HDR(header_size), 100);
-    save(&g, g.n, "ECORRUPT.ECORRUPT.header-size");
+    set32(g, HDR(header_size), 100);
+    save(g, g->n, "ECORRUPT.ECORRUPT.header-size");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_corpus OUTDIR\n");
+        return 2;
+    }
+    outdir = argv[1];
+    valid_channels();
+    struct file f = make(4, 4096, 11, big, 5, 0);
+    struct file g = {malloc(f.n), f.n};
+    damaged_state(&f, &g);
+    damaged_headers(&f, &g);
     free(g.b);
     free(f.b);
     return 0;
