@@ -47,6 +47,78 @@ static void check(int r, const char *what)
     }
 }
 
+/* The publisher: count + 20 puts of len bytes from buf, stamped, at rate
+ * Hz; prints the put's time and CPU time (p50, p99) as JSON. */
+static void run_pub(nerve_chan *c, unsigned char *buf, size_t len, long count,
+                    double rate)
+{
+    struct timespec settle = {0, 200000000};
+    nanosleep(&settle, NULL);
+    int64_t period = (int64_t)(1e9 / rate);
+    int64_t next = clock_of(CLOCK_MONOTONIC);
+    long n = count + 20;
+    int64_t *cost = calloc((size_t)n, sizeof *cost);
+    int64_t *cpu = calloc((size_t)n, sizeof *cpu);
+    for (long i = 0; i < n; i++) {
+        int64_t c0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
+        int64_t t0 = clock_of(CLOCK_MONOTONIC);
+        memcpy(buf, &t0, sizeof t0);
+        check(nerve_chan_put(c, buf, len, NERVE_FOREVER, NULL, 0), "put");
+        cost[i] = clock_of(CLOCK_MONOTONIC) - t0;
+        cpu[i] = clock_of(CLOCK_THREAD_CPUTIME_ID) - c0;
+        next += period;
+        struct timespec t = {next / 1000000000, next % 1000000000};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+    }
+    qsort(cost, (size_t)n, sizeof *cost, cmp);
+    qsort(cpu, (size_t)n, sizeof *cpu, cmp);
+    printf("{\"publish_p50_us\": %.1f, \"publish_p99_us\": %.1f, "
+           "\"publish_cpu_p50_us\": %.1f, \"publish_cpu_p99_us\": %.1f}\n",
+           cost[(n - 1) / 2] / 1000.0, cost[(long)(0.99 * (n - 1))] / 1000.0,
+           cpu[(n - 1) / 2] / 1000.0, cpu[(long)(0.99 * (n - 1))] / 1000.0);
+}
+
+/* The subscriber: reads until count samples came (or 5 s without one
+ * after the first), prints the latency quantiles as JSON, with every
+ * sample when raw. */
+static void run_sub(nerve_chan *c, unsigned char *buf, size_t len, long count,
+                    int raw)
+{
+    int64_t *lat = calloc((size_t)count, sizeof *lat);
+    long nlat = 0;
+    printf("ready\n");
+    fflush(stdout);
+    /* Until every sample came, or 5 s passed without one after the
+     * first, as rcl_latency. */
+    int64_t end = clock_of(CLOCK_MONOTONIC) + (90 + count / 10) * 1000000000LL;
+    int64_t last = 0;
+    while (nlat < count && clock_of(CLOCK_MONOTONIC) < end &&
+           (last == 0 || clock_of(CLOCK_MONOTONIC) - last < 5000000000LL)) {
+        struct nerve_get_info gi;
+        int r = nerve_chan_get(c, buf, len, 0, 100000000, &gi,
+                               NERVE_GET_NEXT | NERVE_F_WAIT);
+        if (r == NERVE_ETIMEDOUT)
+            continue;
+        check(r, "get");
+        last = clock_of(CLOCK_MONOTONIC);
+        int64_t sent;
+        memcpy(&sent, buf, sizeof sent);
+        lat[nlat++] = last - sent;
+    }
+    qsort(lat, (size_t)nlat, sizeof *lat, cmp);
+#define Q(p) (nlat ? lat[(long)((p) * (nlat - 1))] / 1000.0 : -1.0)
+    printf("{\"n\": %ld, \"p50_us\": %.1f, \"p99_us\": %.1f, \"max_us\": "
+           "%.1f",
+           nlat, Q(0.5), Q(0.99), nlat ? lat[nlat - 1] / 1000.0 : -1.0);
+    if (raw) {
+        printf(", \"lat_us\": [");
+        for (long i = 0; i < nlat; i++)
+            printf("%s%.1f", i ? ", " : "", lat[i] / 1000.0);
+        printf("]");
+    }
+    printf("}\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *name = getenv("NERVE_LAT_CHAN");
@@ -72,68 +144,10 @@ int main(int argc, char **argv)
     check(nerve_chan_open(name, pub ? NERVE_O_WRITE : NERVE_O_READ, &c),
           "open");
     unsigned char *buf = calloc(1, len);
-    if (pub) {
-        struct timespec settle = {0, 200000000};
-        nanosleep(&settle, NULL);
-        int64_t period = (int64_t)(1e9 / rate);
-        int64_t next = clock_of(CLOCK_MONOTONIC);
-        long n = count + 20;
-        int64_t *cost = calloc((size_t)n, sizeof *cost);
-        int64_t *cpu = calloc((size_t)n, sizeof *cpu);
-        for (long i = 0; i < n; i++) {
-            int64_t c0 = clock_of(CLOCK_THREAD_CPUTIME_ID);
-            int64_t t0 = clock_of(CLOCK_MONOTONIC);
-            memcpy(buf, &t0, sizeof t0);
-            check(nerve_chan_put(c, buf, len, NERVE_FOREVER, NULL, 0), "put");
-            cost[i] = clock_of(CLOCK_MONOTONIC) - t0;
-            cpu[i] = clock_of(CLOCK_THREAD_CPUTIME_ID) - c0;
-            next += period;
-            struct timespec t = {next / 1000000000, next % 1000000000};
-            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
-        }
-        qsort(cost, (size_t)n, sizeof *cost, cmp);
-        qsort(cpu, (size_t)n, sizeof *cpu, cmp);
-        printf("{\"publish_p50_us\": %.1f, \"publish_p99_us\": %.1f, "
-               "\"publish_cpu_p50_us\": %.1f, \"publish_cpu_p99_us\": %.1f}\n",
-               cost[(n - 1) / 2] / 1000.0,
-               cost[(long)(0.99 * (n - 1))] / 1000.0, cpu[(n - 1) / 2] / 1000.0,
-               cpu[(long)(0.99 * (n - 1))] / 1000.0);
-    } else {
-        int64_t *lat = calloc((size_t)count, sizeof *lat);
-        long nlat = 0;
-        printf("ready\n");
-        fflush(stdout);
-        /* Until every sample came, or 5 s passed without one after the
-         * first, as rcl_latency. */
-        int64_t end =
-            clock_of(CLOCK_MONOTONIC) + (90 + count / 10) * 1000000000LL;
-        int64_t last = 0;
-        while (nlat < count && clock_of(CLOCK_MONOTONIC) < end &&
-               (last == 0 || clock_of(CLOCK_MONOTONIC) - last < 5000000000LL)) {
-            struct nerve_get_info gi;
-            int r = nerve_chan_get(c, buf, len, 0, 100000000, &gi,
-                                   NERVE_GET_NEXT | NERVE_F_WAIT);
-            if (r == NERVE_ETIMEDOUT)
-                continue;
-            check(r, "get");
-            last = clock_of(CLOCK_MONOTONIC);
-            int64_t sent;
-            memcpy(&sent, buf, sizeof sent);
-            lat[nlat++] = last - sent;
-        }
-        qsort(lat, (size_t)nlat, sizeof *lat, cmp);
-#define Q(p) (nlat ? lat[(long)((p) * (nlat - 1))] / 1000.0 : -1.0)
-        printf("{\"n\": %ld, \"p50_us\": %.1f, \"p99_us\": %.1f, \"max_us\": "
-               "%.1f",
-               nlat, Q(0.5), Q(0.99), nlat ? lat[nlat - 1] / 1000.0 : -1.0);
-        if (argc > 5 && strcmp(argv[5], "raw") == 0) {
-            printf(", \"lat_us\": [");
-            for (long i = 0; i < nlat; i++)
-                printf("%s%.1f", i ? ", " : "", lat[i] / 1000.0);
-            printf("]");
-        }
-        printf("}\n");
-    }
+    if (pub)
+        run_pub(c, buf, len, count, rate);
+    else
+        run_sub(c, buf, len, count, argc > 5 && strcmp(argv[5], "raw") == 0);
     (void)nerve_chan_close(c);
     return 0;
 }
