@@ -1,6 +1,8 @@
 #include "nerve_test.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static void on_alarm(int sig)
@@ -37,6 +39,20 @@ void nt_create(const char *name, uint64_t slots, uint64_t data_size)
     int r = nerve_chan_create(name, &o);
     if (r != 0)
         NT_FAIL("create %s: %s", name, nerve_strerror(r));
+}
+
+void *nt_map_header(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/nerve.%s", name);
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        NT_FAIL("open %s failed", path);
+    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        NT_FAIL("mmap %s failed", path);
+    return m;
 }
 
 /* FNV-1a over the bytes after the 24-byte prefix (id, counter, sum). */

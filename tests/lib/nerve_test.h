@@ -30,6 +30,12 @@ const char *nt_name(const char *tag);
 /* Create a channel with the given geometry (aborts the test on failure). */
 void nt_create(const char *name, uint64_t slots, uint64_t data_size);
 
+/* The first 4 KiB of channel name's file (its header), mapped shared and
+ * writable, as a hostile or buggy process with write access could: for
+ * tests that read or forge header words. Aborts the test on failure;
+ * munmap(p, 4096) when done. */
+void *nt_map_header(const char *name);
+
 /* Fill buf with a deterministic pattern of (id, counter) and a checksum;
  * nt_payload_check verifies one. len >= 24. */
 void nt_payload_fill(void *buf, size_t len, uint32_t id, uint64_t counter);

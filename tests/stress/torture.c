@@ -643,13 +643,7 @@ static long parse_args(int argc, char **argv)
 /* Map the channel's header to watch and forge its lock words. */
 static void map_lock_words(void)
 {
-    char path[512];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", chan);
-    int fd = open(path, O_RDWR);
-    NT_CMP(fd, >=, 0);
-    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    NT_ASSERT(m != MAP_FAILED);
-    close(fd);
+    void *m = nt_map_header(chan);
     lock_word = (uint32_t *)((char *)m + 128);
     pidns_word = (uint64_t *)((char *)m + 128 + 64);
 }

@@ -34,13 +34,7 @@ static const char *g_name;
  * hostile or buggy process with write access could do). */
 static volatile uint32_t *map_word(void **base)
 {
-    char path[512];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", g_name);
-    int fd = open(path, O_RDWR);
-    NT_CMP(fd, >=, 0);
-    *base = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    NT_ASSERT(*base != MAP_FAILED);
-    close(fd);
+    *base = nt_map_header(g_name);
     return (volatile uint32_t *)((char *)*base + LOCK_OFF);
 }
 

@@ -244,14 +244,7 @@ static int refused(int in, int out)
 /* The lock word, to plant what a lost robust-list entry leaves. */
 static volatile uint32_t *lock_word(void)
 {
-    char path[512];
-    snprintf(path, sizeof path, "/dev/shm/nerve.%s", chan);
-    int fd = open(path, O_RDWR);
-    NT_CMP(fd, >=, 0);
-    void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    NT_ASSERT(m != MAP_FAILED);
-    close(fd);
-    return (volatile uint32_t *)((char *)m + 128);
+    return (volatile uint32_t *)((char *)nt_map_header(chan) + 128);
 }
 
 /* 3. C's writer is gone: the host takes over, writes the fifth message
