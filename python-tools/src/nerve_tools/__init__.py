@@ -3,7 +3,7 @@ noun (docs/tools.md, docs/architecture.md):
 
 - ``channel``: ``nerve echo``, ``nerve pub``, ``nerve hz``, ``nerve bw``,
   ``nerve delay`` (live reads and writes of one channel);
-- ``recording``: ``nerve record``, ``nerve play`` (MCAP);
+- ``recording``: ``nerve record``, ``nerve play``, ``nerve blackbox`` (MCAP);
 - ``monitor``: ``nerve top``, ``nerve who``, ``nerve graph``;
 - ``viz``: ``nerve foxglove``, ``nerve plot``;
 - ``bridge``: ``nerve bridge`` (other hosts over Zenoh; ROS 2 over rmw_zenoh);
