@@ -42,7 +42,15 @@ endif()
 set(NERVE_BRIDGE_RS "" CACHE FILEPATH
     "nerve-bridge-rs built by cargo, for the package nerve-bridge (none: not made)")
 if(NERVE_BRIDGE_RS)
-    install(PROGRAMS ${NERVE_BRIDGE_RS} DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT bridge)
+    install(PROGRAMS ${NERVE_BRIDGE_RS} DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME nerve-bridge-rs COMPONENT bridge)
+    # CPACK_STRIP_FILES strips what CMake built; this file it did not.
+    install(CODE "execute_process(COMMAND \"${CMAKE_STRIP}\"
+        \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/nerve-bridge-rs\"
+        COMMAND_ERROR_IS_FATAL ANY)" COMPONENT bridge)
+    install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/nerve-bridge.lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+        RENAME nerve-bridge COMPONENT bridge)
     list(APPEND CPACK_COMPONENTS_ALL bridge)
 endif()
 set(CPACK_PACKAGE_NAME nerve)

@@ -38,11 +38,11 @@ fail() {
     exit 1
 }
 # Only what the installation puts on the PATH: no build tree, no override.
-run() {
-    env -u PYTHONPATH -u NERVE_BRIDGE_RS -u NERVE_CLI PATH="$path" "$@"
-}
+# (A command, not a function, so that `$run ... &` is the process itself,
+# which SIGINT reaches.)
+run="env -u PYTHONPATH -u NERVE_BRIDGE_RS -u NERVE_CLI PATH=$path"
 
-ver=$(run nerve bridge --version 2>&1) || fail "nerve bridge --version: $ver"
+ver=$($run nerve bridge --version 2>&1) || fail "nerve bridge --version: $ver"
 case $ver in
     *"data path: rust ($want: "*) ;;
     *) fail "nerve bridge --version does not name the data path $want: $ver" ;;
@@ -55,8 +55,8 @@ if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null 2>&1; then
 fi
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 domain=$(($$ % 1000 + 5000))
-run nerve create "$ch" --size 64K >/dev/null
-run nerve bridge --listen "tcp/127.0.0.1:$port" --domain "$domain" --id nt-export \
+$run nerve create "$ch" --size 64K >/dev/null
+$run nerve bridge --listen "tcp/127.0.0.1:$port" --domain "$domain" --id nt-export \
     --export "$ch" 2>"$tmp/export.log" &
 exporter=$!
 pids=$exporter
@@ -67,6 +67,7 @@ mount -t tmpfs -o size=16m nt-shm /dev/shm || exit 3
 nerve bridge --connect tcp/127.0.0.1:$port --domain $domain --id nt-import \
     --import '$ch' 2>"$tmp/import.log" &
 b=\$!
+trap 'kill \$b 2>/dev/null' EXIT INT TERM
 i=0
 while [ \$i -lt 600 ]; do
     if [ "\$(nerve get '$ch' 2>/dev/null)" = hello ]; then
@@ -80,14 +81,14 @@ done
 kill \$b
 exit 1
 EOF
-run unshare -m sh "$tmp/import.sh" &
+$run unshare -m sh "$tmp/import.sh" &
 importer=$!
 pids="$exporter $importer"
 # The importer takes what is written after it subscribed: put until it has
 # read one (bounded: 60 s).
 i=0
 while kill -0 "$importer" 2>/dev/null && [ $i -lt 600 ]; do
-    run nerve put "$ch" hello
+    $run nerve put "$ch" hello
     sleep 0.1
     i=$((i + 1))
 done
@@ -104,5 +105,5 @@ pids=""
 [ $rc -eq 0 ] || { cat "$tmp/export.log"; fail "the exporting bridge exited $rc on SIGINT"; }
 grep -q "data path: rust" "$tmp/export.log" && grep -q "data path: rust" "$tmp/import.log" ||
     { cat "$tmp/export.log" "$tmp/import.log"; fail "a bridge did not say 'data path: rust' when ready"; }
-run nerve rm "$ch"
+$run nerve rm "$ch"
 echo "ok: a channel exported by one bridge is imported by another (two /dev/shm, 127.0.0.1)"
