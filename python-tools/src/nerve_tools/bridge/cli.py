@@ -108,7 +108,8 @@ def ls_parser() -> argparse.ArgumentParser:
 
 
 # The data path is the Rust program nerve-bridge-rs (rust/nerve-bridge): this
-# command checks the arguments and runs it. What stays in Python, and why:
+# command runs it with the arguments it was given, which the program checks.
+# What stays in Python, and why:
 # --ros2 (bridge/rmw_zenoh.py: rmw_zenoh's protocol needs the ROS 2 type
 # hashes that rosbags computes in Python), `nerve bridge ls` / `nerve ls
 # --remote` (below) and the registry readers of `nerve top`: tools that ask
@@ -117,7 +118,7 @@ RUST_BIN_ENV = "NERVE_BRIDGE_RS"  # path of nerve-bridge-rs, where it is not fou
 RUST_BIN = "nerve-bridge-rs"
 # What `nerve bridge` says when nerve-bridge-rs is missing: one line, how to get it.
 HOW_TO_GET = ("install the Debian package nerve-bridge, or the Python wheel nerve-bridge "
-              "(pip install nerve-tools[bridge]), or build it: make rust-bridge-install "
+              "(make package, make wheels), or build it into the venv: make rust-bridge-install "
               f"(cargo >= 1.88); {RUST_BIN_ENV}=PATH names one elsewhere")
 
 
