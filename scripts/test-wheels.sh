@@ -59,12 +59,12 @@ sys.stdout.buffer.write(z.read(m[0]) if m else b"")' "$1" "$2"
 nerve_whl=$(ls "$dist"/nerve-*.whl 2>/dev/null | head -n 1)
 tools_whl=$(ls "$dist"/nerve_tools-*.whl 2>/dev/null | head -n 1)
 [ -n "$nerve_whl" ] && [ -n "$tools_whl" ] || fail "no wheels in $dist (make wheels)"
-echo "wheels: $(basename "$nerve_whl") $(basename "$tools_whl")"
+bridge_whl=$(ls "$dist"/nerve_bridge-*.whl 2>/dev/null | head -n 1)
+echo "wheels: $(basename "$nerve_whl") $(basename "$tools_whl")${bridge_whl:+ $(basename "$bridge_whl")}"
 case $nerve_whl in
     *manylinux*) ;;
     *) fail "$(basename "$nerve_whl") is not tagged manylinux" ;;
 esac
-bridge_whl=$(ls "$dist"/nerve_bridge-*.whl 2>/dev/null | head -n 1)
 for whl in "$nerve_whl" "$tools_whl" ${bridge_whl:+"$bridge_whl"}; do
     meta=$(whl_cat "$whl" '*.dist-info/METADATA')
     printf '%s\n' "$meta" | grep -qx 'License-Expression: BSD-2-Clause' ||
