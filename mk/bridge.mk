@@ -21,8 +21,8 @@ test-bridge: $(VENV)/.nerve-tools-installed build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
 	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge_engine.py \
-	    tests/python_tools/test_bridge_peer_doors.py tests/python_tools/test_bridge.py tests/python_tools/test_limits.py \
-	    tests/python_tools/test_ros2_zenoh.py
+	    tests/python_tools/test_bridge_peer_doors.py tests/python_tools/test_bridge.py \
+	    tests/python_tools/test_limits.py tests/python_tools/test_ros2_zenoh.py
 
 # nerve bridge against bare eclipse-zenoh across a veth pair (needs root,
 # about 3 minutes); kept results go in bench/results/bridge-*.md.
