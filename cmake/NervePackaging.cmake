@@ -14,6 +14,9 @@
 #                                         `nerve ros2`, on Debian's Cyclone
 #                                         DDS, libddsc0debian) and the DDS
 #                                         configurations in share/nerve/dds
+#   nerve-bridge     component bridge     nerve-bridge-rs, the data path of
+#                                         `nerve bridge` (the Rust program
+#                                         cargo built: NERVE_BRIDGE_RS)
 #
 # Included when NERVE_DEB_LAYOUT is ON. Configure with
 # -DCMAKE_INSTALL_PREFIX=/usr so that GNUInstallDirs picks
@@ -33,6 +36,22 @@ if(TARGET ach)
 endif()
 if(TARGET nerve_ros2_dds)
     list(APPEND CPACK_COMPONENTS_ALL ros2-dds)
+endif()
+# Cargo, not CMake, builds the Rust bridge (mk/rust.mk, rust-bridge-build);
+# the package takes that file. It must exist when cpack runs, not before.
+set(NERVE_BRIDGE_RS "" CACHE FILEPATH
+    "nerve-bridge-rs built by cargo, for the package nerve-bridge (none: not made)")
+if(NERVE_BRIDGE_RS)
+    install(PROGRAMS ${NERVE_BRIDGE_RS} DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME nerve-bridge-rs COMPONENT bridge)
+    # CPACK_STRIP_FILES strips what CMake built; this file it did not.
+    install(CODE "execute_process(COMMAND \"${CMAKE_STRIP}\"
+        \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/nerve-bridge-rs\"
+        COMMAND_ERROR_IS_FATAL ANY)" COMPONENT bridge)
+    install(FILES ${CMAKE_CURRENT_LIST_DIR}/debian/nerve-bridge.lintian-overrides
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+        RENAME nerve-bridge COMPONENT bridge)
+    list(APPEND CPACK_COMPONENTS_ALL bridge)
 endif()
 set(CPACK_PACKAGE_NAME nerve)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -147,6 +166,17 @@ that publishes nerve channels as ROS 2 topics and imports ROS 2 topics into
 channels. The package also holds DDS configurations for loopback and for
 large data (Cyclone DDS and Fast DDS XML) in /usr/share/nerve/dds. The
 `nerve ros2` command itself is in the nerve-tools Python package.")
+
+# libnerve is linked into the program (nerve-sys links libnerve.a), so its
+# dependencies (libc6, libgcc-s1) all come from dpkg-shlibdeps.
+set(CPACK_DEBIAN_BRIDGE_PACKAGE_NAME nerve-bridge)
+set(CPACK_DEBIAN_BRIDGE_PACKAGE_SECTION net)
+set(CPACK_DEBIAN_BRIDGE_DESCRIPTION "real-time shared-memory IPC for robots - bridge to other hosts
+nerve-bridge-rs is the data path of `nerve bridge`: it makes chosen nerve
+channels of one host appear, with the same names, geometry and metadata, on
+other hosts, carried by Eclipse Zenoh (TCP and TLS, mutual TLS and access
+control by certificate). The `nerve bridge` command itself is in the
+nerve-tools Python package, and runs this program.")
 
 # What Debian adds to the install: each package's
 # /usr/share/doc/PACKAGE/copyright and changelog.Debian.gz (dated by

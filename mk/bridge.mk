@@ -1,8 +1,11 @@
 # nerve bridge (issue 12): channels across hosts on Eclipse Zenoh
-# (python-tools/src/nerve_tools/bridge/, docs/bridge.md). Its tests are
-# in tests/python_tools (test_bridge*.py), so test-tools runs them; the
-# multi-host ones build hosts from network namespaces and need root, ip,
-# nsenter/unshare and tc (they skip with the reason otherwise).
+# (docs/bridge.md): the data path nerve-bridge-rs (rust/nerve-bridge, built
+# and installed by mk/rust.mk), run by the command of
+# python-tools/src/nerve_tools/bridge/. Its tests are in tests/python_tools
+# (test_bridge*.py), so test-tools runs them against the installed
+# program; the multi-host ones build hosts from network namespaces and
+# need root, ip, nsenter/unshare and tc (they skip with the reason
+# otherwise).
 DEPS_PKGS += iproute2 util-linux
 # test_locked_down_robot makes its CA and certificates with openssl.
 DEPS_PKGS += openssl
@@ -18,8 +21,8 @@ test-bridge: $(VENV)/.nerve-tools-installed build
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH NERVE_CLI=$(abspath $(BUILD))/tools/nerve \
 	    $(PY) -m pytest -p no:cacheprovider -c tests/python_tools/pytest.ini \
 	    tests/python_tools/test_bridge_wire.py tests/python_tools/test_bridge_engine.py \
-	    tests/python_tools/test_bridge.py tests/python_tools/test_limits.py \
-	    tests/python_tools/test_ros2_zenoh.py
+	    tests/python_tools/test_bridge_peer_doors.py tests/python_tools/test_bridge.py \
+	    tests/python_tools/test_limits.py tests/python_tools/test_ros2_zenoh.py
 
 # nerve bridge against bare eclipse-zenoh across a veth pair (needs root,
 # about 3 minutes); kept results go in bench/results/bridge-*.md.

@@ -19,10 +19,18 @@ TEST_TARGETS += test-package test-wheels
 package-deps: deps
 	@scripts/deps.sh $(PACKAGE_PKGS)
 
+# nerve-bridge-rs, the data path of `nerve bridge`, for the Debian package
+# nerve-bridge and the wheel nerve-bridge: the release build of mk/rust.mk
+# (rust-bridge-build, which make test's test-bridge-prebuild has already
+# made: the zenoh tree is never compiled twice), or none where no cargo is
+# new enough (then neither is made, and the tests say so).
+BRIDGE_RS_BIN = $(shell rust/cargo-ok.sh $(CARGO) rust/Cargo.toml >/dev/null && echo $(RUST_BRIDGE_BIN))
+
 # Prefix /usr: Debian's multiarch LIBDIR (lib/x86_64-linux-gnu); no RUNPATH
 # in the packaged programs; only what the packages hold is built.
 PACKAGE_TREE = cmake -S . -B $(PKG_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Release \
 	    -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_RPATH=ON \
+	    -DNERVE_BRIDGE_RS=$(BRIDGE_RS_BIN) \
 	    -DNERVE_DEB_LAYOUT=ON -DNERVE_BUILD_TESTS=OFF \
 	    -DNERVE_BUILD_BENCH=OFF -DNERVE_BUILD_EXAMPLES=OFF -DNERVE_BUILD_RMW=OFF && \
 	    cmake --build $(PKG_BUILD) -j$(JOBS)
@@ -32,7 +40,7 @@ PACKAGE_TREE = cmake -S . -B $(PKG_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Releas
 package-tree:
 	$(call locked,package,$(PACKAGE_TREE))
 
-package: package-deps
+package: package-deps rust-bridge-build
 	$(call locked,package,$(PACKAGE_TREE))
 	rm -rf $(PKG_BUILD)/packages
 	cd $(PKG_BUILD) && cpack -G DEB
@@ -57,8 +65,8 @@ test-package: package wheels-venv
 # The rmw_nerve_cpp wheel (ros-jazzy-rmw-nerve-cpp) is built against the
 # Jazzy wheels' venv, and tested in a fresh venv with the same pins.
 ROS2_JAZZY_VENV ?= .venv-jazzy
-wheels: deps $(ROS2_JAZZY_VENV)/.nerve-ros2
-	scripts/build-wheels.sh $(DIST) $(ROS2_JAZZY_VENV)
+wheels: deps $(ROS2_JAZZY_VENV)/.nerve-ros2 rust-bridge-build
+	NERVE_BRIDGE_RS_BIN=$(BRIDGE_RS_BIN) scripts/build-wheels.sh $(DIST) $(ROS2_JAZZY_VENV)
 
 test-wheels: wheels-venv build
 	NERVE_ROS2_JAZZY_PKGS="$(ROS2_JAZZY_PKGS)" NERVE_WHEELS_VENV=$(abspath $(WHEELS_VENV)) \

@@ -14,6 +14,7 @@
 #                      nerve-bridge-rs, where `nerve bridge` finds it; the
 #                      bridge tests of test-tools then run against it
 #   make rust-bridge-install   only the last step
+#   make rust-bridge-build     only the release build (for the packages)
 #   make lint-rust-bridge      clippy over the bridge too (not in `make
 #                      test`: it checks zenoh's whole tree again, about
 #                      1.5 CPU-minutes)
@@ -50,14 +51,23 @@ test-rust: build
 	fi
 	tests/shm_clean.sh after
 
-# The Rust bridge into the venv (beside the Python tools' nerve-bridge),
-# when cargo is new enough; otherwise nerve bridge keeps its Python data
-# path, and says so.
-rust-bridge-install: build
+# The Rust bridge's release build ($(RUST_BRIDGE_BIN)), when cargo is new
+# enough: what rust-bridge-install, make package (the Debian package
+# nerve-bridge) and make wheels (the wheel nerve-bridge) take. In `make
+# test` test-bridge-prebuild has built it already (cargo only checks).
+.PHONY: rust-bridge-build
+rust-bridge-build: build
 	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml; then \
-	    set -e; \
 	    $(CARGO_ENV) $(CARGO) build $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
 	        -p nerve-bridge; \
+	fi
+
+# The Rust bridge into the venv (beside the Python tools' nerve-bridge, the
+# command that runs it), when cargo is new enough; otherwise `nerve bridge`
+# says that its data path is missing and how to get it.
+rust-bridge-install: rust-bridge-build
+	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml >/dev/null; then \
+	    set -e; \
 	    mkdir -p $(VENV)/bin; \
 	    install -m 0755 $(RUST_BRIDGE_BIN) $(VENV)/bin/nerve-bridge-rs; \
 	    echo "installed $(VENV)/bin/nerve-bridge-rs"; \

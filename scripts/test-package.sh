@@ -23,7 +23,12 @@
 #      with the wheels of NERVE_WHEELS_DIR (make test-package sets it) in a
 #      fresh venv (NERVE_WHEELS_VENV when make made it), `nerve ros2` runs from the packages alone
 #      (the root's nerve and nerve-ros2-dds, the venv's nerve-ros2) and
-#      `nerve ros2 config` finds the files.
+#      `nerve ros2 config` finds the files;
+#   7. nerve-bridge (when `make package` had the Rust bridge's build): with
+#      the root's usr/bin first on the PATH and the same venv's nerve-tools,
+#      `nerve bridge --version` names the root's nerve-bridge-rs, and two
+#      bridges carry a message between two /dev/shm
+#      (scripts/test-bridge-smoke.sh).
 # Removes the scratch root and any channel it made (nt-<pid>-*) however it
 # exits.
 set -eu
@@ -46,6 +51,11 @@ if ls "$pkgdir"/nerve-ros2-dds_*.deb >/dev/null 2>&1; then
 else
     echo "SKIP nerve-ros2-dds: not built (make package found no Cyclone DDS: apt-get install cyclonedds-dev)"
 fi
+if ls "$pkgdir"/nerve-bridge_*.deb >/dev/null 2>&1; then
+    names="$names nerve-bridge"
+else
+    echo "SKIP nerve-bridge: not built (make package found no Rust bridge build: it needs cargo >= the crates' rust-version)"
+fi
 for name in $names; do
     f=$(ls "$pkgdir/${name}"_*.deb 2>/dev/null | head -n 1)
     [ -n "$f" ] || fail "package $name not built in $pkgdir"
@@ -59,9 +69,10 @@ echo "== lintian"
 #   maintainer-script-empty        the libraries' postinst/postrm only keep
 #                                  CPack from adding scripts that call
 #                                  ldconfig; the ldconfig trigger runs it;
-#   no-manual-page                 nerve-cyclic and nerve-ach have --help but
-#                                  no page (tools/man/gen-man.py makes pages
-#                                  of the nerve command's own verbs only).
+#   no-manual-page                 nerve-cyclic, nerve-ach and nerve-bridge-rs
+#                                  have --help but no page
+#                                  (tools/man/gen-man.py makes pages of the
+#                                  nerve command's own verbs only).
 if command -v lintian >/dev/null 2>&1; then
     # shellcheck disable=SC2086
     if ! lintian --fail-on error,warning --tag-display-limit 0 \
@@ -273,6 +284,23 @@ printf '%s\n' "$help" | grep -q "^  top .*(not installed: install the nerve-tool
     fail "the packaged nerve help does not name the nerve-tools package for top"
 echo "ok: the packaged nerve help names packages"
 
+# tools_venv: set venv to one holding the wheels of NERVE_WHEELS_DIR
+# (NERVE_WHEELS_VENV when make made it for this run), or return 1 and say
+# why when there are none.
+tools_venv() {
+    whl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve_tools-*.whl 2>/dev/null | head -n 1)
+    nwhl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve-*.whl 2>/dev/null | head -n 1)
+    if [ -z "$whl" ] || [ -z "$nwhl" ]; then
+        echo "SKIP $1 from the packages: no nerve and nerve-tools wheels in NERVE_WHEELS_DIR (make test-package sets it)"
+        return 1
+    fi
+    venv=${NERVE_WHEELS_VENV:-$tmp/venv}
+    if [ -z "${NERVE_WHEELS_VENV:-}" ] && [ ! -x "$venv/bin/python" ]; then
+        "$src/scripts/wheels-venv.sh" "$NERVE_WHEELS_DIR" "$venv" ||
+            fail "pip install the nerve and nerve-tools wheels"
+    fi
+}
+
 case " $names " in
 *" nerve-ros2-dds "*)
     echo "== nerve-ros2-dds"
@@ -286,14 +314,7 @@ case " $names " in
     where=$(ldd "$bin/nerve-ros2-dds" | awk '$1 == "libddsc.so.0debian" {print $3}')
     [ -n "$where" ] || fail "nerve-ros2-dds does not load libddsc.so.0debian"
     echo "ok: depends on libddsc0debian ($where), ships the DDS configurations"
-    whl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve_tools-*.whl 2>/dev/null | head -n 1)
-    nwhl=$(ls "${NERVE_WHEELS_DIR:-/nonexistent}"/nerve-*.whl 2>/dev/null | head -n 1)
-    if [ -z "$whl" ] || [ -z "$nwhl" ]; then
-        echo "SKIP nerve ros2 from the packages: no nerve and nerve-tools wheels in NERVE_WHEELS_DIR (make test-package sets it)"
-    else
-        venv=${NERVE_WHEELS_VENV:-$tmp/venv}  # NERVE_WHEELS_VENV: made for this run
-        [ -n "${NERVE_WHEELS_VENV:-}" ] || "$src/scripts/wheels-venv.sh" "$NERVE_WHEELS_DIR" "$venv" ||
-            fail "pip install the nerve and nerve-tools wheels"
+    if tools_venv "nerve ros2"; then
         rosenv="env -u PYTHONPATH -u NERVE_ROS2_DDS -u NERVE_CLI -u CYCLONEDDS_URI PATH=$bin:$venv/bin:/usr/bin:/bin"
         $rosenv nerve ros2 config loopback | grep -q "/dds/cyclonedds-loopback.xml$" ||
             fail "nerve ros2 config loopback"
@@ -321,9 +342,20 @@ case " $names " in
     ;;
 esac
 
+case " $names " in
+*" nerve-bridge "*)
+    echo "== nerve-bridge"
+    # The root's nerve-bridge-rs comes first on the PATH, before the
+    # venv's (where the nerve-bridge wheel may have put another).
+    if tools_venv "nerve bridge"; then
+        "$src/scripts/test-bridge-smoke.sh" "$bin:$venv/bin:/usr/bin:/bin" "$bin/nerve-bridge-rs"
+    fi
+    ;;
+esac
+
 echo "== removal"
 dpkg --root="$root" --admindir="$admin" --force-script-chrootless --log=/dev/null \
-    -P nerve-ros2-dds nerve-ach libach-nerve-dev libach-nerve0 nerve libnerve-dev "libnerve$abi" \
+    -P nerve-bridge nerve-ros2-dds nerve-ach libach-nerve-dev libach-nerve0 nerve libnerve-dev "libnerve$abi" \
     >"$tmp/dpkg-P.log" 2>&1 || { cat "$tmp/dpkg-P.log"; fail "dpkg -P"; }
 left=$(find "$root" -path "$admin" -prune -o ! -type d -print | head -n 5)
 [ -z "$left" ] || fail "files left after purge: $left"

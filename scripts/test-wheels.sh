@@ -18,7 +18,14 @@
 #   4. every [project.scripts] entry of nerve-tools is a console script in
 #      the venv's bin that answers --help, and `nerve help` (NERVE_CLI, the
 #      C command) lists them as its external verbs;
-#   5. where DIST_DIR holds the ros-jazzy-rmw-nerve-cpp wheel: the ROS 2
+#   5. the nerve-bridge wheel (make wheels makes it where cargo builds the
+#      Rust bridge; otherwise this says SKIP and why): tagged manylinux,
+#      its nerve-bridge-rs is in the venv's bin, and with only that bin, the
+#      nerve command and the system's on the PATH `nerve bridge --version`
+#      names it and two
+#      bridges carry a message from one /dev/shm to another
+#      (scripts/test-bridge-smoke.sh);
+#   6. where DIST_DIR holds the ros-jazzy-rmw-nerve-cpp wheel: the ROS 2
 #      Jazzy wheels (NERVE_ROS2_JAZZY_PKGS, the pins of mk/ros2venv.mk) and
 #      it installed into the same venv, `nerve ros2 exec` finds
 #      rmw_nerve_cpp in the venv alone (NERVE_RMW_LIB unset, no build tree
@@ -52,12 +59,13 @@ sys.stdout.buffer.write(z.read(m[0]) if m else b"")' "$1" "$2"
 nerve_whl=$(ls "$dist"/nerve-*.whl 2>/dev/null | head -n 1)
 tools_whl=$(ls "$dist"/nerve_tools-*.whl 2>/dev/null | head -n 1)
 [ -n "$nerve_whl" ] && [ -n "$tools_whl" ] || fail "no wheels in $dist (make wheels)"
-echo "wheels: $(basename "$nerve_whl") $(basename "$tools_whl")"
+bridge_whl=$(ls "$dist"/nerve_bridge-*.whl 2>/dev/null | head -n 1)
+echo "wheels: $(basename "$nerve_whl") $(basename "$tools_whl")${bridge_whl:+ $(basename "$bridge_whl")}"
 case $nerve_whl in
     *manylinux*) ;;
     *) fail "$(basename "$nerve_whl") is not tagged manylinux" ;;
 esac
-for whl in "$nerve_whl" "$tools_whl"; do
+for whl in "$nerve_whl" "$tools_whl" ${bridge_whl:+"$bridge_whl"}; do
     meta=$(whl_cat "$whl" '*.dist-info/METADATA')
     printf '%s\n' "$meta" | grep -qx 'License-Expression: BSD-2-Clause' ||
         fail "$(basename "$whl") does not name BSD-2-Clause"
@@ -108,6 +116,20 @@ env -u PYTHONPATH PATH="$venv/bin:$PATH" ${cli:+NERVE_CLI="$cli"} \
     "$py" -m pytest -q -p no:cacheprovider -c python_tools/pytest.ini \
     -k "round_trip_record_play_record or nerve_verbs_run_the_tools" \
     python_tools/test_record_play.py
+if [ -z "$bridge_whl" ]; then
+    echo "SKIP nerve-bridge wheel: none in $dist (make wheels builds it where cargo builds the Rust bridge)"
+else
+    echo "== $(basename "$bridge_whl"): nerve bridge from the venv alone"
+    case $bridge_whl in
+        *manylinux*) ;;
+        *) fail "$(basename "$bridge_whl") is not tagged manylinux" ;;
+    esac
+    [ -x "$venv/bin/nerve-bridge-rs" ] || fail "the nerve-bridge wheel did not install nerve-bridge-rs into the venv's bin"
+    [ -n "$cli" ] || fail "no NERVE_CLI: the bridge smoke needs the nerve command"
+    mkdir -p "$tmp/clibin"
+    ln -s "$cli" "$tmp/clibin/nerve"
+    "$src/scripts/test-bridge-smoke.sh" "$venv/bin:$tmp/clibin:/usr/bin:/bin" "$venv/bin/nerve-bridge-rs"
+fi
 rmw_whl=$(ls "$dist"/ros_jazzy_rmw_nerve_cpp-*.whl 2>/dev/null | head -n 1)
 if [ -z "$rmw_whl" ]; then
     echo "SKIP rmw_nerve wheel: none in $dist (make wheels builds it when .venv-jazzy exists)"

@@ -140,8 +140,9 @@ def main() -> int:
                     help="pin the sending host's programs to CPU 0 and the receiving host's to CPU 1, "
                          "on both paths")
     ap.add_argument("--poll", type=float, default=0, metavar="USEC",
-                    help="the exporting bridge runs with --poll USEC and every nerve reader of the latency "
-                         "phases (bridge path and hop) waits with the same lead and spin")
+                    help="every nerve reader of the latency phases (bridge path and hop) waits with a "
+                         "lead of USEC and a spin of twice that (the bridge's exporter sleeps in nerve's "
+                         "blocking read: its --poll went with the Python data path)")
     ap.add_argument("--perf", type=Path, metavar="DIR",
                     help="record each bridge with `perf record -e cpu-clock -g` over the bridge runs of thr64, "
                          "into DIR/PATH-{export,import}-rN.data")
@@ -201,7 +202,7 @@ def main() -> int:
         if args.callgrind:
             args.callgrind.mkdir(parents=True, exist_ok=True)
         b1 = h1.spawn(*pinned(c_send, [*bridge("export"), "--listen", f"tcp/{h1.addr}:7447", "--export", "bench.*",
-                                       *bargs, *(["--poll", *pol] if pol else [])]),
+                                       *bargs]),
                       log=tmp / "b1.log")
         b2 = h2.spawn(*pinned(c_recv, [*bridge("import"), "--connect", f"tcp/{h1.addr}:7447", "--import", "bench.*",
                                        *bargs]), log=tmp / "b2.log")
@@ -349,7 +350,7 @@ def render(rounds: List[Dict[str, Dict]], phases: List[str], stats: Dict, args, 
          "use the same Zenoh configuration (bridge_zenoh.make_config: peer, multicast scouting off, "
          "Zenoh shared memory off) and the same publisher QoS (congestion control DROP, priority DATA, "
          f"express {'on' if args.express else 'off'}). "
-         + (f"Polling: the exporting bridge runs with --poll {args.poll:g} and every nerve reader of the latency "
+         + (f"Polling: every nerve reader of the latency "
             f"phases waits with a lead of {args.poll:g} µs and a spin of {2 * args.poll:g} µs (nerve.Channel.get's "
             "spin and lead); the bare Zenoh subscriber has no such knob. " if args.poll else "") +
          f"CPU placement: {placement}, both paths. "

@@ -133,8 +133,7 @@ def nerve_reader(name: str, n: int, idle_s: float, mode: str = "wait", poll_us: 
     """mode: "wait" (blocking get(): one copy, the cheapest read of small
     messages), "view" (blocking zero-copy view: large messages), "poll"
     (get() every 0.2 ms: throughput). poll_us > 0: the blocking reads wait
-    with a lead of poll_us and a spin of twice that (as nerve bridge
-    --poll)."""
+    with a lead of poll_us and a spin of twice that."""
     poll = mode == "poll"
     end = time.monotonic() + 30
     while True:

@@ -86,36 +86,51 @@ def test_config_file_then_flags(tmp_path) -> None:
         make_config(SessionOptions(config=str(f)))
 
 
-def test_version_and_launcher_name_the_data_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`nerve bridge --version` says which data path a run uses: Python
-    when forced or when nerve-bridge-rs is not installed, Rust when it is
-    (and then it also answers for the program); --ros2 and --poll stay
-    Python; a forced Rust path that is not installed is an error."""
-    import argparse
+def test_launcher_runs_the_rust_data_path_or_says_how_to_get_it(monkeypatch, capsys, tmp_path) -> None:
+    """`nerve bridge` runs nerve-bridge-rs ($NERVE_BRIDGE_RS, the PATH,
+    beside this Python); where there is none it exits 1 with one line
+    saying how to get it, also for --version. --poll, the retired Python
+    data path's, is a usage error that says so."""
+    from nerve_tools.bridge import cli
 
-    from nerve_tools.bridge import cli as bridge
-
-    monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "python")
-    assert "data path: python" in bridge.version_text()
-    assert bridge.data_path()[0] == "python"
-    monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "bogus")
-    with pytest.raises(BridgeError, match="rust or python"):
-        bridge.data_path()
-    monkeypatch.setenv("NERVE_BRIDGE_DATA_PATH", "rust")
-    monkeypatch.setenv("NERVE_BRIDGE_RS", "/nonexistent/nerve-bridge-rs")
-    with pytest.raises(BridgeError, match="not installed"):
-        bridge.data_path()
-    monkeypatch.delenv("NERVE_BRIDGE_DATA_PATH")
-    assert bridge.data_path() == ("python", "nerve-bridge-rs not installed")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(cli.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.delenv("NERVE_BRIDGE_RS", raising=False)
+    for argv in (["--export", "x"], ["--version"]):
+        assert cli.main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert "nerve-bridge-rs, the data path of nerve bridge, is not installed: install the Debian " \
+               "package nerve-bridge, or the Python wheel nerve-bridge" in err, err
+    monkeypatch.setenv("NERVE_BRIDGE_RS", str(tmp_path / "nope"))
+    assert cli.main(["--export", "x"]) == 1
+    assert "NERVE_BRIDGE_RS=" + str(tmp_path / "nope") + " is not an executable program" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--poll", "50", "--export", "x"])
+    assert e.value.code == 2
+    assert "--poll is no longer offered" in capsys.readouterr().err
+    # Found on the PATH: the version names it and its Zenoh.
+    fake = tmp_path / "nerve-bridge-rs"
+    fake.write_text("#!/bin/sh\necho 'nerve-bridge-rs 0.1.0 (data path: rust, zenoh 1.10.2)'\n")
+    fake.chmod(0o755)
     monkeypatch.delenv("NERVE_BRIDGE_RS")
-    rs = bridge.rust_binary()
-    ros2 = argparse.Namespace(ros2=True, poll=0.0)
-    assert bridge.data_path(ros2) == ("python", "--ros2")
-    if rs is None:
-        pytest.skip("nerve-bridge-rs is not installed: the Rust half is not checked")
-    assert bridge.data_path(argparse.Namespace(ros2=False, poll=0.0)) == ("rust", rs)
-    text = bridge.version_text()
-    assert "data path: rust" in text and "zenoh 1.10.2" in text, text
+    assert cli.rust_binary() == str(fake)
+    text = cli.version_text()
+    assert f"data path: rust ({fake}: nerve-bridge-rs 0.1.0 (data path: rust, zenoh 1.10.2))" in text, text
+
+
+def test_ls_remote_without_a_peer_says_so_at_once() -> None:
+    """`nerve ls --remote` with no --connect, --config or --scout could
+    reach nobody (multicast scouting is off): a usage error naming the
+    options, not a 'cannot reach' after the timeout."""
+    import subprocess
+
+    from conftest import tool
+
+    r = subprocess.run([tool("bridge"), "ls", "--timeout", "30"],
+                       capture_output=True, text=True, timeout=25)
+    assert r.returncode == 2, r.stderr
+    assert "no peer to ask: give --connect ENDPOINT" in r.stderr, r.stderr
 
 
 def test_ls_remote_escapes_what_peers_say(monkeypatch, capsys) -> None:

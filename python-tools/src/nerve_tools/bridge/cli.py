@@ -6,6 +6,8 @@ types and newest-first behaviour, on other hosts, carried by Eclipse Zenoh.
     nerve bridge ls [--connect ENDPOINT]... [--config ZENOH_JSON5] [--domain N] [--json]
     (nerve ls --remote ... runs the second form)
 
+The first form runs the data path, the Rust program nerve-bridge-rs, with
+the same arguments (with --ros2: bridge/rmw_zenoh.py, in this process).
 docs/bridge.md has the quick start, the key expressions and the metadata
 format, Zenoh configuration examples and what is guaranteed.
 """
@@ -23,16 +25,13 @@ import threading
 import time
 from typing import Optional, Sequence
 
-from .. import _limits as limits
 from .. import options
 from .._text import escape
 from . import registry
-from .engine import BridgeOptions, HostBridge, import_grace_s
 from .wire import (
     BridgeError,
     Description,
     SessionOptions,
-    host_id,
     open_session,
     prefix,
     query_descriptions,
@@ -44,9 +43,6 @@ PROG = "nerve bridge"
 CONNECT_TIMEOUT_S = 5.0
 # After connecting, how long ls lets declarations arrive before it asks.
 SETTLE_S = 0.3
-# Longest --poll: a tenth of a second of polling per message is already
-# one core busy for any channel faster than 5 Hz.
-MAX_POLL_US = 100_000
 
 
 def _session_args(p: argparse.ArgumentParser) -> None:
@@ -83,12 +79,10 @@ def parser() -> argparse.ArgumentParser:
                    help="send every message at once, without batching (lower latency under load, "
                         "lower throughput of small messages)")
     p.add_argument("--version", action="store_true",
-                   help="say which data path (rust or python) a run uses, and the Zenoh underneath")
-    p.add_argument("--poll", type=float, default=0.0, metavar="USEC",
-                   help="exporters poll a periodic channel from USEC microseconds before its next "
-                        "message is due (learnt from its rate) instead of sleeping until the writer "
-                        "wakes them: one wake-up less per message for about 2 x USEC of CPU "
-                        "(for a spare core; 0: off)")
+                   help="name the data path's program (nerve-bridge-rs) and its Zenoh")
+    # Retired with the Python data path, which alone polled: said so, not
+    # taken for an unknown option.
+    p.add_argument("--poll", help=argparse.SUPPRESS)
     options.add_limits(p)
     r = p.add_argument_group("ROS 2 over rmw_zenoh (docs/ros.md); 'nerve ros2 --rmw zenoh' runs "
                              "this too, and 'nerve ros2' speaks DDS (docs/ros2.md)")
@@ -113,45 +107,35 @@ def ls_parser() -> argparse.ArgumentParser:
     return p
 
 
-# The data path: the Rust program nerve-bridge-rs (rust/nerve-bridge) when it
-# is installed, else this package's Python engine (bridge/engine.py). The two
-# speak the same protocol; --ros2 (rmw_zenoh) and --poll are Python's only.
-DATA_PATH_ENV = "NERVE_BRIDGE_DATA_PATH"  # "rust", "python" or unset (auto)
-RUST_BIN_ENV = "NERVE_BRIDGE_RS"  # path of nerve-bridge-rs
+# The data path is the Rust program nerve-bridge-rs (rust/nerve-bridge): this
+# command runs it with the arguments it was given, which the program checks.
+# What stays in Python, and why:
+# --ros2 (bridge/rmw_zenoh.py: rmw_zenoh's protocol needs the ROS 2 type
+# hashes that rosbags computes in Python), `nerve bridge ls` / `nerve ls
+# --remote` (below) and the registry readers of `nerve top`: tools that ask
+# the network or read the bridges' registry files once, not data paths.
+RUST_BIN_ENV = "NERVE_BRIDGE_RS"  # path of nerve-bridge-rs, where it is not found
 RUST_BIN = "nerve-bridge-rs"
+# What `nerve bridge` says when nerve-bridge-rs is missing: one line, how to get it.
+HOW_TO_GET = ("install the Debian package nerve-bridge, or the Python wheel nerve-bridge "
+              "(make package, make wheels), or build it into the venv: make rust-bridge-install "
+              f"(cargo >= 1.88); {RUST_BIN_ENV}=PATH names one elsewhere")
 
 
-def rust_binary() -> Optional[str]:
-    """Path of the Rust data path's program, or None: $NERVE_BRIDGE_RS, or
-    nerve-bridge-rs beside this Python, or on PATH."""
+def rust_binary() -> str:
+    """Path of nerve-bridge-rs: $NERVE_BRIDGE_RS, else the first on PATH,
+    else the one beside this Python (a venv that is not activated). Raises
+    BridgeError, saying how to get it, when there is none."""
     env = os.environ.get(RUST_BIN_ENV)
     if env:
-        return env if os.access(env, os.X_OK) else None
+        if os.access(env, os.X_OK):
+            return env
+        raise BridgeError(f"{RUST_BIN_ENV}={env} is not an executable program: {HOW_TO_GET}")
     beside = os.path.join(os.path.dirname(sys.executable), RUST_BIN)
-    if os.access(beside, os.X_OK):
-        return beside
-    return shutil.which(RUST_BIN)
-
-
-def data_path(args: Optional[argparse.Namespace] = None) -> tuple:
-    """("rust", path) or ("python", why) for a bridge run with ``args``.
-    NERVE_BRIDGE_DATA_PATH=python forces Python, =rust requires Rust (a
-    usage error when it is not installed); unset, Rust is used when
-    installed."""
-    want = os.environ.get(DATA_PATH_ENV, "").strip().lower()
-    if want not in ("", "rust", "python"):
-        raise BridgeError(f"bad {DATA_PATH_ENV}={want!r}: rust or python")
-    if want == "python":
-        return "python", f"{DATA_PATH_ENV}=python"
-    if args is not None and (args.ros2 or args.poll):
-        return "python", "--ros2" if args.ros2 else "--poll"
-    path = rust_binary()
-    if path is None:
-        if want == "rust":
-            raise BridgeError(f"{DATA_PATH_ENV}=rust but {RUST_BIN} is not installed "
-                              f"(make rust-bridge-install, or set {RUST_BIN_ENV})")
-        return "python", f"{RUST_BIN} not installed"
-    return "rust", path
+    found = shutil.which(RUST_BIN) or (beside if os.access(beside, os.X_OK) else None)
+    if found is None:
+        raise BridgeError(f"{RUST_BIN}, the data path of nerve bridge, is not installed: {HOW_TO_GET}")
+    return found
 
 
 def _zenoh_version() -> str:
@@ -163,26 +147,23 @@ def _zenoh_version() -> str:
 
 
 def version_text() -> str:
-    """What `nerve bridge --version` prints: which data path a plain run
-    uses, and the Zenoh underneath."""
+    """What `nerve bridge --version` prints: the data path's program and
+    its version, and the Zenoh under --ros2. Raises BridgeError when the
+    program is missing or does not answer."""
     try:
         from importlib.metadata import version
         tools = version("nerve-tools")
     except Exception:
         tools = "unknown"
-    zpy = _zenoh_version() or "unknown"
+    where = rust_binary()
     try:
-        kind, where = data_path()
-    except BridgeError as e:
-        return f"nerve bridge {tools}: {e}"
-    if kind == "rust":
-        try:
-            out = subprocess.run([where, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError) as e:
-            out = f"{where}: {e}"
-        return (f"nerve bridge {tools}: data path: rust ({where}: {out}); "
-                f"--ros2 and --poll: python (eclipse-zenoh {zpy})")
-    return f"nerve bridge {tools}: data path: python (eclipse-zenoh {zpy}; {where})"
+        r = subprocess.run([where, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise BridgeError(f"{where} --version: {e}") from None
+    if r.returncode != 0 or "data path: rust" not in r.stdout:
+        raise BridgeError(f"{where} --version: exit {r.returncode}: {escape((r.stdout + r.stderr).strip())}")
+    return (f"nerve bridge {tools}: data path: rust ({where}: {r.stdout.strip()}); "
+            f"--ros2: python (eclipse-zenoh {_zenoh_version() or 'unknown'})")
 
 
 def _die(msg: str, code: int = 1) -> int:
@@ -193,33 +174,27 @@ def _die(msg: str, code: int = 1) -> int:
 def run(argv: Sequence[str]) -> int:
     p = parser()
     args = p.parse_args(argv)
+    if args.poll is not None:
+        p.error("--poll is no longer offered: it was the Python data path's, and the Rust one "
+                "sleeps in nerve's blocking read (docs/bridge.md)")
+    if not args.ros2:
+        # nerve-bridge-rs checks the rest of the arguments itself and
+        # replaces this process: its signals, exit status, stdout and
+        # stderr are the bridge's.
+        try:
+            where = rust_binary()
+        except BridgeError as e:
+            return _die(str(e), 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(where, [where, *argv])
     if args.domain < 0:
         p.error("--domain must be >= 0")
     if args.stats is not None and not args.stats > 0:
         p.error("--stats must be positive")
-    if not 0 <= args.poll <= MAX_POLL_US:
-        p.error(f"--poll must be from 0 to {MAX_POLL_US} microseconds")
-    if args.poll and args.ros2:
-        p.error("--poll applies to nerve's own exports, not to --ros2")
     try:
-        budget = limits.ImportBudget.from_args(args)
-    except limits.LimitError as e:
-        p.error(str(e))
-    try:
-        kind, where = data_path(args)
-    except BridgeError as e:
-        return _die(str(e), 2)
-    if kind == "rust":
-        # The same arguments, checked above; the program replaces this one
-        # (its signals, exit status, stdout and stderr are the bridge's).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execv(where, [where, *argv])
-    zversion = _zenoh_version()
-    try:
-        ident = host_id(args.ident)
-        sopts = SessionOptions(config=args.config, listen=args.listen, connect=args.connect, scout=args.scout)
-        session = open_session(sopts)
+        session = open_session(SessionOptions(config=args.config, listen=args.listen,
+                                              connect=args.connect, scout=args.scout))
     except BridgeError as e:
         return _die(str(e), 2 if "bad " in str(e) else 1)
     stop = threading.Event()
@@ -229,42 +204,7 @@ def run(argv: Sequence[str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if args.ros2:
-        return _run_ros2(args, session, stop)
-    try:
-        bridge = HostBridge(session, BridgeOptions(domain=args.domain, ident=ident, exports=args.export,
-                                               imports=args.imports, priority=args.priority,
-                                               express=args.express, poll_us=args.poll,
-                                               budget=budget, import_grace_s=import_grace_s()))
-    except BridgeError as e:
-        session.close()
-        return _die(str(e), 2)
-
-    def print_stats(st: dict) -> None:
-        print(json.dumps(st, sort_keys=True), flush=True)
-
-    try:
-        bridge.start()
-        what = []
-        if args.export:
-            what.append("exporting " + ", ".join(args.export))
-        if args.imports:
-            what.append("importing " + ", ".join(args.imports))
-        print(f"{PROG}: ready: id {ident}, domain {args.domain}, "
-              f"{'; '.join(what) or 'nothing exported or imported'}; "
-              f"data path: python (eclipse-zenoh{' ' + zversion if zversion else ''}; {where})",
-              file=sys.stderr, flush=True)
-        if args.connect and not wait_connected(session, 3.0):
-            print(f"{PROG}: warning: no peer reachable yet at {', '.join(args.connect)}; "
-                  "still trying", file=sys.stderr, flush=True)
-        bridge.run(stop, args.stats, print_stats)
-    finally:
-        final = bridge.stats()
-        bridge.close()
-        if args.stats:
-            print_stats(final)
-        session.close()
-    return 0
+    return _run_ros2(args, session, stop)
 
 
 def _run_ros2(args: argparse.Namespace, session: object, stop: threading.Event) -> int:
@@ -357,7 +297,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if argv and argv[0] == "ls":
             return ls(argv[1:])
         if "--version" in argv:
-            print(version_text())
+            try:
+                print(version_text())
+            except BridgeError as e:
+                return _die(str(e), 1)
             return 0
         return run(argv)
     except KeyboardInterrupt:

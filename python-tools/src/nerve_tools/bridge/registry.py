@@ -1,6 +1,8 @@
 """Which channels the bridges of this host export and import, for ``nerve
 top`` and ``nerve ls --remote``.
 
+The reader, in Python because nerve top and nerve ls --remote are; the
+writer is the bridge's data path (rust/nerve-bridge/src/registry.rs).
 Each running bridge keeps one small JSON file, /dev/shm/nerve-bridge.PID.json
 (beside the channels, so it lives in the same /dev/shm as they do), written
 atomically (temporary file + rename) whenever its sets change and removed
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List
 
 DIR = Path("/dev/shm")
 PREFIX = "nerve-bridge."
@@ -34,26 +36,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def write(pid: int, ident: str, domain: int, exported: Set[str], imported: Dict[str, Set[str]]) -> None:
-    doc = {"pid": pid, "id": ident, "domain": domain, "exported": sorted(exported),
-           "imported": {k: sorted(v) for k, v in sorted(imported.items()) if v}}
-    p = path_of(pid)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(doc))
-    os.replace(tmp, p)
-
-
-def remove(pid: int) -> None:
-    for p in (path_of(pid), path_of(pid).with_name(path_of(pid).name + ".tmp")):
-        try:
-            p.unlink()
-        except FileNotFoundError:
-            pass
-
-
-def read_all(clean: bool = False) -> List[dict]:
-    """The registries of the bridges running on this host; with ``clean``,
-    remove those of dead processes."""
+def read_all() -> List[dict]:
+    """The registries of the bridges running on this host (those of dead
+    processes are skipped; the next bridge that starts removes them)."""
     out = []
     try:
         entries = list(DIR.glob(f"{PREFIX}*.json"))
@@ -65,8 +50,6 @@ def read_all(clean: bool = False) -> List[dict]:
         except ValueError:
             continue
         if not _alive(pid):
-            if clean:
-                remove(pid)
             continue
         try:
             doc = json.loads(p.read_text())

@@ -2,9 +2,12 @@
 per-message header and the channel description (docs/bridge.md is the
 specification others can speak).
 
-Kept apart from the export/import machinery (bridge/engine.py) so that other
-bridges on Zenoh (ROS 2 through rmw_zenoh's key expressions) reuse the same
-session setup and configuration handling.
+The data path that speaks this protocol is the Rust program nerve-bridge-rs
+(rust/nerve-bridge/src/wire.rs holds its side of these formats). This
+module keeps what Python still needs of it: the session setup for `nerve
+bridge --ros2` (rmw_zenoh's key expressions) and `nerve ls --remote`, the
+description that ls decodes, and the header codec, with which the tests'
+Zenoh peers speak to the Rust bridge as another implementation would.
 
 Key expressions, for domain D, a bridge named HOST and a channel NAME::
 
@@ -74,58 +77,6 @@ def short_error(e: BaseException) -> str:
     return s.strip()
 
 
-def _read(path: str) -> str:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return ""
-
-
-def _ino(path: str) -> str:
-    import os
-
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ""
-    return f"{st.st_dev}:{st.st_ino}"
-
-
-def instance_tag() -> str:
-    """8 hex digits that tell this host's bridges apart without any
-    configuration: a hash of the kernel's boot id (random at every boot,
-    so two machines flashed from one image differ), the machine id, the
-    network namespace and the /dev/shm this bridge serves (so containers
-    and network namespaces of one machine differ). Stable while these
-    are, so a restarted bridge keeps its name; the same only for two
-    bridges on one network namespace and one /dev/shm, which the
-    duplicate-id check (node tokens) reports."""
-    import hashlib
-    import os
-
-    parts = [_read("/proc/sys/kernel/random/boot_id"), _read("/etc/machine-id"),
-             _ino("/proc/self/ns/net"), _ino("/dev/shm")]
-    if not any(parts):
-        parts.append(os.urandom(16).hex())  # nothing to go by: unique per run
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
-
-
-def host_id(name: Optional[str] = None) -> str:
-    """This bridge's name on the network: ``name`` (``--id``), or the host
-    name joined with :func:`instance_tag` (``robot-3fa9c2d1``), made a
-    valid key-expression chunk. Two hosts, containers or network
-    namespaces sharing a host name get different names."""
-    import socket
-
-    if name is not None:
-        if not name or _CHUNK_BAD.search(name) or name.strip(".") != name:
-            raise BridgeError(f"bad --id {name!r}: use letters, digits, '_', '.', '-'")
-        return name
-    raw = socket.gethostname()
-    return (_CHUNK_BAD.sub("_", raw).strip(".") or "host") + "-" + instance_tag()
-
-
 def prefix(domain: int) -> str:
     return f"nerve/{domain}"
 
@@ -140,25 +91,6 @@ def live_key(domain: int, host: str, name: str) -> str:
 
 def meta_key(domain: int, host: str, name: str) -> str:
     return f"nerve/{domain}/meta/{host}/{name}"
-
-
-def node_key(domain: int, host: str, zid: str) -> str:
-    """A liveliness token per running bridge: HOST its id, ZID its Zenoh
-    session id. Two tokens under one HOST with different ZIDs are two
-    bridges claiming one id."""
-    return f"nerve/{domain}/node/{host}/{zid}"
-
-
-def split_key(key: str) -> Optional[tuple]:
-    """(domain, kind, host, name) of a bridge key, or None."""
-    parts = str(key).split("/")
-    if len(parts) != 5 or parts[0] != "nerve":
-        return None
-    try:
-        domain = int(parts[1])
-    except ValueError:
-        return None
-    return domain, parts[2], parts[3], parts[4]
 
 
 def check_endpoint(ep: str) -> None:
@@ -448,6 +380,3 @@ def qos(priority: str = "data", express: bool = False) -> Dict[str, Any]:
         raise BridgeError(f"bad priority {priority!r}: one of {', '.join(sorted(prio))}")
     return dict(congestion_control=zenoh.CongestionControl.DROP, priority=prio[priority], express=express)
 
-
-def names_of(seq: Sequence[str]) -> str:
-    return ", ".join(seq) if seq else "-"
