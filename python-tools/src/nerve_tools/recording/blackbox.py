@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import nerve
+from nerve import _nerve
 
 from .. import __version__
 from .._common import (
@@ -528,61 +529,37 @@ class Incident:
 
     def _copy(self, d: ChannelDump, now_ns: int) -> None:
         """Copy the channel's messages from d.next_seq on, up to the end
-        of its post window. The hot loop of a dump: one library read (a
-        copy, validated) and one record header a message, nothing else
-        (the message tuple unpacked once, the writer's add() inlined:
-        mcap_fast.Writer.append_run says what it must do)."""
+        of its post window. The hot loop of a dump runs in nerve's native
+        ``_nerve.mcap_messages``, a chunk at a time with the GIL released:
+        each message one library read (a copy, validated) straight into
+        its MCAP record; one overwritten before it was copied is counted
+        exactly in ``missed`` (the library's count of NEXT reads from
+        d.next_seq). Before the first message of a window whose start
+        the ring no longer held, that count is not loss: the achieved
+        window (from the first message copied) says it."""
         end = self.end_ns(d)
-        ch = d.ch
-        get = ch.get
         w = self._writer
-        cid, off = d.mcap_id, self.offset
         counting = bool(d.last_state_seq or d.messages)
-        missed = n = 0
-        first_ns = last_ns = last_seq = 0
-        parts, idx, size = w.append_run(cid)
-        pack, fixed, hdr, limit = mcap_fast.MESSAGE.pack, mcap_fast.MESSAGE_FIXED, mcap_fast.MESSAGE.size, \
-            w.chunk_size
-        # The cursor: get() returns d.next_seq, or, where it was
-        # overwritten before it was copied, the oldest message still
-        # there with the count of those gone (counted exactly) in missed.
-        ch.seek(d.next_seq - 1)
         while True:
-            msg = get()
-            if msg is None:  # not written yet
-                d.done = now_ns > end
-                break
-            seq, t, data, m, ln = msg
-            if m and (counting or n):
-                missed += m
-            # else the ring did not hold the window's start: the achieved
-            # window (from the first message copied) says so.
-            if t > end:
-                d.next_seq = seq
+            run = _nerve.mcap_messages(
+                d.ch, d.mcap_id, d.next_seq, end, time_offset=self.offset, chunk_offset=w.size,
+                max_bytes=w.chunk_size - w.size, count_first_missed=counting)
+            w.add_records(d.mcap_id, run.data, run.index)
+            d.missed += run.missed
+            d.next_seq = run.next_seq
+            if run.count:
+                if not d.messages:
+                    d.first_ns = run.first_ns
+                d.messages += run.count
+                d.last_ns = run.last_ns
+                counting = True
+            if run.stop == "end":
                 d.done = True
-                break
-            t += off
-            idx.append(t)
-            idx.append(size)
-            parts.append(pack(5, fixed + ln, cid, seq & 0xFFFFFFFF, t, t))
-            parts.append(data)
-            size += hdr + ln
-            if size >= limit:
-                w.size = size
-                w.flush()
-                parts, idx, size = w.append_run(cid)
-            if not n:
-                first_ns = t
-            n += 1
-            last_ns, last_seq = t, seq
-        w.size = size
-        if n:
-            d.next_seq = max(d.next_seq, last_seq + 1)
-            if not d.messages:
-                d.first_ns = first_ns - off
-            d.messages += n
-            d.last_ns = last_ns - off
-        d.missed += missed
+            elif run.stop == "caught_up":
+                d.done = now_ns > end
+            else:  # "full": the chunk was written; "error": raises next
+                continue
+            return
 
     def record(self) -> Dict[str, str]:
         chans = {}

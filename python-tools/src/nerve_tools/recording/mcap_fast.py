@@ -9,7 +9,9 @@ specification (https://mcap.dev/spec):
 - each message is one ``struct.pack`` of its 31-byte record header plus
   its payload, appended to the open chunk's list of parts (no copy of the
   payload until the file write, no per-message Python object besides the
-  header bytes);
+  header bytes); a dump's records come ready made from nerve's native
+  ``_nerve.mcap_messages`` (:meth:`Writer.add_records`), one buffer per
+  chunk;
 - the chunk's message index is an ``array('Q')`` of (log time, offset)
   pairs per channel, written as Message Index records after the chunk;
 - a chunk is written with ``writelines`` once it holds ``chunk_size``
@@ -124,18 +126,22 @@ class Writer:
         if size >= self.chunk_size:
             self.flush()
 
-    def append_run(self, cid: int) -> Tuple[List[bytes], "array[int]", int]:
-        """For a caller's own loop of add() (a dump's hot loop): the open
-        chunk's parts, channel cid's index in it and the chunk's size so
-        far. Per message it appends t and the size to the index, the
-        MESSAGE header and the payload to the parts, adds MESSAGE.size and
-        the payload's length to the size; it stores the size back into
-        ``size`` before flush() (due once it reaches chunk_size) and when
-        done."""
+    def add_records(self, cid: int, records: bytes, index: bytes) -> None:
+        """Message records of channel cid made elsewhere (a dump's copy,
+        nerve's ``_nerve.mcap_messages``): ``records`` back to back, whose
+        offsets in the open chunk start at its size so far, and their
+        (log time, offset) pairs as native u64 in ``index``; the chunk is
+        written once it holds chunk_size bytes."""
+        if not records:
+            return
         idx = self.index.get(cid)
         if idx is None:
             idx = self.index[cid] = array("Q")
-        return self.parts, idx, self.size
+        idx.frombytes(index)
+        self.parts.append(records)
+        self.size += len(records)
+        if self.size >= self.chunk_size:
+            self.flush()
 
     def flush(self) -> None:
         """Write the open chunk (if it holds a message) and its indexes."""
