@@ -91,6 +91,8 @@ class Writer:
         self.parts: List[bytes] = []
         self.size = 0  # bytes of records in the open chunk
         self.index: Dict[int, "array[int]"] = {}
+        self.chunk_start = 2**64  # the open chunk's least and greatest log time
+        self.chunk_end = 0
 
     def register_schema(self, name: str, encoding: str, data: bytes) -> int:
         sid = len(self.schemas) + 1
@@ -112,12 +114,16 @@ class Writer:
 
     def add(self, cid: int, seq: int, t: int, data: bytes) -> None:
         """One message (log and publish time ``t``); the payload is kept
-        by reference until its chunk is written. The hot path of a dump:
-        the counts and time bounds are taken from the index at flush."""
+        by reference until its chunk is written. The counts are taken from
+        the index at flush."""
         idx = self.index.get(cid)
         if idx is None:
             idx = self.index[cid] = array("Q")
         idx.append(t)
+        if t < self.chunk_start:
+            self.chunk_start = t
+        if t > self.chunk_end:
+            self.chunk_end = t
         size = self.size
         idx.append(size)
         n = len(data)
@@ -131,13 +137,20 @@ class Writer:
         nerve's ``_nerve.mcap_messages``): ``records`` back to back, whose
         offsets in the open chunk start at its size so far, and their
         (log time, offset) pairs as native u64 in ``index``; the chunk is
-        written once it holds chunk_size bytes."""
+        written once it holds chunk_size bytes. The records' log times do
+        not decrease (a channel's commit times), so index's first and last
+        entries are their bounds."""
         if not records:
             return
         idx = self.index.get(cid)
         if idx is None:
             idx = self.index[cid] = array("Q")
+        first = len(idx)
         idx.frombytes(index)
+        if idx[first] < self.chunk_start:
+            self.chunk_start = idx[first]
+        if idx[-2] > self.chunk_end:
+            self.chunk_end = idx[-2]
         self.parts.append(records)
         self.size += len(records)
         if self.size >= self.chunk_size:
@@ -147,8 +160,7 @@ class Writer:
         """Write the open chunk (if it holds a message) and its indexes."""
         if not self.parts:
             return
-        start_ns = min(min(idx[0::2]) for idx in self.index.values())
-        end_ns = max(max(idx[0::2]) for idx in self.index.values())
+        start_ns, end_ns = self.chunk_start, self.chunk_end
         records: List[bytes] = self.parts
         if len(records) > 64:  # small messages: one join, one CRC
             records = [b"".join(records)]
