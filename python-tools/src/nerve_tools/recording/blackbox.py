@@ -48,12 +48,10 @@ import re
 import select
 import signal
 import struct
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import nerve
 from nerve import _nerve
@@ -73,7 +71,15 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
-from . import condition, mcap_fast
+from . import mcap_fast
+
+# Imported where used: the value conditions (--when) with their decoders,
+# and subprocess (--ros2-service), so that the armed recorder without them
+# stays small (dataclasses, with inspect, is not imported at all).
+if TYPE_CHECKING:
+    import subprocess
+
+    from . import condition
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
@@ -141,14 +147,15 @@ def silence_spec(text: str) -> Tuple[str, float]:
 
 
 def when_spec(text: str) -> condition.Condition:
+    from . import condition
+
     try:
         return condition.parse(text)
     except condition.ConditionError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-@dataclass
-class Trigger:
+class Trigger(NamedTuple):
     kind: str     # signal, channel, process-death, lock-owner-death, silence, value, task, dump
     source: str
     time_ns: int  # CLOCK_MONOTONIC
@@ -335,32 +342,50 @@ class TaskWatch:
             self.last = now
 
 
-@dataclass
 class ChannelDump:
     """One channel's part of an incident."""
 
-    name: str
-    pre_s: float
-    post_s: float
-    ch: nerve.Channel
-    next_seq: int = 0       # next sequence number to copy
-    mcap_id: int = 0
-    messages: int = 0
-    missed: int = 0
-    last_state_seq: int = 0  # 0: none before the window
-    first_ns: int = 0        # commit time of the first message in the window
-    last_ns: int = 0
-    done: bool = False
+    __slots__ = ("name", "pre_s", "post_s", "ch", "next_seq", "mcap_id", "messages", "missed",
+                 "last_state_seq", "first_ns", "last_ns", "done")
+
+    def __init__(self, name: str, pre_s: float, post_s: float, ch: nerve.Channel) -> None:
+        self.name = name
+        self.pre_s = pre_s
+        self.post_s = post_s
+        self.ch = ch
+        self.next_seq = 0        # next sequence number to copy
+        self.mcap_id = 0
+        self.messages = 0
+        self.missed = 0
+        self.last_state_seq = 0  # 0: none before the window
+        self.first_ns = 0        # commit time of the first message in the window
+        self.last_ns = 0
+        self.done = False
 
 
-@dataclass
-class PlanRow:
+class PlanRow(NamedTuple):
     name: str
     rate_hz: float
     holds_s: float      # the window the ring holds at that rate
     pre_s: float
     shorter: bool
     type: str = ""      # the channel's type (metadata)
+
+
+def _oldest_time(ch: nerve.Channel, seq: int) -> Optional[int]:
+    """The commit time of message seq, read through a view: a copy of an
+    image would cost its size in the recorder's heap for good (glibc
+    keeps a freed block of a few MB), and the close unmaps the ring at
+    once (no buffer of the mapping is kept). The time is validated when
+    the view is taken, so a message overwritten before the view ends
+    (StaleView) still has it."""
+    t = None
+    try:
+        with ch.view(seq=seq) as msg:
+            t = msg.time_ns if msg is not None else None
+    except nerve.StaleView:
+        pass
+    return t
 
 
 def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
@@ -377,9 +402,7 @@ def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
                 typ = ch.metadata.type or ""
                 st = ch.stat()
                 n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
-                # Only its time: no message (a buffer of the mapping) is
-                # kept, so the close unmaps the ring at once.
-                oldest_ns = ch.get(seq=st.tail_seq).time_ns if n > 0 else None
+                oldest_ns = _oldest_time(ch, st.tail_seq) if n > 0 else None
         except nerve.Error:
             continue
         if oldest_ns is None or n < 2 or st.newest_time_ns <= oldest_ns:
@@ -401,8 +424,7 @@ def render_plan(rows: Sequence[PlanRow]) -> str:
     return "\n".join(out)
 
 
-@dataclass
-class Windows:
+class Windows(NamedTuple):
     pre: float
     post: float
     overrides: Sequence[Tuple[str, float, float]] = ()
@@ -721,11 +743,14 @@ class Armed:
                 except nerve.Error:
                     continue
         self.watch_missed: Dict[int, int] = {}
-        try:
-            self._watch_values(args.when or ())
-        except condition.ConditionError as e:
-            self._close_watches()
-            die(PROG, str(e))
+        if args.when:
+            from . import condition
+
+            try:
+                self._watch_values(args.when)
+            except condition.ConditionError as e:
+                self._close_watches()
+                die(PROG, str(e))
         # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
         # are not a trigger: only a death while armed is.
         self.opens: Optional[OpenWatch] = None
@@ -779,6 +804,8 @@ class Armed:
     def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
         """A reader handle per (condition, channel), its cursor at the
         newest message: every message after it is evaluated, in order."""
+        from . import condition
+
         for cond in conds:
             names = resolve([cond.channel])
             if not names:
@@ -820,6 +847,8 @@ class Armed:
         standard output per call."""
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blackbox_ros2.py")
         cmd = [sys.executable, "-m", "nerve_tools.ros2.exec", "--", python, script, service]
+        import subprocess
+
         try:
             p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         except OSError as e:
@@ -861,6 +890,8 @@ class Armed:
             return
         assert p.stdin is not None and p.stdout is not None
         p.stdin.close()  # it ends when its standard input does
+        import subprocess
+
         try:
             p.wait(timeout=ROS2_START_S)
         except subprocess.TimeoutExpired:
@@ -1290,6 +1321,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
     signal.set_wakeup_fd(armed.wake_w)  # a signal ends the poll at once
+    DumpHeap.give_back()  # what arming read and freed (the plan, the scans)
     if armed.shadows:
         print(f"{PROG}: shadow buffer (every message copied) for {', '.join(armed.shadows)}",
               file=sys.stderr, flush=True)
