@@ -19,7 +19,7 @@
 
 #include <nanobind/stl/string.h>
 
-#include <cstring>
+#include <new>
 #include <vector>
 
 namespace nerve_py {
@@ -121,6 +121,14 @@ struct Copy {
             if (r != 0) {
                 rc = r;
                 return;
+            }
+            try { // without the GIL nothing may throw past here
+                if (index.size() + 2 > index.capacity()) {
+                    index.reserve(2 * index.capacity() + 2);
+                }
+            } catch (const std::bad_alloc &) {
+                rc = NERVE_ENOMEM; // nothing counted: the next call from
+                return;            // next_seq reads this message again
             }
             // Before the first record of a dump that did not find its
             // window's start, the library's count is of messages the ring
