@@ -179,16 +179,17 @@ def _async_imports() -> None:
     (ssl, sockets, logging), which a process that never awaits a channel
     (a recorder armed for days, nerve blackbox) should not carry."""
     global _async_ready
-    if _async_ready:
-        return
-    import asyncio  # noqa: F401
-    import concurrent.futures.thread  # noqa: F401  registers its exit hook before ours
+    with _async_lock:
+        if _async_ready:
+            return
+        import asyncio  # noqa: F401
+        import concurrent.futures.thread  # noqa: F401  registers its exit hook before ours
 
-    # Runs before the interpreter joins the pool's threads (LIFO after
-    # concurrent.futures' own hook, which is registered at its import).
-    if hasattr(threading, "_register_atexit"):
-        threading._register_atexit(_cancel_async_waits)
-    _async_ready = True
+        # Runs before the interpreter joins the pool's threads (LIFO after
+        # concurrent.futures' own hook, which is registered at its import).
+        if hasattr(threading, "_register_atexit"):
+            threading._register_atexit(_cancel_async_waits)
+        _async_ready = True
 
 
 class View:
@@ -449,8 +450,7 @@ class Channel(_nerve.Chan):
         msg = self.get(newest=newest, seq=seq)
         if msg is not None:
             return msg
-        _async_imports()
-        import asyncio
+        import asyncio  # the caller's event loop imported it
 
         cursor = self.cursor
         with _async_lock:
