@@ -6,6 +6,8 @@
 //                     Spans, put/get, ChannelInfo
 //   _nerve_rt.cpp     real-time helpers (include/nerve/rt.h): the C structs
 //                     as typed classes, and RtTask over nerve_task_next()
+//   _nerve_mcap.cpp   a channel's messages copied out as MCAP Message
+//                     records (the hot loop of `nerve blackbox`'s dump)
 //
 // A thin binding of the public C API; the typed, documented surface lives
 // in python/src/nerve/*.py. Three things here are not plain forwarding, and
@@ -97,6 +99,9 @@ void bind_core(nb::module_ &m);
 
 // ---- _nerve_chan.cpp -------------------------------------------------------
 
+// Smallest buffer a copying get starts with.
+constexpr size_t MIN_HINT = 64;
+
 // One open handle (the native base of nerve.Channel).
 struct Chan {
     nerve_chan *c = nullptr;
@@ -125,10 +130,37 @@ struct Chan {
     void check_not_reserved();
 };
 
+// Marks handles busy while a call runs without the GIL (a wait, a long
+// copy), exception-safe: any other call on them raises Busy meanwhile.
+struct WaitGuard {
+    std::vector<Chan *> chans;
+    explicit WaitGuard(std::vector<Chan *> v) : chans(std::move(v))
+    {
+        for (Chan *ch : chans) {
+            ch->check_not_reserved();
+        }
+        for (Chan *ch : chans) {
+            ch->waiting = true;
+        }
+    }
+    ~WaitGuard()
+    {
+        for (Chan *ch : chans) {
+            ch->waiting = false;
+        }
+    }
+    WaitGuard(const WaitGuard &) = delete;
+    WaitGuard &operator=(const WaitGuard &) = delete;
+};
+
 // A Message tuple (seq, time_ns, data, missed, size); steals `data`.
 PyObject *make_message(const struct nerve_get_info &info, PyObject *data);
 
 void bind_chan(nb::module_ &m);
+
+// ---- _nerve_mcap.cpp -------------------------------------------------------
+
+void bind_mcap(nb::module_ &m);
 
 // ---- _nerve_rt.cpp ---------------------------------------------------------
 

@@ -38,9 +38,6 @@ PyObject *make_message(const struct nerve_get_info &info, PyObject *data)
 
 namespace {
 
-// Smallest buffer a copying get starts with.
-constexpr size_t MIN_HINT = 64;
-
 void chan_really_close(Chan &ch);
 
 } // namespace
@@ -92,26 +89,6 @@ void Chan::check_not_reserved()
 namespace {
 
 void chan_really_close(Chan &ch);
-
-// Marks handles busy for the duration of a wait, exception-safe.
-struct WaitGuard {
-    std::vector<Chan *> chans;
-    explicit WaitGuard(std::vector<Chan *> v) : chans(std::move(v))
-    {
-        for (Chan *ch : chans) {
-            ch->check_not_reserved();
-        }
-        for (Chan *ch : chans) {
-            ch->waiting = true;
-        }
-    }
-    ~WaitGuard()
-    {
-        for (Chan *ch : chans) {
-            ch->waiting = false;
-        }
-    }
-};
 
 // Run call(slice_deadline) without the GIL until it returns something other
 // than a slice timeout, the deadline passes, or a signal handler raises.

@@ -461,6 +461,20 @@ def test_mcap_chunks_compressed(tmp_path, compression):
     assert len(got["summary"].chunk_indexes) > 1 and got["metadata"]["m"] == {"x": "1"}
 
 
+def test_armed_recorder_imports_only_what_it_uses():
+    """The armed recorder's memory (under 16 MB, bench/blackbox_cost.py):
+    nothing it does not use while armed is imported with it; asyncio
+    (for nerve's get_async), dataclasses with inspect, the value
+    conditions with their decoders, subprocess (--ros2-service), mcap."""
+    heavy = ["asyncio", "concurrent.futures", "dataclasses", "inspect", "subprocess",
+             "nerve_tools.recording.condition", "numpy", "mcap"]
+    code = ("import sys, nerve_tools.recording.blackbox\n"
+            f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [], f"imported with the recorder: {out.stdout}"
+
+
 def test_open_watch_counts_holders_not_stats(name):
     """A holder keeps its channel file open; a tool that stats it closes it
     at once: only opens not matched by a close make the recorder scan

@@ -7,8 +7,7 @@ import re
 import signal
 import sys
 import time
-from dataclasses import dataclass
-from typing import Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, NamedTuple, NoReturn, Optional, Sequence, Tuple
 
 import nerve
 
@@ -47,8 +46,7 @@ META_SLOTS = "nerve.slots"
 META_DATA_SIZE = "nerve.data_size"
 
 
-@dataclass(frozen=True)
-class McapEncoding:
+class McapEncoding(NamedTuple):
     """How a nerve channel appears in MCAP (and in Foxglove)."""
 
     message_encoding: str

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
-import concurrent.futures
-import concurrent.futures.thread  # registers its exit hook before ours
 import threading
 from typing import (
     TYPE_CHECKING,
@@ -22,6 +19,8 @@ from typing import (
 from . import _errors, _nerve
 
 if TYPE_CHECKING:  # numpy is optional at run time
+    import concurrent.futures
+
     import numpy as np
     import numpy.typing as npt
 
@@ -153,6 +152,9 @@ def _cancel_async_waits() -> None:
 
 def _run_in_thread(fn: Any, **kw: Any) -> "concurrent.futures.Future[Any]":
     """Run fn(**kw) on a new thread; its future, already running."""
+    _async_imports()
+    import concurrent.futures
+
     cf: "concurrent.futures.Future[Any]" = concurrent.futures.Future()
     cf.set_running_or_notify_cancel()
 
@@ -168,10 +170,26 @@ def _run_in_thread(fn: Any, **kw: Any) -> "concurrent.futures.Future[Any]":
     return cf
 
 
-# Runs before the interpreter joins the pool's threads (LIFO after
-# concurrent.futures' own hook, which is registered at its import above).
-if hasattr(threading, "_register_atexit"):
-    threading._register_atexit(_cancel_async_waits)
+_async_ready = False
+
+
+def _async_imports() -> None:
+    """asyncio and concurrent.futures, imported at the first get_async()
+    wait, not with nerve: together they are 8 MB of a process's memory
+    (ssl, sockets, logging), which a process that never awaits a channel
+    (a recorder armed for days, nerve blackbox) should not carry."""
+    global _async_ready
+    with _async_lock:
+        if _async_ready:
+            return
+        import asyncio  # noqa: F401
+        import concurrent.futures.thread  # noqa: F401  registers its exit hook before ours
+
+        # Runs before the interpreter joins the pool's threads (LIFO after
+        # concurrent.futures' own hook, which is registered at its import).
+        if hasattr(threading, "_register_atexit"):
+            threading._register_atexit(_cancel_async_waits)
+        _async_ready = True
 
 
 class View:
@@ -432,6 +450,8 @@ class Channel(_nerve.Chan):
         msg = self.get(newest=newest, seq=seq)
         if msg is not None:
             return msg
+        import asyncio  # the caller's event loop imported it
+
         cursor = self.cursor
         with _async_lock:
             _async_waits.add(self)

@@ -159,6 +159,34 @@ def _set_hooks(
     message_type: type, error_factory: Callable[..., BaseException], coerce: Callable[[Any], Any]
 ) -> None: ...
 
+# MCAP records (_nerve_mcap.cpp), for nerve blackbox's dump.
+class McapRun:
+    """What one mcap_messages() call copied (read-only)."""
+    data: bytes  # the Message records, back to back
+    index: bytes  # (log time, offset in the chunk) per record, native u64
+    count: int
+    missed: int
+    first_ns: int  # commit times of the first and the last record
+    last_ns: int
+    next_seq: int  # where the next call starts
+    stop: str  # "caught_up", "end", "full" or "error"
+def mcap_messages(
+    chan: Chan, channel_id: int, seq: int, end_ns: int, *, time_offset: int = 0,
+    chunk_offset: int = 0, max_bytes: int = 1 << 20, count_first_missed: bool = True
+) -> McapRun:
+    """Copy chan's messages from sequence number ``seq`` (a NEXT read from a
+    cursor just before it: validated as every read, one overwritten before it
+    was copied counted in ``missed``, the first message's count only with
+    ``count_first_missed``) to the newest, as MCAP Message records of
+    channel ``channel_id`` with log and publish time = commit time +
+    ``time_offset``, GIL released. Stops at a message committed after
+    ``end_ns`` (read, not written: ``next_seq`` is its number; stop "end"),
+    once the records hold ``max_bytes`` (stop "full"), when nothing is newer
+    (stop "caught_up"), or at a read error after records were copied (stop
+    "error": the next call raises it; with none copied, this one raises).
+    Index offsets start at ``chunk_offset``. Raises ValueError for a bad
+    argument or a closed handle, Busy while another thread waits on it."""
+
 # Real-time helpers (include/nerve/rt.h); typed wrappers in nerve.rt.
 RT_OTHER: int
 RT_FIFO: int

@@ -43,7 +43,6 @@ import enum
 import threading
 import weakref
 from array import array
-from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -316,8 +315,7 @@ _threads: "set[threading.Thread]" = set()
 _live_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
-class _TaskKeywords:
+class _TaskKeywords(NamedTuple):
     """The keywords of a loop, whichever front end took them
     (:class:`Task`, :func:`periodic`, :func:`messages`), with their
     defaults: one record for :func:`_make_native` instead of sixteen

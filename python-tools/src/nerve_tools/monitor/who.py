@@ -33,8 +33,7 @@ import os
 import pwd
 import re
 import sys
-from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import nerve
 
@@ -51,8 +50,10 @@ _CONTAINER = re.compile(r"(?:docker|containerd|libpod|podman|crio|cri-containerd
                         r"([0-9a-f]{12,64}|[A-Za-z0-9_.-]+)")
 
 
-@dataclass
-class Use:
+# Tuples and a plain class, not dataclasses: a recorder armed for days
+# (nerve blackbox) scans with this module, and dataclasses imports inspect
+# (about 1 MB of its memory).
+class Use(NamedTuple):
     """One process with one channel open."""
 
     channel: str
@@ -67,8 +68,7 @@ class Use:
     deleted: bool = False  # the channel was removed while open
 
 
-@dataclass
-class LockHolder:
+class LockHolder(NamedTuple):
     channel: str
     tid: int
     pid: Optional[int]     # None: not a thread visible here (another PID namespace)
@@ -76,11 +76,11 @@ class LockHolder:
     owner_died: bool
 
 
-@dataclass
 class Scan:
-    uses: List[Use] = field(default_factory=list)
-    holders: List[LockHolder] = field(default_factory=list)
-    uninspectable: int = 0  # processes whose maps could not be read
+    def __init__(self) -> None:
+        self.uses: List[Use] = []
+        self.holders: List[LockHolder] = []
+        self.uninspectable = 0  # processes whose maps could not be read
 
 
 def _read(path: str) -> Optional[str]:
@@ -311,8 +311,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     res = scan(args.patterns)
     if args.json:
-        print(json.dumps({"uses": [asdict(u) for u in res.uses],
-                          "lock_holders": [asdict(h) for h in res.holders],
+        print(json.dumps({"uses": [u._asdict() for u in res.uses],
+                          "lock_holders": [h._asdict() for h in res.holders],
                           "uninspectable": res.uninspectable}))
     else:
         print(render(res))

@@ -48,14 +48,13 @@ import re
 import select
 import signal
 import struct
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import nerve
+from nerve import _nerve
 
 from .. import __version__
 from .._common import (
@@ -72,7 +71,15 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
-from . import condition, mcap_fast
+from . import mcap_fast
+
+# Imported where used: the value conditions (--when) with their decoders,
+# and subprocess (--ros2-service), so that the armed recorder without them
+# stays small (dataclasses, with inspect, is not imported at all).
+if TYPE_CHECKING:
+    import subprocess
+
+    from . import condition
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
@@ -140,14 +147,15 @@ def silence_spec(text: str) -> Tuple[str, float]:
 
 
 def when_spec(text: str) -> condition.Condition:
+    from . import condition
+
     try:
         return condition.parse(text)
     except condition.ConditionError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-@dataclass
-class Trigger:
+class Trigger(NamedTuple):
     kind: str     # signal, channel, process-death, lock-owner-death, silence, value, task, dump
     source: str
     time_ns: int  # CLOCK_MONOTONIC
@@ -334,32 +342,50 @@ class TaskWatch:
             self.last = now
 
 
-@dataclass
 class ChannelDump:
     """One channel's part of an incident."""
 
-    name: str
-    pre_s: float
-    post_s: float
-    ch: nerve.Channel
-    next_seq: int = 0       # next sequence number to copy
-    mcap_id: int = 0
-    messages: int = 0
-    missed: int = 0
-    last_state_seq: int = 0  # 0: none before the window
-    first_ns: int = 0        # commit time of the first message in the window
-    last_ns: int = 0
-    done: bool = False
+    __slots__ = ("name", "pre_s", "post_s", "ch", "next_seq", "mcap_id", "messages", "missed",
+                 "last_state_seq", "first_ns", "last_ns", "done")
+
+    def __init__(self, name: str, pre_s: float, post_s: float, ch: nerve.Channel) -> None:
+        self.name = name
+        self.pre_s = pre_s
+        self.post_s = post_s
+        self.ch = ch
+        self.next_seq = 0        # next sequence number to copy
+        self.mcap_id = 0
+        self.messages = 0
+        self.missed = 0
+        self.last_state_seq = 0  # 0: none before the window
+        self.first_ns = 0        # commit time of the first message in the window
+        self.last_ns = 0
+        self.done = False
 
 
-@dataclass
-class PlanRow:
+class PlanRow(NamedTuple):
     name: str
     rate_hz: float
     holds_s: float      # the window the ring holds at that rate
     pre_s: float
     shorter: bool
     type: str = ""      # the channel's type (metadata)
+
+
+def _oldest_time(ch: nerve.Channel, seq: int) -> Optional[int]:
+    """The commit time of message seq, read through a view: a copy of an
+    image would cost its size in the recorder's heap for good (glibc
+    keeps a freed block of a few MB), and the close unmaps the ring at
+    once (no buffer of the mapping is kept). The time is validated when
+    the view is taken, so a message overwritten before the view ends
+    (StaleView) still has it."""
+    t = None
+    try:
+        with ch.view(seq=seq) as msg:
+            t = msg.time_ns if msg is not None else None
+    except nerve.StaleView:
+        pass
+    return t
 
 
 def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
@@ -376,9 +402,7 @@ def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
                 typ = ch.metadata.type or ""
                 st = ch.stat()
                 n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
-                # Only its time: no message (a buffer of the mapping) is
-                # kept, so the close unmaps the ring at once.
-                oldest_ns = ch.get(seq=st.tail_seq).time_ns if n > 0 else None
+                oldest_ns = _oldest_time(ch, st.tail_seq) if n > 0 else None
         except nerve.Error:
             continue
         if oldest_ns is None or n < 2 or st.newest_time_ns <= oldest_ns:
@@ -400,8 +424,7 @@ def render_plan(rows: Sequence[PlanRow]) -> str:
     return "\n".join(out)
 
 
-@dataclass
-class Windows:
+class Windows(NamedTuple):
     pre: float
     post: float
     overrides: Sequence[Tuple[str, float, float]] = ()
@@ -411,6 +434,50 @@ class Windows:
             if fnmatch.fnmatchcase(name, glob):
                 return pre, post
         return self.pre, self.post
+
+
+class DumpHeap:
+    """glibc's malloc held for a dump, and given back after it.
+
+    A dump's chunk buffers (records of up to a MiB, or one large message)
+    are freed once written. By default glibc returns such memory to the
+    kernel at once (an mmap'ed block, or the heap's top beyond 128 KiB),
+    so every chunk's buffer is fresh pages: a page fault every 4 KiB, a
+    third of the time of a dump of small messages. While a dump runs,
+    blocks up to MMAP_MAX come from the heap and the heap is not trimmed;
+    after it, malloc_trim gives it all back, so that the armed recorder
+    stays small. Elsewhere than glibc this does nothing."""
+
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # malloc.h
+    MMAP_MAX = 64 << 20
+    TRIM_DEFAULT = 128 << 10
+    _libc: Optional[ctypes.CDLL] = None
+
+    @classmethod
+    def _glibc(cls) -> Optional[ctypes.CDLL]:
+        if cls._libc is None:
+            try:
+                libc = ctypes.CDLL(None)
+                libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+                libc.malloc_trim.argtypes = [ctypes.c_size_t]
+                cls._libc = libc
+            except (OSError, AttributeError):
+                return None
+        return cls._libc
+
+    @classmethod
+    def hold(cls) -> None:
+        libc = cls._glibc()
+        if libc is not None:
+            libc.mallopt(cls.M_MMAP_THRESHOLD, cls.MMAP_MAX)
+            libc.mallopt(cls.M_TRIM_THRESHOLD, 1 << 30)
+
+    @classmethod
+    def give_back(cls) -> None:
+        libc = cls._glibc()
+        if libc is not None:
+            libc.mallopt(cls.M_TRIM_THRESHOLD, cls.TRIM_DEFAULT)
+            libc.malloc_trim(0)
 
 
 class Incident:
@@ -429,6 +496,7 @@ class Incident:
         self._stream = open(path, "wb")
         self._writer = mcap_fast.Writer(self._stream, LIBRARY, compression)
         self._closed = False
+        DumpHeap.hold()
         for name in names:
             pre, post = windows.of(name)
             try:
@@ -528,61 +596,37 @@ class Incident:
 
     def _copy(self, d: ChannelDump, now_ns: int) -> None:
         """Copy the channel's messages from d.next_seq on, up to the end
-        of its post window. The hot loop of a dump: one library read (a
-        copy, validated) and one record header a message, nothing else
-        (the message tuple unpacked once, the writer's add() inlined:
-        mcap_fast.Writer.append_run says what it must do)."""
+        of its post window. The hot loop of a dump runs in nerve's native
+        ``_nerve.mcap_messages``, a chunk at a time with the GIL released:
+        each message one library read (a copy, validated) straight into
+        its MCAP record; one overwritten before it was copied is counted
+        exactly in ``missed`` (the library's count of NEXT reads from
+        d.next_seq). Before the first message of a window whose start
+        the ring no longer held, that count is not loss: the achieved
+        window (from the first message copied) says it."""
         end = self.end_ns(d)
-        ch = d.ch
-        get = ch.get
         w = self._writer
-        cid, off = d.mcap_id, self.offset
         counting = bool(d.last_state_seq or d.messages)
-        missed = n = 0
-        first_ns = last_ns = last_seq = 0
-        parts, idx, size = w.append_run(cid)
-        pack, fixed, hdr, limit = mcap_fast.MESSAGE.pack, mcap_fast.MESSAGE_FIXED, mcap_fast.MESSAGE.size, \
-            w.chunk_size
-        # The cursor: get() returns d.next_seq, or, where it was
-        # overwritten before it was copied, the oldest message still
-        # there with the count of those gone (counted exactly) in missed.
-        ch.seek(d.next_seq - 1)
         while True:
-            msg = get()
-            if msg is None:  # not written yet
-                d.done = now_ns > end
-                break
-            seq, t, data, m, ln = msg
-            if m and (counting or n):
-                missed += m
-            # else the ring did not hold the window's start: the achieved
-            # window (from the first message copied) says so.
-            if t > end:
-                d.next_seq = seq
+            run = _nerve.mcap_messages(
+                d.ch, d.mcap_id, d.next_seq, end, time_offset=self.offset, chunk_offset=w.size,
+                max_bytes=w.chunk_size - w.size, count_first_missed=counting)
+            w.add_records(d.mcap_id, run.data, run.index)
+            d.missed += run.missed
+            d.next_seq = run.next_seq
+            if run.count:
+                if not d.messages:
+                    d.first_ns = run.first_ns
+                d.messages += run.count
+                d.last_ns = run.last_ns
+                counting = True
+            if run.stop == "end":
                 d.done = True
-                break
-            t += off
-            idx.append(t)
-            idx.append(size)
-            parts.append(pack(5, fixed + ln, cid, seq & 0xFFFFFFFF, t, t))
-            parts.append(data)
-            size += hdr + ln
-            if size >= limit:
-                w.size = size
-                w.flush()
-                parts, idx, size = w.append_run(cid)
-            if not n:
-                first_ns = t
-            n += 1
-            last_ns, last_seq = t, seq
-        w.size = size
-        if n:
-            d.next_seq = max(d.next_seq, last_seq + 1)
-            if not d.messages:
-                d.first_ns = first_ns - off
-            d.messages += n
-            d.last_ns = last_ns - off
-        d.missed += missed
+            elif run.stop == "caught_up":
+                d.done = now_ns > end
+            else:  # "full": the chunk was written; "error": raises next
+                continue
+            return
 
     def record(self) -> Dict[str, str]:
         chans = {}
@@ -629,6 +673,7 @@ class Incident:
         for d in self.channels:
             if not d.ch.closed:
                 d.ch.close()
+        DumpHeap.give_back()
 
 
 def incident_name(out: str, trigger: Trigger, offset: int) -> str:
@@ -698,11 +743,14 @@ class Armed:
                 except nerve.Error:
                     continue
         self.watch_missed: Dict[int, int] = {}
-        try:
-            self._watch_values(args.when or ())
-        except condition.ConditionError as e:
-            self._close_watches()
-            die(PROG, str(e))
+        if args.when:
+            from . import condition
+
+            try:
+                self._watch_values(args.when)
+            except condition.ConditionError as e:
+                self._close_watches()
+                die(PROG, str(e))
         # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
         # are not a trigger: only a death while armed is.
         self.opens: Optional[OpenWatch] = None
@@ -756,6 +804,8 @@ class Armed:
     def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
         """A reader handle per (condition, channel), its cursor at the
         newest message: every message after it is evaluated, in order."""
+        from . import condition
+
         for cond in conds:
             names = resolve([cond.channel])
             if not names:
@@ -797,6 +847,8 @@ class Armed:
         standard output per call."""
         script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "blackbox_ros2.py")
         cmd = [sys.executable, "-m", "nerve_tools.ros2.exec", "--", python, script, service]
+        import subprocess
+
         try:
             p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         except OSError as e:
@@ -838,6 +890,8 @@ class Armed:
             return
         assert p.stdin is not None and p.stdout is not None
         p.stdin.close()  # it ends when its standard input does
+        import subprocess
+
         try:
             p.wait(timeout=ROS2_START_S)
         except subprocess.TimeoutExpired:
@@ -1267,6 +1321,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
     signal.signal(signal.SIGUSR1, lambda s, f: armed.trigger("signal", "SIGUSR1"))
     signal.set_wakeup_fd(armed.wake_w)  # a signal ends the poll at once
+    DumpHeap.give_back()  # what arming read and freed (the plan, the scans)
     if armed.shadows:
         print(f"{PROG}: shadow buffer (every message copied) for {', '.join(armed.shadows)}",
               file=sys.stderr, flush=True)

@@ -9,7 +9,9 @@ specification (https://mcap.dev/spec):
 - each message is one ``struct.pack`` of its 31-byte record header plus
   its payload, appended to the open chunk's list of parts (no copy of the
   payload until the file write, no per-message Python object besides the
-  header bytes);
+  header bytes); a dump's records come ready made from nerve's native
+  ``_nerve.mcap_messages`` (:meth:`Writer.add_records`), one buffer per
+  chunk;
 - the chunk's message index is an ``array('Q')`` of (log time, offset)
   pairs per channel, written as Message Index records after the chunk;
 - a chunk is written with ``writelines`` once it holds ``chunk_size``
@@ -89,6 +91,8 @@ class Writer:
         self.parts: List[bytes] = []
         self.size = 0  # bytes of records in the open chunk
         self.index: Dict[int, "array[int]"] = {}
+        self.chunk_start = 2**64  # the open chunk's least and greatest log time
+        self.chunk_end = 0
 
     def register_schema(self, name: str, encoding: str, data: bytes) -> int:
         sid = len(self.schemas) + 1
@@ -110,12 +114,16 @@ class Writer:
 
     def add(self, cid: int, seq: int, t: int, data: bytes) -> None:
         """One message (log and publish time ``t``); the payload is kept
-        by reference until its chunk is written. The hot path of a dump:
-        the counts and time bounds are taken from the index at flush."""
+        by reference until its chunk is written. The counts are taken from
+        the index at flush."""
         idx = self.index.get(cid)
         if idx is None:
             idx = self.index[cid] = array("Q")
         idx.append(t)
+        if t < self.chunk_start:
+            self.chunk_start = t
+        if t > self.chunk_end:
+            self.chunk_end = t
         size = self.size
         idx.append(size)
         n = len(data)
@@ -124,25 +132,35 @@ class Writer:
         if size >= self.chunk_size:
             self.flush()
 
-    def append_run(self, cid: int) -> Tuple[List[bytes], "array[int]", int]:
-        """For a caller's own loop of add() (a dump's hot loop): the open
-        chunk's parts, channel cid's index in it and the chunk's size so
-        far. Per message it appends t and the size to the index, the
-        MESSAGE header and the payload to the parts, adds MESSAGE.size and
-        the payload's length to the size; it stores the size back into
-        ``size`` before flush() (due once it reaches chunk_size) and when
-        done."""
+    def add_records(self, cid: int, records: bytes, index: bytes) -> None:
+        """Message records of channel cid made elsewhere (a dump's copy,
+        nerve's ``_nerve.mcap_messages``): ``records`` back to back, whose
+        offsets in the open chunk start at its size so far, and their
+        (log time, offset) pairs as native u64 in ``index``; the chunk is
+        written once it holds chunk_size bytes. The records' log times do
+        not decrease (a channel's commit times), so index's first and last
+        entries are their bounds."""
+        if not records:
+            return
         idx = self.index.get(cid)
         if idx is None:
             idx = self.index[cid] = array("Q")
-        return self.parts, idx, self.size
+        first = len(idx)
+        idx.frombytes(index)
+        if idx[first] < self.chunk_start:
+            self.chunk_start = idx[first]
+        if idx[-2] > self.chunk_end:
+            self.chunk_end = idx[-2]
+        self.parts.append(records)
+        self.size += len(records)
+        if self.size >= self.chunk_size:
+            self.flush()
 
     def flush(self) -> None:
         """Write the open chunk (if it holds a message) and its indexes."""
         if not self.parts:
             return
-        start_ns = min(min(idx[0::2]) for idx in self.index.values())
-        end_ns = max(max(idx[0::2]) for idx in self.index.values())
+        start_ns, end_ns = self.chunk_start, self.chunk_end
         records: List[bytes] = self.parts
         if len(records) > 64:  # small messages: one join, one CRC
             records = [b"".join(records)]

@@ -1,0 +1,285 @@
+// nerve._nerve, MCAP: a channel's messages copied out as MCAP Message
+// records, for the dump of `nerve blackbox` (python-tools/src/nerve_tools/
+// recording/blackbox.py, whose file writer is recording/mcap_fast.py).
+//
+// A dump copies every message of a channel in a time window, oldest first,
+// and writes each as one Message record of the file's open chunk. Done in
+// Python that cost about 2 us a message (a Message tuple, a bytes object,
+// a struct.pack, list appends); here it is one library read straight into
+// the records buffer (nerve_chan_get: a copy validated against the writers
+// as every reader's, retried by the library when a writer overwrote the
+// message during the copy) and 31 bytes of header, with the GIL released.
+//
+// Counting: the reads are NEXT reads from a cursor set just before the first
+// sequence number asked for, so a message overwritten before it could be
+// copied is skipped with the library's exact "missed" count (chan.h), the
+// count every reader reports. What the library found but could not copy
+// whole (a torn read) it reads again or counts, never delivers.
+#include "_nerve.h"
+
+#include <nanobind/stl/string.h>
+
+#include <new>
+#include <vector>
+
+namespace nerve_py {
+
+using namespace nb::literals;
+
+namespace {
+
+// An MCAP Message record (https://mcap.dev/spec#message-op0x05): opcode,
+// record length (u64), channel id (u16), sequence (u32), log time and
+// publish time (u64), then the payload; little-endian.
+constexpr uint8_t OP_MESSAGE = 0x05;
+constexpr size_t RECORD_HEAD = 1 + 8 + 2 + 4 + 8 + 8;
+constexpr uint64_t RECORD_FIXED = RECORD_HEAD - 9; // of the record length
+
+void put_le(char *p, uint64_t v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[i] = static_cast<char>(v >> (8 * i));
+    }
+}
+
+// Why a call stopped: nothing newer yet; a message past end_ns; max_bytes
+// reached; a read error after records were copied.
+enum class Stop { caught_up, end, full, error };
+
+// The first records buffer's largest size; it grows (doubling) past that.
+constexpr uint64_t FIRST_CAP_MAX = uint64_t(64) << 20;
+
+const char *stop_name(Stop s)
+{
+    switch (s) {
+    case Stop::caught_up: return "caught_up";
+    case Stop::end: return "end";
+    case Stop::full: return "full";
+    case Stop::error: return "error";
+    }
+    return "?";
+}
+
+// What one call copied (the Python object McapRun).
+struct McapRun {
+    nb::bytes data;  // the records, back to back
+    nb::bytes index; // (log time, offset in chunk) pairs, native u64
+    uint64_t count = 0;
+    uint64_t missed = 0;
+    int64_t first_ns = 0; // commit times of the first and last record
+    int64_t last_ns = 0;
+    uint64_t next_seq = 0;
+    std::string stop;
+};
+
+// The copy loop's state, shared by its passes (a pass ends when the records
+// buffer must grow, which needs the GIL).
+struct Copy {
+    // in
+    uint16_t cid;
+    int64_t end_ns;
+    uint64_t offset;
+    uint64_t chunk_offset;
+    uint64_t max_bytes;
+    bool count_first;
+    // out
+    uint64_t used = 0;
+    uint64_t need = 0; // > 0: the pass stopped for a buffer of this size
+    std::vector<uint64_t> index;
+    uint64_t count = 0, missed = 0, last_seq = 0, last_len = 0, next_seq = 0;
+    int64_t first_ns = 0, last_ns = 0;
+    int rc = 0;
+    Stop stop = Stop::caught_up;
+
+    // One pass into buf[0, cap) without the GIL. Thread: the caller's,
+    // with the handle marked busy.  Blocking: no (reads that do not wait).
+    void pass(nerve_chan *c, char *buf, uint64_t cap)
+    {
+        need = 0;
+        for (;;) {
+            if (used >= max_bytes) {
+                stop = Stop::full;
+                return;
+            }
+            if (cap - used < RECORD_HEAD) {
+                need = used + RECORD_HEAD + last_len;
+                return;
+            }
+            struct nerve_get_info info;
+            char *rec = buf + used;
+            const uint64_t room = cap - used - RECORD_HEAD;
+            int r = nerve_chan_get(c, rec + RECORD_HEAD, size_t(room), 0, 0,
+                                   &info, NERVE_GET_NEXT);
+            if (r == NERVE_EMSGSIZE) { // nothing consumed: grow, read again
+                need = used + RECORD_HEAD + info.len;
+                return;
+            }
+            if (r == NERVE_EAGAIN) {
+                stop = Stop::caught_up;
+                return;
+            }
+            if (r != 0) {
+                rc = r;
+                return;
+            }
+            try { // without the GIL nothing may throw past here
+                if (index.size() + 2 > index.capacity()) {
+                    index.reserve(2 * index.capacity() + 2);
+                }
+            } catch (const std::bad_alloc &) {
+                rc = NERVE_ENOMEM; // nothing counted: the next call from
+                return;            // next_seq reads this message again
+            }
+            // Before the first record of a dump that did not find its
+            // window's start, the library's count is of messages the ring
+            // no longer held when the dump began: the achieved window says
+            // that, not the missed count.
+            if (count_first || count) {
+                missed += info.missed;
+            }
+            if (info.time_ns > end_ns) { // read, not written: the window
+                next_seq = info.seq;     // ends before it
+                stop = Stop::end;
+                return;
+            }
+            const uint64_t t = uint64_t(info.time_ns) + offset;
+            rec[0] = static_cast<char>(OP_MESSAGE);
+            put_le(rec + 1, RECORD_FIXED + info.len, 8);
+            put_le(rec + 9, cid, 2);
+            put_le(rec + 11, info.seq & 0xFFFFFFFFu, 4);
+            put_le(rec + 15, t, 8);
+            put_le(rec + 23, t, 8);
+            index.push_back(t);
+            index.push_back(chunk_offset + used);
+            used += RECORD_HEAD + info.len;
+            if (!count) {
+                first_ns = info.time_ns;
+            }
+            count++;
+            last_ns = info.time_ns;
+            last_seq = info.seq;
+            last_len = info.len;
+        }
+    }
+};
+
+McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
+                      int64_t time_offset, int64_t chunk_offset,
+                      int64_t max_bytes, bool count_first_missed)
+{
+    if (channel_id < 0 || channel_id > 0xFFFF) {
+        throw nb::value_error("channel_id must be an MCAP channel id, "
+                              "0 to 65535");
+    }
+    if (seq < 1) {
+        throw nb::value_error("seq must be a sequence number, >= 1");
+    }
+    if (time_offset < 0) {
+        throw nb::value_error("time_offset must be >= 0 (ns added to "
+                              "commit times)");
+    }
+    if (chunk_offset < 0) {
+        throw nb::value_error("chunk_offset must be >= 0");
+    }
+    if (max_bytes < 1) {
+        throw nb::value_error("max_bytes must be >= 1");
+    }
+    nerve_chan *c = ch.use();
+    Copy cp{uint16_t(channel_id),  end_ns,
+            uint64_t(time_offset), uint64_t(chunk_offset),
+            uint64_t(max_bytes),   count_first_missed};
+    // The first buffer: what is in the ring now at the size of the last
+    // message this handle read, up to max_bytes and one more message.
+    uint64_t tail = 0, head = 0;
+    const uint64_t per = RECORD_HEAD + ch.hint;
+    uint64_t cap = cp.max_bytes + per;
+    if (nerve_chan_seq_range(c, &tail, &head) == 0) {
+        const uint64_t from = uint64_t(seq) > tail ? uint64_t(seq) : tail;
+        const uint64_t n = head >= from ? head - from + 1 : 1;
+        if (n <= cap / per) {
+            cap = n * per;
+        }
+    }
+    if (cap > FIRST_CAP_MAX) {
+        cap = FIRST_CAP_MAX;
+    }
+    cp.last_len = ch.hint;
+    PyObject *buf = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(cap));
+    if (!buf) {
+        throw nb::python_error();
+    }
+    nb::object keep = nb::steal(buf);
+    cp.index.reserve(size_t(2 * (cap / per + 1)));
+    nerve_chan_seek(c, uint64_t(seq) - 1);
+    {
+        WaitGuard guard({&ch});
+        for (;;) {
+            char *p = PyBytes_AS_STRING(buf);
+            PyThreadState *ts = PyEval_SaveThread();
+            cp.pass(c, p, cap);
+            reacquire_gil(ts);
+            if (!cp.need) {
+                break;
+            }
+            cap = cp.need > 2 * cap ? cp.need : 2 * cap;
+            PyObject *grown = keep.release().ptr();
+            if (_PyBytes_Resize(&grown, Py_ssize_t(cap)) < 0) {
+                throw nb::python_error();
+            }
+            keep = nb::steal(grown);
+            buf = grown;
+        }
+    }
+    if (cp.count) {
+        // As a get's: the last message's size.
+        ch.hint = cp.last_len > MIN_HINT ? size_t(cp.last_len) : MIN_HINT;
+    }
+    if (cp.rc != 0 && cp.count == 0) {
+        // Nothing copied before the error: raise it. After records were
+        // copied, they are returned and the next call (from next_seq)
+        // meets the error again, so nothing copied is lost.
+        raise_nerve(cp.rc, ch.name.c_str());
+    }
+    if (cp.rc != 0) {
+        cp.stop = Stop::error;
+    }
+    if (cp.stop != Stop::end) {
+        cp.next_seq = cp.count ? cp.last_seq + 1 : uint64_t(seq);
+    }
+    PyObject *data = keep.release().ptr();
+    if (uint64_t(PyBytes_GET_SIZE(data)) != cp.used &&
+        _PyBytes_Resize(&data, Py_ssize_t(cp.used)) < 0) {
+        throw nb::python_error();
+    }
+    McapRun out;
+    out.data = nb::steal<nb::bytes>(data);
+    out.index = nb::bytes(cp.index.data(), cp.index.size() * sizeof(uint64_t));
+    out.count = cp.count;
+    out.missed = cp.missed;
+    out.first_ns = cp.first_ns;
+    out.last_ns = cp.last_ns;
+    out.next_seq = cp.next_seq;
+    out.stop = stop_name(cp.stop);
+    return out;
+}
+
+} // namespace
+
+void bind_mcap(nb::module_ &m)
+{
+    nb::class_<McapRun>(m, "McapRun",
+                        "What one mcap_messages() call copied (read-only).")
+        .def_ro("data", &McapRun::data)
+        .def_ro("index", &McapRun::index)
+        .def_ro("count", &McapRun::count)
+        .def_ro("missed", &McapRun::missed)
+        .def_ro("first_ns", &McapRun::first_ns)
+        .def_ro("last_ns", &McapRun::last_ns)
+        .def_ro("next_seq", &McapRun::next_seq)
+        .def_ro("stop", &McapRun::stop);
+    m.def("mcap_messages", &mcap_messages, "chan"_a, "channel_id"_a, "seq"_a,
+          "end_ns"_a, nb::kw_only(), "time_offset"_a = 0, "chunk_offset"_a = 0,
+          "max_bytes"_a = int64_t(1) << 20, "count_first_missed"_a = true);
+}
+
+} // namespace nerve_py
