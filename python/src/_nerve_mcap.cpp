@@ -163,9 +163,8 @@ struct Copy {
     }
 };
 
-McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
-                      int64_t time_offset, int64_t chunk_offset,
-                      int64_t max_bytes, bool count_first_missed)
+void check_mcap_args(int64_t channel_id, int64_t seq, int64_t time_offset,
+                     int64_t chunk_offset, int64_t max_bytes)
 {
     if (channel_id < 0 || channel_id > 0xFFFF) {
         throw nb::value_error("channel_id must be an MCAP channel id, "
@@ -184,25 +183,37 @@ McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
     if (max_bytes < 1) {
         throw nb::value_error("max_bytes must be >= 1");
     }
-    nerve_chan *c = ch.use();
-    Copy cp{uint16_t(channel_id),  end_ns,
-            uint64_t(time_offset), uint64_t(chunk_offset),
-            uint64_t(max_bytes),   count_first_missed};
-    // The first buffer: what is in the ring now at the size of the last
-    // message this handle read, up to max_bytes and one more message.
+}
+
+// The first buffer: what is in the ring now at the size of the last
+// message this handle read, up to max_bytes and one more message.
+uint64_t first_cap(nerve_chan *c, uint64_t seq, uint64_t hint,
+                   uint64_t max_bytes)
+{
     uint64_t tail = 0, head = 0;
-    const uint64_t per = RECORD_HEAD + ch.hint;
-    uint64_t cap = cp.max_bytes + per;
+    const uint64_t per = RECORD_HEAD + hint;
+    uint64_t cap = max_bytes + per;
     if (nerve_chan_seq_range(c, &tail, &head) == 0) {
-        const uint64_t from = uint64_t(seq) > tail ? uint64_t(seq) : tail;
+        const uint64_t from = seq > tail ? seq : tail;
         const uint64_t n = head >= from ? head - from + 1 : 1;
         if (n <= cap / per) {
             cap = n * per;
         }
     }
-    if (cap > FIRST_CAP_MAX) {
-        cap = FIRST_CAP_MAX;
-    }
+    return cap > FIRST_CAP_MAX ? FIRST_CAP_MAX : cap;
+}
+
+McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
+                      int64_t time_offset, int64_t chunk_offset,
+                      int64_t max_bytes, bool count_first_missed)
+{
+    check_mcap_args(channel_id, seq, time_offset, chunk_offset, max_bytes);
+    nerve_chan *c = ch.use();
+    Copy cp{uint16_t(channel_id),  end_ns,
+            uint64_t(time_offset), uint64_t(chunk_offset),
+            uint64_t(max_bytes),   count_first_missed};
+    const uint64_t per = RECORD_HEAD + ch.hint;
+    uint64_t cap = first_cap(c, uint64_t(seq), ch.hint, cp.max_bytes);
     cp.last_len = ch.hint;
     PyObject *buf = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(cap));
     if (!buf) {

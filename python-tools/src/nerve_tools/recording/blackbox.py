@@ -728,20 +728,8 @@ class Armed:
         self.names = resolve(args.patterns)
         self.watches: List[condition.Watch] = []
         self.tasks: List[TaskWatch] = []
-        # --shadow: a copying buffer for each channel whose ring is shorter
-        # than its pre window (the plan's warning).
         self.shadows: Dict[str, Shadow] = {}
-        for name in shadow or ():
-            try:
-                self.shadows[name] = Shadow(name, self.windows.of(name)[0])
-            except nerve.Error:
-                continue
-        for name in self.names:
-            if types.get(name) == TASK_STATS_TYPE:
-                try:
-                    self.tasks.append(TaskWatch(name))
-                except nerve.Error:
-                    continue
+        self._open_shadows_and_tasks(types, shadow)
         self.watch_missed: Dict[int, int] = {}
         if args.when:
             from . import condition
@@ -800,6 +788,23 @@ class Armed:
             except SystemExit:
                 self.close()  # the trigger channel it made goes too
                 raise
+
+    def _open_shadows_and_tasks(self, types: Dict[str, str], shadow: Sequence[str]) -> None:
+        """--shadow: a copying buffer for each channel whose ring is shorter
+        than its pre window (the plan's warning); a TaskWatch for each
+        channel of task statistics. A channel gone since the plan is left
+        out."""
+        for name in shadow or ():
+            try:
+                self.shadows[name] = Shadow(name, self.windows.of(name)[0])
+            except nerve.Error:
+                continue
+        for name in self.names:
+            if types.get(name) == TASK_STATS_TYPE:
+                try:
+                    self.tasks.append(TaskWatch(name))
+                except nerve.Error:
+                    continue
 
     def _watch_values(self, conds: Sequence[condition.Condition]) -> None:
         """A reader handle per (condition, channel), its cursor at the
