@@ -1,12 +1,16 @@
 """The ROS 2 nodes of test_rmw_services.py: python services_peer.py ROLE TAG.
 
 server   (on rmw_nerve, under nerve-ros2-exec) node svc_server with the
-         parameter "gain" = 1.5 and the service /TAG/double
+         parameter "gain" = 1.5, a publisher of /TAG/status (one message,
+         which makes its channel), a subscription to /TAG/cmd and the
+         service /TAG/double
          (test_msgs/srv/BasicTypes: int64 doubled, "!" appended to the
          string; a request whose string is "hang" is never answered).
 client   (on DDS) CLIENTS clients of /TAG/double, CALLS calls each, all in
          flight at once; then SetParameters gain = 2.5 on svc_server and
-         GetParameters back through the bridge.
+         GetParameters back through the bridge; then, with a publisher of
+         /TAG/cmd, the DDS graph's view of svc_server (its topics and
+         services by node).
 hang     (on DDS) one call that the server never answers; says "sent", then
          waits for the service to disappear.
 action   (on DDS) an action client of /fib (test_msgs/action/Fibonacci,
@@ -37,10 +41,13 @@ def spin_until(node, cond, limit):
 
 
 def role_server(tag):
+    from std_msgs.msg import String
     from test_msgs.srv import BasicTypes
 
     n = Node("svc_server", enable_rosout=False)
     n.declare_parameter("gain", 1.5)
+    n.create_publisher(String, f"/{tag}/status", 10).publish(String(data="up"))
+    n.create_subscription(String, f"/{tag}/cmd", lambda m: None, 10)
 
     def double(req, rep):
         if req.string_value == "hang":
@@ -92,7 +99,33 @@ def role_client(tag, clients, calls):
     out["set"] = bool(r and r.results and r.results[0].successful)
     r = call(GetParameters, "/svc_server/get_parameters", GetParameters.Request(names=["gain"]))
     out["get"] = r.values[0].double_value if r and r.values else None
+    from std_msgs.msg import String
+
+    # The bridge makes its reader of /TAG/cmd (--from-ros) once it sees a
+    # DDS publisher of it.
+    n.create_publisher(String, f"/{tag}/cmd", 10)
+    out.update(node_view(n, "svc_server", f"/{tag}/status", f"/{tag}/cmd"))
     say(out)
+
+
+def node_view(n, node, pub, sub):
+    """The DDS graph's view of rmw_nerve's node `node` (in "/") once it
+    lists `pub` among the node's publishers (bridged by --to-ros) and `sub`
+    among its subscriptions (--from-ros), or the bounded wait ends: node
+    list, publishers, subscriptions and services by node."""
+    def by_node(get):
+        try:
+            return sorted(name for name, _ in get(node, "/"))
+        except Exception as e:  # rclpy's NodeNameNonExistentError: not (yet) listed
+            return [type(e).__name__]
+
+    spin_until(n, lambda: pub in by_node(n.get_publisher_names_and_types_by_node)
+               and sub in by_node(n.get_subscriber_names_and_types_by_node), 60)
+    return {"nodes": sorted(f"{ns.rstrip('/')}/{name}"
+                            for name, ns in n.get_node_names_and_namespaces()),
+            "pubs": by_node(n.get_publisher_names_and_types_by_node),
+            "subs": by_node(n.get_subscriber_names_and_types_by_node),
+            "srvs": by_node(n.get_service_names_and_types_by_node)}
 
 
 def request_hash():

@@ -142,17 +142,28 @@ def world(tmp_path):
 def test_calls_pair_under_concurrent_clients_and_parameters(world):
     """Two DDS clients with five calls each all in flight: every reply is
     the one to its own request; then `ros2 param set`'s SetParameters and
-    GetParameters on the rmw_nerve node through the bridge."""
+    GetParameters on the rmw_nerve node through the bridge. The DDS graph
+    names the rmw_nerve node behind the bridged topic and services
+    (ros_discovery_info): the DDS node lists svc_server, its publisher of
+    /TAG/status, its subscription to /TAG/cmd and its services, beside the
+    bridge's own node."""
     world.server()
-    br = world.bridge("--services", f"/{world.tag}/*", "--services", "/svc_server/*et_parameters")
+    pre = f"ros2-d{world.domain}.{world.tag}."
+    br = world.bridge("--services", f"/{world.tag}/*", "--services", "/svc_server/*et_parameters",
+                      "--to-ros", pre + "*", "--from-ros", f"/{world.tag}/cmd:{pre}cmd")
     r = last_json(world.client("client", "2", "5"))
     log = stop_bridge(br)
     assert r["ready"] and r["calls"] == 10 and r["done"] == 10, (r, log)
     assert r["wrong"] == [], (r, log)
     assert r["set"] is True and r["get"] == 2.5, (r, log)
     assert re.search(rf"service /{world.tag}/double: 10 requests, 10 replies, 0 unanswered", log), log
-    # Only what the globs select; the rmw_nerve channels are never topics.
-    assert "/svc_server/list_parameters" not in log and "to-ros" not in log, log
+    # Only what the globs select; the rmw_nerve service channels are never topics.
+    assert "/svc_server/list_parameters" not in log and "double-re" not in log, log
+    assert f"to-ros {pre}status -> /{world.tag}/status" in log, log
+    assert "/svc_server" in r["nodes"] and "/nerve_ros2" in r["nodes"], r
+    assert r["pubs"] == [f"/{world.tag}/status"] and r["subs"] == [f"/{world.tag}/cmd"], r
+    assert r["srvs"] == sorted([f"/{world.tag}/double", "/svc_server/get_parameters",
+                                "/svc_server/set_parameters"]), r
 
 
 def test_server_killed_mid_call(world):

@@ -247,8 +247,9 @@ static int take_endpoints(dds_entity_t pubs, dds_entity_t subs)
 }
 
 /* The bridge's loop until a signal sets `stop`: every 50 ms takes
- * discovery news, every SCAN_NS rescans the channels, and republishes the
- * ROS graph when either changed what is bridged. */
+ * discovery news, every SCAN_NS rescans the channels and rmw_nerve's graph,
+ * and republishes the ROS graph when what is bridged or the rmw_nerve
+ * nodes behind it changed (graph_publish writes only a changed message). */
 static void serve(dds_entity_t pubs, dds_entity_t subs)
 {
     int changed = scan();
@@ -264,6 +265,7 @@ static void serve(dds_entity_t pubs, dds_entity_t subs)
             }
 #endif
             next_scan = nerve_clock_now_ns() + SCAN_NS;
+            changed = 1;
         }
         if (changed) {
             graph_publish();

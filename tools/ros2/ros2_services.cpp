@@ -141,11 +141,21 @@ struct SrvInfo {
     std::string hash; // the request's "RIHS01_<hex>", or ""
 };
 
+// One endpoint of a node, for the DDS graph (ros2_graph.c): kind 'P',
+// 'S', 'V' or 'C' and its ROS name.
+struct NodeEp {
+    char kind;
+    std::string node_id, name;
+};
+
 struct Ctx {
     long pid = 0;
     int64_t seen_ns = 0;
     std::map<std::string, SrvInfo> services;    // by ROS name
     std::map<std::string, std::string> clients; // GID hex (32) -> hash or ""
+    // The nodes: id -> namespace, name.
+    std::map<std::string, std::pair<std::string, std::string>> nodes;
+    std::vector<NodeEp> eps;
 };
 
 std::map<std::string, Ctx> ctxs; // by context id
@@ -153,9 +163,10 @@ std::string own_ctx;             // this bridge's graph context (FROM DDS), hex
 
 // One graph message: "nerve-rmw-graph V CTX PID live|bye" and its lines
 // (versions 2 and 3; 3 adds the deadline's two fields before READY).
-// Only the services ("E V ...") matter here; anything that does not parse
-// is ignored, as rmw_nerve does (anyone who may write the graph could
-// write anything).
+// The services ("E V ...") and clients matter here; the nodes ("N ...")
+// and every endpoint's kind and name, for the DDS graph (ros2_graph.c).
+// Anything that does not parse is ignored, as rmw_nerve does (anyone who
+// may write the graph could write anything).
 void graph_take(const std::string &text)
 {
     std::istringstream in(text);
@@ -182,8 +193,19 @@ void graph_take(const std::string &text)
     while (std::getline(in, line)) {
         std::istringstream l(line);
         std::string tag, kind, node, gid, name, type, hash, x;
+        if (line.compare(0, 2, "N ") == 0) {
+            std::string id, ns;
+            if (l >> tag >> id >> name >> ns) {
+                c.nodes[id] = {ns, name};
+            }
+            continue;
+        }
         if (!(l >> tag >> kind >> node >> gid >> name >> type) || tag != "E" ||
-            (kind != "V" && kind != "C")) {
+            kind.size() != 1) {
+            continue;
+        }
+        c.eps.push_back({kind[0], node, name});
+        if (kind != "V" && kind != "C") {
             continue;
         }
         // The QoS fields and READY: 8 in version 2, 10 in version 3.
@@ -1439,6 +1461,47 @@ Discovery discovery;
 std::set<std::string> refused_names; // not offered: said once
 
 } // namespace
+
+extern "C" void ros2_rmw_graph_walk(uint32_t dom, ros2_node_fn fn, void *arg)
+{
+    domain = dom;
+    graph_read();
+    for (const auto &c : ctxs) {
+        for (const NodeEp &e : c.second.eps) {
+            auto n = c.second.nodes.find(e.node_id);
+            if (n == c.second.nodes.end()) {
+                continue;
+            }
+            std::string chan = channel_of(e.name, "");
+            fn(n->second.first.c_str(), n->second.second.c_str(), e.kind,
+               e.name.c_str(), chan.c_str(), arg);
+        }
+    }
+}
+
+extern "C" void ros2_srv_endpoints(ros2_srv_ep_fn fn, void *arg)
+{
+    auto gid = [](const GUID_t &g, unsigned char out[16]) {
+        memcpy(out, g.guidPrefix.value, 12);
+        memcpy(out + 12, g.entityId.value, 4);
+    };
+    unsigned char r[16], w[16];
+    std::lock_guard<std::mutex> lk(mu);
+    for (const auto &kv : services) {
+        if (kv.second->rd && kv.second->wr) {
+            gid(kv.second->rd->guid(), r);
+            gid(kv.second->wr->guid(), w);
+            fn('V', kv.first.c_str(), r, w, arg);
+        }
+    }
+    for (const auto &kv : revs) {
+        if (kv.second->rd && kv.second->wr) {
+            gid(kv.second->rd->guid(), r);
+            gid(kv.second->wr->guid(), w);
+            fn('C', kv.first.c_str(), r, w, arg);
+        }
+    }
+}
 
 extern "C" int ros2_srv_start(uint32_t dom, const char *const *g, size_t n,
                               const char *const *from, size_t nfrom,

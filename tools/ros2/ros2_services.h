@@ -36,6 +36,29 @@ void ros2_srv_poll(void);
  * Thread: main only. */
 void ros2_srv_stop(void);
 
+/* One endpoint of a node of rmw_nerve's graph: the node's namespace and
+ * name, the endpoint's kind ('P' publisher, 'S' subscription, 'V' service,
+ * 'C' client), its ROS name and the channel rmw_nerve gives that name. */
+typedef void (*ros2_node_fn)(const char *ns, const char *node, char kind,
+                             const char *ros_name, const char *chan, void *arg);
+
+/* Reads the news of rmw_nerve's graph of domain `domain` (ros2-graph-dN,
+ * its own user's and root's channels, as --services does) and calls fn
+ * once per endpoint of every node of a live process. Works with or
+ * without --services. Thread: main only. Blocking: no. */
+void ros2_rmw_graph_walk(uint32_t domain, ros2_node_fn fn, void *arg);
+
+/* One bridged service's Fast DDS endpoints: kind 'V' for a service offered
+ * to DDS clients (a request reader, a reply writer: what a server has),
+ * 'C' for one served from DDS to rmw_nerve clients (a reply reader, a
+ * request writer: what a client has); the 16-byte GUIDs. */
+typedef void (*ros2_srv_ep_fn)(char kind, const char *service,
+                               const unsigned char reader[16],
+                               const unsigned char writer[16], void *arg);
+
+/* Calls fn for every service bridged now. Thread: main only. */
+void ros2_srv_endpoints(ros2_srv_ep_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif
