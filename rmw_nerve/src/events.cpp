@@ -85,10 +85,9 @@ static int64_t lapse_next(const Lapses &l, int64_t period, bool once)
     return l.ref + int64_t(l.counted + 1) * period + 1;
 }
 
-void pub_asserted(Publisher *p, bool published)
+void pub_asserted(Publisher *p, bool published, int64_t now)
 {
     QosTimers &t = p->timers;
-    int64_t now = mono_ns();
     lapse_update(&t.lease, t.asserted->load(), t.lease_ns, now, true);
     t.asserted->store(now);
     if (published) {
@@ -260,7 +259,7 @@ extern "C" rmw_ret_t rmw_publisher_assert_liveliness(const rmw_publisher_t *pub)
     CHECK_HANDLE(pub, "publisher");
     auto *p = static_cast<rmw_nerve::Publisher *>(pub->data);
     std::lock_guard<std::mutex> lk(p->mu);
-    rmw_nerve::pub_asserted(p, false);
+    rmw_nerve::pub_asserted(p, false, rmw_nerve::mono_ns());
     return RMW_RET_OK;
 }
 

@@ -214,10 +214,11 @@ rmw_ret_t rmw_publish(const rmw_publisher_t *pub, const void *msg,
                     "rmw_nerve: publish on '%s': cannot serialise the %s",
                     p->topic.c_str(), p->type.name.c_str());
     }
-    r = nerve_chan_commit(p->ch, size_t(n), nullptr);
+    struct nerve_put_info pi;
+    r = nerve_chan_commit(p->ch, size_t(n), &pi);
     if (r)
         return put_error(p, r, len);
-    pub_asserted(p, true);
+    pub_asserted(p, true, pi.time_ns);
     return RMW_RET_OK;
 }
 
@@ -236,15 +237,16 @@ rmw_ret_t rmw_publish_serialized_message(const rmw_publisher_t *pub,
         return rr;
     size_t len = m->buffer_length;
     int r = pub_room(p, len, 0);
+    struct nerve_put_info pi;
     for (int tries = 0; r == 0 &&
                         (r = nerve_chan_put(p->ch, m->buffer, len,
-                                            NERVE_FOREVER, nullptr, 0)) != 0 &&
+                                            NERVE_FOREVER, &pi, 0)) != 0 &&
                         tries < 8;
          tries++)
         r = pub_room(p, len, r);
     if (r)
         return put_error(p, r, len);
-    pub_asserted(p, true);
+    pub_asserted(p, true, pi.time_ns);
     return RMW_RET_OK;
 }
 

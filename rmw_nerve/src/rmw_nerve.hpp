@@ -361,8 +361,10 @@ struct QosTimers {
 struct Publisher;
 struct Subscription;
 void qos_timers_init(QosTimers *t, const rmw_qos_profile_t &q);
-// An assertion of `p`'s liveliness, by a publish when `published` [p->mu].
-void pub_asserted(Publisher *p, bool published);
+// An assertion of `p`'s liveliness at `now` (mono ns), by a publish when
+// `published` (whose commit time is `now`: no clock read of its own on the
+// publish path) [p->mu].
+void pub_asserted(Publisher *p, bool published, int64_t now);
 // Event types of events.cpp, for a publisher (`pub`) or a subscription.
 bool qos_event_type(rmw_event_type_t t, bool pub);
 // Whether `ev` (one of those types) has something to report; *next_ns:
