@@ -6,8 +6,11 @@
 // unless one message needs more; NERVE_RMW_DATA_SIZE (a size) overrides the
 // data ring. Creating the channel marks the publisher "ready" in the
 // graph, which wakes the subscriptions that wait for the channel to
-// appear. A subscription made before any publisher makes the channel itself
-// (sub_make in subscription.cpp: the default ring), so that it holds it (LIFETIME). A channel
+// appear. A subscription made before any publisher makes the channel
+// itself (sub_make in subscription.cpp: the default ring), so that it
+// holds it (LIFETIME); a publish grows it when it holds less than half
+// the size above (pub_room). A channel that exists already is used as
+// channel.cpp says.
 //
 // A typed publish serialises straight into a reservation in the ring (one
 // pass over the message, no staging buffer).

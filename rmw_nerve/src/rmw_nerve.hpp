@@ -443,10 +443,10 @@ struct Subscription {
     QosTimers timers;                   // [mu] events.cpp
 };
 
-// Incompatible-type events (events.cpp): record the endpoints of the other side on
-// `topic` whose type is not `type` into *seen (by GID). Returns whether
-// there are some not yet reported. Caller holds the entity's mutex.
-// Looks at the graph only when it changed since *version.
+// Incompatible-type events (events.cpp): record the endpoints of the other
+// side on `topic` whose type is not `type` into *seen (by GID). Returns
+// whether there are some not yet reported. Caller holds the entity's
+// mutex. Looks at the graph only when it changed since *version.
 bool note_other_types(Node *node, const std::string &topic,
                       const std::string &type, Kind other,
                       std::set<std::string> *seen, size_t reported,

@@ -14,7 +14,9 @@
 // flag; a trigger sets the flag before it takes g_mu to put. So either the
 // wait sees the flag, or the trigger's put comes after the registration
 // and the wake channel has a message after the cursor, which makes the
-// futex wait return at once.
+// futex wait return at once. A woken wait looks once more without
+// registering, and returns only what that look finds ready; finding
+// nothing, it registers and looks again before it sleeps, as above.
 //
 // THREADS. Wait sets are per thread at a time (rcl's rule: one rmw_wait
 // per wait set at once), but one may be used by several threads in turn,
