@@ -11,10 +11,14 @@
  *                                         line ("raw": every sample too)
  *   nerve_latency pub KIND COUNT RATE_HZ
  *
- * KIND: 64B (76 bytes) or PointCloud2-1MiB (1 048 660 bytes): about the
- * CDR sizes of rcl_latency's messages (a 64-character std_msgs/String;
- * 1 MiB of points with a PointCloud2's header). The channel is
- * $NERVE_LAT_CHAN (made by whichever side comes first, 16 slots); each
+ * KIND: 64B (76 bytes), Imu (316 bytes), PointCloud2-1MiB (1 048 660
+ * bytes) or Image-1080p (6 220 848 bytes): about the CDR sizes of
+ * rcl_latency's messages (a 64-character std_msgs/String; a
+ * sensor_msgs/Imu; 1 MiB of points with a PointCloud2's header; a 1920 x
+ * 1080 rgb8 Image; the 64B and PointCloud2 sizes are those of the first
+ * results, kept so that the runs compare). The channel is $NERVE_LAT_CHAN
+ * (made by whichever side comes first, 16 slots, a data ring of 16
+ * messages within 64 KiB and 64 MiB, as rmw_nerve sizes its rings); each
  * message starts with its send time (CLOCK_MONOTONIC ns). */
 
 #define _GNU_SOURCE
@@ -128,7 +132,10 @@ int main(int argc, char **argv)
         return 2;
     }
     int pub = strcmp(argv[1], "pub") == 0;
-    size_t len = strcmp(argv[2], "PointCloud2-1MiB") == 0 ? 1048660 : 76;
+    size_t len = strcmp(argv[2], "PointCloud2-1MiB") == 0 ? 1048660
+                 : strcmp(argv[2], "Image-1080p") == 0    ? 6220848
+                 : strcmp(argv[2], "Imu") == 0            ? 316
+                                                          : 76;
     long count = atol(argv[3]);
     double rate = pub ? atof(argv[4]) : 0;
     if (count < 1 || (pub && rate <= 0)) {
@@ -138,7 +145,11 @@ int main(int argc, char **argv)
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
     o.flags = NERVE_C_EXIST_OK;
     o.slots = 16;
-    o.data_size = 16 * (uint64_t)len < (64u << 10) ? (64u << 10) : 16 * len;
+    uint64_t ring = 16 * (uint64_t)len;
+    ring = ring < (64u << 10)   ? (64u << 10)
+           : ring > (64u << 20) ? (64u << 20)
+                                : ring;
+    o.data_size = ring;
     check(nerve_chan_create(name, &o), "create");
     nerve_chan *c = NULL;
     check(nerve_chan_open(name, pub ? NERVE_O_WRITE : NERVE_O_READ, &c),

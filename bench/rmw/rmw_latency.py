@@ -7,18 +7,25 @@ publisher's own cost per rcl_publish).
     python bench/rmw/rmw_latency.py [--layer rclpy|rcl|both] [--count N]
                                       [--rate HZ | --rates HZ,HZ] [--kinds K,K]
                                       [--out FILE] [--sub-procs 1,8] [--baseline]
+                                      [--before LIB] [--no-fastrtps]
 
 Without --sub-procs, the rcl rows put 1 and then 8 subscriptions in one
 subscriber process. With --sub-procs 1,8, each row has that many
 subscriber processes of one subscription each (rcl and/or rclpy), and the
 latency percentiles pool every sample of every process ("worst_p99_us" is
 the worst process's own p99); the publisher waits until it sees them all.
---rates runs every row at each rate, in this one run. --baseline (rcl rows,
-64B and PointCloud2-1MiB) adds a row of nerve's C API doing what rcl forces
-(bench/rmw/nerve_latency.c, built as build/bench/nerve_latency: a blocking
-reader woken per message, one copy in and one copy out) with the same
-processes, rate and size, and gives each row's p50 and p99 as a ratio of
-that baseline's (p50_x_baseline, p99_x_baseline).
+--rates runs every row at each rate, in this one run. --baseline (rcl rows)
+adds a row of nerve's C API doing what rcl forces (bench/rmw/nerve_latency.c,
+built as build/bench/nerve_latency: a blocking reader woken per message, one
+copy in and one copy out) with the same processes, rate and size, and gives
+each row's p50 and p99 as a ratio of that baseline's (p50_x_baseline,
+p99_x_baseline). An rclpy row on rmw_nerve_cpp whose rcl row ran before it
+(--layer both) gets "rclpy_own_p50_us": its p50 less rcl's on rmw_nerve_cpp,
+the part that is rclpy's own (the same under every RMW). --before LIB adds
+rows of that rmw_nerve_cpp library ("rmw_nerve_cpp@before", e.g. a copy of
+main's), right after each row of the current one, so that a change is
+measured before and after in one run. --no-fastrtps leaves rmw_fastrtps_cpp
+out.
 
 Run with the project venv's Python; it starts the nodes with the Jazzy
 wheels' Python (NERVE_ROS2_PYTHON, default .venv-jazzy/bin/python), on
@@ -44,6 +51,7 @@ from rmwbench import drop_domain, write_rows  # bench/rmw/rmwbench.py, beside th
 ROOT = Path(__file__).resolve().parents[2]
 PY = os.environ.get("NERVE_ROS2_PYTHON", str(ROOT / ".venv-jazzy/bin/python"))
 LIB = os.environ.get("NERVE_RMW_LIB", str(ROOT / "build/rmw_nerve/librmw_nerve_cpp.so"))
+BEFORE = "rmw_nerve_cpp@before"  # the "rmw" of --before's rows
 RCL = os.environ.get("NERVE_RCL_LATENCY", str(ROOT / "build/rmw_nerve/rcl_latency"))
 BASE = os.environ.get("NERVE_BASE_LATENCY", str(ROOT / "build/bench/nerve_latency"))
 BASELINE = "nerve-c-api"  # the "rmw" of the baseline's rows
@@ -130,12 +138,13 @@ def pooled(outs: list[dict]) -> dict:
 
 
 def run(layer: str, rmw: str, kind: str, count: int, rate: float, subs: int,
-        domain: int, procs: int = 0) -> dict:
+        domain: int, procs: int = 0, before: str | None = None) -> dict:
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
                PYTHONUNBUFFERED="1")
     pre = []
-    if rmw == "rmw_nerve_cpp":
-        pre = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--rcl", RCL_SO, "--"]
+    if rmw in ("rmw_nerve_cpp", BEFORE):
+        lib = before if rmw == BEFORE else LIB
+        pre = [sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", lib, "--rcl", RCL_SO, "--"]
     elif rmw != BASELINE:
         env["RMW_IMPLEMENTATION"] = rmw
     waits = procs * subs if procs else subs
@@ -180,6 +189,9 @@ def main() -> int:
     ap.add_argument("--sub-procs", help="e.g. 1,8: rows with that many subscriber processes")
     ap.add_argument("--baseline", action="store_true",
                     help="a row of nerve's C API (blocking reader, one copy each way) per rcl row")
+    ap.add_argument("--before", metavar="LIB",
+                    help="rows of this rmw_nerve_cpp library too (e.g. main's), after each current row")
+    ap.add_argument("--no-fastrtps", action="store_true", help="no rmw_fastrtps_cpp rows")
     a = ap.parse_args()
     from nerve_tools.host import record, stamp
 
@@ -196,16 +208,18 @@ def main() -> int:
             else:
                 runs.append(("rclpy", kind, 1, 0))
     rates = [float(x) for x in a.rates.split(",")] if a.rates else [a.rate]
+    rcl_p50 = {}  # (kind, rate, subs, procs) -> rcl's p50 on rmw_nerve_cpp
     for rate in rates:
         for layer, kind, subs, procs in runs:
-            rmws = ["rmw_nerve_cpp", "rmw_fastrtps_cpp"]
-            if a.baseline and layer == "rcl" and kind in ("64B", "PointCloud2-1MiB"):
+            rmws = ["rmw_nerve_cpp"] + ([BEFORE] if a.before else []) + \
+                ([] if a.no_fastrtps else ["rmw_fastrtps_cpp"])
+            if a.baseline and layer == "rcl":
                 rmws.insert(0, BASELINE)
             base = None
             for rmw in rmws:
                 domain = (random.randint(100, 200) if rmw == "rmw_fastrtps_cpp"
                           else random.randint(1000, 60000))
-                r = run(layer, rmw, kind, a.count, rate, subs, domain, procs)
+                r = run(layer, rmw, kind, a.count, rate, subs, domain, procs, a.before)
                 row = {"bench": "rmw_latency", "layer": layer, "rmw": rmw, "msg": kind,
                        "subs": procs * subs if procs else subs, "sub_procs": max(procs, 1),
                        "rate_hz": rate, "load": os.getloadavg(), **r,
@@ -215,6 +229,12 @@ def main() -> int:
                 elif base and base.get("p50_us") and base.get("p99_us"):
                     row["p50_x_baseline"] = round(row["p50_us"] / base["p50_us"], 2)
                     row["p99_x_baseline"] = round(row["p99_us"] / base["p99_us"], 2)
+                key = (kind, rate, subs, procs)
+                if rmw == "rmw_nerve_cpp" and row.get("p50_us") is not None:
+                    if layer == "rcl":
+                        rcl_p50[key] = row["p50_us"]
+                    elif key in rcl_p50:
+                        row["rclpy_own_p50_us"] = round(row["p50_us"] - rcl_p50[key], 1)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
                 if rmw != "rmw_fastrtps_cpp":

@@ -13,6 +13,7 @@
 
 #include <fastcdr/Cdr.h>
 #include <fastcdr/FastBuffer.h>
+#include <rmw/serialized_message.h>
 
 namespace rmw_nerve {
 
@@ -51,3 +52,44 @@ bool deserialize(const MsgType &t, const void *buf, size_t len, void *msg)
 }
 
 } // namespace rmw_nerve
+
+using namespace rmw_nerve;
+
+extern "C" {
+
+rmw_ret_t rmw_serialize(const void *msg,
+                        const rosidl_message_type_support_t *ts,
+                        rmw_serialized_message_t *out)
+{
+    if (!msg || !ts || !out)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    MsgType t;
+    if (!msg_type(ts, &t))
+        return RMW_RET_ERROR;
+    size_t len = serialized_size(t, msg);
+    if (out->buffer_capacity < len &&
+        rmw_serialized_message_resize(out, len) != RMW_RET_OK)
+        return fail(RMW_RET_BAD_ALLOC, "rmw_nerve: out of memory");
+    long n = serialize(t, msg, out->buffer, out->buffer_capacity);
+    if (n < 0)
+        return fail(RMW_RET_ERROR, "rmw_nerve: cannot serialise the %s",
+                    t.name.c_str());
+    out->buffer_length = size_t(n);
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_deserialize(const rmw_serialized_message_t *in,
+                          const rosidl_message_type_support_t *ts, void *msg)
+{
+    if (!in || !ts || !msg)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    MsgType t;
+    if (!msg_type(ts, &t))
+        return RMW_RET_ERROR;
+    if (!deserialize(t, in->buffer, in->buffer_length, msg))
+        return fail(RMW_RET_ERROR, "rmw_nerve: the bytes are not a CDR %s",
+                    t.name.c_str());
+    return RMW_RET_OK;
+}
+
+} // extern "C"

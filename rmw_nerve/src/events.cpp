@@ -26,9 +26,14 @@
 //
 // Both wake rmw_wait: a deadline or lease is a time the wait is bounded by
 // (qos_event_ready's *next_ns), a liveliness change a graph change.
+//
+// The rmw event API at the end (rmw_*_event_init, rmw_take_event) serves
+// these and the others: message lost (the subscription's keep-last count),
+// incompatible QoS (qos.cpp) and incompatible type (note_other_types).
 
 #include "rmw_nerve.hpp"
 
+#include <rmw/event.h>
 #include <rmw/events_statuses/events_statuses.h>
 
 #include <climits>
@@ -80,10 +85,9 @@ static int64_t lapse_next(const Lapses &l, int64_t period, bool once)
     return l.ref + int64_t(l.counted + 1) * period + 1;
 }
 
-void pub_asserted(Publisher *p, bool published)
+void pub_asserted(Publisher *p, bool published, int64_t now)
 {
     QosTimers &t = p->timers;
-    int64_t now = mono_ns();
     lapse_update(&t.lease, t.asserted->load(), t.lease_ns, now, true);
     t.asserted->store(now);
     if (published) {
@@ -231,6 +235,23 @@ void qos_event_take(const rmw_event_t *ev, void *info)
     t.live_reported = t.live_seen;
 }
 
+bool note_other_types(Node *node, const std::string &topic,
+                      const std::string &type, Kind other,
+                      std::set<std::string> *seen, size_t reported,
+                      uint64_t *version)
+{
+    uint64_t v = node->ctx->graph->version();
+    if (v == *version)
+        return seen->size() > reported;
+    *version = v;
+    auto snap = node->ctx->graph->snapshot();
+    for (const auto &e : snap.eps)
+        if (e.kind == other && e.name == topic && e.type != type)
+            seen->insert(std::string(reinterpret_cast<const char *>(e.gid.data),
+                                     RMW_GID_STORAGE_SIZE));
+    return seen->size() > reported;
+}
+
 } // namespace rmw_nerve
 
 extern "C" rmw_ret_t rmw_publisher_assert_liveliness(const rmw_publisher_t *pub)
@@ -238,6 +259,129 @@ extern "C" rmw_ret_t rmw_publisher_assert_liveliness(const rmw_publisher_t *pub)
     CHECK_HANDLE(pub, "publisher");
     auto *p = static_cast<rmw_nerve::Publisher *>(pub->data);
     std::lock_guard<std::mutex> lk(p->mu);
-    rmw_nerve::pub_asserted(p, false);
+    rmw_nerve::pub_asserted(p, false, rmw_nerve::mono_ns());
     return RMW_RET_OK;
 }
+
+using namespace rmw_nerve;
+
+extern "C" {
+
+bool rmw_event_type_is_supported(rmw_event_type_t t)
+{
+    return t == RMW_EVENT_MESSAGE_LOST ||
+           t == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE ||
+           t == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE ||
+           t == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE ||
+           t == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE ||
+           qos_event_type(t, true) || qos_event_type(t, false);
+}
+
+rmw_ret_t rmw_subscription_event_init(rmw_event_t *ev,
+                                      const rmw_subscription_t *sub,
+                                      rmw_event_type_t t)
+{
+    CHECK_HANDLE(sub, "subscription");
+    if (!ev)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
+    if (t != RMW_EVENT_MESSAGE_LOST &&
+        t != RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE &&
+        t != RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE &&
+        !qos_event_type(t, false))
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: subscription event type %d is not supported "
+                    "(message lost, incompatible QoS, incompatible type, "
+                    "requested deadline missed and liveliness changed are)",
+                    int(t));
+    // No allocation: rmw_event_fini() (librmw) frees nothing.
+    auto *s = static_cast<Subscription *>(sub->data);
+    s->has_lost_event = true;
+    ev->implementation_identifier = kIdentifier;
+    ev->data = s;
+    ev->event_type = t;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_publisher_event_init(rmw_event_t *ev, const rmw_publisher_t *pub,
+                                   rmw_event_type_t t)
+{
+    CHECK_HANDLE(pub, "publisher");
+    if (!ev)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: event is NULL");
+    if (t != RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE &&
+        t != RMW_EVENT_OFFERED_QOS_INCOMPATIBLE && !qos_event_type(t, true))
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: publisher event type %d is not supported "
+                    "(incompatible QoS, incompatible type, offered deadline "
+                    "missed and liveliness lost are)",
+                    int(t));
+    ev->implementation_identifier = kIdentifier;
+    ev->data = pub->data; // a Publisher; nothing allocated
+    ev->event_type = t;
+    return RMW_RET_OK;
+}
+
+rmw_ret_t rmw_take_event(const rmw_event_t *ev, void *info, bool *taken)
+{
+    CHECK_HANDLE(ev, "event");
+    if (!info || !taken)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: NULL argument");
+    if (qos_event_type(ev->event_type, true) ||
+        qos_event_type(ev->event_type, false)) {
+        qos_event_take(ev, info);
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    if (ev->event_type == RMW_EVENT_OFFERED_QOS_INCOMPATIBLE) {
+        auto *p = static_cast<Publisher *>(ev->data);
+        std::lock_guard<std::mutex> lk(p->mu);
+        (void)note_bad_qos(p->node, p->topic, p->type.name, p->qos, true,
+                           &p->bad_qos);
+        take_bad_qos(&p->bad_qos,
+                     static_cast<rmw_qos_incompatible_event_status_t *>(info));
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    if (ev->event_type == RMW_EVENT_REQUESTED_QOS_INCOMPATIBLE) {
+        auto *s = static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(s->mu);
+        (void)note_bad_qos(s->node, s->topic, s->type.name, s->qos, false,
+                           &s->bad_qos);
+        take_bad_qos(&s->bad_qos,
+                     static_cast<rmw_qos_incompatible_event_status_t *>(info));
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    if (ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE ||
+        ev->event_type == RMW_EVENT_SUBSCRIPTION_INCOMPATIBLE_TYPE) {
+        bool is_pub = ev->event_type == RMW_EVENT_PUBLISHER_INCOMPATIBLE_TYPE;
+        auto *p = is_pub ? static_cast<Publisher *>(ev->data) : nullptr;
+        auto *s = is_pub ? nullptr : static_cast<Subscription *>(ev->data);
+        std::lock_guard<std::mutex> lk(is_pub ? p->mu : s->mu);
+        auto &seen = is_pub ? p->other_types : s->other_types;
+        size_t &reported =
+            is_pub ? p->other_types_reported : s->other_types_reported;
+        (void)note_other_types(
+            is_pub ? p->node : s->node, is_pub ? p->topic : s->topic,
+            is_pub ? p->type.name : s->type.name,
+            is_pub ? Kind::Sub : Kind::Pub, &seen, reported,
+            is_pub ? &p->other_types_graph : &s->other_types_graph);
+        auto *st = static_cast<rmw_incompatible_type_status_t *>(info);
+        st->total_count = int32_t(seen.size());
+        st->total_count_change = int32_t(seen.size() - reported);
+        reported = seen.size();
+        *taken = true;
+        return RMW_RET_OK;
+    }
+    auto *s = static_cast<Subscription *>(ev->data);
+    std::lock_guard<std::mutex> lk(s->mu);
+    sub_count_lost(s);
+    auto *st = static_cast<rmw_message_lost_status_t *>(info);
+    st->total_count = s->lost_total;
+    st->total_count_change = s->lost_total - s->lost_reported;
+    s->lost_reported = s->lost_total;
+    *taken = true;
+    return RMW_RET_OK;
+}
+
+} // extern "C"

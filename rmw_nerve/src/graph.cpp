@@ -20,7 +20,7 @@
 // own, feed or truncate the graph of every node. So each user has its own
 // graph channel, "ros2-graph-d<N>.u<UID>", and a process writes its
 // messages into its user's and reads the graph channels of every trusted
-// owner (pubsub.cpp, "Trust": its own user, root, NERVE_RMW_TRUST_USERS
+// owner (trust.cpp, "Trust": its own user, root, NERVE_RMW_TRUST_USERS
 // and NERVE_RMW_TRUST_GROUP, files no stranger may write): it finds them
 // by listing /dev/shm every kHeartbeat. A channel under its user's name
 // that someone else made (a squatter, who may make any name) is refused

@@ -249,6 +249,39 @@ void take_bad_qos(QosEvents *ev, rmw_qos_incompatible_event_status_t *st)
     ev->reported = ev->seen.size();
 }
 
+rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
+                      const char *what, const char *name)
+{
+    if (!in)
+        return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: qos is NULL");
+    *out = *in;
+    if (in->history == RMW_QOS_POLICY_HISTORY_KEEP_ALL)
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: %s '%s': QoS history KEEP_ALL is refused: "
+                    "it needs a publisher that waits for its slowest reader, "
+                    "and nerve publishers never wait (the ring keeps the "
+                    "newest messages). Use KEEP_LAST with a depth.",
+                    what, name);
+    // Lifespan is accepted and not enforced (rcl's /rosout publisher asks
+    // for 10 s): a ring drops messages by count, not age. Deadline and
+    // liveliness raise their events (events.cpp).
+    out->history = RMW_QOS_POLICY_HISTORY_KEEP_LAST;
+    if (out->depth == 0)
+        out->depth = 10;
+    if (out->depth > (1u << 20))
+        return fail(RMW_RET_UNSUPPORTED,
+                    "rmw_nerve: %s '%s': QoS depth %zu is more than a ring's "
+                    "%u slots",
+                    what, name, out->depth, 1u << 20);
+    if (out->reliability != RMW_QOS_POLICY_RELIABILITY_BEST_EFFORT)
+        out->reliability = RMW_QOS_POLICY_RELIABILITY_RELIABLE;
+    if (out->durability != RMW_QOS_POLICY_DURABILITY_TRANSIENT_LOCAL)
+        out->durability = RMW_QOS_POLICY_DURABILITY_VOLATILE;
+    if (out->liveliness != RMW_QOS_POLICY_LIVELINESS_MANUAL_BY_TOPIC)
+        out->liveliness = RMW_QOS_POLICY_LIVELINESS_AUTOMATIC;
+    return RMW_RET_OK;
+}
+
 } // namespace rmw_nerve
 
 extern "C" {

@@ -2,18 +2,23 @@
 //
 // Map of the library (one job per file):
 //   rmw_nerve.hpp      the objects behind every rmw handle, shared helpers
-//   common.cpp         the identifier, the rmw error string, clocks
+//   common.cpp         the identifier, the rmw error string, clocks, sizes
 //   names.cpp          domain + ROS name -> channel name
 //   types.cpp          typesupport -> type name, schema, Fast CDR callbacks
-//   cdr.cpp            serialisation: message <-> CDR bytes (Fast CDR)
+//   cdr.cpp            serialisation: message <-> CDR bytes (Fast CDR),
+//                      rmw_serialize and rmw_deserialize
 //   init.cpp           init options, contexts, nodes, guard conditions
 //   graph.cpp          the ROS graph in one shared-memory channel per domain
-//   pubsub.cpp         publishers, subscriptions, (de)serialisation, events
+//   channel.cpp        topic channels: create, follow, grow, release
+//   trust.cpp          which channel files a node opens (owner, mode)
+//   publisher.cpp      publishers: channel sizing, publish
+//   subscription.cpp   subscriptions: take, keep-last losses
 //   loan.cpp           loaned messages (fixed-size types)
 //   service.cpp        services and clients
 //   wait.cpp           wait sets: one futex wait over every channel involved
-//   qos.cpp            QoS compatibility: check and incompatible-QoS events
-//   events.cpp         deadline and liveliness QoS events
+//   qos.cpp            QoS: profile resolution, compatibility check and
+//                      incompatible-QoS events
+//   events.cpp         rmw events: deadline and liveliness, the event API
 //   listener.cpp       listener callbacks (rclcpp's events executor)
 //   unsupported.cpp    what rmw_nerve does not offer: RMW_RET_UNSUPPORTED
 //
@@ -356,8 +361,10 @@ struct QosTimers {
 struct Publisher;
 struct Subscription;
 void qos_timers_init(QosTimers *t, const rmw_qos_profile_t &q);
-// An assertion of `p`'s liveliness, by a publish when `published` [p->mu].
-void pub_asserted(Publisher *p, bool published);
+// An assertion of `p`'s liveliness at `now` (mono ns), by a publish when
+// `published` (whose commit time is `now`: no clock read of its own on the
+// publish path) [p->mu].
+void pub_asserted(Publisher *p, bool published, int64_t now);
 // Event types of events.cpp, for a publisher (`pub`) or a subscription.
 bool qos_event_type(rmw_event_type_t t, bool pub);
 // Whether `ev` (one of those types) has something to report; *next_ns:
@@ -365,7 +372,7 @@ bool qos_event_type(rmw_event_type_t t, bool pub);
 bool qos_event_ready(const rmw_event_t *ev, int64_t *next_ns);
 void qos_event_take(const rmw_event_t *ev, void *info);
 
-// ---- publishers and subscriptions (pubsub.cpp) ----------------------------
+// ---- publishers and subscriptions (publisher.cpp, subscription.cpp) -------
 
 struct Publisher {
     Node *node = nullptr;
@@ -436,10 +443,10 @@ struct Subscription {
     QosTimers timers;                   // [mu] events.cpp
 };
 
-// Incompatible-type events: record the endpoints of the other side on
-// `topic` whose type is not `type` into *seen (by GID). Returns whether
-// there are some not yet reported. Caller holds the entity's mutex.
-// Looks at the graph only when it changed since *version.
+// Incompatible-type events (events.cpp): record the endpoints of the other
+// side on `topic` whose type is not `type` into *seen (by GID). Returns
+// whether there are some not yet reported. Caller holds the entity's
+// mutex. Looks at the graph only when it changed since *version.
 bool note_other_types(Node *node, const std::string &topic,
                       const std::string &type, Kind other,
                       std::set<std::string> *seen, size_t reported,
@@ -454,11 +461,16 @@ bool sub_ready(Subscription *s, int64_t *next_ns);
 // Messages the ring overwrote before this reader took them, counted now.
 void sub_count_lost(Subscription *s);
 
-// Check and resolve a QoS profile. Returns RMW_RET_OK or sets the error.
+// Check and resolve a QoS profile (qos.cpp). Returns RMW_RET_OK or sets the
+// error.
 rmw_ret_t qos_resolve(const rmw_qos_profile_t *in, rmw_qos_profile_t *out,
                       const char *what, const char *name);
 
-// Channel helpers shared by topics and services.
+// Channel helpers shared by topics and services (channel.cpp; the opener
+// in trust.cpp).
+// The encoding of a channel of `type`: "cdr", "text" (rmw_nerve/*) or
+// "rmw_nerve-service" (service.cpp's header, then CDR).
+const char *encoding_of(const std::string &type);
 // 0, or a nerve error (NERVE_ENOENT: no channel yet), or NERVE_EMISMATCH
 // (the channel's type or encoding is not this one's); *why says which.
 int chan_open_checked(const std::string &name, const char *type, uint32_t flags,

@@ -14,7 +14,9 @@
 // flag; a trigger sets the flag before it takes g_mu to put. So either the
 // wait sees the flag, or the trigger's put comes after the registration
 // and the wake channel has a message after the cursor, which makes the
-// futex wait return at once.
+// futex wait return at once. A woken wait looks once more without
+// registering, and returns only what that look finds ready; finding
+// nothing, it registers and looks again before it sleeps, as above.
 //
 // THREADS. Wait sets are per thread at a time (rcl's rule: one rmw_wait
 // per wait set at once), but one may be used by several threads in turn,
@@ -305,12 +307,17 @@ void report_ready(WaitCall &w)
 
 // Every channel the wait of `w` on `ws` involves, each once, at most
 // NERVE_WAIT_MAX, into ws->chans; `*overflow` says some were left out
-// (they are then looked at again every millisecond).
-void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow)
+// (they are then looked at again every millisecond). `*unopened`: whether
+// a subscription or client of `w` waits for a channel that does not exist
+// yet. One an rmw_nerve publisher or server makes is announced by the
+// graph; one made by anything else (`nerve ros2 --from-ros`, a nerve
+// program) must be looked for again every 100 ms.
+void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow, bool *unopened)
 {
     std::vector<nerve_chan *> &chans = ws->chans;
     chans.clear(); // keeps its storage
     *overflow = false;
+    *unopened = false;
     auto add = [&chans, overflow](nerve_chan *c) {
         if (!c || std::find(chans.begin(), chans.end(), c) != chans.end())
             return;
@@ -321,13 +328,18 @@ void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow)
     };
     add(ws->wake);
     for (size_t i = 0; i < w.ns; i++) {
-        std::lock_guard<std::mutex> lk(w.sub(i)->mu);
-        add(w.sub(i)->ch);
+        auto *s = w.sub(i);
+        std::lock_guard<std::mutex> lk(s->mu);
+        add(s->ch);
+        *unopened |= s->ch == nullptr && !s->refused;
     }
     for (size_t i = 0; i < w.nv; i++)
         add(srv_chan(w.srv(i)));
-    for (size_t i = 0; i < w.nc; i++)
-        add(cli_chan(w.cli(i)));
+    for (size_t i = 0; i < w.nc; i++) {
+        nerve_chan *c = cli_chan(w.cli(i));
+        add(c);
+        *unopened |= c == nullptr;
+    }
     for (size_t i = 0; i < w.ne; i++) {
         auto *ev = w.event(i);
         if (ev && ev->event_type == RMW_EVENT_MESSAGE_LOST) {
@@ -336,23 +348,6 @@ void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow)
             add(s->ch);
         }
     }
-}
-
-// Whether a subscription or client of `w` waits for a channel that does
-// not exist yet. One an rmw_nerve publisher or server makes is announced
-// by the graph; one made by anything else (`nerve ros2 --from-ros`, a
-// nerve program) must be looked for again every 100 ms.
-bool any_unopened(const WaitCall &w)
-{
-    bool unopened = false;
-    for (size_t i = 0; i < w.ns; i++) {
-        auto *s = w.sub(i);
-        std::lock_guard<std::mutex> lk(s->mu);
-        unopened |= s->ch == nullptr && !s->refused;
-    }
-    for (size_t i = 0; i < w.nc; i++)
-        unopened |= cli_chan(w.cli(i)) == nullptr;
-    return unopened;
 }
 
 } // namespace
@@ -409,7 +404,17 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
     bool forever;
     int64_t deadline = wait_deadline(timeout, &forever);
     WaitCall call(subs, gcs, srvs, clis, evs, &ws->ready);
+    bool woken = false;
     for (;;) {
+        // Woken: look first, unregistered. What woke the wait is usually
+        // ready, and then it returns without arming and unregistering
+        // again (a mutex and a view of the wake channel less a message).
+        // Nothing ready: arm and look again before sleeping, as on entry
+        // (LOST WAKE-UP concerns only a look that may end in a sleep).
+        if (woken && poll_ready(call)) {
+            report_ready(call);
+            return RMW_RET_OK;
+        }
         arm(ws);
         bool any = poll_ready(call);
         int64_t now = mono_ns();
@@ -420,12 +425,12 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
             return any ? RMW_RET_OK : RMW_RET_TIMEOUT;
         }
         // Wait on every channel involved, bounded where some cannot be.
-        bool overflow;
-        wait_chans(call, ws, &overflow);
+        bool overflow, unopened;
+        wait_chans(call, ws, &overflow, &unopened);
         int64_t wait_ns = forever ? NERVE_FOREVER : deadline - now;
         if (overflow && (forever || wait_ns > 1000000))
             wait_ns = 1000000;
-        if (any_unopened(call) && (forever || wait_ns > 100000000))
+        if (unopened && (forever || wait_ns > 100000000))
             wait_ns = 100000000;
         if (call.next_ns != INT64_MAX &&
             (forever || wait_ns > call.next_ns - now))
@@ -434,6 +439,7 @@ rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
         int r = nerve_chan_wait_any(ws->chans.data(), ws->chans.size(), wait_ns,
                                     ready, 0);
         unregister(ws);
+        woken = true;
         if (r < 0 && r != NERVE_ETIMEDOUT)
             return fail(RMW_RET_ERROR, "rmw_nerve: wait: %s",
                         nerve_strerror(r));
