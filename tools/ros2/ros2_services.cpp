@@ -890,7 +890,7 @@ void remote_participant_gone(const eprosima::fastrtps::rtps::GuidPrefix_t &g)
     }
 }
 
-// rmw_nerve's encoding for a service channel of type `t` (pubsub.cpp's
+// rmw_nerve's encoding for a service channel of type `t` (channel.cpp's
 // encoding_of): its clients open the channels only with it.
 const char *service_encoding(const std::string &t)
 {
