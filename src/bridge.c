@@ -591,10 +591,11 @@ int nerve_budget_admit(nerve_budget *b, const char *name,
                                            "slots and data size");
     uint64_t bytes = 0;
     r = over_channel(b, opts->slots, opts->data_size);
-    if (!r)
-        r = nerve_chan_file_size(opts, &bytes);
-    if (r == NERVE_EINVAL)
-        return r; /* options nerve would not create: not a refusal */
+    if (!r && (r = nerve_chan_file_size(opts, &bytes)) != 0) {
+        char why[200]; /* the detail is rewritten in the same buffer */
+        snprintf(why, sizeof why, "%s", nerve_err_detail(r));
+        r = nerve__detail(r, "nerve would not create it: %s", why);
+    }
     if (!r) {
         pthread_mutex_lock(&b->lock);
         r = admit_locked(b, name, bytes);

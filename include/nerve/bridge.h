@@ -155,12 +155,14 @@ nerve_budget_open(uint64_t max_channel, uint64_t max_total, nerve_budget **out);
 /* Charge channel `name` of geometry and metadata `opts` (slots and
  * data_size must be set) before creating it; admitting a name again
  * replaces its charge (a channel grown). Returns 0 (charged; *need, if
- * not NULL, the file's bytes), NERVE_EMSGSIZE (over max_channel),
- * NERVE_ENOSPC (over max_total with what is charged already) — both
- * counted unless NERVE_BUDGET_UNCOUNTED, nothing charged, the detail says
- * why in one line — or NERVE_EINVAL (b, name or opts NULL, not a channel
- * name, slots or data_size 0, options nerve_chan_create() refuses, an
- * unknown flag), NERVE_ENAMETOOLONG (name too long), NERVE_ENOMEM.
+ * not NULL, the file's bytes), or a refusal: NERVE_EMSGSIZE (over
+ * max_channel), NERVE_ENOSPC (over max_total with what is charged
+ * already), NERVE_EINVAL (options nerve_chan_create() refuses: "nerve
+ * would not create it") — counted unless NERVE_BUDGET_UNCOUNTED, nothing
+ * charged, the detail says why in one line — or, not counted,
+ * NERVE_EINVAL (b, name or opts NULL, not a channel name, slots or
+ * data_size 0, an unknown flag), NERVE_ENAMETOOLONG (name too long),
+ * NERVE_ENOMEM.
  * Thread: any (a lock inside).  Blocking: no.  RT: not safe.  Signal: not
  * safe. */
 NERVE_NODISCARD NERVE_API int
@@ -169,11 +171,11 @@ nerve_budget_admit(nerve_budget *b, const char *name,
                    uint64_t *need);
 
 /* Take back the charge of channel `name` (gone, or not made). Returns 0,
- * NERVE_ENOENT (not charged), NERVE_EINVAL (b or name NULL).
+ * NERVE_ENOENT (not charged: nothing to undo, so the status may be
+ * ignored, as after a failed create), NERVE_EINVAL (b or name NULL).
  * Thread: any (a lock inside).  Blocking: no.  RT: not safe.  Signal: not
  * safe. */
-NERVE_NODISCARD NERVE_API int nerve_budget_release(nerve_budget *b,
-                                                   const char *name);
+NERVE_API int nerve_budget_release(nerve_budget *b, const char *name);
 
 /* The bounds and counters of b into *st. Returns 0, or NERVE_EINVAL (b or
  * st NULL). Thread: any (a lock inside).  Blocking: no.  RT: not safe.
