@@ -213,7 +213,10 @@ int nerve_glob_match(const char *glob, const char *name)
 /* ---- the channel directory ------------------------------------------------- */
 
 /* A channel reported as present: its name and the identity of its file,
- * so that a file replaced between two looks is seen as a new channel. */
+ * so that a file replaced between two looks is seen as a new channel.
+ * Kept in an unsorted array searched linearly: a bridge serves tens to
+ * hundreds of channels, and a listing happens only when inotify says
+ * something changed (or every NERVE_DIR_SCAN_MS without it). */
 struct dir_ent {
     char name[NERVE_NAME_MAX + 1];
     dev_t dev;

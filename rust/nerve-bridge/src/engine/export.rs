@@ -311,6 +311,15 @@ impl Bridge {
         let globs: Vec<&str> = self.exports_g.iter().map(String::as_str).collect();
         let mut dir = ChannelDir::open(&globs, false)
             .map_err(|e| format!("cannot watch /dev/shm: {}", e.detail()))?;
+        // The channels there now are exported before start() returns (and
+        // the bridge says it is ready), as the listing of old did.
+        let mut now = Vec::new();
+        while let Some(ev) = dir
+            .next()
+            .map_err(|e| format!("cannot list /dev/shm: {}", e.detail()))?
+        {
+            now.push(ev);
+        }
         let tx = self.events_tx.clone();
         let alive = Arc::downgrade(&self.rep);
         std::thread::Builder::new()
@@ -334,6 +343,9 @@ impl Bridge {
                 }
             })
             .map_err(|e| format!("cannot start the /dev/shm watcher: {e}"))?;
+        for ev in now {
+            self.local_event(ev);
+        }
         Ok(())
     }
 
