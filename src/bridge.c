@@ -212,16 +212,20 @@ int nerve_glob_match(const char *glob, const char *name)
 
 /* ---- the channel directory ------------------------------------------------- */
 
-/* A channel reported as present: its name and the identity of its file,
- * so that a file replaced between two looks is seen as a new channel.
- * Kept in an unsorted array searched linearly: a bridge serves tens to
- * hundreds of channels, and a listing happens only when inotify says
- * something changed (or every NERVE_DIR_SCAN_MS without it). */
+/* A channel reported as present: its name, its file and its creation
+ * time. A file replaced between two looks is a new channel, unless it
+ * carries the same creation time: then it is the channel's larger
+ * successor (GROWTH in src/chan_open.c), the same channel to a bridge,
+ * whose readers follow it. Kept in an unsorted array searched linearly: a
+ * bridge serves tens to hundreds of channels, and a listing happens only
+ * when inotify says something changed (or every NERVE_DIR_SCAN_MS without
+ * it). */
 struct dir_ent {
     char name[NERVE_NAME_MAX + 1];
     dev_t dev;
     ino_t ino;
-    int seen; /* found by the listing in progress */
+    int64_t created_ns; /* 0: unknown (not a channel, or unreadable) */
+    int seen;           /* found by the listing in progress */
 };
 
 struct nerve_dir {
@@ -274,6 +278,30 @@ static int dir_push(nerve_dir *d, uint32_t kind, const char *name)
     return 0;
 }
 
+/* The creation time of channel `name`, 0 if it cannot be read. */
+static int64_t created_of(const char *name)
+{
+    struct nerve_stats st;
+    return nerve_chan_stat_name(name, &st) == 0 ? st.created_ns : 0;
+}
+
+/* A known channel's file is another one now: grown (same creation time)
+ * or replaced (reported as removed, then created). */
+static int dir_refile(nerve_dir *d, struct dir_ent *e, const struct stat *st)
+{
+    int64_t created = created_of(e->name);
+    int grown = created != 0 && created == e->created_ns;
+    e->dev = st->st_dev;
+    e->ino = st->st_ino;
+    e->created_ns = created;
+    if (grown)
+        return 0;
+    if (dir_push(d, NERVE_DIR_REMOVED, e->name) ||
+        dir_push(d, NERVE_DIR_CREATED, e->name))
+        return NERVE_ENOMEM;
+    return 0;
+}
+
 static int dir_list_one(const char *name, void *arg)
 {
     nerve_dir *d = arg;
@@ -291,12 +319,7 @@ static int dir_list_one(const char *name, void *arg)
         e->seen = 1;
         if (e->dev == st.st_dev && e->ino == st.st_ino)
             return 0;
-        e->dev = st.st_dev; /* replaced: a new channel of the same name */
-        e->ino = st.st_ino;
-        if (dir_push(d, NERVE_DIR_REMOVED, name) ||
-            dir_push(d, NERVE_DIR_CREATED, name))
-            return NERVE_ENOMEM;
-        return 0;
+        return dir_refile(d, e, &st);
     }
     if (grow((void **)&d->ents, &d->capents, d->nents + 1, sizeof *d->ents) ||
         dir_push(d, NERVE_DIR_CREATED, name))
@@ -305,6 +328,7 @@ static int dir_list_one(const char *name, void *arg)
     snprintf(e->name, sizeof e->name, "%s", name);
     e->dev = st.st_dev;
     e->ino = st.st_ino;
+    e->created_ns = created_of(name);
     e->seen = 1;
     return 0;
 }

@@ -76,9 +76,11 @@ typedef struct nerve_dir nerve_dir;
 #define NERVE_DIR_SCAN_MS 500
 
 /* nerve_dir_event kinds: */
+/* A channel is its name and its creation time: one removed and made again
+ * is REMOVED then CREATED; one grown (nerve_chan_grow: a successor with
+ * the same creation time, which readers follow) is no event. */
 #define NERVE_DIR_CREATED 1 /* the channel appeared (or was there at open) */
-#define NERVE_DIR_REMOVED 2 /* it went (or its file was replaced: then   */
-                            /* REMOVED comes first, CREATED next)         */
+#define NERVE_DIR_REMOVED 2 /* it went (or was made again under its name) */
 
 struct nerve_dir_event {
     uint32_t kind;                 /* NERVE_DIR_CREATED or _REMOVED */
