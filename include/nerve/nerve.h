@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "size.h"
 #include "chan.h"
+#include "bridge.h"
 #include "rt.h"
 
 #endif

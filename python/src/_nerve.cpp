@@ -18,6 +18,7 @@ NB_MODULE(_nerve, m)
     nerve_py::bind_chan(m);
     nerve_py::bind_rt(m);
     nerve_py::bind_mcap(m);
+    nerve_py::bind_bridge(m);
 
     m.attr("VERSION") = NERVE_VERSION_MAJOR * 10000 +
                         NERVE_VERSION_MINOR * 100 + NERVE_VERSION_PATCH;

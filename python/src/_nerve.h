@@ -166,6 +166,11 @@ void bind_mcap(nb::module_ &m);
 
 void bind_rt(nb::module_ &m);
 
+// ---- _nerve_bridge.cpp -----------------------------------------------------
+
+// The bridge kernel: names, globs, ChannelDir, Budget.
+void bind_bridge(nb::module_ &m);
+
 } // namespace nerve_py
 
 #endif

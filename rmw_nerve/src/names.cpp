@@ -2,6 +2,8 @@
 
 #include "rmw_nerve.hpp"
 
+#include <nerve/bridge.h>
+
 namespace rmw_nerve {
 
 std::string domain_prefix(size_t domain)
@@ -14,14 +16,21 @@ std::string domain_prefix(size_t domain)
 bool topic_channel(size_t domain, const char *topic, const char *suffix,
                    std::string *out)
 {
-    std::string s = domain_prefix(domain);
-    const char *p = topic;
-    while (*p == '/')
-        p++;
-    for (; *p; p++)
-        s += (*p == '/') ? '.' : *p;
-    s += suffix;
-    int r = nerve_chan_name_check(s.c_str());
+    // The bridge kernel's rule (include/nerve/bridge.h,
+    // docs/bridge-kernel.md): every bridge in this domain maps the channel
+    // back to this topic.
+    char chan[NERVE_NAME_MAX + 1];
+    int r = domain > UINT32_MAX
+                ? NERVE_EINVAL
+                : nerve_channel_of_topic(topic, static_cast<uint32_t>(domain),
+                                         chan, sizeof chan);
+    if (r) {
+        fail(RMW_RET_ERROR, "rmw_nerve: '%s' gives no channel name: %s", topic,
+             nerve_err_detail(r));
+        return false;
+    }
+    std::string s = std::string(chan) + suffix;
+    r = nerve_chan_name_check(s.c_str());
     if (r) {
         fail(RMW_RET_ERROR, "rmw_nerve: '%s' gives channel name '%s': %s",
              topic, s.c_str(), nerve_strerror(r));

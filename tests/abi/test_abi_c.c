@@ -33,7 +33,7 @@ static const struct {
     ROW(nerve_view),       ROW(nerve_stats),       ROW(nerve_meta),
     ROW(nerve_rt_applied), ROW(nerve_rt_prio_map), ROW(nerve_rt_caps),
     ROW(nerve_rt_series),  ROW(nerve_task_tick),   ROW(nerve_task_opts),
-    ROW(nerve_task_stats),
+    ROW(nerve_task_stats), ROW(nerve_dir_event),   ROW(nerve_budget_stats),
 };
 
 static int fails;

@@ -45,7 +45,8 @@ def test_file_size_is_the_c_librarys() -> None:
     assert limits.channel_file_bytes(8, 4096, 5000) > limits.channel_file_bytes(8, 4096)
     assert limits.channel_file_bytes(8, 4096) == nerve.file_size(8, 4096)
     b = limits.ImportBudget(max_channel=1 << 40, max_total=1 << 40)
-    assert "nerve would not create it" in b.admit("zero", 0, 4096)
+    assert "nerve would not create it" in b.admit("huge", 1 << 33, 4096)
+    assert "slots and data size" in b.admit("zero", 0, 4096)
 
 
 def budget(argv) -> limits.ImportBudget:

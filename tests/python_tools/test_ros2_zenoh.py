@@ -58,7 +58,10 @@ def test_names_and_keys() -> None:
     p = r2.parse_token(tok)
     assert p["topic"] == "/a/chatter" and p["type"] == "std_msgs/msg/String" and p["domain"] == 2
     assert r2.parse_token("@ros2_lv/0/abc/0/0/NN/%/%/talker") is None
+    # The bridge kernel's rule (the whole table: tests/bridge/cases.txt),
+    # with rmw_nerve's channels of the bridge's own domain.
     assert r2.topic_of_channel("robot.imu-0") == "/robot/imu_0"
+    assert r2.topic_of_channel("ros2-d3.robot.imu", 3) == "/robot/imu"
     assert r2.channel_of_topic("/robot/imu") == "robot.imu"
     with pytest.raises(r2.Ros2Error):
         r2.dds_type("not a type")

@@ -110,6 +110,8 @@ def test_bad_arguments(tmp_path) -> None:
         (["--to-ros", "x", "--node", "no-dash"], "a node name is"),
         (["--to-ros", "x", "--dds-config", str(tmp_path / "missing.xml")], "no such file"),
         (["--to-ros", "x", "--max-channel-size", "lots"], "bad size"),
+        (["--to-ros", "cam[0-9"], "opens no set"),  # the bridge kernel's glob check
+        (["--to-ros", "a/b*"], "neither a channel name character"),
         (["--to-ros", "x", "--rmw", "zenoh", "--latch"], "apply to --rmw dds"),
         (["--to-ros", "x", "--rmw", "zenoh", "--services-from-ros", "/a/*"], "apply to --rmw dds"),
     ]

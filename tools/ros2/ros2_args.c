@@ -84,6 +84,12 @@ void parse_args(int argc, char **argv)
                 if (opt.nto == 64) {
                     usage();
                 }
+                int rc = nerve_glob_check(v); /* one that never matches */
+                if (rc != 0) {
+                    fprintf(stderr, "%s: --to %s: %s\n", PROG, v,
+                            nerve_err_detail(rc));
+                    exit(2);
+                }
                 opt.to[opt.nto++] = (struct to_spec){v, eq + 1};
             } else {
                 if (opt.nfrom == 64 || strlen(v) >= TOPIC_MAX ||

@@ -78,7 +78,7 @@ volatile sig_atomic_t stop;
 dds_entity_t pp;  /* the participant */
 char shm_id[128]; /* this /dev/shm, see "No loops" */
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-_Atomic uint64_t import_total; /* data bytes of channels created */
+nerve_budget *import_budget; /* the channels this bridge created */
 
 static struct own *owns;
 
@@ -247,9 +247,10 @@ static int take_endpoints(dds_entity_t pubs, dds_entity_t subs)
 }
 
 /* The bridge's loop until a signal sets `stop`: every 50 ms takes
- * discovery news, every SCAN_NS rescans the channels and rmw_nerve's graph,
- * and republishes the ROS graph when what is bridged or the rmw_nerve
- * nodes behind it changed (graph_publish writes only a changed message). */
+ * discovery news and the channel directory's changes (scan()); every
+ * SCAN_NS polls the services and rmw_nerve's graph; and republishes the
+ * ROS graph when what is bridged or the rmw_nerve nodes behind it may have
+ * changed (graph_publish writes only a changed message). */
 static void serve(dds_entity_t pubs, dds_entity_t subs)
 {
     int changed = scan();
@@ -257,8 +258,8 @@ static void serve(dds_entity_t pubs, dds_entity_t subs)
     int64_t next_scan = nerve_clock_now_ns() + SCAN_NS;
     while (!stop) {
         changed |= take_endpoints(pubs, subs);
+        changed |= scan();
         if (nerve_clock_now_ns() >= next_scan) {
-            changed |= scan();
 #ifdef NERVE_ROS2_SERVICES
             if (opt.nservices + opt.nservices_from > 0) {
                 ros2_srv_poll();
@@ -283,6 +284,7 @@ static void shutdown_all(void)
     for (struct exporter *e = exporters; e != NULL; e = e->next) {
         export_stop(e);
     }
+    scan_close();
     for (struct importer *im = importers; im != NULL; im = im->next) {
         if (im->rd > 0) {
             dds_delete(im->rd); /* waits for a running listener */
@@ -329,7 +331,12 @@ static int services_start(void)
 int main(int argc, char **argv)
 {
     parse_args(argc, argv);
-    int rc = catalog_take();
+    int rc = nerve_budget_open(opt.max_chan, opt.max_total, &import_budget);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", PROG, nerve_err_detail(rc));
+        return 2;
+    }
+    rc = catalog_take();
     if (rc != 0) {
         return rc;
     }
@@ -360,6 +367,7 @@ int main(int argc, char **argv)
 #endif
     dds_delete(pp);
     rawcdr_pool_fini();
+    (void)nerve_budget_close(import_budget);
     ros2_log_flush(PROG);
     return 0;
 }

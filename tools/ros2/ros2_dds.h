@@ -5,7 +5,7 @@
  *   ros2_catalog.c  the type catalog handed over by `nerve ros2`
  *   ros2_qos.c      QoS of the bridge's readers and writers, and its topics
  *   ros2_graph.c    the graph: ros_discovery_info
- *   ros2_export.c   to ROS 2: one exporter thread per channel, the channel scan
+ *   ros2_export.c   to ROS 2: one exporter thread per channel, the channel directory
  *   ros2_import.c   from ROS 2: readers, listeners, the channels they make */
 #ifndef NERVE_ROS2_DDS_H
 #define NERVE_ROS2_DDS_H
@@ -34,7 +34,7 @@
 
 #define PROG "nerve ros2"
 #define OWN_N 4096          /* own sequence numbers remembered per channel */
-#define SCAN_NS 500000000LL /* channel list scan period */
+#define SCAN_NS 500000000LL /* services poll period */
 #define WAIT_NS 250000000LL /* longest wait on a channel between stop checks */
 #define HANDLES 32          /* publication handles remembered per reader */
 #define TOPIC_MAX 512
@@ -139,7 +139,7 @@ extern volatile sig_atomic_t stop;
 extern dds_entity_t pp;  /* the participant */
 extern char shm_id[128]; /* this /dev/shm, see "No loops" */
 extern pthread_mutex_t lock;
-extern _Atomic uint64_t import_total; /* data bytes of channels created */
+extern nerve_budget *import_budget; /* the channels this bridge created */
 extern struct topic *topics;
 extern struct exporter *exporters;
 extern struct importer *importers;
@@ -167,6 +167,7 @@ extern dds_guid_t pp_gid;
 void export_stop(struct exporter *e);
 void export_summary(const struct exporter *e);
 int scan(void);
+void scan_close(void);
 
 /* ros2_import.c */
 int on_publication(const dds_builtintopic_endpoint_t *ep);

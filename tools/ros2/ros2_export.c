@@ -63,50 +63,20 @@ static void *export_run(void *arg)
     return NULL;
 }
 
-/* rmw_nerve's channel of topic /a/b in DDS domain N > 0 is "ros2-dN.a.b"
- * (rmw_nerve/src/names.cpp; domain 0 has no prefix): the length of that
- * prefix when `name` carries the one of the bridge's own --domain, else 0,
- * so that such a channel maps back to /a/b and not to /ros2_dN/a/b. */
-static size_t rmw_domain_prefix(const char *name)
-{
-    char p[32];
-    if (opt.domain == 0) {
-        return 0;
-    }
-    int n = snprintf(p, sizeof p, "ros2-d%" PRIu32 ".", opt.domain);
-    if (n <= 0 || (size_t)n >= sizeof p || strncmp(name, p, (size_t)n) != 0 ||
-        name[n] == '\0') {
-        return 0;
-    }
-    return (size_t)n;
-}
-
-static void topic_of_channel(const char *name, char *out, size_t len)
-{
-    size_t j = 0;
-    name += rmw_domain_prefix(name);
-    if (j + 1 < len) {
-        out[j++] = '/';
-    }
-    for (size_t i = 0; name[i] != '\0' && j + 1 < len; i++) {
-        char ch = name[i];
-        out[j++] = ch == '.' ? '/' : ch == '-' ? '_' : ch;
-    }
-    out[j] = '\0';
-}
-
-/* The topic of channel `name` under the --to specs, or 0 for none. */
+/* The topic of channel `name` under the --to specs, or 0 for none. The
+ * name's own topic is the bridge kernel's (docs/bridge-kernel.md "How
+ * names map"): with --domain N, rmw_nerve's "ros2-dN.a.b" is /a/b. */
 static int export_topic(const char *name, char *topic, size_t len)
 {
     for (size_t i = 0; i < opt.nto; i++) {
         const struct to_spec *s = &opt.to[i];
         int pattern = strpbrk(s->glob, "*?[") != NULL;
         if (pattern) {
-            if (fnmatch(s->glob, name, 0) != 0) {
+            char t[NERVE_TOPIC_MAX + 1];
+            if (nerve_glob_match(s->glob, name) != 1 ||
+                nerve_topic_of_channel(name, opt.domain, t, sizeof t) != 0) {
                 continue;
             }
-            char t[TOPIC_MAX];
-            topic_of_channel(name, t, sizeof t);
             size_t pl = strlen(s->topic);
             while (pl > 0 && s->topic[pl - 1] == '/') {
                 pl--;
@@ -117,10 +87,9 @@ static int export_topic(const char *name, char *topic, size_t len)
         if (strcmp(s->glob, name) == 0) {
             if (s->topic[0] != '\0') {
                 snprintf(topic, len, "%s", s->topic);
-            } else {
-                topic_of_channel(name, topic, len);
+                return 1;
             }
-            return 1;
+            return nerve_topic_of_channel(name, opt.domain, topic, len) == 0;
         }
     }
     return 0;
@@ -327,60 +296,100 @@ struct scan_arg {
     int changed;
 };
 
-static int scan_one(const char *name, void *arg)
+/* Start the exporter of channel `name` if a --to spec serves it. */
+static void scan_one(const char *name, struct scan_arg *sa)
 {
-    struct scan_arg *sa = arg;
     char topic[TOPIC_MAX];
     if (!export_topic(name, topic, sizeof topic)) {
-        return 0;
+        return;
     }
     struct nerve_stats st;
     if (nerve_chan_stat_name(name, &st) != 0) {
-        return 0;
+        return;
     }
     for (struct exporter *e = exporters; e != NULL; e = e->next) {
         if (strcmp(e->chan, name) == 0) {
-            return 0;
+            return;
         }
     }
     if (rejected(name, st.created_ns, 0)) {
-        return 0;
+        return;
     }
     if (export_start(name, topic, st.created_ns) != 0) {
         rejected(name, st.created_ns, 1);
     } else {
         sa->changed = 1;
     }
-    return 0;
 }
 
-/* Start exporters for new matching channels; stop those whose channel is
- * gone or was recreated. */
+/* Stop the exporter of channel `name`, if any: its channel is gone, or
+ * its file was replaced (a new channel under the name follows). */
+static void export_gone(const char *name, struct scan_arg *sa)
+{
+    for (struct exporter **pe = &exporters; *pe != NULL; pe = &(*pe)->next) {
+        struct exporter *e = *pe;
+        if (strcmp(e->chan, name) != 0) {
+            continue;
+        }
+        export_stop(e);
+        pthread_mutex_lock(&lock);
+        *pe = e->next;
+        pthread_mutex_unlock(&lock);
+        say("to-ros %s: channel gone; %s no longer published", e->chan,
+            e->topic);
+        export_summary(e);
+        free(e);
+        sa->changed = 1;
+        return;
+    }
+}
+
+/* The channel directory of the --to specs (nerve_dir: inotify on
+ * /dev/shm, or a scan every 500 ms where there is none; the contract is
+ * docs/bridge-kernel.md), opened by the first scan(). */
+static nerve_dir *dir;
+
+static int dir_open(void)
+{
+    const char *globs[64];
+    for (size_t i = 0; i < opt.nto; i++) {
+        globs[i] = opt.to[i].glob;
+    }
+    int rc = nerve_dir_open(globs, opt.nto, 0, &dir);
+    if (rc != 0) {
+        say("warning: cannot watch the channels in /dev/shm: %s",
+            nerve_err_detail(rc));
+    }
+    return rc;
+}
+
+/* Start exporters for channels that appeared; stop those whose channel is
+ * gone or was replaced. Cheap when nothing changed (one non-blocking read
+ * of the directory's descriptor), so the loop calls it often. */
 int scan(void)
 {
     struct scan_arg sa = {0};
-    for (struct exporter **pe = &exporters; *pe != NULL;) {
-        struct exporter *e = *pe;
-        struct nerve_stats st;
-        if (nerve_chan_stat_name(e->chan, &st) != 0 ||
-            st.created_ns != e->created_ns) {
-            export_stop(e);
-            pthread_mutex_lock(&lock);
-            *pe = e->next;
-            pthread_mutex_unlock(&lock);
-            say("to-ros %s: channel gone; %s no longer published", e->chan,
-                e->topic);
-            export_summary(e);
-            free(e);
-            sa.changed = 1;
-            continue;
-        }
-        pe = &e->next;
+    if (opt.nto == 0 || (dir == NULL && dir_open() != 0)) {
+        return 0;
     }
-    if (opt.nto > 0) {
-        if (nerve_chan_list(scan_one, &sa) != 0) {
-            say("warning: cannot list the channels in /dev/shm");
+    struct nerve_dir_event ev;
+    int rc;
+    while ((rc = nerve_dir_next(dir, &ev)) == 0) {
+        if (ev.kind == NERVE_DIR_REMOVED) {
+            export_gone(ev.name, &sa);
+        } else {
+            scan_one(ev.name, &sa);
         }
+    }
+    if (rc != NERVE_EAGAIN) {
+        say("warning: cannot list the channels in /dev/shm: %s",
+            nerve_strerror(rc));
     }
     return sa.changed;
+}
+
+void scan_close(void)
+{
+    (void)nerve_dir_close(dir);
+    dir = NULL;
 }

@@ -88,6 +88,68 @@ static void default_geometry(uint64_t msg, uint64_t *slots, uint64_t *size)
     *size = s;
 }
 
+/* The options of the channel of `im`: its type, encoding cdr and the
+ * type's definition, `slots` and `size`. */
+static void import_opts(const struct importer *im, uint64_t slots,
+                        uint64_t size, struct nerve_chan_opts *o)
+{
+    const struct type_ent *te = type_find(im->type);
+    struct nerve_chan_opts d = NERVE_CHAN_OPTS_INIT;
+    *o = d;
+    o->slots = slots;
+    o->data_size = size;
+    o->type = im->type;
+    o->encoding = "cdr";
+    o->schema = te ? te->schema : NULL;
+    o->schema_len = te ? te->schema_len : 0;
+}
+
+/* Create the channel of `im`, sized from a first message of `len` bytes,
+ * within the import budget (the bridge kernel's: docs/bridge-kernel.md).
+ * Returns nerve_chan_create()'s code, or 1 when the budget refused it
+ * (reported and counted). */
+static int import_create(struct importer *im, size_t len)
+{
+    uint64_t slots, size;
+    default_geometry(len, &slots, &size);
+    if (opt.slots) {
+        slots = opt.slots;
+    }
+    if (opt.size) {
+        size = opt.size;
+    }
+    if (size < len) {
+        size = len;
+    }
+    struct nerve_chan_opts o;
+    import_opts(im, slots, size, &o);
+    int rc = nerve_budget_admit(import_budget, im->chan, &o, 0, NULL);
+    if (rc != 0) {
+        struct nerve_budget_stats bs = {0};
+        if (nerve_budget_stat(import_budget, &bs) != 0) {
+            bs.used = 0;
+        }
+        im->refused_size++;
+        say("error: from-ros %s: channel %s of %" PRIu64
+            " bytes refused (--max-channel-size %" PRIu64
+            ", --max-import-total %" PRIu64 ", %" PRIu64 " used): %s",
+            im->topic, im->chan, size, opt.max_chan, opt.max_total, bs.used,
+            nerve_err_detail(rc));
+        return 1;
+    }
+    rc = nerve_chan_create(im->chan, &o);
+    if (rc != 0) {
+        (void)nerve_budget_release(import_budget, im->chan); /* not ours */
+        return rc;
+    }
+    im->counted = 1;
+    say("from-ros %s: created channel %s (%" PRIu64 " slots, %" PRIu64
+        " bytes)%s",
+        im->topic, im->chan, slots, size,
+        o.schema ? "" : "; no message definition known: no schema");
+    return 0;
+}
+
 /* Open (or create, sized from the first message of `len` bytes) the
  * channel of `im`. 0, or -1 with the reason reported and counted. */
 static int import_open(struct importer *im, size_t len)
@@ -95,45 +157,11 @@ static int import_open(struct importer *im, size_t len)
     nerve_chan *w;
     int rc = nerve_chan_open(im->chan, NERVE_O_WRITE, &w);
     if (rc == NERVE_ENOENT) {
-        uint64_t slots, size;
-        default_geometry(len, &slots, &size);
-        if (opt.slots) {
-            slots = opt.slots;
-        }
-        if (opt.size) {
-            size = opt.size;
-        }
-        if (size < len) {
-            size = len;
-        }
-        if (size > opt.max_chan ||
-            atomic_load(&import_total) + size > opt.max_total) {
-            im->refused_size++;
-            say("error: from-ros %s: channel %s of %" PRIu64
-                " bytes refused (--max-channel-size %" PRIu64
-                ", --max-import-total %" PRIu64 ", %" PRIu64 " used)",
-                im->topic, im->chan, size, opt.max_chan, opt.max_total,
-                atomic_load(&import_total));
+        rc = import_create(im, len);
+        if (rc == 1) {
             return -1;
         }
-        const struct type_ent *te = type_find(im->type);
-        struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
-        o.slots = slots;
-        o.data_size = size;
-        o.type = im->type;
-        o.encoding = "cdr";
-        o.schema = te ? te->schema : NULL;
-        o.schema_len = te ? te->schema_len : 0;
-        rc = nerve_chan_create(im->chan, &o);
         if (rc == 0 || rc == NERVE_EEXIST) {
-            if (rc == 0) {
-                atomic_fetch_add(&import_total, size);
-                im->counted = 1;
-                say("from-ros %s: created channel %s (%" PRIu64
-                    " slots, %" PRIu64 " bytes)%s",
-                    im->topic, im->chan, slots, size,
-                    te ? "" : "; no message definition known: no schema");
-            }
             rc = nerve_chan_open(im->chan, NERVE_O_WRITE, &w);
         }
     }
@@ -176,22 +204,30 @@ static int import_grow(struct importer *im, size_t len)
     if (size < len) {
         size = len;
     }
-    uint64_t grown = size - im->data_size;
+    struct nerve_stats st;
+    struct nerve_chan_opts o, was;
+    if (nerve_chan_stat(im->w, &st) != 0) {
+        return -1;
+    }
+    import_opts(im, st.slots, size, &o);
+    import_opts(im, st.slots, im->data_size, &was);
     if (size > opt.max_chan ||
-        (im->counted && atomic_load(&import_total) + grown > opt.max_total)) {
+        (im->counted &&
+         nerve_budget_admit(import_budget, im->chan, &o, 0, NULL) != 0)) {
         return -1;
     }
     int rc = nerve_chan_grow(&im->w, size, 0);
     if (rc != 0) {
+        if (im->counted && /* back to what it holds, which fitted */
+            nerve_budget_admit(import_budget, im->chan, &was,
+                               NERVE_BUDGET_UNCOUNTED, NULL) != 0) {
+            im->counted = 0;
+        }
         say("error: from-ros %s: cannot grow channel %s: %s", im->topic,
             im->chan, nerve_strerror(rc));
         return -1;
     }
-    struct nerve_stats st;
     uint64_t now = nerve_chan_stat(im->w, &st) == 0 ? st.data_size : size;
-    if (im->counted) {
-        atomic_fetch_add(&import_total, now - im->data_size);
-    }
     say("from-ros %s: grew channel %s from %" PRIu64 " to %" PRIu64
         " bytes for a message of %zu",
         im->topic, im->chan, im->data_size, now, len);

@@ -25,10 +25,10 @@ refused before anything is allocated, the refusal is counted
 A local channel that already exists costs nothing (the tool allocates
 nothing to use it) and is not charged.
 
-This module is protocol-free on purpose: the Rust data path of the bridge
-(rust/nerve-bridge/src/limits.rs) implements :class:`ImportBudget` as
-written here. Sizes and file sizes come from the C library in both, so
-neither spells the size grammar, the page size or the file layout.
+This module is protocol-free on purpose. The bounds themselves are kept
+by the C library's bridge kernel (nerve_budget; docs/bridge-kernel.md),
+which every engine calls, so the rules, the messages, the size grammar,
+the page size and the file layout are spelled once, there.
 """
 
 from __future__ import annotations
@@ -36,19 +36,15 @@ from __future__ import annotations
 import argparse
 import os
 import threading
-from typing import Dict, Optional
+from typing import Optional, Set
 
 import nerve
+import nerve.bridge
 
 DEFAULT_MAX_CHANNEL = 64 << 20
 DEFAULT_MAX_TOTAL = 512 << 20
 ENV_MAX_CHANNEL = "NERVE_MAX_CHANNEL_SIZE"
 ENV_MAX_TOTAL = "NERVE_MAX_IMPORT_TOTAL"
-
-#: The bytes of one index entry (docs/design/0001-shm-layout.md), for the
-#: message that names an index over --max-channel-size.
-INDEX_ENTRY = 32
-
 
 class LimitError(ValueError):
     """A malformed SIZE (flag or environment variable)."""
@@ -97,15 +93,17 @@ def _resolve(flag: Optional[str], env: str, default: int, what: str) -> int:
 
 
 class ImportBudget:
-    """The two bounds and what is charged against the total. Thread-safe:
-    one lock around the table. Keys are the local channel names."""
+    """The two bounds and what is charged against the total, kept by the
+    C library's bridge kernel (nerve_budget, :class:`nerve.bridge.Budget`:
+    the rules and messages are the same for every engine). Thread-safe.
+    Keys are the local channel names."""
 
     def __init__(self, max_channel: int = DEFAULT_MAX_CHANNEL, max_total: int = DEFAULT_MAX_TOTAL) -> None:
         self.max_channel = max_channel
         self.max_total = max_total
-        self.refused = 0
+        self._b = nerve.bridge.Budget(max_channel, max_total)
         self._lock = threading.Lock()
-        self._charged: Dict[str, int] = {}
+        self._names: Set[str] = set()  # for holds(); the bytes are the kernel's
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "ImportBudget":
@@ -118,52 +116,37 @@ class ImportBudget:
 
     @property
     def charged(self) -> int:
-        with self._lock:
-            return sum(self._charged.values())
+        return int(self._b.stats()["used"])
+
+    @property
+    def refused(self) -> int:
+        return int(self._b.stats()["refused"])
 
     def admit(self, name: str, slots: int, data_size: int, meta_bytes: int = 0,
               count: bool = True) -> Optional[str]:
         """Reserve the file of channel ``name`` (``slots`` index entries,
-        a ``data_size`` data ring, ``meta_bytes`` of metadata) before it is
-        created. Returns None (charged: call :meth:`release` once the
-        channel is gone or its creation failed), or why not (counted in
-        ``refused`` unless ``count`` is false, for a refusal already
-        counted; nothing reserved)."""
-        why = self._over_channel(slots, data_size)
-        need = 0
-        if why is None:
-            try:
-                need = channel_file_bytes(slots, data_size, meta_bytes)
-            except (nerve.InvalidArgument, ValueError) as e:
-                why = f"nerve would not create it: {getattr(e, 'detail', e)}"
+        a ``data_size`` data ring, ``meta_bytes`` of metadata: its cost
+        depends only on the metadata's length, so a schema of that many
+        bytes stands in for it) before it is created. Returns None
+        (charged: call :meth:`release` once the channel is gone or its
+        creation failed), or why not (counted in ``refused`` unless
+        ``count`` is false, for a refusal already counted; nothing
+        reserved)."""
         with self._lock:
-            if why is None:
-                used = sum(v for k, v in self._charged.items() if k != name)
-                if used + need > self.max_total:
-                    why = (f"its {fmt_size(need)} with the {fmt_size(used)} already imported is over "
-                           f"--max-import-total ({fmt_size(self.max_total)})")
-            if why is None:
-                self._charged[name] = need
-            elif count:
-                self.refused += 1
-        return why
-
-    def _over_channel(self, slots: int, data_size: int) -> Optional[str]:
-        """Why one channel of this geometry is over --max-channel-size, or None."""
-        if data_size > self.max_channel:
-            return (f"its data ring of {fmt_size(data_size)} is over --max-channel-size "
-                    f"({fmt_size(self.max_channel)})")
-        if INDEX_ENTRY * slots > self.max_channel:
-            return (f"its index of {slots} slots ({fmt_size(INDEX_ENTRY * slots)}) is over "
-                    f"--max-channel-size ({fmt_size(self.max_channel)})")
+            try:
+                self._b.admit(name, slots, data_size, schema=b"x" * meta_bytes, count=count)
+            except (nerve.Error, ValueError, OverflowError) as e:
+                return str(getattr(e, "detail", e))
+            self._names.add(name)
         return None
 
     def release(self, name: str) -> None:
         """The channel ``name`` is gone (or was never made): its bytes no
         longer count."""
         with self._lock:
-            self._charged.pop(name, None)
+            self._b.release(name)
+            self._names.discard(name)
 
     def holds(self, name: str) -> bool:
         with self._lock:
-            return name in self._charged
+            return name in self._names

@@ -14,6 +14,7 @@ it in place (:meth:`Channel.view`), and are told how many they missed.
 
 from . import (
     _nerve,
+    bridge,  # the bridge kernel: names, globs, ChannelDir, Budget
     rt,  # real-time helpers and periodic loops
 )
 from ._channel import (
@@ -76,6 +77,7 @@ __all__ = [
     "Metadata",
     "Reservation",
     "View",
+    "bridge",
     "check",
     "create",
     "file_size",

@@ -5,18 +5,16 @@
 //! a channel's data ring and its index; `--max-import-total SIZE`
 //! (`NERVE_MAX_IMPORT_TOTAL`, default 512M) bounds the files of all
 //! channels made from peers' descriptions together. A flag overrides the
-//! environment, which overrides the default. Sizes and file sizes come
-//! from the C library (`nerve::parse_size`, `nerve::file_size`), so neither
-//! the size grammar nor the page size is spelled here.
-use std::collections::HashMap;
+//! environment, which overrides the default. The bounds are kept by the C
+//! library's bridge kernel (`nerve::bridge::Budget`, nerve_budget;
+//! docs/bridge-kernel.md), as in every other engine, so neither the rules
+//! and their messages nor the size grammar and the page size are spelled
+//! here.
 
 pub const DEFAULT_MAX_CHANNEL: u64 = 64 << 20;
 pub const DEFAULT_MAX_TOTAL: u64 = 512 << 20;
 pub const ENV_MAX_CHANNEL: &str = "NERVE_MAX_CHANNEL_SIZE";
 pub const ENV_MAX_TOTAL: &str = "NERVE_MAX_IMPORT_TOTAL";
-/// The bytes of one index entry (docs/design/0001-shm-layout.md), for the
-/// bound on a channel's index.
-const INDEX_ENTRY: u64 = 32;
 
 /// `"64M"` -> 67108864, by the C library's grammar (`nerve_size_parse`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -36,20 +34,6 @@ pub fn fmt_size(n: u64) -> String {
         }
     }
     format!("{n} bytes")
-}
-
-/// The size of a channel's file (what it commits in /dev/shm), from the C
-/// library (`nerve_chan_file_size`), for `meta_bytes` of metadata (type +
-/// encoding + schema): the file's cost depends only on the metadata's
-/// total length, so a schema of that many bytes stands in for it. Why
-/// not, for a geometry `nerve::create` would refuse.
-pub fn channel_file_bytes(slots: u64, data_size: u64, meta_bytes: u64) -> Result<u64, String> {
-    let meta = vec![b'x'; usize::try_from(meta_bytes).map_err(|_| "metadata too large")?];
-    let opts = nerve::Options::new()
-        .slots(slots)
-        .data_size(data_size)
-        .schema(&meta);
-    nerve::file_size(&opts).map_err(|e| format!("nerve would not create it: {}", e.detail()))
 }
 
 /// One bound from its flag, else its environment variable, else default.
@@ -72,31 +56,34 @@ pub fn resolve(flag: Option<&str>, env: &str, default: u64, what: &str) -> Resul
 }
 
 /// The two bounds and what is charged against the total (keys: local
-/// channel names). Used from the bridge's main thread only.
+/// channel names), in the C library's budget. Used from the bridge's main
+/// thread only.
 pub struct ImportBudget {
-    pub max_channel: u64,
-    pub max_total: u64,
-    pub refused: u64,
-    charged: HashMap<String, u64>,
+    b: nerve::bridge::Budget,
 }
 
 impl ImportBudget {
+    /// Panics only for a bound of 0, which `resolve` never returns.
     pub fn new(max_channel: u64, max_total: u64) -> ImportBudget {
         ImportBudget {
-            max_channel,
-            max_total,
-            refused: 0,
-            charged: HashMap::new(),
+            b: nerve::bridge::Budget::new(max_channel, max_total).expect("positive bounds"),
         }
     }
 
     pub fn charged(&self) -> u64 {
-        self.charged.values().sum()
+        self.b.stats().used
     }
 
-    /// Reserve the file of channel `name` before it is created: `None`
-    /// (charged; `release` it once gone or not made), or why not (counted
-    /// in `refused` when `count`).
+    /// Admissions refused (counted ones).
+    pub fn refused(&self) -> u64 {
+        self.b.stats().refused
+    }
+
+    /// Reserve the file of channel `name` (`meta_bytes` of metadata: the
+    /// file's cost depends only on the metadata's total length, so a
+    /// schema of that many bytes stands in for it) before it is created:
+    /// `None` (charged; `release` it once gone or not made), or why not
+    /// (counted in `refused` when `count`).
     pub fn admit(
         &mut self,
         name: &str,
@@ -105,58 +92,19 @@ impl ImportBudget {
         meta_bytes: u64,
         count: bool,
     ) -> Option<String> {
-        let mut need = 0;
-        let why = self.over_channel(slots, data_size).or_else(|| {
-            need = match channel_file_bytes(slots, data_size, meta_bytes) {
-                Ok(n) => n,
-                Err(why) => return Some(why),
-            };
-            let used: u64 = self
-                .charged
-                .iter()
-                .filter(|(k, _)| k.as_str() != name)
-                .map(|(_, v)| v)
-                .sum();
-            (used.saturating_add(need) > self.max_total).then(|| {
-                format!(
-                    "its {} with the {} already imported is over --max-import-total ({})",
-                    fmt_size(need),
-                    fmt_size(used),
-                    fmt_size(self.max_total)
-                )
-            })
-        });
-        match &why {
-            None => {
-                self.charged.insert(name.to_string(), need);
-            }
-            Some(_) if count => self.refused += 1,
-            Some(_) => {}
-        }
-        why
-    }
-
-    /// Why one channel of this geometry is over --max-channel-size.
-    fn over_channel(&self, slots: u64, data_size: u64) -> Option<String> {
-        if data_size > self.max_channel {
-            return Some(format!(
-                "its data ring of {} is over --max-channel-size ({})",
-                fmt_size(data_size),
-                fmt_size(self.max_channel)
-            ));
-        }
-        let index = INDEX_ENTRY.saturating_mul(slots);
-        (index > self.max_channel).then(|| {
-            format!(
-                "its index of {slots} slots ({}) is over --max-channel-size ({})",
-                fmt_size(index),
-                fmt_size(self.max_channel)
-            )
-        })
+        let meta = match usize::try_from(meta_bytes) {
+            Ok(n) => vec![b'x'; n],
+            Err(_) => return Some("metadata too large".into()),
+        };
+        let opts = nerve::Options::new()
+            .slots(slots)
+            .data_size(data_size)
+            .schema(&meta);
+        self.b.admit(name, &opts, count).err().map(|e| e.detail())
     }
 
     pub fn release(&mut self, name: &str) {
-        self.charged.remove(name);
+        self.b.release(name);
     }
 }
 
@@ -185,19 +133,20 @@ mod tests {
         assert_eq!(fmt_size(64 << 20), "64 MiB");
         assert_eq!(fmt_size(1536), "1.5 KiB");
         assert_eq!(fmt_size(1000), "1000 bytes");
-        let opts = nerve::Options::new()
+        // The budget charges what nerve_chan_file_size says, for metadata
+        // of any split (the rules themselves: tests/bridge/cases.txt).
+        let split = nerve::Options::new()
             .slots(8)
             .data_size(4096)
             .type_name(&"t".repeat(200))
             .encoding(&"e".repeat(50))
             .schema(&[b's'; 4750]);
-        assert_eq!(
-            channel_file_bytes(8, 4096, 5000),
-            nerve::file_size(&opts).map_err(|e| e.to_string())
-        );
-        assert!(channel_file_bytes(8, 4096, 5000) > channel_file_bytes(8, 4096, 0));
-        assert!(channel_file_bytes(8, u64::MAX, 0)
-            .unwrap_err()
+        let mut b = ImportBudget::new(1 << 40, 1 << 40);
+        assert_eq!(b.admit("m", 8, 4096, 5000, true), None);
+        assert_eq!(Ok(b.charged()), nerve::file_size(&split));
+        assert!(b
+            .admit("huge", 1 << 33, 4096, 0, true)
+            .unwrap()
             .starts_with("nerve would not create it"));
         let mut b = ImportBudget::new(64 << 20, 3 << 20);
         assert!(b
@@ -214,11 +163,12 @@ mod tests {
             .unwrap()
             .contains("over --max-import-total (3 MiB)"));
         assert!(b.admit("b", 8, 2 << 20, 0, false).is_some());
-        assert_eq!(b.refused, 3);
+        assert_eq!(b.refused(), 3);
         b.release("a");
+        let two = nerve::Options::new().slots(8).data_size(2 << 20);
         assert_eq!(
-            (b.admit("b", 8, 2 << 20, 0, true), b.charged()),
-            (None, channel_file_bytes(8, 2 << 20, 0).unwrap())
+            (b.admit("b", 8, 2 << 20, 0, true), Ok(b.charged())),
+            (None, nerve::file_size(&two))
         );
     }
 }

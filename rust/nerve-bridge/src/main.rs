@@ -118,7 +118,11 @@ fn parse(argv: &[String]) -> Args {
                     Err(_) => usage_error(&format!("argument --domain: invalid int value: '{v}'")),
                 }
             }
-            "--export" => a.exports.push(value("GLOB")),
+            "--export" => {
+                let g = value("GLOB");
+                engine::check_glob("--export", &g).unwrap_or_else(|e| die(&e, 2));
+                a.exports.push(g)
+            }
             "--import" => a.imports.push(value("GLOB")),
             "--scout" => a.scout = true,
             "--stats" => {

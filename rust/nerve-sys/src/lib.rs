@@ -189,6 +189,58 @@ pub struct nerve_meta {
     pub reserved: [u64; 4],
 }
 
+// ---- bridge.h: the bridge kernel (docs/bridge-kernel.md) -------------------
+
+/// `NERVE_TOPIC_MAX`: longest topic `nerve_topic_of_channel` writes.
+pub const NERVE_TOPIC_MAX: usize = NERVE_NAME_MAX + 1;
+/// `NERVE_GLOB_MAX`: longest glob, in bytes.
+pub const NERVE_GLOB_MAX: usize = 255;
+/// `NERVE_DIR_SCAN`: `nerve_dir_open` looks periodically, not by inotify.
+pub const NERVE_DIR_SCAN: u32 = 0x1;
+/// `NERVE_DIR_SCAN_MS`: the period of that scan.
+pub const NERVE_DIR_SCAN_MS: u32 = 500;
+/// `NERVE_DIR_CREATED`: a channel appeared (or was there at open).
+pub const NERVE_DIR_CREATED: u32 = 1;
+/// `NERVE_DIR_REMOVED`: a channel went (or its file was replaced).
+pub const NERVE_DIR_REMOVED: u32 = 2;
+/// `NERVE_BUDGET_UNCOUNTED`: a refusal of `nerve_budget_admit` not counted.
+pub const NERVE_BUDGET_UNCOUNTED: u32 = 0x1;
+
+/// `nerve_dir`: a watch on the channel directory (opaque).
+#[repr(C)]
+pub struct nerve_dir {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `nerve_budget`: an import budget (opaque; locks inside).
+#[repr(C)]
+pub struct nerve_budget {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `struct nerve_dir_event`: one change of the channel directory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct nerve_dir_event {
+    pub kind: u32,
+    pub reserved: u32,
+    pub name: [c_char; NERVE_NAME_MAX + 1],
+}
+
+/// `struct nerve_budget_stats`: a budget's bounds and counters.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct nerve_budget_stats {
+    pub max_channel: u64,
+    pub max_total: u64,
+    pub used: u64,
+    pub channels: u64,
+    pub refused: u64,
+    pub reserved: [u64; 3],
+}
+
 /// The callback of `nerve_chan_list`.
 pub type nerve_list_fn =
     Option<unsafe extern "C" fn(name: *const c_char, arg: *mut c_void) -> c_int>;
@@ -382,4 +434,44 @@ extern "C" {
     pub fn nerve_chan_remove_unused(name: *const c_char) -> c_int;
     pub fn nerve_chan_sweep_unused(prefix: *const c_char, removed: *mut c_uint) -> c_int;
     pub fn nerve_chan_seq_range(c: *const nerve_chan, tail: *mut u64, head: *mut u64) -> c_int;
+
+    pub fn nerve_topic_of_channel(
+        name: *const c_char,
+        domain: u32,
+        buf: *mut c_char,
+        len: usize,
+    ) -> c_int;
+    pub fn nerve_channel_of_topic(
+        topic: *const c_char,
+        domain: u32,
+        buf: *mut c_char,
+        len: usize,
+    ) -> c_int;
+    pub fn nerve_glob_check(glob: *const c_char) -> c_int;
+    pub fn nerve_glob_match(glob: *const c_char, name: *const c_char) -> c_int;
+    pub fn nerve_dir_open(
+        globs: *const *const c_char,
+        n: usize,
+        flags: u32,
+        out: *mut *mut nerve_dir,
+    ) -> c_int;
+    pub fn nerve_dir_fd(d: *const nerve_dir) -> c_int;
+    pub fn nerve_dir_inotify(d: *const nerve_dir) -> c_int;
+    pub fn nerve_dir_next(d: *mut nerve_dir, ev: *mut nerve_dir_event) -> c_int;
+    pub fn nerve_dir_close(d: *mut nerve_dir) -> c_int;
+    pub fn nerve_budget_open(
+        max_channel: u64,
+        max_total: u64,
+        out: *mut *mut nerve_budget,
+    ) -> c_int;
+    pub fn nerve_budget_admit(
+        b: *mut nerve_budget,
+        name: *const c_char,
+        opts: *const nerve_chan_opts,
+        flags: u32,
+        need: *mut u64,
+    ) -> c_int;
+    pub fn nerve_budget_release(b: *mut nerve_budget, name: *const c_char) -> c_int;
+    pub fn nerve_budget_stat(b: *mut nerve_budget, st: *mut nerve_budget_stats) -> c_int;
+    pub fn nerve_budget_close(b: *mut nerve_budget) -> c_int;
 }

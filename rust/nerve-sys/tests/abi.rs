@@ -22,7 +22,14 @@ use std::mem::{offset_of, size_of, size_of_val};
 use std::path::PathBuf;
 use std::process::Command;
 
-const BOUND_HEADERS: &[&str] = &["chan.h", "errors.h", "clock.h", "size.h", "version.h"];
+const BOUND_HEADERS: &[&str] = &[
+    "chan.h",
+    "errors.h",
+    "clock.h",
+    "size.h",
+    "version.h",
+    "bridge.h",
+];
 
 fn include_dir() -> PathBuf {
     match std::env::var_os("NERVE_INCLUDE_DIR") {
@@ -75,6 +82,11 @@ fn structs(out: &mut String) {
         creator_version => "creator_version", lock_owner_tid => "lock_owner_tid",
         lock_flags => "lock_flags", create_flags => "create_flags",
         state_flags => "state_flags", reserved0 => "reserved0", reserved => "reserved",
+    });
+    check_struct!(out, nerve_dir_event { kind => "kind", reserved => "reserved", name => "name" });
+    check_struct!(out, nerve_budget_stats {
+        max_channel => "max_channel", max_total => "max_total", used => "used",
+        channels => "channels", refused => "refused", reserved => "reserved",
     });
     check_struct!(out, nerve_meta {
         type_ => "type", encoding => "encoding", schema => "schema",
@@ -143,6 +155,13 @@ fn constants(out: &mut String) {
         ("NERVE_REPAIR_FORCE", NERVE_REPAIR_FORCE as i128),
         ("NERVE_PATH_MAX", NERVE_PATH_MAX as i128),
         ("NERVE_PATH_BELL", NERVE_PATH_BELL as i128),
+        ("NERVE_TOPIC_MAX", NERVE_TOPIC_MAX as i128),
+        ("NERVE_GLOB_MAX", NERVE_GLOB_MAX as i128),
+        ("NERVE_DIR_SCAN", NERVE_DIR_SCAN as i128),
+        ("NERVE_DIR_SCAN_MS", NERVE_DIR_SCAN_MS as i128),
+        ("NERVE_DIR_CREATED", NERVE_DIR_CREATED as i128),
+        ("NERVE_DIR_REMOVED", NERVE_DIR_REMOVED as i128),
+        ("NERVE_BUDGET_UNCOUNTED", NERVE_BUDGET_UNCOUNTED as i128),
         ("NERVE_LOCK_OWNER_DIED", NERVE_LOCK_OWNER_DIED as i128),
         ("NERVE_LOCK_WAITERS", NERVE_LOCK_WAITERS as i128),
         ("NERVE_OK", NERVE_OK as i128),
@@ -189,6 +208,8 @@ fn c_type(rust: &str) -> String {
         "u32" => "uint32_t".into(),
         "usize" => "size_t".into(),
         "nerve_chan" => "nerve_chan".into(),
+        "nerve_dir" => "nerve_dir".into(),
+        "nerve_budget" => "nerve_budget".into(),
         "nerve_list_fn" => "int (*)(const char *, void *)".into(),
         s if s.starts_with("nerve_") => format!("struct {s}"),
         other => panic!("tests/abi.rs has no C spelling for Rust type `{other}`"),

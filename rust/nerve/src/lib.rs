@@ -21,7 +21,9 @@
 //!   it open, and whose [`View::check`] reports an overwrite as
 //!   [`Error::Stale`];
 //! - [`Canceller`]: ends a blocked wait from another thread; [`wait_any`]
-//!   waits on up to 64 channels at once.
+//!   waits on up to 64 channels at once;
+//! - [`bridge`]: what every bridge engine shares (names between channels and
+//!   ROS topics, globs, the channel directory's changes, the import budget).
 //!
 //! ```no_run
 //! use nerve::{Channel, Options, Access, Which, Wait};
@@ -45,6 +47,7 @@
 //! the thread that took it, so a `Loan` is neither `Send` nor `Sync`.
 #![warn(missing_docs)]
 
+pub mod bridge;
 mod chan;
 mod error;
 mod loan;

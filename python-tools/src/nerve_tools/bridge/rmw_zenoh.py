@@ -25,9 +25,9 @@ are never exported and our own publishers are never imported: no loops.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
+import select
 import struct
 import sys
 import threading
@@ -37,7 +37,7 @@ from typing import Callable, Dict, Optional, Sequence, Set, Tuple
 import zenoh
 
 import nerve
-from nerve import _nerve
+import nerve.bridge as kernel
 
 from .. import ros2gen
 from .wire import mono_to_real, real_to_mono, short_error
@@ -90,14 +90,17 @@ def demangle(name: str) -> str:
     return name.replace("%", "/")
 
 
-def topic_of_channel(name: str) -> str:
-    """Channel ``robot.imu`` is topic ``/robot/imu`` (``-`` as ``_``), as nerve ros1 does."""
-    return "/" + name.replace(".", "/").replace("-", "_")
+def topic_of_channel(name: str, domain: int = 0) -> str:
+    """Channel ``robot.imu`` is topic ``/robot/imu`` (``-`` as ``_``); in
+    domain N > 0, rmw_nerve's ``ros2-dN.robot.imu`` too: the bridge
+    kernel's one rule (docs/bridge-kernel.md), as every bridge maps it."""
+    return kernel.topic_of_channel(name, domain)
 
 
 def channel_of_topic(topic: str) -> str:
-    """Topic ``/robot/imu`` is channel ``robot.imu``."""
-    return topic.strip("/").replace("/", ".")
+    """Topic ``/robot/imu`` is channel ``robot.imu`` (the bridge kernel's
+    rule); nerve.InvalidArgument when that is no channel name."""
+    return kernel.channel_of_topic(topic)
 
 
 def data_key(domain: int, topic: str, type_name: str, type_hash: str) -> str:
@@ -208,13 +211,12 @@ class _Export:
         self.br, self.name = br, name
         self.ch = nerve.open(name)
         meta = self.ch.metadata
-        self.created = self.ch.stat().created_ns
         self.type = ros_type(meta.type)
         self.hash = br.types.type_hash(meta.type, meta.schema)
         self.gid = os.urandom(GID_LEN)
         self.seq = 0
         self.sent = 0
-        self.topic = topic_of_channel(name)
+        self.topic = topic_of_channel(name, br.domain)
         self.key = data_key(br.domain, self.topic, self.type, self.hash)
         s = br.session
         self.pub = s.declare_publisher(self.key)
@@ -304,6 +306,11 @@ class Ros2Bridge:
                  slots: int = 16, size: int = 1 << 20) -> None:
         self.session, self.domain, self.types = session, domain, types
         self.export_globs, self.import_globs = list(exports), list(imports)
+        for g in self.export_globs + self.import_globs:
+            try:
+                kernel.glob_check(g)
+            except nerve.Error as e:
+                raise Ros2Error(f"glob {g!r}: {e}") from None
         self.node, self.slots, self.size = node, slots, size
         self.zid = str(session.info.zid())
         self.node_id = 0
@@ -314,6 +321,9 @@ class Ros2Bridge:
         self.failed: Set[str] = set()
         self._said: Set[str] = set()
         self.lock = threading.Lock()
+        # The exported channels' directory: inotify on /dev/shm, or a scan
+        # every 500 ms without it (the bridge kernel's ChannelDir).
+        self.dir = kernel.ChannelDir(self.export_globs) if self.export_globs else None
         self.node_tok = session.liveliness().declare_token(node_token(domain, self.zid, self.node_id, node))
         self.live_sub = None
 
@@ -335,8 +345,12 @@ class Ros2Bridge:
         tok = parse_token(str(sample.key_expr))
         if tok is None or tok["kind"] != "MP" or tok["zid"] == self.zid or tok["domain"] != self.domain:
             return
-        name = channel_of_topic(tok["topic"])
-        if not any(fnmatch.fnmatchcase(name, g) for g in self.import_globs):
+        try:
+            name = channel_of_topic(tok["topic"])
+        except nerve.Error as e:
+            self.report(f"topic {tok['topic']} not imported: {e}", once="name")
+            return
+        if not any(kernel.glob_match(g, name) for g in self.import_globs):
             return
         key = f"{self.domain}/{tok['topic'].strip('/')}/{tok['dds_type']}/{tok['hash']}"
         with self.lock:
@@ -350,51 +364,48 @@ class Ros2Bridge:
                 self.report(f"{name}: cannot import: {e}")
 
     def scan(self) -> None:
-        if not self.export_globs:
-            return
-        try:
-            names = set(_nerve.list_names())
-        except nerve.Error as e:
-            self.report(f"cannot list channels: {e}", once="list")
+        """Export the channels that appeared, stop those that went (a
+        replaced file: stopped, then exported again)."""
+        if self.dir is None:
             return
         with self.lock:
-            for name in sorted(names):
-                if name in self.imported or name in self.failed:
-                    continue
-                if not any(fnmatch.fnmatchcase(name, g) for g in self.export_globs):
-                    continue
-                ex = self.exports.get(name)
+            while True:
                 try:
-                    created = _nerve.stat(name).created_ns
-                except nerve.Error:
-                    continue
-                if ex is not None and ex.created != created:
-                    ex.close()
-                    del self.exports[name]
-                    ex = None
-                if ex is not None:
-                    continue
-                try:
-                    meta = nerve.open(name)
-                    m = meta.metadata
-                    meta.close()
-                except nerve.Error:
-                    continue
-                if m.encoding != "cdr" or ros_type(m.type) is None:
-                    self.report(f"{name}: not exported to ROS 2: encoding {m.encoding!r}, type {m.type!r} "
-                                "(wants cdr and pkg/msg/Name)", once="skip")
-                    self.failed.add(name)
-                    continue
-                try:
-                    self.exports[name] = _Export(self, name, self._next_entity)
-                    self._next_entity += 1
-                    self.report(f"exporting channel {name} as ROS 2 topic {topic_of_channel(name)} "
-                                f"({ros_type(m.type)})")
-                except (nerve.Error, Ros2Error) as e:
-                    self.failed.add(name)
-                    self.report(f"{name}: cannot export: {e}")
-            for name in [n for n in self.exports if n not in names]:
-                self.exports.pop(name).close()
+                    ev = self.dir.next()
+                except nerve.Error as e:
+                    self.report(f"cannot list channels: {e}", once="list")
+                    return
+                if ev is None:
+                    return
+                kind, name = ev
+                if kind == "removed":
+                    ex = self.exports.pop(name, None)
+                    if ex is not None:
+                        ex.close()
+                    self.failed.discard(name)  # a new file is a new try
+                elif name not in self.imported and name not in self.failed:
+                    self._export(name)
+
+    def _export(self, name: str) -> None:
+        try:
+            meta = nerve.open(name)
+            m = meta.metadata
+            meta.close()
+        except nerve.Error:
+            return
+        if m.encoding != "cdr" or ros_type(m.type) is None:
+            self.report(f"{name}: not exported to ROS 2: encoding {m.encoding!r}, type {m.type!r} "
+                        "(wants cdr and pkg/msg/Name)", once="skip")
+            self.failed.add(name)
+            return
+        try:
+            self.exports[name] = _Export(self, name, self._next_entity)
+            self._next_entity += 1
+            self.report(f"exporting channel {name} as ROS 2 topic "
+                        f"{topic_of_channel(name, self.domain)} ({ros_type(m.type)})")
+        except (nerve.Error, Ros2Error) as e:
+            self.failed.add(name)
+            self.report(f"{name}: cannot export: {e}")
 
     def stats(self) -> dict:
         with self.lock:
@@ -410,7 +421,10 @@ class Ros2Bridge:
             if stats_s and on_stats and time.monotonic() >= next_stats:
                 on_stats(self.stats())
                 next_stats += stats_s
-            stop.wait(SCAN_S)
+            if self.dir is None:
+                stop.wait(SCAN_S)
+            else:  # a change wakes it at once; the stop flag every SCAN_S
+                select.select([self.dir], [], [], SCAN_S)
 
     def close(self) -> None:
         if self.live_sub is not None:
@@ -423,6 +437,8 @@ class Ros2Bridge:
                 x.close()
             self.exports.clear()
             self.imports.clear()
+        if self.dir is not None:
+            self.dir.close()
         try:
             self.node_tok.undeclare()
         except Exception:

@@ -67,7 +67,6 @@ import argparse
 import asyncio
 import collections
 import concurrent.futures
-import fnmatch
 import os
 import re
 import signal
@@ -80,10 +79,11 @@ from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Sequence, Set, Tuple
 
 import nerve
+import nerve.bridge as kernel
 
 from .. import _limits as limits
 from .. import options
-from .._common import channel_name, die, is_pattern
+from .._common import die, is_pattern
 from . import msg as ros1_msg
 from .wire import (
     IO_TIMEOUT,
@@ -98,7 +98,7 @@ from .wire import (
 )
 
 PROG = "nerve ros1"
-RESCAN_S = 0.5  # how often the channel list is scanned for --to-ros globs
+RESCAN_S = 0.5  # how often the channel directory's changes are taken
 WATCH_S = 0.5  # how often the master is asked whether it is still there
 WAIT_S = 0.25  # longest wait on a channel before looking at the stop flag
 OWN_SEQS = 4096  # sequence numbers remembered per channel (see Own)
@@ -126,8 +126,9 @@ def say(msg: str) -> None:
 
 def topic_of_channel(name: str) -> str:
     """The default topic of a channel: "robot.imu" -> "/robot/imu", with
-    the characters ROS names do not allow ('-') made '_'."""
-    return "/" + name.replace(".", "/").replace("-", "_")
+    the characters ROS names do not allow ('-') made '_': the bridge
+    kernel's rule (docs/bridge-kernel.md), as every bridge maps it."""
+    return kernel.topic_of_channel(name)
 
 
 def default_geometry(msg_len: int) -> Tuple[int, int]:
@@ -816,7 +817,6 @@ class ToRos(threading.Thread):
         self.stop = threading.Event()
         self.pub: Optional[Publication] = None
         self.ch: Optional[nerve.Channel] = None
-        self.created = 0  # creation time of the channel (to notice a new one)
         self.sent = 0
 
     async def setup(self) -> bool:
@@ -943,7 +943,7 @@ class Ros1Bridge:
         self.to_ros: Dict[str, ToRos] = {}
         self.from_ros: List[FromRos] = []
         self.errors: Set[Tuple[str, str]] = set()
-        self.rejected: Dict[str, int] = {}  # channel -> creation time it failed at
+        self.dir: Optional[kernel.ChannelDir] = None  # of the --to-ros globs
         self.fatal: Optional[str] = None
         self.stopping = False
         self.pending: Set["asyncio.Task[None]"] = set()  # registrations under way
@@ -1048,36 +1048,41 @@ class Ros1Bridge:
         await self.loop.run_in_executor(None, t.stop_thread)
 
     async def scan(self) -> None:
-        """Start a ToRos for each new channel matching a --to-ros spec, and
-        stop those whose channel is gone."""
-        infos = {i.name: i for i in nerve.list_channels() if i.error is None}
-        for name, t in list(self.to_ros.items()):
-            if name not in infos or infos[name].created != t.created:
-                del self.to_ros[name]
+        """Start a ToRos for each channel matching a --to-ros spec that
+        appeared, and stop those whose channel went: the bridge kernel's
+        ChannelDir (inotify on /dev/shm, else a scan every 500 ms). A file
+        replaced under the name is gone, then new, so a channel refused
+        once is tried again only when it is made again."""
+        if self.dir is None:
+            self.dir = kernel.ChannelDir([pat for pat, _ in self.to_specs])
+        while (ev := self.dir.next()) is not None:
+            kind, name = ev
+            t = self.to_ros.pop(name, None) if kind == "removed" else None
+            if t is not None:
                 await self.close_to_ros(t)
                 say(f"to-ros {esc(name)}: channel gone; {esc(t.topic)} unadvertised")
-        for name, info in infos.items():
-            if name in self.to_ros or self.rejected.get(name) == info.created_ns:
-                continue
-            for pat, topic in self.to_specs:
-                if is_pattern(pat):
-                    if not fnmatch.fnmatchcase(name, pat):
-                        continue
-                    t_name = topic_of_channel(name)
-                    if topic:
-                        t_name = topic.rstrip("/") + t_name
-                elif name != pat:
+            elif kind == "created" and name not in self.to_ros:
+                await self.start_to_ros(name)
+
+    async def start_to_ros(self, name: str) -> None:
+        """The ToRos of channel ``name`` under the first --to-ros spec that
+        serves it."""
+        for pat, topic in self.to_specs:
+            if is_pattern(pat):
+                if not kernel.glob_match(pat, name):
                     continue
-                else:
-                    t_name = topic or topic_of_channel(name)
-                t = ToRos(self, name, t_name)
-                t.created = info.created
-                if await t.setup():
-                    self.to_ros[name] = t
-                    t.start()
-                else:
-                    self.rejected[name] = info.created_ns
-                break
+                t_name = topic_of_channel(name)
+                if topic:
+                    t_name = topic.rstrip("/") + t_name
+            elif name != pat:
+                continue
+            else:
+                t_name = topic or topic_of_channel(name)
+            t = ToRos(self, name, t_name)
+            if await t.setup():
+                self.to_ros[name] = t
+                t.start()
+            return
 
     async def tick(self) -> None:
         while not self.stopping:
@@ -1118,8 +1123,8 @@ class Ros1Bridge:
             if not _ROS_NAME.match(topic):
                 self.error(topic, "not a valid ROS topic name")
                 continue
-            chan = channel or channel_name(topic)
             try:
+                chan = channel or kernel.channel_of_topic(topic)
                 nerve._nerve.name_check(chan)
             except nerve.Error as e:
                 self.error(topic, f"bad channel name {chan!r}: {e}")
@@ -1149,6 +1154,8 @@ class Ros1Bridge:
             for task in tasks:
                 task.cancel()
             await self.shutdown()
+            if self.dir is not None:
+                self.dir.close()
         for t in self.to_ros.values():
             say(f"to-ros {esc(t.channel)}: {t.sent} messages published")
         for f in self.from_ros:
@@ -1229,6 +1236,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     if not args.to_ros and not args.from_ros:
         p.error("give at least one --to-ros or --from-ros")
+    for spec in args.to_ros:
+        try:  # one that could never match says so now
+            kernel.glob_check(options.split_spec(spec)[0])
+        except nerve.Error as e:
+            p.error(f"--to-ros {spec}: {e}")
     if args.slots < 0 or args.size < 0 or args.queue < 1 or args.master_timeout <= 0:
         p.error("--slots and --size must be >= 0, --queue >= 1, --master-timeout > 0")
     try:

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _limits as limits
 from .. import options, ros2gen
-from .._common import channel_name, is_pattern
+from .._common import is_pattern
 from . import ddsconfig
 
 PROG = "nerve ros2"
@@ -101,15 +101,14 @@ def channel_types(specs: Sequence[str], known: Sequence[str]) -> Dict[str, Any]:
     publish now and that rosbags does not know, from their schemas, so that
     custom messages get a type hash too. A schema that does not parse is
     reported and skipped (the channel is published without a hash)."""
-    import fnmatch
-
     import nerve
+    import nerve.bridge as kernel
 
     out: Dict[str, Any] = {}
     globs = [options.split_spec(s)[0] for s in specs]
     for info in nerve.list_channels():
         if info.error is not None or not any(
-                fnmatch.fnmatchcase(info.name, g) if is_pattern(g) else info.name == g for g in globs):
+                kernel.glob_match(g, info.name) if is_pattern(g) else info.name == g for g in globs):
             continue
         try:
             ch = nerve.open(info.name)
@@ -305,12 +304,17 @@ def parser() -> argparse.ArgumentParser:
 def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[str], List[str]]:
     """The --to and --from arguments of nerve-ros2-dds, checked."""
     import nerve
+    import nerve.bridge as kernel
 
     to: List[str] = []
     for spec in args.to_ros:
         glob, topic = options.split_spec(spec)
         if not glob:
             p.error(f"--to-ros {spec!r}: no channel name or glob")
+        try:  # one that no channel name could match is an error
+            kernel.glob_check(glob)
+        except nerve.Error as e:
+            p.error(f"--to-ros {spec!r}: {e}")
         if topic and not _TOPIC.match(topic.rstrip("/") or "/x"):
             p.error(f"--to-ros {spec!r}: {topic!r} is not a valid ROS 2 topic name")
         to.append(f"{glob}={topic}")
@@ -321,8 +325,8 @@ def resolve(p: argparse.ArgumentParser, args: argparse.Namespace) -> Tuple[List[
             topic = "/" + topic
         if not _TOPIC.match(topic):
             p.error(f"--from-ros {spec!r}: {topic!r} is not a valid ROS 2 topic name")
-        chan = chan or channel_name(topic)
-        try:
+        try:  # the bridge kernel's rule, as every bridge maps a topic
+            chan = chan or kernel.channel_of_topic(topic)
             nerve._nerve.name_check(chan)
         except nerve.Error as e:
             p.error(f"--from-ros {spec!r}: bad channel name {chan!r}: {e}")
@@ -337,6 +341,8 @@ def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int)
             or args.services_from_ros:
         p.error("--latch, --qos, --dds-config, --services and --services-from-ros apply to "
                 "--rmw dds")
+    import nerve.bridge as kernel
+
     from ..bridge import cli as bridge
 
     argv = ["--ros2", "--ros2-domain", str(domain)]
@@ -350,7 +356,7 @@ def run_zenoh(p: argparse.ArgumentParser, args: argparse.Namespace, domain: int)
         argv += ["--export", g]
     for t in args.from_ros:
         # A glob stays a glob of channel names ("/robot/*" -> "robot.*").
-        argv += ["--import", t.strip("/").replace("/", ".") if is_pattern(t) else channel_name(t)]
+        argv += ["--import", t.strip("/").replace("/", ".") if is_pattern(t) else kernel.channel_of_topic(t)]
     return bridge.run(argv)
 
 

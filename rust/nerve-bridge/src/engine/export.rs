@@ -1,10 +1,12 @@
-//! Export: one thread per exported local channel, and the scan that
-//! starts and stops them.
+//! Export: one thread per exported local channel, and the channel
+//! directory's watcher that starts and stops them.
 use super::local::{ExportCounters, LocalChannel};
-use super::{chan_ino, lock, real_offset, Bridge};
+use super::{chan_ino, lock, real_offset, Bridge, Event};
 use crate::wire::{self, Description};
+use nerve::bridge::{ChannelDir, DirEvent};
 use nerve::{Access, Channel, Error, Wait, Which};
 use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -42,7 +44,6 @@ impl ExportShared {
 
 /// Publishes one local channel (its own thread).
 pub(super) struct Exporter {
-    ino: Option<u64>,
     pub(super) shared: Arc<ExportShared>,
     cancel: nerve::Canceller,
     stop: Arc<AtomicBool>,
@@ -80,10 +81,8 @@ struct ExportLoop {
 
 impl Exporter {
     fn new(b: &Bridge, name: &str) -> Result<Exporter, String> {
-        let ino = chan_ino(name);
         let mut ch = Channel::open(name, Access::Read).map_err(|e| e.to_string())?;
         let st = ch.stats().map_err(|e| e.to_string())?;
-        let ino = if chan_ino(name) == ino { ino } else { None };
         let meta = ch.meta();
         let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let desc = Description {
@@ -155,7 +154,6 @@ impl Exporter {
             .spawn(move || lp.run())
             .map_err(|e| e.to_string())?;
         Ok(Exporter {
-            ino,
             shared,
             cancel,
             stop,
@@ -304,6 +302,85 @@ impl ExportLoop {
 }
 
 impl Bridge {
+    /// Watch /dev/shm for channels matching the --export globs (the bridge
+    /// kernel's `ChannelDir`: inotify, else a scan every 500 ms) from a
+    /// thread of its own that hands each change to the main thread as an
+    /// `Event`, so a new channel is exported at once, not at the next scan.
+    /// The thread ends when the bridge (the receiver) is gone.
+    pub(super) fn watch_local(&mut self) -> Result<(), String> {
+        let globs: Vec<&str> = self.exports_g.iter().map(String::as_str).collect();
+        let mut dir = ChannelDir::open(&globs, false)
+            .map_err(|e| format!("cannot watch /dev/shm: {}", e.detail()))?;
+        // The channels there now are exported before start() returns (and
+        // the bridge says it is ready), as the listing of old did.
+        let mut now = Vec::new();
+        while let Some(ev) = dir
+            .next()
+            .map_err(|e| format!("cannot list /dev/shm: {}", e.detail()))?
+        {
+            now.push(ev);
+        }
+        let tx = self.events_tx.clone();
+        let alive = Arc::downgrade(&self.rep);
+        std::thread::Builder::new()
+            .name("nerve-dir".into())
+            .spawn(move || {
+                while alive.strong_count() > 0 {
+                    let sent = match dir.next() {
+                        Ok(Some(ev)) => tx.send(Event::Local(ev)),
+                        Ok(None) => {
+                            wait_readable(&dir);
+                            Ok(())
+                        }
+                        Err(e) => {
+                            std::thread::sleep(Duration::from_millis(500));
+                            tx.send(Event::LocalError(e.detail()))
+                        }
+                    };
+                    if sent.is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the /dev/shm watcher: {e}"))?;
+        for ev in now {
+            self.local_event(ev);
+        }
+        Ok(())
+    }
+
+    /// A local channel appeared or went: export it, or stop its export (a
+    /// replaced file: stopped, then exported again).
+    pub(super) fn local_event(&mut self, ev: DirEvent) {
+        match ev {
+            DirEvent::Removed(name) => {
+                self.exporters.remove(&name);
+                self.unexported.remove(&name);
+            }
+            DirEvent::Created(name) => {
+                self.exporters.remove(&name);
+                self.start_export(&name);
+            }
+        }
+    }
+
+    fn start_export(&mut self, name: &str) {
+        self.local(name);
+        match Exporter::new(self, name) {
+            Ok(ex) => {
+                self.unexported.remove(name);
+                self.exporters.insert(name.to_string(), ex);
+            }
+            Err(e) => {
+                self.unexported.insert(name.to_string());
+                self.rep
+                    .report(&format!("{name}: cannot export: {e}"), Some("export"));
+            }
+        }
+    }
+
+    /// Every 500 ms: the budget of channels whose file went, imports whose
+    /// channel went, exports that failed (tried again) and their rates.
     pub(super) fn scan(&mut self) {
         for lc in self.locals.values() {
             let mut st = lock(&lc.state);
@@ -324,47 +401,34 @@ impl Bridge {
                 self.pending.insert(key.clone(), Instant::now());
             }
         }
-        if self.exports_g.is_empty() {
-            return;
+        let failed: Vec<(String, String)> = self
+            .exporters
+            .iter()
+            .filter_map(|(n, ex)| lock(&ex.shared.error).clone().map(|e| (n.clone(), e)))
+            .collect();
+        for (name, e) in failed {
+            self.rep.log(&format!("{name}: export stopped: {e}"));
+            self.exporters.remove(&name);
+            self.start_export(&name);
         }
-        let names: std::collections::BTreeSet<String> = match nerve::list() {
-            Ok(n) => n.into_iter().collect(),
-            Err(e) => {
-                self.rep
-                    .report(&format!("cannot list /dev/shm: {e}"), Some("list"));
-                return;
-            }
-        };
+        for name in self.unexported.clone() {
+            self.start_export(&name);
+        }
         let now = nerve::clock::now_ns();
-        for name in &names {
-            if !self.exports(name) {
-                continue;
-            }
-            let Some(ino) = chan_ino(name) else { continue };
-            if let Some(ex) = self.exporters.get(name) {
-                let err = lock(&ex.shared.error).clone();
-                if ex.ino != Some(ino) || err.is_some() {
-                    if let Some(e) = err {
-                        self.rep.log(&format!("{name}: export stopped: {e}"));
-                    }
-                    self.exporters.remove(name);
-                }
-            }
-            if !self.exporters.contains_key(name) {
-                self.local(name);
-                match Exporter::new(self, name) {
-                    Ok(ex) => {
-                        self.exporters.insert(name.clone(), ex);
-                    }
-                    Err(e) => {
-                        self.rep
-                            .report(&format!("{name}: cannot export: {e}"), Some("export"));
-                        continue;
-                    }
-                }
-            }
-            self.exporters[name].sample_rate(now);
+        for ex in self.exporters.values_mut() {
+            ex.sample_rate(now);
         }
-        self.exporters.retain(|n, _| names.contains(n));
     }
+}
+
+/// Until `dir` may have news, or 500 ms (so that the watcher notices a
+/// bridge that is gone).
+fn wait_readable(dir: &ChannelDir) {
+    let mut p = libc::pollfd {
+        fd: dir.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, 500) };
 }

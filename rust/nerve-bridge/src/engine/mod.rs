@@ -98,16 +98,27 @@ pub struct BridgeOptions {
 /// `"robot1/cam*"` -> (Some("robot1"), "cam*"); `"cam*"` -> (None, "cam*").
 /// Channel names have no '/', so the first part of a glob that has one is
 /// the origin (a glob of bridge ids).
+/// The channel glob is checked by the bridge kernel (`nerve_glob_check`).
 pub fn split_import(glob: &str) -> Result<(Option<String>, String), String> {
-    match glob.split_once('/') {
-        None => Ok((None, glob.to_string())),
+    let (o, n) = match glob.split_once('/') {
+        None => (None, glob.to_string()),
         Some((o, n)) if !o.is_empty() && !n.is_empty() && !n.contains('/') => {
-            Ok((Some(o.to_string()), n.to_string()))
+            (Some(o.to_string()), n.to_string())
         }
-        _ => Err(format!(
-            "bad --import '{glob}': NAMEGLOB or ORIGINGLOB/NAMEGLOB"
-        )),
-    }
+        _ => {
+            return Err(format!(
+                "bad --import '{glob}': NAMEGLOB or ORIGINGLOB/NAMEGLOB"
+            ))
+        }
+    };
+    check_glob("--import", &n)?;
+    Ok((o, n))
+}
+
+/// A channel glob the bridge kernel accepts (`nerve_glob_check`): one that
+/// could never match a channel name is an error, not a silent no-op.
+pub fn check_glob(flag: &str, glob: &str) -> Result<(), String> {
+    nerve::bridge::glob_check(glob).map_err(|e| format!("bad {flag} '{glob}': {}", e.detail()))
 }
 
 type Key = (String, String);
@@ -118,6 +129,11 @@ enum Event {
     Live(bool, String, String),
     /// Another bridge with this bridge's id (its Zenoh id) came or went.
     Clash(bool, String),
+    /// A local channel matching an --export glob appeared or went (the
+    /// bridge kernel's channel directory, watched by its own thread).
+    Local(nerve::bridge::DirEvent),
+    /// The channel directory cannot be read.
+    LocalError(String),
 }
 /// Exports and imports channels over one Zenoh session.
 pub struct Bridge {
@@ -132,6 +148,8 @@ pub struct Bridge {
     rep: Arc<Reporter>,
     locals: HashMap<String, Arc<LocalChannel>>,
     exporters: BTreeMap<String, Exporter>,
+    /// Local channels whose export failed: tried again at every scan.
+    unexported: std::collections::BTreeSet<String>,
     streams: BTreeMap<Key, ImportStream>,
     departed: BTreeMap<Key, Arc<StreamShared>>,
     remote: HashMap<Key, bool>,
@@ -178,6 +196,7 @@ impl Bridge {
             }),
             locals: HashMap::new(),
             exporters: BTreeMap::new(),
+            unexported: Default::default(),
             streams: BTreeMap::new(),
             departed: BTreeMap::new(),
             remote: HashMap::new(),
@@ -204,14 +223,17 @@ impl Bridge {
     }
 
     fn exports(&self, name: &str) -> bool {
-        self.exports_g.iter().any(|g| wire::fnmatch(name, g))
+        self.exports_g
+            .iter()
+            .any(|g| nerve::bridge::glob_match(g, name) == Ok(true))
     }
     /// Whether channel `name` exported by the bridge `host` is imported: a
     /// glob `NAMEGLOB` takes it from any origin, `ORIGINGLOB/NAMEGLOB` only
     /// from bridges whose id matches.
     fn imports(&self, host: &str, name: &str) -> bool {
         self.imports_g.iter().any(|(o, g)| {
-            o.as_deref().is_none_or(|o| wire::fnmatch(host, o)) && wire::fnmatch(name, g)
+            o.as_deref().is_none_or(|o| wire::fnmatch(host, o))
+                && nerve::bridge::glob_match(g, name) == Ok(true)
         })
     }
     fn local_of(&self, name: &str) -> Arc<LocalChannel> {
@@ -266,6 +288,9 @@ impl Bridge {
             .wait()
             .map_err(|e| e.to_string())?;
         self.node_token = Some(token);
+        if !self.exports_g.is_empty() {
+            self.watch_local()?;
+        }
         if !self.imports_g.is_empty() {
             let tx = self.events_tx.clone();
             let domain = self.domain;
@@ -298,6 +323,10 @@ impl Bridge {
             match self.events.recv_timeout(left) {
                 Ok(Event::Live(up, host, name)) => self.remote_event(up, host, name),
                 Ok(Event::Clash(up, zid)) => self.clash(up, zid),
+                Ok(Event::Local(ev)) => self.local_event(ev),
+                Ok(Event::LocalError(e)) => self
+                    .rep
+                    .report(&format!("cannot list /dev/shm: {e}"), Some("list")),
                 Err(_) => break,
             }
         }
@@ -378,7 +407,7 @@ impl Bridge {
         }
         json!({"id": self.ident, "domain": self.domain, "zid": self.zid, "id_clashes": self.clashes,
                "export": export, "import": import, "conflicts": self.conflicts,
-               "refused_size": self.budget.refused, "import_bytes": self.budget.charged(),
+               "refused_size": self.budget.refused(), "import_bytes": self.budget.charged(),
                "data_path": "rust"})
     }
 
