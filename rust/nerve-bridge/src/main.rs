@@ -1,10 +1,10 @@
 //! `nerve-bridge-rs`: the data path of `nerve bridge` (docs/bridge.md) in
-//! Rust, on the `zenoh` crate and the `nerve` crate. The Python command
-//! `nerve bridge` is the launcher: it runs this program with the same
-//! arguments when it is installed (and keeps `--ros2`, `--poll` and
-//! `nerve bridge ls` itself); the flags, key expressions, header,
-//! description, counters, log lines and exit status are the Python data
-//! path's, so the two interoperate on the wire.
+//! Rust, on the `zenoh` crate and the `nerve` crate: the only data path.
+//! The Python command `nerve bridge` is the launcher: it checks the
+//! arguments and runs this program with them (and keeps `--ros2` over
+//! rmw_zenoh and `nerve bridge ls` itself); the flags, key expressions,
+//! header, description, counters, log lines and exit status are those
+//! docs/bridge.md specifies.
 //!
 //!     nerve-bridge-rs [--listen EP]... [--connect EP]... [--config FILE]
 //!                     [--domain N] [--export GLOB]... [--import GLOB]...
@@ -141,7 +141,7 @@ fn parse(argv: &[String]) -> Args {
             "--poll" => {
                 let v = value("USEC");
                 if v.parse::<f64>().map(|p| p != 0.0).unwrap_or(true) {
-                    usage_error("--poll is served by the Python data path (nerve bridge runs it)");
+                    usage_error("--poll was retired with the Python data path: this one waits on the channels");
                 }
             }
             "-h" | "--help" => {
@@ -162,7 +162,7 @@ fn parse(argv: &[String]) -> Args {
 }
 
 /// 8 hex digits that tell this host's bridges apart without configuration,
-/// as the Python data path computes them (bridge.wire.instance_tag): the
+/// as the launcher computes them too (bridge.wire.instance_tag): the
 /// SHA-256 of the kernel's boot id, the machine id, the network namespace
 /// and the /dev/shm this bridge serves. Stable while these are, so a
 /// restarted bridge keeps its name, whichever data path runs it.
@@ -277,8 +277,7 @@ fn short_error(e: &dyn std::fmt::Display) -> String {
     }
 }
 
-/// The Zenoh configuration: the file, then the flags (as the Python data
-/// path's make_config).
+/// The Zenoh configuration: the file, then the flags.
 fn make_config(a: &Args) -> zenoh::Config {
     for ep in a.listen.iter().chain(&a.connect) {
         check_endpoint(ep);

@@ -1,5 +1,5 @@
 //! Which channels this bridge exports and imports, for `nerve top` and
-//! `nerve ls --remote`: the same file as the Python data path writes
+//! `nerve ls --remote`: the file the Python readers read
 //! (python-tools/src/nerve_tools/bridge/registry.py), /dev/shm/
 //! nerve-bridge.PID.json, replaced atomically, removed at exit; files of
 //! dead processes are removed by the next bridge that starts.

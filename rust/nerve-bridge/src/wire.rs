@@ -1,8 +1,8 @@
 //! What crosses the network (docs/bridge.md, "What crosses, and how"): key
 //! expressions, the 32-byte header in each data sample's attachment, the
-//! batch table and the channel description. The same format as the Python
-//! data path (python-tools/src/nerve_tools/bridge/wire.py), byte for byte,
-//! so a Rust and a Python bridge interoperate.
+//! batch table and the channel description. The Python side keeps only the
+//! key expressions and the Zenoh session set-up of `nerve ls --remote`
+//! (python-tools/src/nerve_tools/bridge/wire.py).
 use serde_json::{json, Value};
 
 /// Version of the header and of the description.
@@ -164,7 +164,7 @@ impl Description {
         .to_string()
     }
 
-    /// Parse and validate, as the Python data path does.
+    /// Parse and validate.
     pub fn from_json(text: &[u8]) -> Result<Description, String> {
         let d: Value = serde_json::from_slice(text).map_err(|e| format!("not JSON: {e}"))?;
         let d = match d.as_object() {

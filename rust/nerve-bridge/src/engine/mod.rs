@@ -1,6 +1,5 @@
-//! The export/import machinery (docs/bridge.md), the same behaviour as the
-//! Python data path it replaces (python-tools/src/nerve_tools/
-//! bridge/engine.py), in Rust on the `zenoh` crate and the `nerve` crate:
+//! The export/import machinery (docs/bridge.md), in Rust on the `zenoh`
+//! crate and the `nerve` crate:
 //!
 //! - `LocalChannel` (local.rs): what the exporter and the importers of one
 //!   local channel share: the sequence numbers the bridge itself put (never
