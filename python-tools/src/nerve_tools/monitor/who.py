@@ -77,10 +77,15 @@ class LockHolder(NamedTuple):
 
 
 class Scan:
-    def __init__(self) -> None:
-        self.uses: List[Use] = []
-        self.holders: List[LockHolder] = []
-        self.uninspectable = 0  # processes whose maps could not be read
+    """What a scan found (a plain class: dataclasses would import inspect,
+    which the armed recorder does not want in its memory)."""
+
+    def __init__(self, uses: Optional[List[Use]] = None,
+                 holders: Optional[List[LockHolder]] = None,
+                 uninspectable: int = 0) -> None:
+        self.uses: List[Use] = uses if uses is not None else []
+        self.holders: List[LockHolder] = holders if holders is not None else []
+        self.uninspectable = uninspectable  # processes whose maps could not be read
 
 
 def _read(path: str) -> Optional[str]:
