@@ -11,7 +11,7 @@
 #      this run instead);
 #   3. from a scratch directory, with a copy of the tests and no source
 #      tree on sys.path (checked: nerve is imported from the venv):
-#      tests/python in full, and of tests/python_tools/test_record_play.py
+#      tests/python in full (with tests/bridge, the kernel's table), and of tests/python_tools/test_record_play.py
 #      the record -> play -> record round trip and `nerve VERB` running the
 #      tools (the tools' full suite, with its network namespaces, Zenoh
 #      and Foxglove peers, is test-tools' job on the same code);
@@ -83,7 +83,7 @@ fi
 py=$venv/bin/python
 
 mkdir -p "$tmp/run"
-cp -r "$src/tests/python" "$src/tests/python_tools" "$tmp/run/"
+cp -r "$src/tests/python" "$src/tests/python_tools" "$src/tests/bridge" "$tmp/run/"
 cd "$tmp/run"
 where=$(env -u PYTHONPATH "$py" -c 'import nerve; print(nerve.__file__)')
 case $where in
