@@ -73,19 +73,21 @@ test-install: build
 #     tree that fails to build there is built again, and its error shown,
 #     by its test target;
 #   - at the lowest CPU priority, the Rust bridge compiles
-#     (test-bridge-prebuild in mk/rust.mk: several CPU-minutes in release
-#     mode), and the model checks run (test-model-background in
+#     (test-bridge-prebuild in mk/rust.mk: about 6 CPU-minutes, unoptimised:
+#     every sub-make of make test gets RUST_PROFILE=$(TEST_RUST_PROFILE)),
+#     and the model checks run (test-model-background in
 #     mk/verify.mk), printing their lines and summary when they end; a
 #     failed check fails `make test` at its end.
 LATE_TARGETS := test-asan test-tsan test-package test-wheels test-fuzz
 LAST_TARGETS := test-rust test-tools
 TEST_ORDER = $(filter-out test-model $(LATE_TARGETS) $(LAST_TARGETS),$(TEST_TARGETS)) \
     $(filter $(LATE_TARGETS),$(TEST_TARGETS)) $(filter $(LAST_TARGETS),$(TEST_TARGETS))
+TEST_MAKE = $(MAKE) --no-print-directory RUST_PROFILE=$(TEST_RUST_PROFILE)
 test: build
-	@$(MAKE) --no-print-directory test-bridge-prebuild & prebuild=$$!; \
-	    $(MAKE) --no-print-directory test-model-background & model=$$!; \
-	    $(MAKE) --no-print-directory test-trees-background & trees=$$!; \
-	    $(MAKE) --no-print-directory $(TEST_ORDER); status=$$?; \
+	@$(TEST_MAKE) test-bridge-prebuild & prebuild=$$!; \
+	    $(TEST_MAKE) test-model-background & model=$$!; \
+	    $(TEST_MAKE) test-trees-background & trees=$$!; \
+	    $(TEST_MAKE) $(TEST_ORDER); status=$$?; \
 	    wait $$trees; wait $$model || status=$$?; wait $$prebuild; exit $$status
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
 

@@ -9,12 +9,12 @@
 #
 #   make test-rust     the above (part of `make test`), and the Rust bridge
 #                      (rust/nerve-bridge, the data path of `nerve bridge`):
-#                      built in release mode, its unit tests run, and the
+#                      built (RUST_PROFILE below), its unit tests run, and the
 #                      program installed into the project venv as
 #                      nerve-bridge-rs, where `nerve bridge` finds it; the
 #                      bridge tests of test-tools then run against it
 #   make rust-bridge-install   only the last step
-#   make rust-bridge-build     only the release build (for the packages)
+#   make rust-bridge-build     only the build (for the packages)
 #   make lint-rust-bridge      clippy over the bridge too (not in `make
 #                      test`: it checks zenoh's whole tree again, about
 #                      1.5 CPU-minutes)
@@ -35,7 +35,15 @@ TEST_TARGETS += test-rust
 .PHONY: test-rust bench-rust rust-bridge-install lint-rust-bridge bench-bridge-peer
 
 VENV ?= .venv
-RUST_BRIDGE_BIN := $(abspath $(BUILD))/cargo/release/nerve-bridge-rs
+# The Cargo profile of the Rust bridge: release, except in `make test`,
+# whose sub-makes get RUST_PROFILE=$(TEST_RUST_PROFILE) (the Makefile's
+# test rule): rust/Cargo.toml's fastbuild, unoptimised, compiles zenoh's
+# tree in less than half the CPU time of release, and the tests check
+# behaviour, not speed (make test TEST_RUST_PROFILE=release tests the
+# release build).
+RUST_PROFILE ?= release
+TEST_RUST_PROFILE ?= fastbuild
+RUST_BRIDGE_BIN = $(abspath $(BUILD))/cargo/$(RUST_PROFILE)/nerve-bridge-rs
 
 test-rust: build
 	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml; then \
@@ -46,20 +54,20 @@ test-rust: build
 	    $(CARGO_ENV) $(CARGO) test $(CARGO_MANIFEST) --locked -j$(JOBS) \
 	        -p nerve-sys -p nerve; \
 	    $(MAKE) --no-print-directory rust-bridge-install; \
-	    $(CARGO_ENV) $(CARGO) test $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
-	        -p nerve-bridge; \
+	    $(CARGO_ENV) $(CARGO) test $(CARGO_MANIFEST) --locked --profile $(RUST_PROFILE) \
+	        -j$(JOBS) -p nerve-bridge; \
 	fi
 	tests/shm_clean.sh after
 
-# The Rust bridge's release build ($(RUST_BRIDGE_BIN)), when cargo is new
+# The Rust bridge's build ($(RUST_BRIDGE_BIN)), when cargo is new
 # enough: what rust-bridge-install, make package (the Debian package
 # nerve-bridge) and make wheels (the wheel nerve-bridge) take. In `make
 # test` test-bridge-prebuild has built it already (cargo only checks).
 .PHONY: rust-bridge-build
 rust-bridge-build: build
 	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml; then \
-	    $(CARGO_ENV) $(CARGO) build $(CARGO_MANIFEST) --locked --release -j$(JOBS) \
-	        -p nerve-bridge; \
+	    $(CARGO_ENV) $(CARGO) build $(CARGO_MANIFEST) --locked --profile $(RUST_PROFILE) \
+	        -j$(JOBS) -p nerve-bridge; \
 	fi
 
 # The Rust bridge into the venv (beside the Python tools' nerve-bridge, the
@@ -73,7 +81,7 @@ rust-bridge-install: rust-bridge-build
 	    echo "installed $(VENV)/bin/nerve-bridge-rs"; \
 	fi
 
-# What `make test` runs beside its test targets: the bridge's release build,
+# What `make test` runs beside its test targets: the bridge's build,
 # niced, without make's jobserver (cargo would take one job slot from it),
 # its output in $(BUILD)/rust-bridge-prebuild.log. It never fails by itself:
 # a failed build is compiled again, and reported, by test-rust.
@@ -81,7 +89,7 @@ rust-bridge-install: rust-bridge-build
 test-bridge-prebuild:
 	@if rust/cargo-ok.sh $(CARGO) rust/Cargo.toml >/dev/null; then \
 	    if env -u MAKEFLAGS -u MFLAGS $(CARGO_ENV) nice -n 19 $(CARGO) build $(CARGO_MANIFEST) \
-	        --locked --release -j$(JOBS) -p nerve-bridge \
+	        --locked --profile $(RUST_PROFILE) -j$(JOBS) -p nerve-bridge \
 	        >$(BUILD)/rust-bridge-prebuild.log 2>&1; then \
 	        echo "test-bridge-prebuild: the Rust bridge is built (log: $(BUILD)/rust-bridge-prebuild.log)"; \
 	    else \

@@ -8,9 +8,10 @@ server   (on rmw_nerve, under nerve-ros2-exec) node svc_server with the
          string; a request whose string is "hang" is never answered).
 client   (on DDS) CLIENTS clients of /TAG/double, CALLS calls each, all in
          flight at once; then SetParameters gain = 2.5 on svc_server and
-         GetParameters back through the bridge; then, with a publisher of
-         /TAG/cmd, the DDS graph's view of svc_server (its topics and
-         services by node).
+         GetParameters back through the bridge; then, unless VIEW is "noview"
+         (a client on rmw_nerve, whose server's topics are not bridged), with
+         a publisher of /TAG/cmd, the DDS graph's view of svc_server (its
+         topics and services by node).
 hang     (on DDS) one call that the server never answers; says "sent", then
          waits for the service to disappear.
 action   (on DDS) an action client of /fib (test_msgs/action/Fibonacci,
@@ -63,7 +64,7 @@ def role_server(tag):
         rclpy.spin_once(n, timeout_sec=0.1)
 
 
-def role_client(tag, clients, calls):
+def role_client(tag, clients, calls, view="view"):
     from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
     from rcl_interfaces.srv import GetParameters, SetParameters
     from test_msgs.srv import BasicTypes
@@ -99,6 +100,9 @@ def role_client(tag, clients, calls):
     out["set"] = bool(r and r.results and r.results[0].successful)
     r = call(GetParameters, "/svc_server/get_parameters", GetParameters.Request(names=["gain"]))
     out["get"] = r.values[0].double_value if r and r.values else None
+    if view == "noview":
+        say(out)
+        return
     from std_msgs.msg import String
 
     # The bridge makes its reader of /TAG/cmd (--from-ros) once it sees a

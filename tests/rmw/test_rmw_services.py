@@ -308,7 +308,7 @@ def test_from_ros_calls_pair_under_concurrent_clients_and_parameters(world):
                       "--services-from-ros", "/svc_server/*et_parameters",
                       ready=f"service /{world.tag}/double [test_msgs/srv/BasicTypes] of DDS "
                             "served on nerve")
-    r = last_json(nerve_client(world, "client", "2", "5"))
+    r = last_json(nerve_client(world, "client", "2", "5", "noview"))
     log = stop_bridge(br)
     assert r["ready"] and r["calls"] == 10 and r["done"] == 10, (r, log)
     assert r["wrong"] == [], (r, log)
