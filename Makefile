@@ -77,17 +77,26 @@ test-install: build
 #     every sub-make of make test gets RUST_PROFILE=$(TEST_RUST_PROFILE)),
 #     and the model checks run (test-model-background in
 #     mk/verify.mk), printing their lines and summary when they end; a
-#     failed check fails `make test` at its end.
-LATE_TARGETS := test-asan test-tsan test-package test-wheels test-fuzz
+#     failed check fails `make test` at its end;
+#   - beside the last targets, also at the lowest priority, the fuzzers
+#     (test-fuzz-beside in mk/verify.mk: they run for a fixed time, so a
+#     busy CPU costs them runs, not the tests time).
+LATE_TARGETS := test-asan test-tsan test-package test-wheels
 LAST_TARGETS := test-rust test-tools
-TEST_ORDER = $(filter-out test-model $(LATE_TARGETS) $(LAST_TARGETS),$(TEST_TARGETS)) \
-    $(filter $(LATE_TARGETS),$(TEST_TARGETS)) $(filter $(LAST_TARGETS),$(TEST_TARGETS))
+TEST_ORDER = $(filter-out test-model test-fuzz $(LATE_TARGETS) $(LAST_TARGETS),$(TEST_TARGETS)) \
+    $(filter $(LATE_TARGETS),$(TEST_TARGETS))
+TEST_LAST = $(filter $(LAST_TARGETS),$(TEST_TARGETS))
 TEST_MAKE = $(MAKE) --no-print-directory RUST_PROFILE=$(TEST_RUST_PROFILE)
 test: build
 	@$(TEST_MAKE) test-bridge-prebuild & prebuild=$$!; \
 	    $(TEST_MAKE) test-model-background & model=$$!; \
 	    $(TEST_MAKE) test-trees-background & trees=$$!; \
 	    $(TEST_MAKE) $(TEST_ORDER); status=$$?; \
+	    if [ $$status = 0 ]; then \
+	        $(TEST_MAKE) test-fuzz-beside & fuzz=$$!; \
+	        $(TEST_MAKE) $(TEST_LAST); status=$$?; \
+	        wait $$fuzz || status=$$?; \
+	    fi; \
 	    wait $$trees; wait $$model || status=$$?; wait $$prebuild; exit $$status
 	@echo "make test: all test targets passed ($(TEST_TARGETS))"
 

@@ -42,6 +42,15 @@ FUZZ_SECONDS ?= 30
 FUZZ_ROS2_SECONDS ?= 10
 .PHONY: test-fuzz
 
+# make test runs test-fuzz beside its last targets, printing the output
+# when it ends (the Makefile's test rule).
+.PHONY: test-fuzz-beside
+test-fuzz-beside:
+	@mkdir -p $(BUILD)
+	@nice -n 19 $(MAKE) --no-print-directory test-fuzz >$(BUILD)/fuzz.log 2>&1; status=$$?; \
+	    echo "== test-fuzz, run beside the last test targets (log: $(BUILD)/fuzz.log)"; \
+	    cat $(BUILD)/fuzz.log; exit $$status
+
 test-fuzz: deps
 	cmake --preset fuzz
 	cmake --build --preset fuzz -j$(JOBS)
