@@ -258,48 +258,6 @@ pub fn b64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Python's `fnmatch.fnmatchcase`: `*`, `?`, `[seq]`, `[!seq]`.
-pub fn fnmatch(name: &str, pat: &str) -> bool {
-    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
-        // p starts after '['; returns (matched, chars consumed incl. ']').
-        let mut i = 0;
-        let neg = p.first() == Some(&'!');
-        if neg {
-            i += 1;
-        }
-        let start = i;
-        let mut hit = false;
-        while i < p.len() {
-            if p[i] == ']' && i > start {
-                return Some((hit != neg, i + 1));
-            }
-            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
-                hit |= p[i] <= c && c <= p[i + 2];
-                i += 3;
-            } else {
-                hit |= p[i] == c;
-                i += 1;
-            }
-        }
-        None
-    }
-    fn go(n: &[char], p: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|k| go(&n[k..], &p[1..])),
-            Some('?') => !n.is_empty() && go(&n[1..], &p[1..]),
-            Some('[') => match class(&p[1..], *n.first().unwrap_or(&'\0')) {
-                Some((m, used)) => !n.is_empty() && m && go(&n[1..], &p[1 + used..]),
-                None => n.first() == Some(&'[') && go(&n[1..], &p[1..]),
-            },
-            Some(&c) => n.first() == Some(&c) && go(&n[1..], &p[1..]),
-        }
-    }
-    let n: Vec<char> = name.chars().collect();
-    let p: Vec<char> = pat.chars().collect();
-    go(&n, &p)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -361,15 +319,11 @@ mod tests {
     }
 
     #[test]
-    fn base64_and_fnmatch() {
+    fn base64_round_trip() {
         for s in [&b""[..], b"f", b"fo", b"foo", b"foob", b"\x00\xff\x10"] {
             assert_eq!(b64_decode(&b64_encode(s)).as_deref(), Some(s));
         }
         assert_eq!(b64_encode(b"foob"), "Zm9vYg==");
         assert!(b64_decode("Zm9=vYg=").is_none() && b64_decode("abc").is_none());
-        assert!(fnmatch("cam.left", "cam*") && fnmatch("cam", "cam*") && !fnmatch("xcam", "cam*"));
-        assert!(fnmatch("a1", "a?") && !fnmatch("a", "a?"));
-        assert!(fnmatch("b", "[abc]") && !fnmatch("d", "[abc]") && fnmatch("d", "[!abc]"));
-        assert!(fnmatch("m", "[a-z]") && fnmatch("rt.small", "rt.*") && fnmatch("x", "*"));
     }
 }

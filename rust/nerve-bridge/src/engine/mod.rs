@@ -97,7 +97,8 @@ pub struct BridgeOptions {
 /// `"robot1/cam*"` -> (Some("robot1"), "cam*"); `"cam*"` -> (None, "cam*").
 /// Channel names have no '/', so the first part of a glob that has one is
 /// the origin (a glob of bridge ids).
-/// The channel glob is checked by the bridge kernel (`nerve_glob_check`).
+/// Both globs are checked by the bridge kernel (`nerve_glob_check`): bridge
+/// ids are written in the characters of channel names (`wire::valid_host`).
 pub fn split_import(glob: &str) -> Result<(Option<String>, String), String> {
     let (o, n) = match glob.split_once('/') {
         None => (None, glob.to_string()),
@@ -110,6 +111,9 @@ pub fn split_import(glob: &str) -> Result<(Option<String>, String), String> {
             ))
         }
     };
+    if let Some(o) = &o {
+        check_glob("--import", o)?;
+    }
     check_glob("--import", &n)?;
     Ok((o, n))
 }
@@ -231,7 +235,8 @@ impl Bridge {
     /// from bridges whose id matches.
     fn imports(&self, host: &str, name: &str) -> bool {
         self.imports_g.iter().any(|(o, g)| {
-            o.as_deref().is_none_or(|o| wire::fnmatch(host, o))
+            o.as_deref()
+                .is_none_or(|o| nerve::bridge::glob_match(o, host) == Ok(true))
                 && nerve::bridge::glob_match(g, name) == Ok(true)
         })
     }
@@ -434,5 +439,30 @@ impl Bridge {
             );
         }
         self.registry_state = Some(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_import;
+
+    #[test]
+    fn import_globs_split_and_checked_by_the_kernel() {
+        assert_eq!(split_import("cam*").unwrap(), (None, "cam*".to_string()));
+        let (o, n) = split_import("robot[0-9]/cam*").unwrap();
+        assert_eq!((o.as_deref(), n.as_str()), (Some("robot[0-9]"), "cam*"));
+        let m = |g: &str, s: &str| nerve::bridge::glob_match(g, s) == Ok(true);
+        assert!(m("robot[0-9]", "robot3") && !m("robot[0-9]", "robotx"));
+        assert!(m("robot-*", "robot-3fa9c2d1") && !m("robot-*", "arm-1"));
+        for bad in [
+            "rob ot/cam*",
+            "robot[/cam*",
+            "/cam*",
+            "robot/",
+            "a/b/c",
+            "robot/ca m",
+        ] {
+            assert!(split_import(bad).is_err(), "{bad}");
+        }
     }
 }
