@@ -1,0 +1,146 @@
+"""`nerve ros2` (its data path nerve-ros2-dds, on Cyclone DDS) through the
+bridge engines' conformance table (tests/bridge/engine_cases.txt) against
+cyclone_peer, a ROS 2 node on Cyclone DDS's C API (it checks the String
+messages it takes: message i is "hello i" and as many '!' as i % 4). One
+bridge serves every case of the module; its far-side names are the
+kernel's topics of the channels. Every wait is bounded; channels are
+removed."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from test_ros2_rclpy import KINDS, STORE, read_all
+
+import nerve
+from nerve.testing import unique_names
+
+from conftest import PREFIX, Ros2Env, need_dds, need_distro, peer_path, to_ros_matched
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bridge"))
+import conformance  # noqa: E402
+
+ENGINE = "ros2"
+STRING = KINDS["String"]
+
+
+def hello(i: int) -> bytes:
+    """cyclone_peer's String message i, as little-endian CDR."""
+    s = f"hello {i}{'!' * (i % 4)}".encode() + b"\0"
+    return b"\0\1\0\0" + len(s).to_bytes(4, "little") + s
+
+
+class World:
+    """The bridge (--to-ros BASE.x*; --from-ros of the exported echo
+    channel's own topic and of the big topic; --max-channel-size 2M) and
+    the channel made before it started."""
+
+    def __init__(self, r2: Ros2Env, names) -> None:
+        self.r2, self.names = r2, names
+        self.base = names("conf")
+        self.x = f"{self.base}.x"
+        self.early, self.echo = self.made("before"), self.made("echo")
+        self.big = f"{self.base}.big"
+        names.made.append(self.big)
+        self.br = r2.bridge(f"--to-ros={self.x}*", f"--from-ros={self.far(self.echo)}:{self.echo}",
+                            f"--from-ros={self.far(self.big)}:{self.big}",
+                            "--max-channel-size=2M")
+
+    @staticmethod
+    def far(ch: str) -> str:
+        return conformance.far_name(ENGINE, ch)
+
+    def made(self, tag: str, exported: bool = True) -> str:
+        """A String channel under the export glob (or not), made now."""
+        n = f"{self.x if exported else self.x[:-1] + 'n'}.{tag}"
+        self.names.made.append(n)
+        nerve.create(n, slots=32, size=1 << 16, type=STRING, encoding="cdr",
+                     schema=STORE.generate_msgdef(STRING, ros_version=2)[0]).close()
+        return n
+
+    def sub(self, ch: str, n: int):
+        """A cyclone_peer subscriber of ``ch``'s far name, matched with the
+        bridge's writer."""
+        self.br.wait_line(f"to-ros {ch} -> {self.far(ch)} ", 60)
+        sub = self.r2.peer("cyclone", "sub", "String", self.far(ch), str(n))
+        sub.wait_line("^READY$", 120)
+        to_ros_matched(self.br, [ch])
+        return sub
+
+    def reaches(self, ch: str) -> None:
+        sub = self.sub(ch, 1)
+        with nerve.open(ch, write=True) as w:
+            w.put(hello(0))
+        assert sub.json(120) == {"n": 1, "bad": 0, "idx": [0]}
+
+    def before(self) -> None:
+        self.reaches(self.early)
+
+    def after(self) -> None:
+        self.reaches(self.made("after"))
+
+    def unmatched(self) -> None:
+        other = self.made("other", exported=False)
+        self.reaches(self.made("marker"))
+        assert not [ln for ln in self.br.lines if f"to-ros {other}" in ln], self.br.output
+
+    def no_echo(self) -> None:
+        """The import and the export of the echo channel share its topic.
+        A subscriber matched with the bridge, and (rclpy's --subs 2) with
+        the publisher of message 0: after nerve's messages 1 and 2 it has
+        each message once, not the import a second time."""
+        need_distro("jazzy")
+        t = self.far(self.echo)
+        sub = self.sub(self.echo, 3)
+        pub = self.r2.rclpy("jazzy", "pub", f"{t}:String", "--count", "1", "--subs", "2",
+                            gate=True)
+        self.r2.open_gate(self.br, [t])
+        assert pub.json(150)["matched"]
+        deadline = time.monotonic() + 60
+        while not read_all(self.echo):
+            assert time.monotonic() < deadline, "no import in 60 s:\n" + self.br.output
+            time.sleep(0.02)
+        with nerve.open(self.echo, write=True) as w:
+            w.put(hello(1))
+            w.put(hello(2))
+        got = sub.json(120)
+        assert (got["n"], got["bad"], sorted(got["idx"])) == (3, 0, [0, 1, 2]), got
+
+    def over_budget(self) -> None:
+        pub = self.r2.peer("cyclone", "pub", "PointCloud2", self.far(self.big), "1", gate=True)
+        self.r2.open_gate(self.br, [self.far(self.big)])
+        self.br.wait_line(rf"error: from-ros {self.far(self.big)}: channel {self.big} of \d+ bytes "
+                          r"refused \(--max-channel-size 2097152", 120)
+        assert pub.json(120)["matched"]
+        assert not Path(f"/dev/shm/nerve.{self.big}").exists()
+        self.reaches(self.made("after-over-budget"))
+
+    def close(self) -> None:
+        assert self.br.stop() == 0, self.br.output  # it kept running through every case
+        self.r2.close()
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    need_dds()
+    peer_path("cyclone_peer")
+    with unique_names(PREFIX) as names:
+        r2 = Ros2Env(tmp_path_factory.mktemp("conformance"))
+        try:
+            w = World(r2, names)
+        except BaseException:
+            r2.close()
+            raise
+        try:
+            yield w
+        finally:
+            w.close()
+
+
+@pytest.mark.parametrize("case", conformance.params(ENGINE))
+def test_conformance(world: World, case: conformance.Case) -> None:
+    conformance.check(ENGINE, case, world)
