@@ -35,7 +35,8 @@ def hello(i: int) -> bytes:
 
 
 class World:
-    """The bridge (--to-ros BASE.x*; --from-ros of the exported echo
+    """The bridge (--to-ros BASE.x*; --to-ros BASE.l* under a 500-byte
+    prefix; --from-ros of the exported echo
     channel's own topic and of the big topic; --max-channel-size 2M) and
     the channel made before it started."""
 
@@ -46,7 +47,10 @@ class World:
         self.early, self.echo = self.made("before"), self.made("echo")
         self.big = f"{self.base}.big"
         names.made.append(self.big)
-        self.br = r2.bridge(f"--to-ros={self.x}*", f"--from-ros={self.far(self.echo)}:{self.echo}",
+        self.long = f"{self.base}.l.long"  # under a prefix that makes its topic too long
+        names.made.append(self.long)
+        self.br = r2.bridge(f"--to-ros={self.x}*", f"--to-ros={self.base}.l*:/{'p' * 499}",
+                            f"--from-ros={self.far(self.echo)}:{self.echo}",
                             f"--from-ros={self.far(self.big)}:{self.big}",
                             "--max-channel-size=2M")
 
@@ -87,6 +91,12 @@ class World:
         other = self.made("other", exported=False)
         self.reaches(self.made("marker"))
         assert not [ln for ln in self.br.lines if f"to-ros {other}" in ln], self.br.output
+
+    def refused_name(self) -> None:
+        nerve.create(self.long, slots=8, size=1 << 12, type=STRING, encoding="cdr").close()
+        self.br.wait_line(rf"error: to-ros {self.long}: its topic would be over 511 bytes; "
+                          "not published", 60)
+        self.reaches(self.made("after-refused-name"))
 
     def no_echo(self) -> None:
         """The import and the export of the echo channel share its topic.
