@@ -139,3 +139,15 @@ def world() -> Iterator[World]:
 @pytest.mark.parametrize("case", conformance.params(ENGINE))
 def test_conformance(world: World, case: conformance.Case) -> None:
     conformance.check(ENGINE, case, world)
+
+
+def test_table_is_checked(tmp_path: Path) -> None:
+    """A case without a line for an engine, a second line for one, and a
+    skip without a reason are refused, naming the place."""
+    head = "case a text\nengine e channel t.py\n"
+    for body, want in (("", "no run or skip line for: a e"),
+                       ("a e run\na e run\n", "t.txt:4: a second line for a e"),
+                       ("a e skip\n", "t.txt:3: want 'run', or 'skip' and a reason")):
+        (tmp_path / "t.txt").write_text(head + body)
+        with pytest.raises(ValueError, match=want):
+            conformance.Table(tmp_path / "t.txt")
