@@ -136,8 +136,9 @@ class World:
         self.reaches(self.made("after-over-budget"))
 
     def close(self) -> None:
-        assert self.br.stop() == 0, self.br.output  # it kept running through every case
+        rc = self.br.stop()
         self.r2.close()
+        assert rc == 0, self.br.output  # it kept running through every case
 
 
 @pytest.fixture(scope="module")
