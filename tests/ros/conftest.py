@@ -143,15 +143,22 @@ def spawn(ros: Roscore) -> Iterator[Callable[..., Proc]]:
 def bridge(spawn: Callable[..., Proc], ros: Roscore) -> Callable[..., Proc]:
     """bridge(*args) starts nerve-ros1 on the session's master and waits for
     its ready line."""
-    exe = shutil.which("nerve-ros1") or str(Path(sys.executable).parent / "nerve-ros1")
 
     def start(*args: str, ready: bool = True) -> Proc:
-        p = spawn(exe, "--master", ros.uri, *args)
-        if ready:
-            p.wait_line(r"bridging as /nerve_ros1", 60)
-        return p
+        return start_bridge(spawn, ros, *args, ready=ready)
 
     return start
+
+
+def start_bridge(spawn: Callable[..., Proc], ros: Roscore, *args: str,
+                 ready: bool = True) -> Proc:
+    """nerve-ros1 on ``ros``'s master, started with ``spawn`` (the fixture,
+    or Proc for a module's own bridge); waits for its ready line."""
+    exe = shutil.which("nerve-ros1") or str(Path(sys.executable).parent / "nerve-ros1")
+    p = spawn(exe, "--master", ros.uri, *args)
+    if ready:
+        p.wait_line(r"bridging as /nerve_ros1", 60)
+    return p
 
 
 @pytest.fixture

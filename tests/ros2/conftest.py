@@ -175,11 +175,14 @@ def need_distro(distro: str) -> None:
         pytest.skip(f".venv-{distro} missing (make ros2-venvs creates it)")
 
 
+def need_dds() -> None:
+    if not (shutil.which("nerve-ros2-dds") or os.environ.get("NERVE_ROS2_DDS")):
+        pytest.skip("nerve-ros2-dds not built (needs cyclonedds-dev; make deps installs it)")
+
+
 @pytest.fixture
 def r2(tmp_path: Path) -> Iterator[Ros2Env]:
-    native = shutil.which("nerve-ros2-dds") or os.environ.get("NERVE_ROS2_DDS")
-    if not native:
-        pytest.skip("nerve-ros2-dds not built (needs cyclonedds-dev; make deps installs it)")
+    need_dds()
     e = Ros2Env(tmp_path)
     try:
         yield e

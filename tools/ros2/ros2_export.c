@@ -63,7 +63,9 @@ static void *export_run(void *arg)
     return NULL;
 }
 
-/* The topic of channel `name` under the --to specs, or 0 for none. The
+/* The topic of channel `name` under the --to specs: 1, or 0 for none, or
+ * -1 when the topic a spec gives it would be over TOPIC_MAX - 1 bytes (a
+ * cut topic is never used: the caller says so once). The
  * name's own topic is the bridge kernel's (docs/bridge-kernel.md "How
  * names map"): with --domain N, rmw_nerve's "ros2-dN.a.b" is /a/b. */
 static int export_topic(const char *name, char *topic, size_t len)
@@ -82,12 +84,12 @@ static int export_topic(const char *name, char *topic, size_t len)
                 pl--;
             }
             int n = snprintf(topic, len, "%.*s%s", (int)pl, s->topic, t);
-            return n > 0 && (size_t)n < len; /* a cut topic is not used */
+            return n > 0 && (size_t)n < len ? 1 : -1;
         }
         if (strcmp(s->glob, name) == 0) {
             if (s->topic[0] != '\0') {
-                snprintf(topic, len, "%s", s->topic);
-                return 1;
+                int n = snprintf(topic, len, "%s", s->topic);
+                return n > 0 && (size_t)n < len ? 1 : -1;
             }
             return nerve_topic_of_channel(name, opt.domain, topic, len) == 0;
         }
@@ -300,7 +302,8 @@ struct scan_arg {
 static void scan_one(const char *name, struct scan_arg *sa)
 {
     char topic[TOPIC_MAX];
-    if (!export_topic(name, topic, sizeof topic)) {
+    int served = export_topic(name, topic, sizeof topic);
+    if (served == 0) {
         return;
     }
     struct nerve_stats st;
@@ -313,6 +316,12 @@ static void scan_one(const char *name, struct scan_arg *sa)
         }
     }
     if (rejected(name, st.created_ns, 0)) {
+        return;
+    }
+    if (served < 0) {
+        say("error: to-ros %s: its topic would be over %d bytes; not published",
+            name, TOPIC_MAX - 1);
+        rejected(name, st.created_ns, 1);
         return;
     }
     if (export_start(name, topic, st.created_ns) != 0) {

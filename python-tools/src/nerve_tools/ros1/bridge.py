@@ -1127,7 +1127,9 @@ class Ros1Bridge:
                 chan = channel or kernel.channel_of_topic(topic)
                 nerve._nerve.name_check(chan)
             except nerve.Error as e:
-                self.error(topic, f"bad channel name {chan!r}: {e}")
+                # (chan is unset, or a former topic's, when the mapping failed)
+                self.error(topic, f"bad channel name {channel!r}: {e}" if channel
+                           else f"no channel name for it: {e}")
                 continue
             f = FromRos(self, topic, chan)
             self.from_ros.append(f)
