@@ -63,12 +63,20 @@ int nerve_own_open(nerve_own **out)
     nerve_own *o = calloc(1, sizeof *o);
     if (!o)
         return NERVE_ENOMEM;
-    /* Slot k first holds a number that never maps to it, so an empty
-     * table answers "not ours" for every number, 0 included. */
-    for (uint64_t k = 0; k < NERVE_OWN_N; k++)
-        nerve__store_rlx(&o->seq[k], k + 1);
+    (void)nerve_own_reset(o);
     pthread_mutex_init(&o->flip, NULL);
     *out = o;
+    return 0;
+}
+
+int nerve_own_reset(nerve_own *o)
+{
+    if (!o)
+        return nerve__detail(NERVE_EINVAL, "guard is NULL");
+    /* Slot k holds a number that never maps to it, so an empty table
+     * answers "not ours" for every number, 0 included. */
+    for (uint64_t k = 0; k < NERVE_OWN_N; k++)
+        nerve__store_rel(&o->seq[k], k + 1); /* SYNC(own-seq) */
     return 0;
 }
 

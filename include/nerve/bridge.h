@@ -194,14 +194,14 @@ NERVE_API int nerve_budget_close(nerve_budget *b);
 /* ---- the own-sequence guard -------------------------------------------- */
 
 /* A bridge never exports a message it imported itself, and never drops one
- * another writer put. A guard belongs to one channel (one incarnation: a
- * channel made again under the same name needs a new guard, its sequence
- * numbers start again) and remembers the last NERVE_OWN_N sequence
- * numbers this process committed into it. The importer brackets each put:
- * nerve_own_begin() before the reservation, nerve_own_commit() with the
- * committed sequence number after it, or nerve_own_abort() if the put
- * failed; the exporter asks nerve_own_check() about every message it
- * views. */
+ * another writer put. A guard belongs to one channel and remembers the
+ * sequence numbers this process committed into it, each in slot
+ * seq % NERVE_OWN_N (so the last NERVE_OWN_N numbers of the channel). The
+ * importer brackets each put: nerve_own_begin() before the reservation,
+ * nerve_own_commit() with the committed sequence number after it, or
+ * nerve_own_abort() if the put failed; the exporter asks nerve_own_check()
+ * about every message it views. A channel made again under the same name
+ * starts its numbers again: nerve_own_reset(). */
 typedef struct nerve_own nerve_own;
 
 #define NERVE_OWN_N 4096u /* own sequence numbers remembered per channel */
@@ -244,8 +244,8 @@ NERVE_API int nerve_own_abort(nerve_own *o, uint32_t token);
  * guard: 1 (ours: do not export it), 0 (not ours), NERVE_ETIMEDOUT (a put
  * of this process stayed between its commit and nerve_own_commit() for
  * NERVE_OWN_WAIT_NS: answered as not ours, so an echo is possible, and
- * counted in `late`), or NERVE_EINVAL (o NULL). A number older than the
- * last NERVE_OWN_N this process committed is not ours.
+ * counted in `late`), or NERVE_EINVAL (o NULL). A number whose slot a
+ * later own number took (NERVE_OWN_N or more behind it) is not ours.
  * Thread: any (a lock inside when a put is in flight).  Blocking: at most
  * NERVE_OWN_WAIT_NS.  RT: not safe.  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_own_check(nerve_own *o, uint64_t seq);
@@ -254,6 +254,13 @@ NERVE_NODISCARD NERVE_API int nerve_own_check(nerve_own *o, uint64_t seq);
  * NULL). Thread: any.  Blocking: no.  RT: safe.  Signal: not safe. */
 NERVE_NODISCARD NERVE_API int nerve_own_stat(const nerve_own *o,
                                              struct nerve_own_stats *st);
+
+/* Forget every number recorded, for a channel made again under the same
+ * name (its numbers start again). Puts in flight stay in flight. Returns
+ * 0, or NERVE_EINVAL (o NULL).
+ * Thread: any; a check at the same time may take a number of the old
+ * channel as not ours.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API int nerve_own_reset(nerve_own *o);
 
 /* Free the guard (NULL: nothing). Returns 0.
  * Thread: no other call on o at the same time.  Blocking: no.  RT: not

@@ -285,6 +285,7 @@ void bind_bridge(nb::module_ &m)
         .def("begin", &Own::begin)
         .def("end", &Own::end, "token"_a, "seq"_a = nb::none())
         .def("check", &Own::check, "seq"_a)
+        .def("reset", [](Own &g) { (void)nerve_own_reset(g.o); })
         .def("stats", &Own::stats);
 }
 

@@ -121,5 +121,7 @@ def test_own_guard(chan):
         g.commit(g.begin(), seq)
     assert not g.is_own(1) and g.is_own(nb.OWN_N + 1)  # 1's slot reused
     assert g.stats() == {"committed": nb.OWN_N + 1, "waited": 0, "late": 0}
+    g.reset()  # the channel made again
+    assert not g.is_own(nb.OWN_N + 1)
     with pytest.raises(nerve.InvalidArgument):
         g.commit(2, 5)  # a token begin() never gives

@@ -30,6 +30,7 @@ static void bad_input(void)
     NT_ASSERT(nerve_err_detail(NERVE_EINVAL)[0] != '\0');
     NT_RC(nerve_own_stat(NULL, &st), NERVE_EINVAL);
     NT_RC(nerve_own_stat(o, NULL), NERVE_EINVAL);
+    NT_RC(nerve_own_reset(NULL), NERVE_EINVAL);
     NT_OK(nerve_own_close(o));
     NT_OK(nerve_own_close(NULL));
 }
@@ -66,6 +67,10 @@ static void table(void)
     NT_OK(nerve_own_begin(o, &tok));
     NT_OK(nerve_own_abort(o, tok));
     NT_EQ(nerve_own_check(o, 1u << 20), 0);
+    /* A channel made again: nothing of the old one is ours. */
+    NT_OK(nerve_own_reset(o));
+    NT_EQ(nerve_own_check(o, 2), 0);
+    NT_EQ(nerve_own_check(o, UINT64_MAX), 0);
     struct nerve_own_stats st;
     NT_OK(nerve_own_stat(o, &st));
     NT_EQ(st.committed, NERVE_OWN_N + 2);

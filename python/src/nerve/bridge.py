@@ -119,7 +119,8 @@ class OwnGuard:
     writer put. The importer wraps each put in :meth:`put` (or calls
     :meth:`begin` before it and :meth:`commit` / :meth:`abort` after); the
     exporter asks :meth:`is_own` about every message it reads. A channel
-    made again under the same name needs a new guard. Thread-safe."""
+    made again under the same name needs :meth:`reset` (or a new guard).
+    Thread-safe."""
 
     def __init__(self) -> None:
         self._g = _nerve.OwnGuard()
@@ -157,6 +158,11 @@ class OwnGuard:
         process is between its commit and :meth:`commit`; at the bound it
         answers False and counts ``stats()["late"]``."""
         return bool(self._g.check(seq))
+
+    def reset(self) -> None:
+        """Forget every number recorded: the channel was made again under
+        the same name (its numbers start again)."""
+        self._g.reset()
 
     def stats(self) -> dict:
         """committed, waited (checks that waited for a put), late."""

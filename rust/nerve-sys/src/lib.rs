@@ -503,5 +503,6 @@ extern "C" {
     pub fn nerve_own_abort(o: *mut nerve_own, token: u32) -> c_int;
     pub fn nerve_own_check(o: *mut nerve_own, seq: u64) -> c_int;
     pub fn nerve_own_stat(o: *const nerve_own, st: *mut nerve_own_stats) -> c_int;
+    pub fn nerve_own_reset(o: *mut nerve_own) -> c_int;
     pub fn nerve_own_close(o: *mut nerve_own) -> c_int;
 }

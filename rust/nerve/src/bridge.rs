@@ -246,7 +246,7 @@ pub struct OwnStats {
 /// writer put. The importer takes an [`OwnPut`] ([`OwnGuard::begin`])
 /// before each put and commits it with the number the put got; the
 /// exporter asks [`OwnGuard::is_own`] about every message it views. A
-/// channel made again under the same name needs a new guard. Lock-free
+/// channel made again under the same name needs [`OwnGuard::reset`]. Lock-free
 /// but for a lock inside a waiting check: `Send` and `Sync`.
 pub struct OwnGuard {
     o: *mut sys::nerve_own,
@@ -292,6 +292,14 @@ impl OwnGuard {
     pub fn is_own(&self, seq: u64) -> bool {
         // SAFETY: o is open; nerve_own_check is thread-safe.
         unsafe { sys::nerve_own_check(self.o, seq) == 1 }
+    }
+
+    /// Forget every number recorded: the channel was made again under
+    /// the same name (its numbers start again).
+    pub fn reset(&self) {
+        // SAFETY: o is open; nerve_own_reset is thread-safe.
+        let rc = unsafe { sys::nerve_own_reset(self.o) };
+        debug_assert_eq!(rc, 0);
     }
 
     /// The counters.

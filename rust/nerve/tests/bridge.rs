@@ -118,6 +118,8 @@ fn own_guard() {
         late: 0,
     };
     assert_eq!(g.stats(), want);
+    g.reset(); // the channel made again
+    assert!(!g.is_own(7 + n));
 }
 
 /// The next event within a generous bound, polling the descriptor.
