@@ -1,6 +1,6 @@
 //! Import: one Zenoh subscriber per remote channel, and how the bridge
 //! learns of remote channels, makes their local channels and reclaims them.
-use super::local::{ImportCounters, LocalChannel};
+use super::local::{ImportCounters, LocalChannel, LocalState};
 use super::{chan_ino, lock, real_offset, Bridge, Key, Reporter};
 use crate::limits::ImportBudget;
 use crate::wire::{self, Description};
@@ -449,6 +449,13 @@ fn ensure_local(
             return Some(why);
         }
     }
+    adopt(lc, &mut st, w)
+}
+
+/// Make `w` the writer of `lc` (the caller holds its state lock): its
+/// sizes, its file's inode, and a reset own-sequence guard if it is
+/// another channel than the one the guard holds numbers of.
+fn adopt(lc: &LocalChannel, st: &mut LocalState, w: Channel) -> Option<String> {
     let Ok(s) = w.stats() else {
         return Some("cannot read the local channel".into());
     };
