@@ -77,6 +77,14 @@ static inline void nerve__store32_rel(nerve__a32 *p, uint32_t v)
 {
     atomic_store_explicit(p, v, memory_order_release);
 }
+static inline uint32_t nerve__load32_sc(const nerve__a32 *p)
+{
+    return atomic_load_explicit((nerve__a32 *)p, memory_order_seq_cst);
+}
+static inline void nerve__store32_sc(nerve__a32 *p, uint32_t v)
+{
+    atomic_store_explicit(p, v, memory_order_seq_cst);
+}
 static inline uint32_t nerve__add32_sc(nerve__a32 *p, uint32_t v)
 {
     return atomic_fetch_add_explicit(p, v, memory_order_seq_cst);

@@ -3,8 +3,9 @@
  * every engine and language calls the same code. The contract is
  * docs/bridge-kernel.md: which channels a bridge serves (globs), how it
  * notices them (the channel directory), how names map between channels
- * and ROS topics, and what it may allocate on a peer's word (the import
- * budget). None of these functions is on a hot path. */
+ * and ROS topics, what it may allocate on a peer's word (the import
+ * budget), and how it avoids exporting what it imported (the own-sequence
+ * guard, whose begin / commit / check are on the data path). */
 #ifndef NERVE_BRIDGE_H
 #define NERVE_BRIDGE_H
 
@@ -189,6 +190,82 @@ NERVE_NODISCARD NERVE_API int nerve_budget_stat(nerve_budget *b,
  * Thread: no other call on b at the same time.  Blocking: no.  RT: not
  * safe.  Signal: not safe. */
 NERVE_API int nerve_budget_close(nerve_budget *b);
+
+/* ---- the own-sequence guard -------------------------------------------- */
+
+/* A bridge never exports a message it imported itself, and never drops one
+ * another writer put. A guard belongs to one channel and remembers the
+ * sequence numbers this process committed into it, each in slot
+ * seq % NERVE_OWN_N (so the last NERVE_OWN_N numbers of the channel). The
+ * importer brackets each put: nerve_own_begin() before the reservation,
+ * nerve_own_commit() with the committed sequence number after it, or
+ * nerve_own_abort() if the put failed; the exporter asks nerve_own_check()
+ * about every message it views. A channel made again under the same name
+ * starts its numbers again: nerve_own_reset(). */
+typedef struct nerve_own nerve_own;
+
+#define NERVE_OWN_N 4096u /* own sequence numbers remembered per channel */
+/* The longest nerve_own_check() waits for a put of this process that is
+ * between its commit and its nerve_own_commit() (a stalled importer). */
+#define NERVE_OWN_WAIT_NS 100000000LL
+
+struct nerve_own_stats {
+    uint64_t committed; /* nerve_own_commit() calls */
+    uint64_t waited;    /* checks that waited for a put in flight */
+    uint64_t late;      /* checks answered at the bound (NERVE_ETIMEDOUT) */
+    uint64_t reserved[5];
+};
+
+/* A guard with nothing recorded. Returns 0 with *out set, or NERVE_EINVAL
+ * (out NULL), NERVE_ENOMEM.
+ * Thread: any.  Blocking: no.  RT: not safe (allocates).  Signal: not
+ * safe. */
+NERVE_NODISCARD NERVE_API int nerve_own_open(nerve_own **out);
+
+/* Before a put into the guard's channel: marks a put of this process in
+ * flight and sets *token for its nerve_own_commit() / nerve_own_abort().
+ * Returns 0, or NERVE_EINVAL (o or token NULL).
+ * Thread: any (lock-free).  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_own_begin(nerve_own *o, uint32_t *token);
+
+/* After the put of `token` committed sequence number `seq`: records it
+ * and ends the put. Returns 0, or NERVE_EINVAL (o NULL, a token
+ * nerve_own_begin() did not give).
+ * Thread: any (lock-free).  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API int nerve_own_commit(nerve_own *o, uint32_t token, uint64_t seq);
+
+/* After the put of `token` failed (nothing committed): ends it. Returns 0,
+ * or NERVE_EINVAL (o NULL, a token nerve_own_begin() did not give).
+ * Thread: any (lock-free).  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API int nerve_own_abort(nerve_own *o, uint32_t token);
+
+/* Whether the message of sequence number `seq`, which the caller has
+ * viewed in the guard's channel, was put by this process through the
+ * guard: 1 (ours: do not export it), 0 (not ours), NERVE_ETIMEDOUT (a put
+ * of this process stayed between its commit and nerve_own_commit() for
+ * NERVE_OWN_WAIT_NS: answered as not ours, so an echo is possible, and
+ * counted in `late`), or NERVE_EINVAL (o NULL). A number whose slot a
+ * later own number took (NERVE_OWN_N or more behind it) is not ours.
+ * Thread: any (a lock inside when a put is in flight).  Blocking: at most
+ * NERVE_OWN_WAIT_NS.  RT: not safe.  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_own_check(nerve_own *o, uint64_t seq);
+
+/* The guard's counters into *st. Returns 0, or NERVE_EINVAL (o or st
+ * NULL). Thread: any.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int nerve_own_stat(const nerve_own *o,
+                                             struct nerve_own_stats *st);
+
+/* Forget every number recorded, for a channel made again under the same
+ * name (its numbers start again). Puts in flight stay in flight. Returns
+ * 0, or NERVE_EINVAL (o NULL).
+ * Thread: any; a check at the same time may take a number of the old
+ * channel as not ours.  Blocking: no.  RT: safe.  Signal: not safe. */
+NERVE_API int nerve_own_reset(nerve_own *o);
+
+/* Free the guard (NULL: nothing). Returns 0.
+ * Thread: no other call on o at the same time.  Blocking: no.  RT: not
+ * safe.  Signal: not safe. */
+NERVE_API int nerve_own_close(nerve_own *o);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,7 @@
 // nerve._nerve, the bridge kernel (include/nerve/bridge.h,
 // docs/bridge-kernel.md): names, globs, the channel directory and the
-// import budget, as every bridge engine in Python calls them.
+// import budget and the own-sequence guard, as every bridge engine in
+// Python calls them.
 #include "_nerve.h"
 
 #include <nanobind/stl/optional.h>
@@ -178,6 +179,72 @@ struct Budget {
     }
 };
 
+// nerve.bridge.OwnGuard's native half: a nerve_own.
+struct Own {
+    nerve_own *o = nullptr;
+
+    Own()
+    {
+        int rc = nerve_own_open(&o);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+    }
+    ~Own()
+    {
+        (void)nerve_own_close(o);
+    }
+    Own(const Own &) = delete;
+    Own &operator=(const Own &) = delete;
+
+    uint32_t begin()
+    {
+        uint32_t tok = 0;
+        int rc = nerve_own_begin(o, &tok);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+        return tok;
+    }
+
+    void end(uint32_t tok, std::optional<uint64_t> seq)
+    {
+        int rc = seq ? nerve_own_commit(o, tok, *seq) : nerve_own_abort(o, tok);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+    }
+
+    // 1 (ours), 0 (not), or 0 at the bound (counted as late): the wait
+    // for a put in flight runs without the GIL, which the put may need.
+    bool check(uint64_t seq)
+    {
+        int rc;
+        {
+            nb::gil_scoped_release nogil;
+            rc = nerve_own_check(o, seq);
+        }
+        if (rc < 0 && rc != NERVE_ETIMEDOUT) {
+            raise_nerve(rc);
+        }
+        return rc == 1;
+    }
+
+    nb::dict stats() const
+    {
+        struct nerve_own_stats st;
+        int rc = nerve_own_stat(o, &st);
+        if (rc != 0) {
+            raise_nerve(rc);
+        }
+        nb::dict d;
+        d["committed"] = st.committed;
+        d["waited"] = st.waited;
+        d["late"] = st.late;
+        return d;
+    }
+};
+
 } // namespace
 
 void bind_bridge(nb::module_ &m)
@@ -211,6 +278,15 @@ void bind_bridge(nb::module_ &m)
              "schema"_a = nb::none(), "count"_a = true)
         .def("release", &Budget::release, "name"_a)
         .def("stats", &Budget::stats);
+
+    m.attr("OWN_N") = NERVE_OWN_N;
+    nb::class_<Own>(m, "OwnGuard")
+        .def(nb::init<>())
+        .def("begin", &Own::begin)
+        .def("end", &Own::end, "token"_a, "seq"_a = nb::none())
+        .def("check", &Own::check, "seq"_a)
+        .def("reset", [](Own &g) { (void)nerve_own_reset(g.o); })
+        .def("stats", &Own::stats);
 }
 
 } // namespace nerve_py

@@ -34,6 +34,7 @@ static const struct {
     ROW(nerve_rt_applied), ROW(nerve_rt_prio_map), ROW(nerve_rt_caps),
     ROW(nerve_rt_series),  ROW(nerve_task_tick),   ROW(nerve_task_opts),
     ROW(nerve_task_stats), ROW(nerve_dir_event),   ROW(nerve_budget_stats),
+    ROW(nerve_own_stats),
 };
 
 static int fails;

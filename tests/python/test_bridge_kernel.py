@@ -104,3 +104,24 @@ def test_channel_dir(scan):
         assert wait_event(d) == ("removed", pre + ".a")
     with pytest.raises(nerve.InvalidArgument, match="no/slash"):
         nb.ChannelDir(["no/slash"])
+
+
+def test_own_guard(chan):
+    """The own-sequence guard through Python: the importer's puts are ours,
+    another writer's are not, a failed put records nothing, the table wraps
+    (the C test test_bridge_own has the threads and the stalled importer)."""
+    g = nb.OwnGuard()
+    with g.put() as done:
+        done(chan.put(b"imported"))
+    foreign = chan.put(b"from another writer")
+    with pytest.raises(ValueError), g.put():
+        raise ValueError("the put failed")
+    assert g.is_own(1) and not g.is_own(foreign) and not g.is_own(0)
+    for seq in range(2, nb.OWN_N + 2):
+        g.commit(g.begin(), seq)
+    assert not g.is_own(1) and g.is_own(nb.OWN_N + 1)  # 1's slot reused
+    assert g.stats() == {"committed": nb.OWN_N + 1, "waited": 0, "late": 0}
+    g.reset()  # the channel made again
+    assert not g.is_own(nb.OWN_N + 1)
+    with pytest.raises(nerve.InvalidArgument):
+        g.commit(2, 5)  # a token begin() never gives

@@ -32,7 +32,8 @@
  * it serves ("nerveshm=<machine-id>.<dev>.<ino>;"); a reader drops samples
  * of writers of the same /dev/shm, whose channels it shares already. (3) A
  * channel both imported and exported: the exporter skips the sequence
- * numbers its own importer committed (OWN_N remembered per channel).
+ * numbers its own importer committed (the bridge kernel's guard,
+ * nerve_own_*: docs/bridge-kernel.md §3).
  *
  * Graph. The node's name and the GUIDs of its readers and writers are
  * published on "ros_discovery_info" (rmw_dds_common ParticipantEntitiesInfo,
@@ -80,9 +81,19 @@ char shm_id[128]; /* this /dev/shm, see "No loops" */
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 nerve_budget *import_budget; /* the channels this bridge created */
 
+/* A channel both directions may touch: the guard of the sequence numbers
+ * the importer committed, so that the exporter does not send them back. */
+struct own {
+    char name[NERVE_NAME_MAX + 1];
+    nerve_own *g;
+    struct own *next;
+};
+
 static struct own *owns;
 
-struct own *own_get(const char *name)
+/* The guard of channel `name`, made on first use (NULL: out of memory,
+ * and that channel goes unguarded). */
+nerve_own *own_get(const char *name)
 {
     pthread_mutex_lock(&lock);
     struct own *o = owns;
@@ -90,23 +101,27 @@ struct own *own_get(const char *name)
         o = o->next;
     }
     if (o == NULL && (o = calloc(1, sizeof *o)) != NULL) {
-        snprintf(o->name, sizeof o->name, "%s", name);
-        o->next = owns;
-        owns = o;
+        if (nerve_own_open(&o->g) != 0) {
+            free(o);
+            o = NULL;
+        } else {
+            snprintf(o->name, sizeof o->name, "%s", name);
+            o->next = owns;
+            owns = o;
+        }
     }
     pthread_mutex_unlock(&lock);
-    return o;
+    return o != NULL ? o->g : NULL;
 }
 
-void own_add(struct own *o, uint64_t seq)
+static void owns_free(void)
 {
-    atomic_store_explicit(&o->seq[seq % OWN_N], seq, memory_order_release);
-}
-
-int own_has(struct own *o, uint64_t seq)
-{
-    return atomic_load_explicit(&o->seq[seq % OWN_N], memory_order_acquire) ==
-           seq;
+    while (owns != NULL) {
+        struct own *o = owns;
+        owns = o->next;
+        (void)nerve_own_close(o->g);
+        free(o);
+    }
 }
 
 struct topic *topics;
@@ -298,6 +313,7 @@ static void shutdown_all(void)
         import_summary(im);
         (void)nerve_chan_close(im->w);
     }
+    owns_free();
 }
 
 /* --services: rmw_nerve's services offered to DDS (ros2_services.cpp), in

@@ -33,7 +33,6 @@
 #include "ros2_services.h"
 
 #define PROG "nerve ros2"
-#define OWN_N 4096          /* own sequence numbers remembered per channel */
 #define SCAN_NS 500000000LL /* services poll period */
 #define WAIT_NS 250000000LL /* longest wait on a channel between stop checks */
 #define HANDLES 32          /* publication handles remembered per reader */
@@ -54,14 +53,6 @@ struct type_ent {
     size_t schema_len;
 };
 
-/* A channel both directions may touch: the sequence numbers the importer
- * committed, so that the exporter does not send them back. */
-struct own {
-    char name[NERVE_NAME_MAX + 1];
-    _Atomic uint64_t seq[OWN_N];
-    struct own *next;
-};
-
 struct topic {
     char name[TOPIC_MAX + 4]; /* "rt/..." */
     char type[NERVE_TYPE_MAX + 1];
@@ -77,10 +68,10 @@ struct exporter {
     nerve_chan *c;
     dds_entity_t wr;
     dds_guid_t gid;
-    struct own *own;
+    nerve_own *own; /* the importer's numbers, if it imports this topic */
     pthread_t th;
     atomic_int quit;
-    _Atomic uint64_t sent, missed, stale, failed, skipped;
+    _Atomic uint64_t sent, missed, stale, failed, skipped, late;
     uint64_t rexmit; /* bytes retransmitted, read as the writer is deleted */
     int warned_type;
     struct exporter *next;
@@ -96,7 +87,7 @@ struct importer {
     int counted;   /* w was made by this bridge: its bytes count in
                       --max-import-total */
     uint64_t data_size;
-    struct own *own;
+    nerve_own *own;      /* the numbers it commits (the exporter skips them) */
     atomic_int disabled; /* a fatal problem for this topic was reported
                           (set by the listener or the main thread) */
     struct {
@@ -106,7 +97,6 @@ struct importer {
     unsigned nhandles;
     uint64_t received, put, ignored, refused_size, too_big, errors, clamped;
     uint64_t refused_type; /* samples of writers of another type hash */
-    uint64_t own_late;
     char warned[4][NERVE_TYPE_MAX + 1]; /* other types reported once */
     struct importer *next;
 };
@@ -132,9 +122,7 @@ extern struct ros2_opt opt;
 /* ros2_dds.c */
 __attribute__((format(printf, 1, 2))) void say(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void say_peer(const char *fmt, ...);
-struct own *own_get(const char *name);
-void own_add(struct own *o, uint64_t seq);
-int own_has(struct own *o, uint64_t seq);
+nerve_own *own_get(const char *name);
 extern volatile sig_atomic_t stop;
 extern dds_entity_t pp;  /* the participant */
 extern char shm_id[128]; /* this /dev/shm, see "No loops" */

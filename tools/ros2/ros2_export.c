@@ -11,6 +11,23 @@ static int view_check(const void *arg)
     return nerve_chan_view_check(a[0], a[1]) != 0;
 }
 
+/* Whether message `seq` of e's channel was put by this bridge's importer
+ * of the same topic (the bridge kernel's guard). A put of the importer
+ * stalled past NERVE_OWN_WAIT_NS makes a late answer: exported (an echo
+ * is possible), counted and said once. */
+static int export_is_own(struct exporter *e, uint64_t seq)
+{
+    if (e->own == NULL) {
+        return 0;
+    }
+    int rc = nerve_own_check(e->own, seq);
+    if (rc == NERVE_ETIMEDOUT && atomic_fetch_add(&e->late, 1) == 0) {
+        say("warning: to-ros %s: %s; an echo to ROS 2 is possible", e->chan,
+            nerve_err_detail(rc));
+    }
+    return rc == 1;
+}
+
 static void *export_run(void *arg)
 {
     struct exporter *e = arg;
@@ -43,7 +60,7 @@ static void *export_run(void *arg)
             continue;
         }
         atomic_fetch_add(&e->missed, v.info.missed);
-        if (e->own != NULL && own_has(e->own, v.info.seq)) {
+        if (export_is_own(e, v.info.seq)) {
             atomic_fetch_add(&e->skipped, 1);
             continue;
         }
@@ -119,6 +136,11 @@ void export_summary(const struct exporter *e)
         e->chan, e->topic, atomic_load(&e->sent), atomic_load(&e->missed),
         atomic_load(&e->stale), atomic_load(&e->failed),
         atomic_load(&e->skipped));
+    if (atomic_load(&e->late) > 0) {
+        say("to-ros %s: %" PRIu64 " own-import checks answered late (the "
+            "importer stalled; possible echoes)",
+            e->chan, atomic_load(&e->late));
+    }
     if (e->rexmit > 0) {
         say("to-ros %s: reliable DDS readers kept losing samples: %" PRIu64
             " bytes sent again (their socket buffers are smaller than a "

@@ -235,6 +235,43 @@ static int import_grow(struct importer *im, size_t len)
     return len > now ? -1 : 0;
 }
 
+/* Reserve, copy and commit one message of `len` bytes with source time
+ * `ts` (realtime ns). Returns 0 with *pi set, or -1 (counted). */
+static int import_put(struct importer *im, const void *bytes, size_t len,
+                      int64_t ts, struct nerve_put_info *pi)
+{
+    void *p;
+    int rc = nerve_chan_reserve(im->w, len, 100000000LL, &p, 0);
+    if (rc == NERVE_ESUPERSEDED && nerve_chan_follow(&im->w) == 0) {
+        struct nerve_stats fs; /* another writer grew it */
+        im->data_size = nerve_chan_stat(im->w, &fs) == 0 ? fs.data_size : 0;
+        rc = len > im->data_size
+                 ? NERVE_EMSGSIZE
+                 : nerve_chan_reserve(im->w, len, 100000000LL, &p, 0);
+    }
+    if (rc != 0) {
+        if (im->errors++ == 0) {
+            say("error: from-ros %s: put into %s failed: %s", im->topic,
+                im->chan, nerve_strerror(rc));
+        }
+        return -1;
+    }
+    memcpy(p, bytes, len);
+    int64_t t = ts - nerve_clock_to_realtime_ns(0);
+    rc = nerve_chan_commit_at(im->w, len, t, pi);
+    if (rc != 0) {
+        if (nerve_chan_abort(im->w) != 0) {
+            im->errors++;
+        }
+        im->errors++;
+        return -1;
+    }
+    if (pi->time_ns != t) {
+        im->clamped++;
+    }
+    return 0;
+}
+
 static void import_deliver(struct importer *im, struct ddsi_serdata *sd,
                            const dds_sample_info_t *si)
 {
@@ -255,53 +292,21 @@ static void import_deliver(struct importer *im, struct ddsi_serdata *sd,
         }
         return;
     }
-    void *p;
-    int rc = nerve_chan_reserve(im->w, len, 100000000LL, &p, 0);
-    if (rc == NERVE_ESUPERSEDED && nerve_chan_follow(&im->w) == 0) {
-        struct nerve_stats fs; /* another writer grew it */
-        im->data_size = nerve_chan_stat(im->w, &fs) == 0 ? fs.data_size : 0;
-        rc = len > im->data_size
-                 ? NERVE_EMSGSIZE
-                 : nerve_chan_reserve(im->w, len, 100000000LL, &p, 0);
-    }
-    if (rc != 0) {
-        if (im->errors++ == 0) {
-            say("error: from-ros %s: put into %s failed: %s", im->topic,
-                im->chan, nerve_strerror(rc));
-        }
-        return;
-    }
-    memcpy(p, bytes, len);
     /* The exporter of this channel may view the message as soon as it is
-     * committed, so its sequence number is marked as ours before: the
-     * writer lock is held from the reservation to the commit, so the
-     * commit takes head + 1. */
-    struct nerve_stats st;
-    if (im->own != NULL && nerve_chan_stat(im->w, &st) == 0) {
-        own_add(im->own, st.head_seq + 1);
-    }
-    int64_t t = si->source_timestamp - nerve_clock_to_realtime_ns(0);
+     * committed, before its number is known here: the guard's begin
+     * marks the put in flight first, and the exporter waits for it. */
+    uint32_t tok;
+    int guarded = im->own != NULL && nerve_own_begin(im->own, &tok) == 0;
     struct nerve_put_info pi;
-    rc = nerve_chan_commit_at(im->w, len, t, &pi);
-    if (rc != 0) {
-        if (nerve_chan_abort(im->w) != 0) {
-            im->errors++;
-        }
-        im->errors++;
-        return;
+    int rc = import_put(im, bytes, len, si->source_timestamp, &pi);
+    if (guarded && rc == 0) {
+        (void)nerve_own_commit(im->own, tok, pi.seq);
+    } else if (guarded) {
+        (void)nerve_own_abort(im->own, tok);
     }
-    if (pi.time_ns != t) {
-        im->clamped++;
+    if (rc == 0) {
+        im->put++;
     }
-    if (im->own != NULL && !own_has(im->own, pi.seq)) {
-        own_add(im->own, pi.seq);
-        if (im->own_late++ == 0) {
-            say("warning: from-ros %s: sequence number not foreseen; an "
-                "echo to ROS 2 is possible",
-                im->topic);
-        }
-    }
-    im->put++;
 }
 
 static void on_data(dds_entity_t rd, void *arg)

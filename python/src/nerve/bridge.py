@@ -12,7 +12,8 @@ bridge --ros2``) follow the same rules as the C and Rust ones.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 from . import _nerve
 
@@ -20,6 +21,8 @@ from . import _nerve
 TOPIC_MAX: int = _nerve.TOPIC_MAX
 #: How often a ChannelDir without inotify looks, in milliseconds.
 DIR_SCAN_MS: int = _nerve.DIR_SCAN_MS
+#: Own sequence numbers an OwnGuard remembers per channel.
+OWN_N: int = _nerve.OWN_N
 
 
 def topic_of_channel(name: str, domain: int = 0) -> str:
@@ -110,10 +113,68 @@ class Budget:
         return dict(self._b.stats())
 
 
+class OwnGuard:
+    """The own-sequence guard of one channel (nerve_own): a bridge never
+    exports a message it imported itself, and never drops one another
+    writer put. The importer wraps each put in :meth:`put` (or calls
+    :meth:`begin` before it and :meth:`commit` / :meth:`abort` after); the
+    exporter asks :meth:`is_own` about every message it reads. A channel
+    made again under the same name needs :meth:`reset` (or a new guard).
+    Thread-safe."""
+
+    def __init__(self) -> None:
+        self._g = _nerve.OwnGuard()
+
+    def begin(self) -> int:
+        """Mark a put in flight before it starts; returns its token."""
+        return int(self._g.begin())
+
+    def commit(self, token: int, seq: int) -> None:
+        """The put of ``token`` committed sequence number ``seq``."""
+        self._g.end(token, seq)
+
+    def abort(self, token: int) -> None:
+        """The put of ``token`` committed nothing."""
+        self._g.end(token, None)
+
+    @contextmanager
+    def put(self) -> Iterator[Callable[[int], None]]:
+        """``with guard.put() as done: done(ch.put(data))``:
+        begin before the block, commit with the number given to ``done``,
+        abort when the block raises or never calls it."""
+        token = self.begin()
+        seqs: list = []
+        try:
+            yield seqs.append
+        finally:
+            if seqs:
+                self.commit(token, seqs[-1])
+            else:
+                self.abort(token)
+
+    def is_own(self, seq: int) -> bool:
+        """Whether message ``seq`` of the channel was put through this
+        guard. Waits (without the GIL, at most 100 ms) while a put of this
+        process is between its commit and :meth:`commit`; at the bound it
+        answers False and counts ``stats()["late"]``."""
+        return bool(self._g.check(seq))
+
+    def reset(self) -> None:
+        """Forget every number recorded: the channel was made again under
+        the same name (its numbers start again)."""
+        self._g.reset()
+
+    def stats(self) -> dict:
+        """committed, waited (checks that waited for a put), late."""
+        return dict(self._g.stats())
+
+
 __all__ = [
     "Budget",
     "ChannelDir",
     "DIR_SCAN_MS",
+    "OWN_N",
+    "OwnGuard",
     "TOPIC_MAX",
     "channel_of_topic",
     "glob_check",

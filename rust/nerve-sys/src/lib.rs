@@ -206,6 +206,11 @@ pub const NERVE_DIR_REMOVED: u32 = 2;
 /// `NERVE_BUDGET_UNCOUNTED`: a refusal of `nerve_budget_admit` not counted.
 pub const NERVE_BUDGET_UNCOUNTED: u32 = 0x1;
 
+/// `NERVE_OWN_N`: own sequence numbers a `nerve_own` remembers.
+pub const NERVE_OWN_N: u32 = 4096;
+/// `NERVE_OWN_WAIT_NS`: the longest `nerve_own_check` waits.
+pub const NERVE_OWN_WAIT_NS: i64 = 100_000_000;
+
 /// `nerve_dir`: a watch on the channel directory (opaque).
 #[repr(C)]
 pub struct nerve_dir {
@@ -216,6 +221,14 @@ pub struct nerve_dir {
 /// `nerve_budget`: an import budget (opaque; locks inside).
 #[repr(C)]
 pub struct nerve_budget {
+    _opaque: [u8; 0],
+    _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+/// `nerve_own`: the own-sequence guard of one channel (opaque; lock-free
+/// but for a lock inside a waiting check).
+#[repr(C)]
+pub struct nerve_own {
     _opaque: [u8; 0],
     _not_send_sync: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
@@ -239,6 +252,16 @@ pub struct nerve_budget_stats {
     pub channels: u64,
     pub refused: u64,
     pub reserved: [u64; 3],
+}
+
+/// `struct nerve_own_stats`: an own-sequence guard's counters.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct nerve_own_stats {
+    pub committed: u64,
+    pub waited: u64,
+    pub late: u64,
+    pub reserved: [u64; 5],
 }
 
 /// The callback of `nerve_chan_list`.
@@ -474,4 +497,12 @@ extern "C" {
     pub fn nerve_budget_release(b: *mut nerve_budget, name: *const c_char) -> c_int;
     pub fn nerve_budget_stat(b: *mut nerve_budget, st: *mut nerve_budget_stats) -> c_int;
     pub fn nerve_budget_close(b: *mut nerve_budget) -> c_int;
+    pub fn nerve_own_open(out: *mut *mut nerve_own) -> c_int;
+    pub fn nerve_own_begin(o: *mut nerve_own, token: *mut u32) -> c_int;
+    pub fn nerve_own_commit(o: *mut nerve_own, token: u32, seq: u64) -> c_int;
+    pub fn nerve_own_abort(o: *mut nerve_own, token: u32) -> c_int;
+    pub fn nerve_own_check(o: *mut nerve_own, seq: u64) -> c_int;
+    pub fn nerve_own_stat(o: *const nerve_own, st: *mut nerve_own_stats) -> c_int;
+    pub fn nerve_own_reset(o: *mut nerve_own) -> c_int;
+    pub fn nerve_own_close(o: *mut nerve_own) -> c_int;
 }

@@ -88,6 +88,10 @@ fn structs(out: &mut String) {
         max_channel => "max_channel", max_total => "max_total", used => "used",
         channels => "channels", refused => "refused", reserved => "reserved",
     });
+    check_struct!(out, nerve_own_stats {
+        committed => "committed", waited => "waited", late => "late",
+        reserved => "reserved",
+    });
     check_struct!(out, nerve_meta {
         type_ => "type", encoding => "encoding", schema => "schema",
         schema_len => "schema_len", reserved => "reserved",
@@ -162,6 +166,8 @@ fn constants(out: &mut String) {
         ("NERVE_DIR_CREATED", NERVE_DIR_CREATED as i128),
         ("NERVE_DIR_REMOVED", NERVE_DIR_REMOVED as i128),
         ("NERVE_BUDGET_UNCOUNTED", NERVE_BUDGET_UNCOUNTED as i128),
+        ("NERVE_OWN_N", NERVE_OWN_N as i128),
+        ("NERVE_OWN_WAIT_NS", NERVE_OWN_WAIT_NS as i128),
         ("NERVE_LOCK_OWNER_DIED", NERVE_LOCK_OWNER_DIED as i128),
         ("NERVE_LOCK_WAITERS", NERVE_LOCK_WAITERS as i128),
         ("NERVE_OK", NERVE_OK as i128),
@@ -210,6 +216,7 @@ fn c_type(rust: &str) -> String {
         "nerve_chan" => "nerve_chan".into(),
         "nerve_dir" => "nerve_dir".into(),
         "nerve_budget" => "nerve_budget".into(),
+        "nerve_own" => "nerve_own".into(),
         "nerve_list_fn" => "int (*)(const char *, void *)".into(),
         s if s.starts_with("nerve_") => format!("struct {s}"),
         other => panic!("tests/abi.rs has no C spelling for Rust type `{other}`"),

@@ -1,7 +1,8 @@
 //! The bridge kernel (`include/nerve/bridge.h`; the contract is
 //! `docs/bridge-kernel.md`): names between channels and ROS topics, globs,
-//! the channel directory and its changes, and the import budget, from the
-//! C library, so the Rust bridge follows the rules of every other engine.
+//! the channel directory and its changes, the import budget and the
+//! own-sequence guard, from the C library, so the Rust bridge follows the
+//! rules of every other engine.
 use crate::{cstring, error, Options, Result};
 use core::ffi::{c_char, CStr};
 use nerve_sys as sys;
@@ -226,5 +227,118 @@ impl Drop for Budget {
     fn drop(&mut self) {
         // SAFETY: b came from nerve_budget_open and is closed once.
         unsafe { sys::nerve_budget_close(self.b) };
+    }
+}
+
+/// An own-sequence guard's counters (`struct nerve_own_stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnStats {
+    /// Puts committed through the guard.
+    pub committed: u64,
+    /// Checks that waited for a put in flight.
+    pub waited: u64,
+    /// Checks answered at the bound (an echo is possible).
+    pub late: u64,
+}
+
+/// The own-sequence guard of one channel (`nerve_own`): a bridge never
+/// exports a message it imported itself, and never drops one another
+/// writer put. The importer takes an [`OwnPut`] ([`OwnGuard::begin`])
+/// before each put and commits it with the number the put got; the
+/// exporter asks [`OwnGuard::is_own`] about every message it views. A
+/// channel made again under the same name needs [`OwnGuard::reset`]. Lock-free
+/// but for a lock inside a waiting check: `Send` and `Sync`.
+pub struct OwnGuard {
+    o: *mut sys::nerve_own,
+}
+
+// SAFETY: every nerve_own call but close is thread-safe (atomics, and a
+// lock inside a waiting check); close runs only in Drop.
+unsafe impl Send for OwnGuard {}
+// SAFETY: as above.
+unsafe impl Sync for OwnGuard {}
+
+/// One put of the importer, in flight from [`OwnGuard::begin`] until
+/// [`OwnPut::commit`]; dropped uncommitted (the put failed), it ends
+/// without a record.
+pub struct OwnPut<'a> {
+    g: &'a OwnGuard,
+    token: u32,
+}
+
+impl OwnGuard {
+    /// A guard with nothing recorded; [`crate::Error::NoMem`] when out of
+    /// memory.
+    pub fn new() -> Result<OwnGuard> {
+        let mut o = core::ptr::null_mut();
+        // SAFETY: o is a valid out-pointer.
+        error::check(unsafe { sys::nerve_own_open(&mut o) })?;
+        Ok(OwnGuard { o })
+    }
+
+    /// Mark a put of this process in flight; call before the put starts.
+    pub fn begin(&self) -> OwnPut<'_> {
+        let mut token = 0u32;
+        // SAFETY: o is open, token a valid out-pointer; only NULLs fail.
+        let rc = unsafe { sys::nerve_own_begin(self.o, &mut token) };
+        debug_assert_eq!(rc, 0);
+        OwnPut { g: self, token }
+    }
+
+    /// Whether message `seq` of the channel was put through this guard.
+    /// Waits (at most 100 ms, `NERVE_OWN_WAIT_NS`) while a put of this
+    /// process is between its commit and [`OwnPut::commit`]; at the bound
+    /// it answers false and counts [`OwnStats::late`].
+    pub fn is_own(&self, seq: u64) -> bool {
+        // SAFETY: o is open; nerve_own_check is thread-safe.
+        unsafe { sys::nerve_own_check(self.o, seq) == 1 }
+    }
+
+    /// Forget every number recorded: the channel was made again under
+    /// the same name (its numbers start again).
+    pub fn reset(&self) {
+        // SAFETY: o is open; nerve_own_reset is thread-safe.
+        let rc = unsafe { sys::nerve_own_reset(self.o) };
+        debug_assert_eq!(rc, 0);
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> OwnStats {
+        let mut st = sys::nerve_own_stats::default();
+        // SAFETY: st is a valid out-struct; o is open.
+        let rc = unsafe { sys::nerve_own_stat(self.o, &mut st) };
+        debug_assert_eq!(rc, 0);
+        OwnStats {
+            committed: st.committed,
+            waited: st.waited,
+            late: st.late,
+        }
+    }
+}
+
+impl OwnPut<'_> {
+    /// The put committed sequence number `seq`: record it, end the put.
+    pub fn commit(self, seq: u64) {
+        let me = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the token came from nerve_own_begin on this open guard
+        // and is ended once (Drop does not run).
+        let rc = unsafe { sys::nerve_own_commit(me.g.o, me.token, seq) };
+        debug_assert_eq!(rc, 0);
+    }
+}
+
+impl Drop for OwnPut<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as in commit; this put committed nothing.
+        let rc = unsafe { sys::nerve_own_abort(self.g.o, self.token) };
+        debug_assert_eq!(rc, 0);
+    }
+}
+
+impl Drop for OwnGuard {
+    fn drop(&mut self) {
+        // SAFETY: o came from nerve_own_open and is closed once; an OwnPut
+        // borrows the guard, so none is in flight.
+        unsafe { sys::nerve_own_close(self.o) };
     }
 }

@@ -1,8 +1,9 @@
 //! The bridge kernel through Rust (`nerve::bridge`): the shared conformance
 //! table `tests/bridge/cases.txt`, which the C test (`test_bridge_kernel`)
 //! and the Python test (`tests/python/test_bridge_kernel.py`) read too, and
-//! the channel directory's events through its descriptor.
-use nerve::bridge::{self, Budget, ChannelDir, DirEvent};
+//! the channel directory's events through its descriptor, and the
+//! own-sequence guard (its threads: the C test `test_bridge_own`).
+use nerve::bridge::{self, Budget, ChannelDir, DirEvent, OwnGuard, OwnStats};
 use nerve::{Error, Options};
 use std::os::fd::AsRawFd;
 
@@ -98,6 +99,27 @@ fn budget_reasons_and_dir_events() {
         assert_eq!(wait(&mut d), DirEvent::Removed(name));
     }
     assert!(ChannelDir::open(&["no/slash"], false).is_err());
+}
+
+#[test]
+fn own_guard() {
+    let g = OwnGuard::new().unwrap();
+    g.begin().commit(7);
+    drop(g.begin()); // a put that failed: nothing recorded, nothing in flight
+    assert!(g.is_own(7) && !g.is_own(8) && !g.is_own(0));
+    let n = u64::from(nerve_sys::NERVE_OWN_N);
+    for seq in 8..8 + n {
+        g.begin().commit(seq);
+    }
+    assert!(!g.is_own(7) && g.is_own(7 + n)); // the table wrapped
+    let want = OwnStats {
+        committed: n + 1,
+        waited: 0,
+        late: 0,
+    };
+    assert_eq!(g.stats(), want);
+    g.reset(); // the channel made again
+    assert!(!g.is_own(7 + n));
 }
 
 /// The next event within a generous bound, polling the descriptor.

@@ -101,7 +101,6 @@ PROG = "nerve ros1"
 RESCAN_S = 0.5  # how often the channel directory's changes are taken
 WATCH_S = 0.5  # how often the master is asked whether it is still there
 WAIT_S = 0.25  # longest wait on a channel before looking at the stop flag
-OWN_SEQS = 4096  # sequence numbers remembered per channel (see Own)
 MAX_TYPE = 255  # longest ROS type name taken from a peer
 MAX_XMLRPC_CONNS = 64  # slave API requests served at once
 MAX_HANDSHAKES = 64  # TCPROS subscriber handshakes at once
@@ -144,35 +143,37 @@ def default_geometry(msg_len: int) -> Tuple[int, int]:
 
 
 class Own:
-    """Sequence numbers the bridge itself put into each channel, so that
-    the to-ROS side of the same channel does not send them back. put() and
-    remember() happen under the lock, and the to-ROS side checks under it,
-    so a reader woken by the commit cannot look before the number is
-    recorded."""
+    """The bridge kernel's own-sequence guard (nerve.bridge.OwnGuard) of
+    each channel the bridge puts into, so that the to-ROS side of the same
+    channel does not send those messages back; a channel gone gets a new
+    guard. ``lock`` also guards the from-ROS side's channel state."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self._seqs: Dict[str, Tuple[Set[int], Deque[int]]] = {}
+        self._guards: Dict[str, kernel.OwnGuard] = {}
 
-    def remember(self, channel: str, seq: int) -> None:
-        s, q = self._seqs.setdefault(channel, (set(), collections.deque()))
-        s.add(seq)
-        q.append(seq)
-        if len(q) > OWN_SEQS:
-            s.discard(q.popleft())
+    def guard(self, channel: str) -> kernel.OwnGuard:
+        """The guard of ``channel`` (made on first use); under ``lock``."""
+        g = self._guards.get(channel)
+        if g is None:
+            g = self._guards[channel] = kernel.OwnGuard()
+        return g
 
     def forget(self, channel: str) -> None:
         with self.lock:
-            self._seqs.pop(channel, None)
+            self._guards.pop(channel, None)
+
+    def late(self, channel: str) -> int:
+        """Checks of ``channel`` answered at the bound (an importer put
+        stalled: an echo is possible)."""
+        g = self._guards.get(channel)
+        return int(g.stats()["late"]) if g is not None else 0
 
     def take(self, channel: str, seq: int) -> bool:
-        """True (and forgets it) if the bridge put message ``seq``."""
-        with self.lock:
-            entry = self._seqs.get(channel)
-            if entry is None or seq not in entry[0]:
-                return False
-            entry[0].discard(seq)
-            return True
+        """True if the bridge put message ``seq`` (waits, without the lock,
+        while one of its puts is between its commit and its record)."""
+        g = self._guards.get(channel)
+        return g is not None and g.is_own(seq)
 
 
 class Md5s:
@@ -443,14 +444,14 @@ class FromRos:
                 return (f"channel {self.channel} carries {esc(self.type)} ({esc(self.encoding)}), "
                         f"the topic {esc(link.type)} ({esc(link.md5)})")
             try:
-                seq = self.ch.put(data)
+                with b.own.guard(self.channel).put() as done:
+                    done(self.ch.put(data))
             except nerve.MessageTooLarge:
                 self.note_too_large(len(data))
                 return None
             except nerve.Error as e:
                 b.error(self.topic, f"put failed: {e}")
                 return None
-            b.own.remember(self.channel, seq)
             self.received += 1
         return None
 
@@ -1159,7 +1160,10 @@ class Ros1Bridge:
             if self.dir is not None:
                 self.dir.close()
         for t in self.to_ros.values():
-            say(f"to-ros {esc(t.channel)}: {t.sent} messages published")
+            late = self.own.late(t.channel)
+            say(f"to-ros {esc(t.channel)}: {t.sent} messages published"
+                + (f", {late} own-import checks answered late (possible echoes)"
+                   if late else ""))
         for f in self.from_ros:
             say(f"from-ros {f.topic}: {f.received} messages put"
                 + (f", {f.too_large} too large" if f.too_large else ""))

@@ -229,9 +229,11 @@ impl ExportLoop {
         };
         let info = view.info();
         self.shared.head_seq.store(info.seq, Ordering::Relaxed);
+        // Asked before the counters' lock: it may wait for an importer.
+        let own = self.local.imported.load(Ordering::Acquire) && self.local.is_own(info.seq);
         let mut c = lock(&self.shared.counters);
         c.dropped_congestion += info.missed;
-        if self.local.imported.load(Ordering::Acquire) && self.local.is_own(info.seq) {
+        if own {
             c.looped += 1;
             return Ok(Read::Msg);
         }

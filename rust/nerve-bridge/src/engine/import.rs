@@ -1,6 +1,6 @@
 //! Import: one Zenoh subscriber per remote channel, and how the bridge
 //! learns of remote channels, makes their local channels and reclaims them.
-use super::local::{prune, ImportCounters, LocalChannel};
+use super::local::{ImportCounters, LocalChannel, LocalState};
 use super::{chan_ino, lock, real_offset, Bridge, Key, Reporter};
 use crate::limits::ImportBudget;
 use crate::wire::{self, Description};
@@ -72,12 +72,10 @@ impl StreamShared {
         let mut t_first = 0i64;
         let mut put_error: Option<Error> = None;
         {
-            // One lock for the whole sample: the exporter of this channel
-            // waits at most that long to check a sequence number.
+            // One lock for the whole sample (the writer and its sizes).
             let mut lc = lock(&self.local.state);
             let size = lc.data_size;
             let exported = self.local.exported;
-            let mut got_seq = 0;
             let mut pos = 0usize;
             for &(seq, t_real, n) in &table {
                 let (start, end) = (pos, pos + n as usize);
@@ -99,6 +97,8 @@ impl StreamShared {
                     continue;
                 };
                 let t_mono = t_real + offset;
+                // In flight for the exporter's guard from before the put.
+                let own = exported.then(|| self.local.own.begin());
                 // Zenoh's receive buffer straight into a reservation.
                 let put = w
                     .loan_with(n as usize, Wait::For(PUT_TIMEOUT))
@@ -108,9 +108,8 @@ impl StreamShared {
                     });
                 match put {
                     Ok(info) => {
-                        got_seq = info.seq;
-                        if exported {
-                            lc.own.insert(info.seq);
+                        if let Some(own) = own {
+                            own.commit(info.seq);
                         }
                         if info.time_ns != t_mono {
                             clamped += 1;
@@ -126,9 +125,6 @@ impl StreamShared {
                         put_error = Some(e);
                     }
                 }
-            }
-            if fwd > 0 && exported {
-                prune(&mut lc, got_seq);
             }
         }
         let c = &mut s.counters;
@@ -453,11 +449,23 @@ fn ensure_local(
             return Some(why);
         }
     }
+    adopt(lc, &mut st, w)
+}
+
+/// Make `w` the writer of `lc` (the caller holds its state lock): its
+/// sizes, its file's inode, and a reset own-sequence guard if it is
+/// another channel than the one the guard holds numbers of.
+fn adopt(lc: &LocalChannel, st: &mut LocalState, w: Channel) -> Option<String> {
     let Ok(s) = w.stats() else {
         return Some("cannot read the local channel".into());
     };
     st.data_size = s.data_size;
     st.slots = s.slots;
+    if st.own_created_ns != s.created_ns {
+        // Another channel under the name: its numbers start again.
+        lc.own.reset();
+        st.own_created_ns = s.created_ns;
+    }
     // The inode of the file the handle has open, or None if the channel was
     // replaced meanwhile (the next scan then imports it again).
     let ino = chan_ino(&lc.name);

@@ -1,9 +1,9 @@
 //! What the exporter and the importers of one local channel share, and
 //! the counters of both.
-use super::lock;
+use nerve::bridge::OwnGuard;
 use nerve::Channel;
 use serde_json::{json, Value};
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
@@ -74,8 +74,9 @@ impl ImportCounters {
 
 /// The local writer side of one channel name.
 pub(super) struct LocalState {
-    pub(super) own: HashSet<u64>,
     pub(super) writer: Option<Channel>,
+    /// The creation time of the channel `own` holds numbers of (0: none).
+    pub(super) own_created_ns: i64,
     pub(super) ino: Option<u64>,
     pub(super) data_size: u64,
     pub(super) slots: u64,
@@ -88,6 +89,10 @@ pub(super) struct LocalState {
 pub struct LocalChannel {
     pub(super) name: String,
     pub(super) state: Mutex<LocalState>,
+    /// The sequence numbers the bridge itself put (the bridge kernel's
+    /// guard): the importer brackets each put, the exporter asks it, no
+    /// lock shared between them.
+    pub(super) own: OwnGuard,
     /// Set (for good) before the first import into this channel: only then
     /// can an exported message be one of the bridge's own.
     pub(super) imported: AtomicBool,
@@ -98,14 +103,6 @@ pub struct LocalChannel {
 
 impl LocalChannel {
     pub(super) fn is_own(&self, seq: u64) -> bool {
-        lock(&self.state).own.remove(&seq)
-    }
-}
-
-pub(super) fn prune(st: &mut LocalState, last_put: u64) {
-    let keep = st.slots.max(64);
-    if st.own.len() as u64 > 2 * keep {
-        let from = last_put.saturating_sub(keep);
-        st.own.retain(|&s| s > from);
+        self.own.is_own(seq)
     }
 }

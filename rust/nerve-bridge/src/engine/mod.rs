@@ -3,9 +3,9 @@
 //!
 //! - `LocalChannel` (local.rs): what the exporter and the importers of one
 //!   local channel share: the sequence numbers the bridge itself put (never
-//!   exported again: no loops), under a lock that the importer holds from its
-//!   put until the number is recorded, so the exporter, which checks after
-//!   reading, can never miss one.
+//!   exported again: no loops) in the bridge kernel's guard (`OwnGuard`,
+//!   docs/bridge-kernel.md §3), which the importer brackets each put with and
+//!   the exporter asks, so it can never miss one.
 //! - `Exporter` (export.rs): one thread per exported channel. Sleeps in nerve's
 //!   blocking wait, then takes every message already waiting through zero-copy
 //!   views (one wake-up drains a burst into batches), copies each once,
@@ -28,6 +28,7 @@ use crate::wire;
 use export::Exporter;
 use import::{ImportStream, StreamShared};
 use local::{LocalChannel, LocalState};
+use nerve::bridge::OwnGuard;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -251,13 +252,15 @@ impl Bridge {
         let l = Arc::new(LocalChannel {
             name: name.to_string(),
             state: Mutex::new(LocalState {
-                own: HashSet::new(),
                 writer: None,
+                own_created_ns: 0,
                 ino: None,
                 data_size: 0,
                 slots: 0,
                 charged: false,
             }),
+            // Rust aborts when out of memory anyway (as any allocation).
+            own: OwnGuard::new().expect("out of memory"),
             imported: AtomicBool::new(false),
             exported: self.exports(name),
         });
@@ -394,7 +397,14 @@ impl Bridge {
         let export: Map<String, Value> = self
             .exporters
             .iter()
-            .map(|(n, ex)| (n.clone(), lock(&ex.shared.counters).as_json()))
+            .map(|(n, ex)| {
+                let mut v = lock(&ex.shared.counters).as_json();
+                // Own-import checks answered at the guard's bound (an
+                // import stalled: an echo is possible).
+                let late = self.locals.get(n).map_or(0, |l| l.own.stats().late);
+                v["own_late"] = late.into();
+                (n.clone(), v)
+            })
             .collect();
         let mut import = Map::new();
         for (k, sh) in &self.departed {
