@@ -93,6 +93,19 @@ def far_name(engine: str, channel: str) -> str:
     return MAPS[table().engines[engine][0]](channel)
 
 
+class Basics:
+    """The two cases every engine checks the same way, through its world's
+    ``early`` (a channel written before its bridge started), ``made(tag)``
+    (a new channel the bridge exports) and ``reaches(ch)`` (``ch`` arrives
+    on the far side under its far name, with its payload)."""
+
+    def before(self) -> None:
+        self.reaches(self.early)
+
+    def after(self) -> None:
+        self.reaches(self.made("after"))
+
+
 def check(engine: str, case: Case, world: object) -> None:
     """Run ``world``'s check of ``case``: its method of the case's name.
     A case the table runs for ``engine`` must have one and a case it skips

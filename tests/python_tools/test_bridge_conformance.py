@@ -29,7 +29,7 @@ ENGINE = "zenoh"
 SMALL = dict(slots=16, size=1 << 16)
 
 
-class World:
+class World(conformance.Basics):
     """The bridge (--export BASE.x*, --import there/BASE.*,
     --max-channel-size 1M), the channel made before it started, and a
     bare Zenoh peer."""
@@ -70,12 +70,6 @@ class World:
         desc = Description(host="there", name=name, slots=16, data_size=data_size, type=None,
                            encoding=None, schema=None, epoch=7)
         return announce(self.peer, self.br, "there", desc)
-
-    def before(self) -> None:
-        self.reaches(self.early)
-
-    def after(self) -> None:
-        self.reaches(self.made("after"))
 
     def unmatched(self) -> None:
         other = self.made("other", exported=False)

@@ -32,7 +32,7 @@ ENGINE = "zenoh-ros2"
 STRING = "std_msgs/msg/String"
 
 
-class World:
+class World(conformance.Basics):
     """The bridge (--export BASE.x*, --import BASE.*) and a Zenoh session
     on the router."""
 
@@ -77,12 +77,6 @@ class World:
         with nerve.open(ch, write=True) as w:
             assert until(lambda: w.put(payload) and payload in got, 60), f"nothing of {ch} arrived"
         sub.undeclare()
-
-    def before(self) -> None:
-        self.reaches(self.early)
-
-    def after(self) -> None:
-        self.reaches(self.made("after"))
 
     def unmatched(self) -> None:
         other = self.made("other", exported=False)

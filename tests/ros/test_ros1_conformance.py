@@ -28,7 +28,7 @@ import conformance  # noqa: E402
 ENGINE = "ros1"
 
 
-class World:
+class World(conformance.Basics):
     """The bridge (--to-ros BASE.x*, --from-ros of the echo, too-long and
     big topics, --max-channel-size 2M), the channel made before it
     started, and the fake ROS peers."""
@@ -63,12 +63,6 @@ class World:
         ROS subscriber."""
         self.br.wait_line(rf"to-ros {re.escape(ch)} -> {re.escape(self.far(ch))} ", 60)
         to_ros_works(self.br, self.peers, ch)
-
-    def before(self) -> None:
-        self.reaches(self.early)
-
-    def after(self) -> None:
-        self.reaches(self.made("after"))
 
     def unmatched(self) -> None:
         other = self.made("other", exported=False)

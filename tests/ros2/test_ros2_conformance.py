@@ -34,7 +34,7 @@ def hello(i: int) -> bytes:
     return b"\0\1\0\0" + len(s).to_bytes(4, "little") + s
 
 
-class World:
+class World(conformance.Basics):
     """The bridge (--to-ros BASE.x*; --to-ros BASE.l* under a 500-byte
     prefix; --from-ros of the big topic; --max-channel-size 2M) and the
     channel made before it started."""
@@ -78,12 +78,6 @@ class World:
         with nerve.open(ch, write=True) as w:
             w.put(hello(0))
         assert sub.json(120) == {"n": 1, "bad": 0, "idx": [0]}
-
-    def before(self) -> None:
-        self.reaches(self.early)
-
-    def after(self) -> None:
-        self.reaches(self.made("after"))
 
     def unmatched(self) -> None:
         other = self.made("other", exported=False)
