@@ -119,6 +119,66 @@ static bool past(dds_time_t end)
     return dds_time() > end;
 }
 
+/* The client's calls: every request in flight at once (seq from one
+ * counter of the process, as rmw_send_request's), then each client's
+ * replies taken until all are in or `end`. */
+static void calls_run(const dds_entity_t *wr, const dds_entity_t *rd,
+                      const dds_instance_handle_t *guid, int nc, int calls,
+                      dds_time_t end, int *ok, int *wrong)
+{
+    int64_t seqs[MAX_CLIENTS][MAX_CALLS];
+    bool answered[MAX_CLIENTS][MAX_CALLS] = {{false}};
+    int64_t next_seq = 0;
+    char s[32];
+    for (int k = 0; k < calls; k++) {
+        for (int i = 0; i < nc; i++) {
+            Req r;
+            memset(&r, 0, sizeof r);
+            r.header_guid = guid[i];
+            r.header_seq = seqs[i][k] = ++next_seq;
+            r.int64_value = 1000 * i + k;
+            snprintf(s, sizeof s, "c%d-%d", i, k);
+            r.string_value = s;
+            if (dds_write(wr[i], &r) < 0) {
+                fprintf(stderr, "cyclone_srv_peer: write failed\n");
+            }
+        }
+    }
+    while (*ok + *wrong < nc * calls && !past(end)) {
+        bool took = false;
+        for (int i = 0; i < nc; i++) {
+            void *buf[1] = {NULL};
+            dds_sample_info_t si;
+            while (dds_take(rd[i], buf, &si, 1, 1) == 1) {
+                took = true;
+                const Rep *p = buf[0];
+                if (!si.valid_data || p->header_guid != guid[i]) {
+                    /* another client's reply (rmw_take_response's filter) */
+                    (void)dds_return_loan(rd[i], buf, 1);
+                    continue;
+                }
+                int k = 0;
+                while (k < calls && seqs[i][k] != p->header_seq) {
+                    k++;
+                }
+                snprintf(s, sizeof s, "c%d-%d!", i, k);
+                if (k < calls && !answered[i][k] &&
+                    p->int64_value == 2 * (1000 * i + k) &&
+                    strcmp(p->string_value, s) == 0) {
+                    answered[i][k] = true;
+                    (*ok)++;
+                } else {
+                    (*wrong)++;
+                }
+                (void)dds_return_loan(rd[i], buf, 1);
+            }
+        }
+        if (!took) {
+            dds_sleepfor(DDS_MSECS(10));
+        }
+    }
+}
+
 static int role_client(const char *svc, int nc, int calls, const char *hash)
 {
     dds_entity_t tq = topic(&test_msgs_srv_dds__BasicTypes_Request__desc, "rq",
@@ -154,59 +214,9 @@ static int role_client(const char *svc, int nc, int calls, const char *hash)
     }
     printf("%s\n", ok_match ? "ready" : "unmatched");
     fflush(stdout);
-    /* Every request in flight at once; seq from one counter of the
-     * process, as rmw_send_request's. */
-    int64_t seqs[MAX_CLIENTS][MAX_CALLS];
-    bool answered[MAX_CLIENTS][MAX_CALLS] = {{false}};
-    int64_t next_seq = 0;
     int ok = 0, wrong = 0;
-    char s[32];
-    for (int k = 0; ok_match && k < calls; k++) {
-        for (int i = 0; i < nc; i++) {
-            Req r;
-            memset(&r, 0, sizeof r);
-            r.header_guid = guid[i];
-            r.header_seq = seqs[i][k] = ++next_seq;
-            r.int64_value = 1000 * i + k;
-            snprintf(s, sizeof s, "c%d-%d", i, k);
-            r.string_value = s;
-            if (dds_write(wr[i], &r) < 0) {
-                fprintf(stderr, "cyclone_srv_peer: write failed\n");
-            }
-        }
-    }
-    while (ok_match && ok + wrong < nc * calls && !past(end)) {
-        bool took = false;
-        for (int i = 0; i < nc; i++) {
-            void *buf[1] = {NULL};
-            dds_sample_info_t si;
-            while (dds_take(rd[i], buf, &si, 1, 1) == 1) {
-                took = true;
-                const Rep *p = buf[0];
-                if (!si.valid_data || p->header_guid != guid[i]) {
-                    /* another client's reply (rmw_take_response's filter) */
-                    (void)dds_return_loan(rd[i], buf, 1);
-                    continue;
-                }
-                int k = 0;
-                while (k < calls && seqs[i][k] != p->header_seq) {
-                    k++;
-                }
-                snprintf(s, sizeof s, "c%d-%d!", i, k);
-                if (k < calls && !answered[i][k] &&
-                    p->int64_value == 2 * (1000 * i + k) &&
-                    strcmp(p->string_value, s) == 0) {
-                    answered[i][k] = true;
-                    ok++;
-                } else {
-                    wrong++;
-                }
-                (void)dds_return_loan(rd[i], buf, 1);
-            }
-        }
-        if (!took) {
-            dds_sleepfor(DDS_MSECS(10));
-        }
+    if (ok_match) {
+        calls_run(wr, rd, guid, nc, calls, end, &ok, &wrong);
     }
     printf("{\"matched\": %s, \"calls\": %d, \"ok\": %d, \"wrong\": %d}\n",
            ok_match ? "true" : "false", nc * calls, ok, wrong);
