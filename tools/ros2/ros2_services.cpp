@@ -72,8 +72,8 @@
 //  - A client's request writer and reply reader say "clientid=<id>;" in
 //    their USER_DATA, a service's request reader and reply writer
 //    "serviceid=<id>;", beside "typehash=RIHS01_<hex>;" (rmw_node.cpp,
-//    rmw_init_cs, create_readwrite_qos). A server sends
-//    its reply to a request writer without "clientid" at once
+//    rmw_init_cs, create_readwrite_qos). A server sends its reply to a
+//    request writer without "clientid" at once
 //    (check_for_response_reader); a client with no matched "serviceid"
 //    reader calls a server available once it has matched a request reader
 //    and a reply writer (rmw_service_server_is_available): the bridge's
