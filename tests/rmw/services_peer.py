@@ -7,8 +7,9 @@ server   (on rmw_nerve, under nerve-ros2-exec) node svc_server with the
          (test_msgs/srv/BasicTypes: int64 doubled, "!" appended to the
          string; a request whose string is "hang" is never answered).
 client   (on DDS) CLIENTS clients of /TAG/double, CALLS calls each, all in
-         flight at once; then SetParameters gain = 2.5 on svc_server and
-         GetParameters back through the bridge; then, unless VIEW is "noview"
+         flight at once; then (unless VIEW is "bare") SetParameters gain =
+         2.5 on svc_server and GetParameters back through the bridge; then,
+         unless VIEW is "noview" or "bare"
          (a client on rmw_nerve, whose server's topics are not bridged), with
          a publisher of /TAG/cmd, the DDS graph's view of svc_server (its
          topics and services by node).
@@ -85,6 +86,9 @@ def role_client(tag, clients, calls, view="view"):
                                                  or f.result().string_value != s + "!")]
     out = {"ready": ready, "calls": len(futs), "done": sum(f.done() for _, _, f in futs),
            "wrong": wrong[:5]}
+    if view == "bare":  # the calls only: a server without parameters
+        say(out)
+        return
 
     def call(srv, name, req):
         c = n.create_client(srv, name)

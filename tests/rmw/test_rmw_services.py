@@ -33,6 +33,7 @@ from dds_lo import CYCLONE_XML, FASTDDS_FILTERS, FASTDDS_XML  # noqa: E402
 PEER = str(HERE / "services_peer.py")
 RAW = Path(os.environ.get("NERVE_ROS2_BIN", str(ROOT / "build" / "tests" / "ros2"))) \
     / "fastdds_srv_client"
+CYC = RAW.parent / "cyclone_srv_peer"
 
 need_rmw()
 NATIVE = need_bridge()
@@ -191,6 +192,13 @@ def jazzy_only() -> None:
         pytest.skip("distro-independent: run under Jazzy only (CI time)")
 
 
+def request_hash() -> str:
+    """test_msgs/srv/BasicTypes_Request's REP 2011 hash, "RIHS01_<hex>"."""
+    return subprocess.run([PY, "-c", "import sys; sys.path.insert(0, %r); "
+                           "from services_peer import request_hash; print(request_hash())"
+                           % str(HERE)], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_type_hash_mismatch_is_refused(world):
     """A DDS client whose request writer says another type hash is refused
     with one line; one with the server's hash is answered."""
@@ -199,9 +207,7 @@ def test_type_hash_mismatch_is_refused(world):
                           "from test_msgs.srv import BasicTypes as B; "
                           "print(s(B.Request(int64_value=21)).hex())"],
                          capture_output=True, text=True, check=True).stdout.strip()
-    good = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, %r); "
-                           "from services_peer import request_hash; print(request_hash())"
-                           % str(HERE)], capture_output=True, text=True, check=True).stdout.strip()
+    good = request_hash()
     if not RAW.exists():
         pytest.skip(f"{RAW} not built (needs libfastrtps-dev)")
     world.server()
@@ -434,3 +440,68 @@ def test_from_ros_action_goal_result_cancel(world):
         assert re.search(rf"service /fib/_action/{svc} \(from DDS\): [1-9]\d* requests, "
                          r"[1-9]\d* replies, 0 unanswered, 0 errors", log), log
     assert re.search(r"from-ros /fib/_action/status -> \S+: [1-9]\d* received", log), log
+
+
+# ---- rmw_cyclonedds_cpp's clients and servers ------------------------------
+
+def cyclone_peer(world, *args: str, env: dict = None) -> subprocess.Popen:
+    """cyclone_srv_peer (a client or server as rmw_cyclonedds_cpp makes
+    them: its request header in the payload) on loopback Cyclone DDS."""
+    if not CYC.exists():
+        pytest.skip(f"{CYC} not built (needs cyclonedds-dev)")
+    return world.spawn([str(CYC), *args], dict(world.base, **(env or {}),
+                                              CYCLONEDDS_URI=f"file://{world.tmp}/cyclone.xml"))
+
+
+def test_cyclonedds_clients_pair_by_request_header(world):
+    """Two rmw_cyclonedds-style clients ("clientid=" in USER_DATA, the
+    request header in the payload) with five calls each, all in flight, call
+    the rmw_nerve server through --services: each reply comes back to its
+    own client with its request's header and answer. A client whose
+    request is too short for the header is refused in one line, counted; so
+    is (counted) one whose encapsulation is of no known byte order (from the
+    Fast DDS client, whose user data then says "clientid=")."""
+    jazzy_only()
+    good = request_hash()
+    svc = f"/{world.tag}/double"
+    world.server()
+    br = world.bridge("--services", f"/{world.tag}/*")
+    assert last_json(cyclone_peer(world, "short", svc)) == {"matched": True}
+    expect(br, "shorter than rmw_cyclonedds's request header")
+    if RAW.exists():  # the unknown encapsulation 0x0003, 16 bytes of header
+        env = dict(world.fast_env("fastdds29.xml"), NERVE_PEER_NO_REPLY="1")
+        odd = last_json(world.spawn([str(RAW), svc, "test_msgs::srv::dds_::BasicTypes",
+                                     good + ";clientid=01", "0003" + "00" * 40], env))
+        assert odd["matched"], odd
+    r = last_json(cyclone_peer(world, "client", svc, "2", "5", good))
+    log = stop_bridge(br)
+    assert r == {"matched": True, "calls": 10, "ok": 10, "wrong": 0}, (r, log)
+    bad = 2 if RAW.exists() else 1
+    assert re.search(rf"service {svc}: {10 + bad} requests, 10 replies, 0 unanswered dropped, "
+                     rf"0 refused \(type hash\), 0 errors, {bad} malformed", log), log
+    lines = [ln for ln in log.splitlines() if "request header" in ln]
+    assert len(lines) == 1 and "an rmw_cyclonedds request of 12 bytes" in lines[0], log
+
+
+def test_from_ros_cyclonedds_server_pairs_by_request_header(world):
+    """The other way: an rmw_cyclonedds-style server ("serviceid=" in
+    USER_DATA) answers two rmw_nerve clients' ten calls in flight through
+    --services-from-ros; the bridge writes the request header and pairs the
+    replies by it."""
+    jazzy_only()
+    need_from_ros()
+    svc = f"/{world.tag}/double"
+    stop = world.tmp / "stop"
+    srv = cyclone_peer(world, "server", svc, request_hash(), env={"NERVE_PEER_STOP": str(stop)})
+    expect(srv, "ready")
+    br = world.bridge("--services-from-ros", f"/{world.tag}/*",
+                      ready=f"service {svc} [test_msgs/srv/BasicTypes] of DDS served on nerve "
+                            "(rmw_cyclonedds's request header)")
+    r = last_json(nerve_client(world, "client", "2", "5", "bare"))
+    stop.touch()
+    s = last_json(srv)
+    log = stop_bridge(br)
+    assert r["ready"] and r["calls"] == 10 and r["done"] == 10, (r, log)
+    assert r["wrong"] == [] and s == {"served": 10}, (r, s, log)
+    assert re.search(rf"service {svc} \(from DDS\): 10 requests, 10 replies, 0 unanswered, "
+                     r"0 errors, 0 refused \(type hash\), 0 malformed", log), log

@@ -10,12 +10,11 @@
 // the request's sequence number), or the client drops the reply
 // (rmw_fastrtps_shared_cpp's ClientListener accepts the reader's or the
 // request writer's GUID there). Cyclone DDS 0.10's API, which the rest of
-// nerve-ros2-dds is written on, can neither read nor write that parameter
-// (rmw_cyclonedds instead prefixes the CDR with its own request header,
-// which is why the two rmw's services do not talk to each other). So this
-// part is a Fast DDS (2.9, Debian's libfastrtps) participant of its own in
-// the bridge process, with the request identity in SampleInfo and
-// WriteParams as rmw_fastrtps uses them.
+// nerve-ros2-dds is written on, can neither read nor write that parameter.
+// So this part is a Fast DDS (2.9, Debian's libfastrtps) participant of its
+// own in the bridge process, with the request identity in SampleInfo and
+// WriteParams as rmw_fastrtps uses them. rmw_cyclonedds_cpp pairs its
+// calls another way, which the bridge speaks too (RMW_CYCLONEDDS below).
 //
 // WHICH SERVICES. rmw_nerve's graph of domain N (channels
 // ros2-graph-dN.uUID, rmw_nerve/src/graph.cpp, FORMAT versions 2 and 3;
@@ -53,6 +52,42 @@
 //
 // THE OTHER WAY (--services-from-ros GLOB, "FROM DDS" below): a
 // service served on DDS is served on nerve to rmw_nerve clients.
+//
+// RMW_CYCLONEDDS. rmw_cyclonedds_cpp (Jazzy branch of ros2/rmw_cyclonedds)
+// does not use the sample identity; it carries the pairing in the payload.
+// The facts relied on, and where they are defined there:
+//  - Payload of every request and reply: the 4-byte CDR encapsulation
+//    header, then a 16-byte request header {uint64 guid; int64 seq}, then
+//    the message's CDR body (src/serdata.hpp, cdds_request_header_t;
+//    src/Serialization.cpp, serialize_top_level(cursor, const
+//    cdds_request_wrapper_t &): put_rtps_header, then put_bytes of guid and
+//    seq, then the body, alignment counted from after the encapsulation).
+//    guid and seq are put as the host's bytes, and the encapsulation says
+//    the host's byte order; the body stays 8-aligned after the header.
+//  - A client's request says guid = its request writer's instance handle
+//    and seq = a process-wide counter (src/rmw_node.cpp, rmw_send_request);
+//    a server copies both into its reply (rmw_send_response, via
+//    rmw_take_response_request's writer_guid), and a client takes only the
+//    replies whose guid is its own (rmw_take_response's srcfilter).
+//  - A client's request writer and reply reader say "clientid=<id>;" in
+//    their USER_DATA, a service's request reader and reply writer
+//    "serviceid=<id>;", beside "typehash=RIHS01_<hex>;" (rmw_node.cpp,
+//    rmw_init_cs, create_readwrite_qos). A server sends its reply to a
+//    request writer without "clientid" at once
+//    (check_for_response_reader); a client with no matched "serviceid"
+//    reader calls a server available once it has matched a request reader
+//    and a reply writer (rmw_service_server_is_available): the bridge's
+//    endpoints need no such key.
+// So: a request from a writer that says "clientid=" (the discovery listener
+// keeps every request writer's kind, `req_writers`) is split (the header
+// kept in its pending entry, keyed by the writer's GUID and the header's
+// seq) and its reply gets the header back, in the reply's byte order. A
+// DDS server whose request reader says "serviceid=" is called with a
+// header (guid: 8 random bytes of the bridge's own, seq: its own counter)
+// and its replies are paired by that header, not the sample identity. A
+// payload too short for the header, or of an encapsulation other than
+// plain CDR/XCDR2 (whose byte order the header needs), is dropped with one
+// line per service and counted ("malformed" in the summary).
 //
 // Threads: main (poll: graph, offers, withdrawals), Fast DDS's (request
 // and reply listeners, discovery listener), one reply thread per service
@@ -312,11 +347,98 @@ void graph_read()
     cli_cv.notify_all();
 }
 
+// ---- rmw_cyclonedds's request header (RMW_CYCLONEDDS above) -------------
+
+const size_t kEncap = 4;   // the CDR encapsulation header
+const size_t kCycHdr = 16; // {uint64 guid; int64 seq}, after the encapsulation
+
+struct CycHdr {
+    unsigned char guid[8];
+    int64_t seq = 0;
+};
+
+// Whether an endpoint's USER_DATA ("k=v;k=v;...", as rmw's
+// parse_key_value reads it) has the key `key`.
+template <class UserData> bool ud_has(const UserData &ud, const char *key)
+{
+    std::string u(ud.begin(), ud.end()), k = std::string(key) + "=";
+    for (size_t a = 0; a < u.size();) {
+        if (u.compare(a, k.size(), k) == 0) {
+            return true;
+        }
+        size_t e = u.find(';', a);
+        a = e == std::string::npos ? u.size() : e + 1;
+    }
+    return false;
+}
+
+// The byte order an encapsulation says: 1 little endian, 0 big endian
+// (plain CDR 0x0000/0x0001, XCDR2 0x0006/0x0007), -1 another or none.
+int encap_le(const Bytes &b)
+{
+    if (b.size() < kEncap || b[0] != 0) {
+        return -1;
+    }
+    switch (b[1]) {
+    case 0:
+    case 6: return 0;
+    case 1:
+    case 7: return 1;
+    default: return -1;
+    }
+}
+
+int64_t seq_load(const unsigned char *p, int le)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) {
+        v |= uint64_t(p[le ? i : 7 - i]) << (8 * i);
+    }
+    return int64_t(v);
+}
+
+// Splits rmw_cyclonedds's payload into its header and the plain CDR
+// (encapsulation and body) rmw_nerve carries; nullptr, or what is wrong.
+const char *cyc_split(const Bytes &b, CycHdr *h, Bytes *plain)
+{
+    int le = encap_le(b);
+    if (b.size() < kEncap + kCycHdr) {
+        return "shorter than rmw_cyclonedds's request header";
+    }
+    if (le < 0) {
+        return "an encapsulation of unknown byte order";
+    }
+    memcpy(h->guid, b.data() + kEncap, 8);
+    h->seq = seq_load(b.data() + kEncap + 8, le);
+    plain->assign(b.begin(), b.begin() + kEncap);
+    plain->insert(plain->end(), b.begin() + kEncap + kCycHdr, b.end());
+    return nullptr;
+}
+
+// The other way: plain CDR with header `h` put in, in its byte order.
+const char *cyc_join(const Bytes &plain, const CycHdr &h, Bytes *out)
+{
+    int le = encap_le(plain);
+    if (le < 0) {
+        return "an encapsulation of unknown byte order";
+    }
+    out->assign(plain.begin(), plain.begin() + kEncap);
+    out->insert(out->end(), h.guid, h.guid + 8);
+    for (int i = 0; i < 8; i++) {
+        out->push_back(
+            (unsigned char)(uint64_t(h.seq) >> (8 * (le ? i : 7 - i))));
+    }
+    out->insert(out->end(), plain.begin() + kEncap, plain.end());
+    return nullptr;
+}
+
 // ---- one bridged service ---------------------------------------------------
 
 struct Pending {
     SampleIdentity reply_id;
     int64_t at_ns = 0;
+    bool cyc = false; // an rmw_cyclonedds client's: its header is `hdr`
+    CycHdr hdr;
 };
 
 struct Service;
@@ -350,7 +472,7 @@ struct Service : ServiceEnds {
     std::map<std::pair<std::string, int64_t>, Pending> pending;
     std::set<std::string> refused; // request writers of another type hash
     std::atomic<uint64_t> requests{0}, replies{0}, dropped{0}, refused_n{0},
-        errors{0};
+        errors{0}, malformed{0};
     int said_error = 0;
 };
 
@@ -359,6 +481,12 @@ Publisher *pub;
 Subscriber *sub;
 std::mutex mu; // guards `services` against the discovery listener
 std::map<std::string, std::unique_ptr<Service>> services;
+// Every remote request writer ("rq...Request") discovered, by GUID key:
+// true when it says "clientid=" (rmw_cyclonedds's); under `mu`, at most
+// kMaxWriters (past that, later writers are taken as rmw_fastrtps's).
+const size_t kMaxWriters = 4096;
+std::map<std::string, bool> req_writers;
+std::condition_variable req_writers_cv;
 
 std::string guid_key(const GUID_t &g)
 {
@@ -394,6 +522,31 @@ void pending_drop(Service *s, int64_t before_ns, size_t n)
     }
 }
 
+// Whether request writer `key` is rmw_cyclonedds's. Its first sample may
+// come before the discovery listener told of it: up to 200 ms for that.
+bool writer_is_cyc(const std::string &key)
+{
+    std::unique_lock<std::mutex> lk(mu);
+    auto it = req_writers.find(key);
+    if (it == req_writers.end() && req_writers.size() < kMaxWriters) {
+        req_writers_cv.wait_for(lk, std::chrono::milliseconds(200), [&] {
+            return (it = req_writers.find(key)) != req_writers.end();
+        });
+    }
+    return it != req_writers.end() && it->second;
+}
+
+// A malformed rmw_cyclonedds payload: said once per service, all counted.
+void say_malformed(std::atomic<uint64_t> &n, const std::string &svc,
+                   const char *what, size_t len, const char *why)
+{
+    if (n++ == 0) {
+        say("error: service %s: %s of %zu bytes is %s; dropped (all such "
+            "are counted)",
+            svc.c_str(), what, len, why);
+    }
+}
+
 void RequestListener::on_data_available(DataReader *rd)
 {
     Bytes b;
@@ -416,12 +569,27 @@ void RequestListener::on_data_available(DataReader *rd)
             }
         }
         // Replies name the client's reply reader when the request says it
-        // (rmw_fastrtps does), else the request's writer.
+        // (rmw_fastrtps does), else the request's writer; an
+        // rmw_cyclonedds request is keyed by its writer and header's seq.
         GUID_t to = info.related_sample_identity.writer_guid();
         if (to == GUID_t::unknown()) {
             to = writer;
         }
         int64_t seq = info.sample_identity.sequence_number().to64long();
+        Pending p;
+        if (writer_is_cyc(guid_key(writer))) {
+            Bytes plain;
+            const char *why = cyc_split(b, &p.hdr, &plain);
+            if (why) {
+                say_malformed(s->malformed, s->name,
+                              "an rmw_cyclonedds request", b.size(), why);
+                continue;
+            }
+            p.cyc = true;
+            to = writer;
+            seq = p.hdr.seq;
+            b.swap(plain);
+        }
         std::string msg(kHdr + b.size(), '\0');
         std::string key = guid_key(to);
         int64_t now = real_ns();
@@ -434,11 +602,11 @@ void RequestListener::on_data_available(DataReader *rd)
         if (s->pending.size() >= kMaxPending) {
             pending_drop(s, INT64_MAX, 1);
         }
-        Pending &p = s->pending[k];
         p.at_ns = mono_ns();
         p.reply_id.writer_guid(to);
         p.reply_id.sequence_number(
             SequenceNumber_t(int32_t(seq >> 32), uint32_t(seq)));
+        s->pending[k] = p;
         int r = nerve_chan_put(s->req, msg.data(), msg.size(), 100000000LL,
                                nullptr, 0);
         if (r == NERVE_ESUPERSEDED && nerve_chan_follow(&s->req) == 0) {
@@ -507,9 +675,22 @@ void reply_run(Service *s)
             p = it->second;
             s->pending.erase(it);
         }
-        WriteParams wp;
-        wp.related_sample_identity(p.reply_id);
-        if (s->wr->write(&b, wp)) {
+        bool ok;
+        if (p.cyc) { // the header back, no sample identity
+            Bytes out;
+            const char *why = cyc_join(b, p.hdr, &out);
+            if (why) {
+                say_malformed(s->malformed, s->name, "a reply from nerve",
+                              b.size(), why);
+                continue;
+            }
+            ok = s->wr->write(&out);
+        } else {
+            WriteParams wp;
+            wp.related_sample_identity(p.reply_id);
+            ok = s->wr->write(&b, wp);
+        }
+        if (ok) {
             s->replies++;
         } else {
             s->errors++;
@@ -664,9 +845,10 @@ void service_summary(const Service *s)
 {
     say("service %s: %" PRIu64 " requests, %" PRIu64 " replies, %" PRIu64
         " unanswered dropped, %" PRIu64 " refused (type hash), %" PRIu64
-        " errors",
+        " errors, %" PRIu64 " malformed",
         s->name.c_str(), s->requests.load(), s->replies.load(),
-        s->dropped.load(), s->refused_n.load(), s->errors.load());
+        s->dropped.load(), s->refused_n.load(), s->errors.load(),
+        s->malformed.load());
 }
 
 bool wanted(const std::string &name)
@@ -735,6 +917,7 @@ struct RevRemote {
     std::string type, hash;        // pkg/srv/Name; "RIHS01_<hex>" or ""
     std::set<std::string> readers; // rq...Request readers (GUID keys)
     std::set<std::string> writers; // rr...Reply writers
+    bool cyc = false; // a reader said "serviceid=": rmw_cyclonedds's header
 };
 
 struct RevService;
@@ -751,9 +934,12 @@ struct RevService : ServiceEnds { // mu guards back and rep
     std::unique_ptr<ReplyListener> listener;
     bool served = false; // announced in the graph
     unsigned char gid[16];
+    bool cyc = false; // requests carry rmw_cyclonedds's header: guid `cguid`
+    unsigned char cguid[8];
+    int64_t cseq = 0; // the header's last seq; under mu
     std::map<int64_t, RevBack> back;
     std::atomic<uint64_t> requests{0}, replies{0}, dropped{0}, errors{0};
-    std::atomic<uint64_t> refused{0};
+    std::atomic<uint64_t> refused{0}, malformed{0};
     int said_error = 0;
     // Request thread only: clients refused (said once), clients not in
     // the graph (waited for once); each at most kMaxPending.
@@ -828,7 +1014,7 @@ std::string ros_srv_type(const std::string &dds, const char *part)
 // discovery thread.
 void remote_endpoint(DomainParticipant *p, bool reader, bool gone,
                      const GUID_t &guid, const std::string &topic,
-                     const std::string &type, const std::string &hash)
+                     const std::string &type, const std::string &hash, bool cyc)
 {
     if (from_globs.empty() || guid.guidPrefix == p->guid().guidPrefix) {
         return;
@@ -874,6 +1060,7 @@ void remote_endpoint(DomainParticipant *p, bool reader, bool gone,
     if (reader && !hash.empty()) {
         r.hash = hash;
     }
+    r.cyc = r.cyc || (reader && cyc);
 }
 
 // A participant gone: its endpoints go with it (Fast DDS may say only this).
@@ -881,6 +1068,9 @@ void remote_participant_gone(const eprosima::fastrtps::rtps::GuidPrefix_t &g)
 {
     std::string pre(reinterpret_cast<const char *>(g.value), 12);
     std::lock_guard<std::mutex> lk(mu);
+    for (auto it = req_writers.begin(); it != req_writers.end();) {
+        it = it->first.compare(0, 12, pre) == 0 ? req_writers.erase(it) : ++it;
+    }
     for (auto &kv : remotes) {
         for (auto *set : {&kv.second.readers, &kv.second.writers}) {
             for (auto it = set->begin(); it != set->end();) {
@@ -1022,6 +1212,19 @@ void request_run(RevService *s)
         std::lock_guard<std::mutex> lk(s->mu); // the reply may come at once
         WriteParams wp;
         wp.related_sample_identity().writer_guid(s->rd_guid);
+        CycHdr h;
+        if (s->cyc) {
+            memcpy(h.guid, s->cguid, 8);
+            h.seq = ++s->cseq;
+            Bytes out;
+            const char *why = cyc_join(b, h, &out);
+            if (why) {
+                say_malformed(s->malformed, s->name, "a request from nerve",
+                              b.size(), why);
+                continue;
+            }
+            b.swap(out);
+        }
         if (!s->wr->write(&b, wp)) {
             s->errors++;
             if (!s->said_error++) {
@@ -1036,7 +1239,9 @@ void request_run(RevService *s)
             s->dropped++;
         }
         bk.at_ns = mono_ns();
-        s->back[wp.sample_identity().sequence_number().to64long()] = bk;
+        s->back[s->cyc ? h.seq
+                       : wp.sample_identity().sequence_number().to64long()] =
+            bk;
     }
 }
 
@@ -1046,10 +1251,27 @@ void ReplyListener::on_data_available(DataReader *rd)
     SampleInfo info;
     while (rd->take_next_sample(&b, &info) == ReturnCode_t::RETCODE_OK) {
         const GUID_t &to = info.related_sample_identity.writer_guid();
-        if (!info.valid_data || (to != s->rd_guid && to != s->wr_guid)) {
+        int64_t seq = info.related_sample_identity.sequence_number().to64long();
+        if (!info.valid_data) {
+            continue;
+        }
+        if (s->cyc) { // paired by the header rmw_cyclonedds's server echoes
+            CycHdr h;
+            Bytes plain;
+            const char *why = cyc_split(b, &h, &plain);
+            if (why) {
+                say_malformed(s->malformed, s->name + " (from DDS)",
+                              "an rmw_cyclonedds reply", b.size(), why);
+                continue;
+            }
+            if (memcmp(h.guid, s->cguid, 8) != 0) {
+                continue; // another DDS client's reply
+            }
+            seq = h.seq;
+            b.swap(plain);
+        } else if (to != s->rd_guid && to != s->wr_guid) {
             continue; // another DDS client's reply
         }
-        int64_t seq = info.related_sample_identity.sequence_number().to64long();
         std::lock_guard<std::mutex> lk(s->mu);
         auto it = s->back.find(seq);
         if (it == s->back.end()) {
@@ -1164,6 +1386,10 @@ std::unique_ptr<RevService> rev_open(const std::string &name,
     s->rd_guid = s->rd->guid();
     uint64_t g[2] = {uint64_t(real_ns()), uint64_t(random())};
     memcpy(s->gid, g, 16);
+    s->cyc = rm.cyc;
+    uint64_t cg = (uint64_t(random()) << 33) ^ (uint64_t(random()) << 2) ^
+                  uint64_t(real_ns());
+    memcpy(s->cguid, &cg, 8);
     s->th = std::thread(request_run, s.get());
     return s;
 }
@@ -1172,10 +1398,10 @@ void rev_summary(const RevService *s)
 {
     say("service %s (from DDS): %" PRIu64 " requests, %" PRIu64
         " replies, %" PRIu64 " unanswered, %" PRIu64 " errors, %" PRIu64
-        " refused (type hash)",
+        " refused (type hash), %" PRIu64 " malformed",
         s->name.c_str(), s->requests.load(), s->replies.load(),
-        s->dropped.load() + s->back.size(), s->errors.load(),
-        s->refused.load());
+        s->dropped.load() + s->back.size(), s->errors.load(), s->refused.load(),
+        s->malformed.load());
 }
 
 // This bridge's message in rmw_nerve's graph (graph.cpp's FORMAT 3).
@@ -1310,7 +1536,8 @@ void rev_reconcile(const std::map<std::string, RevRemote> &want)
 {
     for (auto it = revs.begin(); it != revs.end();) {
         auto w = want.find(it->first);
-        if (w != want.end() && w->second.type == it->second->type) {
+        if (w != want.end() && w->second.type == it->second->type &&
+            w->second.cyc == it->second->cyc) {
             ++it;
             continue;
         }
@@ -1359,9 +1586,9 @@ void rev_poll()
                 ReturnCode_t::RETCODE_OK &&
             pm.current_count > 0 && sm.current_count > 0) {
             s->served = true;
-            say("service %s [%s] of DDS served on nerve%s", s->name.c_str(),
-                s->type.c_str(),
-                s->hash.empty() ? " (no type hash known)" : "");
+            say("service %s [%s] of DDS served on nerve%s%s", s->name.c_str(),
+                s->type.c_str(), s->hash.empty() ? " (no type hash known)" : "",
+                s->cyc ? " (rmw_cyclonedds's request header)" : "");
         }
     }
     graph_publish(false); // every poll: the heartbeat
@@ -1395,6 +1622,28 @@ void rev_stop()
     graph_out = nullptr;
 }
 
+// A remote request writer came or went: its kind kept (req_writers).
+void req_writer_seen(
+    eprosima::fastrtps::rtps::WriterDiscoveryInfo::DISCOVERY_STATUS st,
+    const GUID_t &guid, const std::string &topic, bool cyc)
+{
+    using WDI = eprosima::fastrtps::rtps::WriterDiscoveryInfo;
+    const std::string suf = "Request";
+    if (topic.compare(0, 3, "rq/") != 0 || topic.size() < 3 + suf.size() ||
+        topic.compare(topic.size() - suf.size(), suf.size(), suf) != 0 ||
+        guid.guidPrefix == pp->guid().guidPrefix) {
+        return;
+    }
+    std::lock_guard<std::mutex> lk(mu);
+    if (st == WDI::REMOVED_WRITER) {
+        req_writers.erase(guid_key(guid));
+    } else if (req_writers.size() < kMaxWriters ||
+               req_writers.count(guid_key(guid))) {
+        req_writers[guid_key(guid)] = cyc;
+    }
+    req_writers_cv.notify_all();
+}
+
 // A DDS request writer discovered: one of another type hash is refused.
 // A DDS reply writer or request reader: a server, for FROM DDS.
 struct Discovery : DomainParticipantListener {
@@ -1419,7 +1668,8 @@ struct Discovery : DomainParticipantListener {
         remote_endpoint(p, true, info.status == RDI::REMOVED_READER,
                         info.info.guid(), info.info.topicName().to_string(),
                         info.info.typeName().to_string(),
-                        user_hash(info.info.m_qos.m_userData));
+                        user_hash(info.info.m_qos.m_userData),
+                        ud_has(info.info.m_qos.m_userData, "serviceid"));
     }
     void on_publisher_discovery(
         DomainParticipant *p,
@@ -1431,8 +1681,10 @@ struct Discovery : DomainParticipantListener {
         if (info.status != WDI::CHANGED_QOS_WRITER) {
             remote_endpoint(p, false, info.status == WDI::REMOVED_WRITER,
                             info.info.guid(), topic,
-                            info.info.typeName().to_string(), h);
+                            info.info.typeName().to_string(), h, false);
         }
+        req_writer_seen(info.status, info.info.guid(), topic,
+                        ud_has(info.info.m_qos.m_userData, "clientid"));
         if (info.status != WDI::DISCOVERED_WRITER || h.empty()) {
             return;
         }
