@@ -353,7 +353,7 @@ const size_t kEncap = 4;   // the CDR encapsulation header
 const size_t kCycHdr = 16; // {uint64 guid; int64 seq}, after the encapsulation
 
 struct CycHdr {
-    unsigned char guid[8];
+    unsigned char guid[8] = {};
     int64_t seq = 0;
 };
 
