@@ -115,3 +115,13 @@ def check(engine: str, case: Case, world: object) -> None:
     has = {c for c in table().cases if callable(getattr(world, c, None))}
     assert has == runs, f"{engine}: checks {sorted(has)} but {TABLE.name} runs {sorted(runs)}"
     getattr(world, case.name)()
+
+
+def test_of(engine: str):
+    """The module's test: every case of the table for ``engine``, run in
+    its module's ``world`` fixture (``test_conformance = test_of(ENGINE)``,
+    so pytest collects it there)."""
+    @pytest.mark.parametrize("case", params(engine))
+    def test_conformance(world: object, case: Case) -> None:
+        check(engine, case, world)
+    return test_conformance

@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from array import array
+from contextlib import closing
 from pathlib import Path
 from typing import Iterator
 
@@ -122,17 +123,11 @@ class World(conformance.Basics):
 
 @pytest.fixture(scope="module")
 def world() -> Iterator[World]:
-    with unique_names() as names:
-        w = World(names)
-        try:
-            yield w
-        finally:
-            w.close()
+    with unique_names() as names, closing(World(names)) as w:
+        yield w
 
 
-@pytest.mark.parametrize("case", conformance.params(ENGINE))
-def test_conformance(world: World, case: conformance.Case) -> None:
-    conformance.check(ENGINE, case, world)
+test_conformance = conformance.test_of(ENGINE)
 
 
 def test_table_is_checked(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Iterator, List
 
@@ -110,14 +111,8 @@ class World(conformance.Basics):
 
 @pytest.fixture(scope="module")
 def world(router: int) -> Iterator[World]:  # noqa: F811
-    with unique_names() as names:
-        w = World(router, names)
-        try:
-            yield w
-        finally:
-            w.close()
+    with unique_names() as names, closing(World(router, names)) as w:
+        yield w
 
 
-@pytest.mark.parametrize("case", conformance.params(ENGINE))
-def test_conformance(world: World, case: conformance.Case) -> None:
-    conformance.check(ENGINE, case, world)
+test_conformance = conformance.test_of(ENGINE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Iterator, List
 
@@ -107,14 +108,8 @@ class World(conformance.Basics):
 
 @pytest.fixture(scope="module")
 def world(ros: Roscore) -> Iterator[World]:
-    with unique_names(PREFIX) as names:
-        w = World(ros, names)
-        try:
-            yield w
-        finally:
-            w.close()
+    with unique_names(PREFIX) as names, closing(World(ros, names)) as w:
+        yield w
 
 
-@pytest.mark.parametrize("case", conformance.params(ENGINE))
-def test_conformance(world: World, case: conformance.Case) -> None:
-    conformance.check(ENGINE, case, world)
+test_conformance = conformance.test_of(ENGINE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Iterator
 
@@ -146,12 +147,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         except BaseException:
             r2.close()
             raise
-        try:
+        with closing(w):
             yield w
-        finally:
-            w.close()
 
 
-@pytest.mark.parametrize("case", conformance.params(ENGINE))
-def test_conformance(world: World, case: conformance.Case) -> None:
-    conformance.check(ENGINE, case, world)
+test_conformance = conformance.test_of(ENGINE)
