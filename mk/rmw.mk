@@ -34,7 +34,7 @@ test-rmw: $(ROS2_JAZZY_VENV)/.nerve-ros2 $(ROS2_KILTED_VENV)/.nerve-ros2 \
 	NERVE_RMW_LIB=$(abspath $(BUILD))/rmw_nerve/librmw_nerve_cpp.so \
 	    NERVE_ROS2_PYTHON=$(abspath $(ROS2_JAZZY_VENV))/bin/python \
 	    NERVE_RMW_SIGNAL_TRIES=$(RMW_SIGNAL_TRIES_JAZZY) NERVE_TEST_LIFE_STARTS=10 \
-	    NERVE_TEST_LIFE_C_STARTS=200 $(RMW_TEST)
+	    NERVE_TEST_LIFE_C_STARTS=200 NERVE_TEST_LARGE_SECONDS=10 $(RMW_TEST)
 	@echo "== rmw_nerve_cpp on ROS 2 Kilted"
 	@# Kilted runs every test of Jazzy's at a smaller scale (CI time; the
 	@# code is the same, built against Kilted's headers): the signal tests'

@@ -9,14 +9,13 @@ fastdds-loopback-<distro>.xml, as `nerve ros2 config` names it.
 The subscriber takes each frame as serialized CDR (raw=True) and reads
 the header from it, with a keep-last history of one second of frames.
 
-Run by hand, not in `make test`: NERVE_TEST_LARGE_SECONDS=10 (the length
-of the run) enables it. It holds on this 2-core host while the load
-average stays near 3 (every frame, about 13 s), but not with two more
-CPU-bound processes beside it or under the other builds' load (the Fast
-DDS reader's receive thread, starved, drops datagrams that are sent
-again), so it would fail on the loaded CI host; docs/ros2.md gives the
-numbers measured. Skipped (saying why) without it, or without `nerve
-ros2`'s nerve-ros2-dds."""
+`make test` runs it on Jazzy (mk/rmw.mk sets NERVE_TEST_LARGE_SECONDS=10,
+the length of the run); skipped, saying why, without that variable or
+without `nerve ros2`'s nerve-ros2-dds. As root the three processes run at
+nice -10 (data_path_priority), as a robot runs its data path above
+background work: at the default priority, make test's builds beside it
+starve the DDS subscriber's receive thread until the kernel drops
+datagrams (docs/ros2.md gives the numbers measured both ways)."""
 
 from __future__ import annotations
 
@@ -40,8 +39,8 @@ RATE = 30
 DEPTH = RATE
 
 if SECONDS <= 0:
-    pytest.skip("1080p at 30 Hz runs by hand: NERVE_TEST_LARGE_SECONDS=10 (not in make test: "
-                "on a loaded 2-core host the DDS subscriber's receive thread falls behind)",
+    pytest.skip("1080p at 30 Hz for NERVE_TEST_LARGE_SECONDS seconds (make test-rmw sets 10 on "
+                "Jazzy; the Kilted run, the same code, leaves it out for CI time)",
                 allow_module_level=True)
 need_rmw()
 NATIVE = need_bridge()
@@ -136,6 +135,43 @@ class Lines:
         return False
 
 
+def data_path_priority() -> None:
+    """Run in each of the three processes before it starts: as root, nice
+    -10, the priority a robot gives its data path over background work
+    (here: make test's builds and model checks beside the test, which at
+    the default priority starve the DDS subscriber's receive thread until
+    datagrams are lost); otherwise unchanged."""
+    if os.geteuid() == 0:
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+
+
+BUFFER_MAX = 4 << 20  # the large-data files' socket buffers
+SYSCTLS = [f"/proc/sys/net/core/{k}" for k in ("rmem_max", "wmem_max")]
+
+
+@pytest.fixture
+def socket_buffers():
+    """The kernel's cap on socket buffers at least the 4 MiB the shipped
+    files ask for, as docs/ros2.md tells users to set it: raised for the
+    test and put back after when root (a fresh Debian has 208 KiB), else
+    the test is skipped saying so."""
+    old = {p: int(open(p).read()) for p in SYSCTLS}
+    low = [p for p, v in old.items() if v < BUFFER_MAX]
+    if low and os.geteuid() != 0:
+        pytest.skip(f"{', '.join(low)} below {BUFFER_MAX} and not root to raise them "
+                    "(sysctl -w net.core.rmem_max=4194304 net.core.wmem_max=4194304)")
+    for p in low:
+        with open(p, "w") as f:
+            f.write(str(BUFFER_MAX))
+    try:
+        yield
+    finally:
+        for p in low:
+            with open(p, "w") as f:
+                f.write(str(old[p]))
+
+
+@pytest.mark.usefixtures("socket_buffers")
 def test_1080p_rmw_nerve_to_fastdds_every_frame(tmp_path):
     n = int(SECONDS * RATE)
     distro = "kilted" if "kilted" in PY else "jazzy"
@@ -157,16 +193,16 @@ def test_1080p_rmw_nerve_to_fastdds_every_frame(tmp_path):
         [sys.executable, "-m", "nerve_tools.ros2", "--domain", str(dds_domain),
          "--dds-config", "loopback", "--to-ros", f"{chan}:{topic}"],
         env=base, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True)
+        start_new_session=True, preexec_fn=data_path_priority)
     blog = Lines(bridge)
     sub = pub = None
     try:
         sub = subprocess.Popen([PY, "-c", SUB, topic, str(n), str(SECONDS + 60), str(DEPTH)], env=fast_env,
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, preexec_fn=data_path_priority)
         pub = subprocess.Popen([sys.executable, "-m", "nerve_tools.ros2.exec", "--lib", LIB, "--",
                                 PY, "-c", PUB, topic, str(go), str(n), str(RATE)],
                                env=dict(base, ROS_DOMAIN_ID=str(domain)),
-                               stdout=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, text=True, preexec_fn=data_path_priority)
         matched = blog.wait_for(f"to-ros {chan} matched 1 reader", 90)
         assert matched, "\n".join(blog.lines)
         go.touch()
