@@ -19,6 +19,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -493,6 +494,33 @@ def test_open_watch_counts_holders_not_stats(name):
         w.close()
 
 
+def test_open_watch_wakes_on_writers_only(name):
+    """The writer-lock watch sees a writer's release of the file (where a
+    lock holder's death shows), not readers' or tools' opens; a removed
+    name says so, and is watched again once it names a file."""
+    chan = name("bb-writers")
+    path = nerve.path(chan)
+    nerve.create(chan, slots=8, size=1 << 12).close()
+    w = blackbox.OpenWatch([path], blackbox.OpenWatch.WRITERS)
+    try:
+        w.events()  # the create's own release
+        nerve.stat(chan)
+        nerve.open(chan).close()
+        assert w.events() == []
+        nerve.open(chan, write=True).close()
+        assert [(p, m & w.IN_CLOSE_WRITE) for p, m in w.events()] == [(path, w.IN_CLOSE_WRITE)]
+        nerve.unlink(chan)
+        assert any(p == path and m & w.IN_ATTRIB for p, m in w.events())
+        assert not w.add(path)
+        nerve.create(chan, slots=8, size=1 << 12).close()
+        assert w.add(path)
+        w.events()
+        nerve.open(chan, write=True).close()
+        assert [p for p, _ in w.events()] == [path] and not w.overflow
+    finally:
+        w.close()
+
+
 def test_writer_died_holding_the_lock(name, tmp_path):
     locked = name("bb-locked")
     with nerve.create(locked, slots=64, size=1 << 16) as ch:
@@ -505,18 +533,26 @@ def test_writer_died_holding_the_lock(name, tmp_path):
         "    time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        # Only the lock's state can trigger: its holder is not watched by pidfd.
+        # Only the lock's state can trigger: its holder is not watched by
+        # pidfd. The check of every lock is an hour away, so the trigger
+        # comes from the event (the dead writer's file released).
         p = arm(locked, "--pre", "1s", "--post", "200ms", "-o", str(tmp_path), "--trigger-channel",
-                name("bb-trig"), "--no-holders")
+                name("bb-trig"), "--no-holders", "--lock-backstop", "3600s")
+        guard = threading.Timer(120, p.kill)  # bounded: a missed event fails, not hangs
+        guard.start()
         try:
+            killed_ns = nerve.now_ns()
             holder.kill()  # SIGKILL inside the reservation: the kernel marks the lock
             path, _ = written(p)
         finally:
+            guard.cancel()
             end(p)
     finally:
         stop(holder)
     rec = check(path)
     assert rec["kind"] == "lock-owner-death" and locked in rec["source"], rec
+    # Far below the backstop: a generous bound for a loaded host.
+    assert int(rec["time_ns"]) - killed_ns < 60e9, rec
     assert json.loads(rec["channels"])[locked]["last_state_seq"] == 1 or \
         json.loads(rec["channels"])[locked]["messages"] == 1
 

@@ -6,12 +6,15 @@ message, makes no system call, allocates nothing and is not woken per
 published message. It sleeps in poll(2) on the events it waits for: a
 pidfd of a watched process becoming readable, a message on the trigger
 channel (a thread blocked on the channel's futex passes it on through a
-pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd);
-and on a timer only for what has no event: the writer locks' owner-died
-flags and the opens and closes of the watched files (inotify, read then;
-see OpenWatch) every ``LOCK_CHECK_S``, the next silence deadline of a
---silence channel, the holder rescan, and, only with --when, --shadow or
-a task statistics channel, which read every message, ``TICK_S``.
+pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd),
+a writer's release of a watched channel's file (inotify; then that
+channel's writer lock is looked at: see OpenWatch and LOCK_BACKSTOP_S);
+and on a timer only for what has no event: the opens and closes of the
+watched files (inotify, read then) every ``OPENS_READ_S`` (only while
+holders are watched), every writer lock every ``LOCK_BACKSTOP_S``, the
+next silence deadline of a --silence channel, the holder rescan, and,
+only with --when, --shadow or a task statistics channel, which read
+every message, ``TICK_S``.
 
 At a trigger at CLOCK_MONOTONIC time T, each watched channel is copied
 oldest-first: the newest message committed at or before T - pre (the last
@@ -41,6 +44,7 @@ import argparse
 import collections
 import ctypes
 import datetime
+import errno
 import fnmatch
 import json
 import os
@@ -97,9 +101,18 @@ TICK_S = 0.05
 RESCAN_S = 120.0
 RESCAN_MIN_S = 1.0
 RESCAN_SETTLE_S = 0.5
-#: How often the writer locks of all watched channels are looked at (and at
-#: once after a watched process died).
-LOCK_CHECK_S = 2.0
+#: The writer lock of a watched channel is looked at when a writer's file
+#: of it was released (OpenWatch.WRITERS: a writer that died holding the
+#: lock released its file as it died), all of them when a watched process
+#: died or inotify lost events, and all every --lock-backstop (default
+#: LOCK_BACKSTOP_S) for what has no such event: a thread that died holding
+#: the lock in a process that lives on, a writer whose file a forked child
+#: still holds. Without inotify, every LOCK_POLL_S.
+LOCK_BACKSTOP_S = 60.0
+LOCK_POLL_S = 2.0
+#: How often the opens and closes of the watched files are read (for the
+#: holder rescan) when nothing else wakes the recorder.
+OPENS_READ_S = 2.0
 #: --ros2-service: the most seconds its helper process (rclpy) may take to start.
 ROS2_START_S = 30
 #: The channel `nerve blackbox trigger` publishes to (and any process may).
@@ -120,6 +133,13 @@ def duration(text: str) -> float:
     if not m:
         raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 10s, 500ms, 2m)")
     v = float(m.group(1)) * {"ms": 1e-3, "s": 1.0, None: 1.0, "m": 60.0, "min": 60.0}[m.group(2)]
+    return v
+
+
+def positive_duration(text: str) -> float:
+    v = duration(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
     return v
 
 
@@ -167,49 +187,90 @@ class Trigger(NamedTuple):
 
 
 class OpenWatch:
-    """inotify IN_OPEN and IN_CLOSE on the watched channels' files:
-    readable when a process opens or closes one. A holder keeps its
-    descriptor open (the library maps the file and keeps it), so only
-    opens not matched by a close can be a new holder; scanning every
-    process's mappings (as `nerve who` does) costs tens of milliseconds on
-    a busy host, so the recorder does it only then."""
+    """inotify on the watched channels' files, for two jobs.
 
+    HOLDERS (IN_OPEN, IN_CLOSE): readable when a process opens or closes
+    one. A holder keeps its file open (the library maps it: a mapping holds
+    the file until it is unmapped), so only opens not matched by a close
+    can be a new holder; scanning every process's mappings (as `nerve who`
+    does) costs tens of milliseconds on a busy host, so the recorder does
+    it only then. Not polled: tools that stat every channel each second
+    would wake the recorder each time; its events are read at each
+    wake-up, at least every OPENS_READ_S.
+
+    WRITERS (IN_CLOSE_WRITE, IN_ATTRIB, IN_DELETE_SELF): polled, the
+    moments a writer lock's owner can have died. Only writers take the
+    lock, and a writer opens its channel's file for writing; a process's
+    death releases its mappings and descriptors, and the kernel marks its
+    robust locks "owner died" before (exit_mm() handles the robust list,
+    then the mappings and files go), so the file's last release by a
+    writer, IN_CLOSE_WRITE, comes after the mark. Readers' and tools'
+    read-only opens (IN_CLOSE_NOWRITE) do not wake it. IN_ATTRIB and
+    IN_DELETE_SELF say that the name may now name another file (a channel
+    grown, or removed and made anew), to be watched again."""
+
+    IN_ATTRIB = 0x04
+    IN_CLOSE_WRITE = 0x08
+    IN_CLOSE = IN_CLOSE_WRITE | 0x10  # | IN_CLOSE_NOWRITE
     IN_OPEN = 0x20
-    IN_CLOSE = 0x08 | 0x10  # IN_CLOSE_WRITE | IN_CLOSE_NOWRITE
+    IN_DELETE_SELF = 0x400
     IN_Q_OVERFLOW = 0x4000
+    IN_IGNORED = 0x8000  # the watch is gone (its file was freed)
+    HOLDERS = IN_OPEN | IN_CLOSE
+    WRITERS = IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE_SELF
     EVENT = struct.Struct("=iIII")  # struct inotify_event: wd, mask, cookie, len
-    IN_NONBLOCK = os.O_NONBLOCK
-    IN_CLOEXEC = os.O_CLOEXEC
 
-    def __init__(self, paths: Sequence[str]) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = libc.inotify_init1(self.IN_NONBLOCK | self.IN_CLOEXEC)
+    def __init__(self, paths: Sequence[str], mask: int = HOLDERS) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self.mask = mask
+        self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             e = ctypes.get_errno()
             raise OSError(e, os.strerror(e), "inotify_init1")
-        for p in paths:
-            if libc.inotify_add_watch(self.fd, os.fsencode(p), self.IN_OPEN | self.IN_CLOSE) < 0:
-                e = ctypes.get_errno()
-                os.close(self.fd)
-                raise OSError(e, os.strerror(e), p)
+        self.paths: Dict[int, str] = {}  # watch descriptor -> path
         self.overflow = False  # the kernel's queue overflowed: events were lost
+        try:
+            for p in paths:
+                self.add(p)
+        except OSError:
+            os.close(self.fd)
+            raise
 
-    def drain(self) -> int:
-        """Read every pending event; the opens less the closes among them."""
-        net = 0
+    def add(self, path: str) -> bool:
+        """Watch the file the path names now (again: an inotify watch is
+        on a file, not a name). False if there is none; OSError if inotify
+        refuses (its limits)."""
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), self.mask)
+        if wd < 0:
+            e = ctypes.get_errno()
+            if e == errno.ENOENT:
+                return False
+            raise OSError(e, os.strerror(e), path)
+        self.paths[wd] = path
+        return True
+
+    def events(self) -> List[Tuple[str, int]]:
+        """Every pending event: (path, mask)."""
+        out = []
         while True:
             try:
                 buf = os.read(self.fd, 4096)
             except BlockingIOError:
-                return net
+                return out
             if not buf:
-                return net
+                return out
             at = 0
             while at + self.EVENT.size <= len(buf):
-                _wd, mask, _cookie, n = self.EVENT.unpack_from(buf, at)
-                net += bool(mask & self.IN_OPEN) - bool(mask & self.IN_CLOSE)
+                wd, mask, _cookie, n = self.EVENT.unpack_from(buf, at)
                 self.overflow = self.overflow or bool(mask & self.IN_Q_OVERFLOW)
+                path = self.paths.pop(wd, None) if mask & self.IN_IGNORED else self.paths.get(wd)
+                if path is not None:
+                    out.append((path, mask))
                 at += self.EVENT.size + n
+
+    def drain(self) -> int:
+        """Read every pending event; the opens less the closes among them."""
+        return sum(bool(m & self.IN_OPEN) - bool(m & self.IN_CLOSE) for _, m in self.events())
 
     def close(self) -> None:
         os.close(self.fd)
@@ -739,11 +800,21 @@ class Armed:
             except condition.ConditionError as e:
                 self._close_watches()
                 die(PROG, str(e))
+        self.opens: Optional[OpenWatch] = None    # holders (not polled)
+        self.writers: Optional[OpenWatch] = None  # writer locks (polled)
+        self.last_drain = 0.0  # when the opens were last read
+        self.by_path = {nerve.path(n): n for n in self.names}
+        try:
+            self.writers = OpenWatch(list(self.by_path), OpenWatch.WRITERS)
+        except OSError as e:  # no inotify (limits): look every LOCK_POLL_S
+            print(f"{PROG}: inotify: {e.strerror}; looking at the writer locks every "
+                  f"{self._lock_every():g} s", file=sys.stderr, flush=True)
         # Writer locks whose owner died (NERVE_LOCK_OWNER_DIED) when armed
-        # are not a trigger: only a death while armed is.
-        self.opens: Optional[OpenWatch] = None
+        # are not a trigger: only a death while armed is. Read once the
+        # writers are watched: a death after this read is an event.
         self.lock_dead: Dict[str, bool] = {n: bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
                                            for n, st in self._stats(self.names).items()}
+        self.last_lock_check = time.monotonic()
         self.incident: Optional[Incident] = None
         self.last_trigger_ns = 0
         self.recent: List[int] = []  # trigger times within the last minute
@@ -769,15 +840,13 @@ class Armed:
         self.open_since = 0.0  # when it became positive (time.monotonic)
         self.ros2: Optional[subprocess.Popen] = None
         self.last_scan = 0.0
-        self.last_lock_check = 0.0
         self.lock_check_due = False
         self.rescan_due = False
+        if self.writers is not None:
+            self.poller.register(self.writers.fd, select.POLLIN)
         if not args.no_holders:
             try:
-                self.opens = OpenWatch([nerve.path(n) for n in self.names])
-                # Not polled: a tool that stats every channel each second
-                # would wake the recorder each time. Its events are read at
-                # each wake-up, at least every LOCK_CHECK_S.
+                self.opens = OpenWatch(list(self.by_path))
             except OSError as e:  # no inotify (limits): scan every second
                 print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
                       file=sys.stderr, flush=True)
@@ -961,9 +1030,13 @@ class Armed:
         return True
 
     def _check(self, now: int) -> None:
+        self._drain_opens()
         # Deaths (the pidfd is readable once the process has exited), the
-        # wake pipe (a trigger message, a signal), the ROS 2 helper's calls.
+        # wake pipe (a trigger message, a signal), the ROS 2 helper's calls;
+        # the writers' closes are read below.
         for fd, _ in self.poller.poll(0):
+            if self.writers is not None and fd == self.writers.fd:
+                continue
             if fd == self.wake_r:
                 while True:
                     try:
@@ -1012,19 +1085,15 @@ class Armed:
             self._report_missed(tw, "task statistics")
         # Writers that died holding the lock (the kernel marks a robust
         # lock's word when its owner dies; the next writer recovers it, so
-        # the flag is seen unless a writer comes before the check): every
-        # LOCK_CHECK_S and at once after a watched process died. Silences:
-        # every tick, on the channels --silence names.
-        locks = self.lock_check_due or time.monotonic() - self.last_lock_check > LOCK_CHECK_S
-        names = self.names if locks else [n for n in self.names if self._silence_watched(n)]
-        if locks:
-            self.lock_check_due = False
-            self.last_lock_check = time.monotonic()
+        # the flag is seen unless a writer comes before the check): see
+        # _locks_due. Silences: every tick, on the channels --silence names.
+        locks = self._locks_due()
+        names = [n for n in self.names if n in locks or self._silence_watched(n)]
         for name, st in self._stats(names).items():
-            dead = bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
-            if locks and dead and not self.lock_dead.get(name):
-                self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
-            if locks:
+            if name in locks:
+                dead = bool(st.lock_flags & nerve.LOCK_OWNER_DIED)
+                if dead and not self.lock_dead.get(name):
+                    self.trigger("lock-owner-death", f"{name}: a writer died holding its lock", when=now)
                 self.lock_dead[name] = dead
             due = []
             for glob, limit in self.silence:
@@ -1040,6 +1109,48 @@ class Armed:
                                else now + int(limit * 1e9))
             if due:
                 self.silence_due[name] = min(due)
+
+    def _lock_every(self) -> float:
+        """The period of the check of every writer lock (LOCK_BACKSTOP_S)."""
+        every = self.args.lock_backstop
+        return every if self.writers is not None else min(every, LOCK_POLL_S)
+
+    def _locks_due(self) -> "set[str]":
+        """The channels whose writer lock to look at now, coalesced: those
+        whose file a writer released since the last look (OpenWatch.
+        WRITERS); all of them after a watched process died (it may have
+        held a lock), when inotify lost events (IN_Q_OVERFLOW), and every
+        _lock_every(). A name that may name another file now (IN_ATTRIB,
+        IN_DELETE_SELF: grown, or removed and made anew) is watched again
+        at once, and every name at each check of all (a file made anew
+        after the events)."""
+        due = set()
+        w = self.writers
+        if w is not None:
+            for path, mask in w.events():
+                due.add(self.by_path[path])
+                if mask & ~OpenWatch.IN_CLOSE_WRITE:
+                    self._rewatch(path)
+            if w.overflow:
+                w.overflow = False
+                self.lock_check_due = True
+        mono = time.monotonic()
+        if self.lock_check_due or mono - self.last_lock_check >= self._lock_every():
+            self.lock_check_due = False
+            self.last_lock_check = mono
+            if w is not None:
+                for path in self.by_path:
+                    self._rewatch(path)
+            return set(self.names)
+        return due
+
+    def _rewatch(self, path: str) -> None:
+        for w in (self.writers, self.opens):
+            if w is not None:
+                try:
+                    w.add(path)
+                except OSError:  # inotify's limits: the backstop still looks
+                    pass
 
     def _report_missed(self, w: "condition.Watch | TaskWatch", what: str) -> None:
         """Say when a channel read message by message lost messages before
@@ -1079,6 +1190,7 @@ class Armed:
         scan waits until the balance has stayed positive for
         RESCAN_SETTLE_S: an open whose close had not come yet when the
         events were read is no holder."""
+        self.last_drain = time.monotonic()
         if self.opens is None:
             return
         self.open_balance = max(0, self.open_balance + self.opens.drain())
@@ -1149,8 +1261,10 @@ class Armed:
             return TICK_S  # they read every message
         mono = time.monotonic()
         every = self._rescan_every()
-        due = [self.last_lock_check + LOCK_CHECK_S - mono,
+        due = [self.last_lock_check + self._lock_every() - mono,
                self.last_scan + every - mono]
+        if self.opens is not None:
+            due.append(self.last_drain + OPENS_READ_S - mono)
         if self.rescan_due:
             due.append(max(self.open_since + RESCAN_SETTLE_S, self.last_scan + RESCAN_MIN_S) - mono)
         if self.silence_due:
@@ -1162,8 +1276,9 @@ class Armed:
             self.incident.close()
         for fd in self.pidfds:
             os.close(fd)
-        if self.opens is not None:
-            self.opens.close()
+        for w in (self.opens, self.writers):
+            if w is not None:
+                w.close()
         self._close_watches()
         self._stop_ros2()
         self.trig.close()
@@ -1206,6 +1321,10 @@ def parser() -> argparse.ArgumentParser:
                    help="also trigger when this process dies")
     p.add_argument("--no-holders", action="store_true",
                    help="do not watch the processes that hold the watched channels")
+    p.add_argument("--lock-backstop", type=positive_duration, default=LOCK_BACKSTOP_S, metavar="DUR",
+                   help="look at every watched channel's writer lock this often besides when a "
+                   f"writer's file of it is released (default {LOCK_BACKSTOP_S:g}s; every "
+                   f"{LOCK_POLL_S:g}s at most without inotify)")
     p.add_argument("--silence", type=silence_spec, action="append", metavar="GLOB=DUR",
                    help="trigger when a channel matching GLOB has no message for DUR")
     p.add_argument("--when", type=when_spec, action="append", metavar="'CHAN: FIELD OP VALUE [clear OP VALUE]'",
