@@ -466,10 +466,15 @@ def test_armed_recorder_imports_only_what_it_uses():
     """The armed recorder's memory (under 16 MB, bench/blackbox_cost.py):
     nothing it does not use while armed is imported with it; asyncio
     (for nerve's get_async), dataclasses with inspect, the value
-    conditions with their decoders, subprocess (--ros2-service), mcap."""
+    conditions with their decoders, subprocess (--ros2-service), mcap;
+    the dump's file writer (mcap_fast, zlib), datetime, nerve.rt and
+    nerve.bridge; shutil (with bz2 and lzma), which argparse's help
+    formatter imports unless given a width; `nerve who`'s options."""
     heavy = ["asyncio", "concurrent.futures", "dataclasses", "inspect", "subprocess",
-             "nerve_tools.recording.condition", "numpy", "mcap"]
-    code = ("import sys, nerve_tools.recording.blackbox\n"
+             "nerve_tools.recording.condition", "numpy", "mcap", "nerve_tools.recording.mcap_fast",
+             "zlib", "datetime", "nerve.rt", "nerve.bridge", "shutil", "nerve_tools.options"]
+    code = ("import sys, nerve_tools.recording.blackbox as b, nerve_tools.monitor.who\n"
+            "b.parser().parse_args(['x'])\n"
             f"print(' '.join(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -12,11 +12,7 @@ it in place (:meth:`Channel.view`), and are told how many they missed.
 ...         img = msg.array(np.uint8, (1080, 1920, 3))   # no copy
 """
 
-from . import (
-    _nerve,
-    bridge,  # the bridge kernel: names, globs, ChannelDir, Budget
-    rt,  # real-time helpers and periodic loops
-)
+from . import _nerve
 from ._channel import (
     Channel,
     ChannelInfo,
@@ -77,7 +73,7 @@ __all__ = [
     "Metadata",
     "Reservation",
     "View",
-    "bridge",
+    "bridge",  # noqa: F405 (imported at its first use: __getattr__)
     "check",
     "create",
     "file_size",
@@ -86,7 +82,7 @@ __all__ = [
     "open",
     "parse_size",
     "path",
-    "rt",
+    "rt",  # noqa: F405 (imported at its first use: __getattr__)
     "stat",
     "unlink",
     "wait_any",
@@ -98,7 +94,20 @@ __all__ = [
 ]
 
 
+#: Submodules imported at their first use (nerve.rt, nerve.bridge), not by
+#: `import nerve`: a program that does not use them (a recorder that stays
+#: armed for days) does not keep them, nor datetime and array with rt.
+_LAZY = {
+    "bridge": "the bridge kernel: names, globs, ChannelDir, Budget",
+    "rt": "real-time helpers and periodic loops",
+}
+
+
 def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     # nerve.list, the name list_channels() had before: kept for old callers
     # without a module-level `list` that shadows the built-in.
     if name == "list":

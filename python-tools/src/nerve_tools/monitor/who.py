@@ -37,7 +37,6 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import nerve
 
-from .. import options
 from .._text import escape
 
 PROG = "nerve who"
@@ -302,6 +301,10 @@ def render(res: Scan) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
+    # Here, not at the top: `nerve blackbox` imports this module for scan()
+    # and keeps it while armed; options brings the bridge kernel's module.
+    from .. import options
+
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Show the processes that have channels open (from /proc/PID/maps: read-only "

@@ -43,9 +43,10 @@ from __future__ import annotations
 import argparse
 import collections
 import ctypes
-import datetime
 import errno
 import fnmatch
+import functools
+import importlib
 import json
 import os
 import re
@@ -75,15 +76,28 @@ from .._common import (
 from .._common import (
     select as select_channels,
 )
-from . import mcap_fast
 
 # Imported where used: the value conditions (--when) with their decoders,
-# and subprocess (--ros2-service), so that the armed recorder without them
-# stays small (dataclasses, with inspect, is not imported at all).
+# subprocess (--ros2-service), datetime (an incident's file name, dump
+# --at), and mcap_fast with zlib (at the first incident), so that the armed
+# recorder without them stays small (dataclasses, with inspect, is not
+# imported at all; nor is shutil: see _help_width).
 if TYPE_CHECKING:
     import subprocess
 
-    from . import condition
+    from . import condition, mcap_fast
+else:
+
+    class _FirstUse:
+        """A module imported when one of its attributes is first used."""
+
+        def __init__(self, name: str) -> None:
+            self._name = name
+
+        def __getattr__(self, attr: str) -> object:
+            return getattr(importlib.import_module(self._name, __package__), attr)
+
+    mcap_fast = _FirstUse(".mcap_fast")
 
 PROG = "nerve blackbox"
 LIBRARY = f"nerve-tools {__version__}"
@@ -738,6 +752,8 @@ class Incident:
 
 
 def incident_name(out: str, trigger: Trigger, offset: int) -> str:
+    import datetime
+
     wall = datetime.datetime.fromtimestamp((trigger.time_ns + offset) / 1e9, datetime.timezone.utc)
     base = f"incident-{wall.strftime('%Y%m%dT%H%M%S.%f')}Z-{trigger.kind}"
     path = os.path.join(out, base + ".mcap")
@@ -988,11 +1004,11 @@ class Armed:
 
     def _rescan(self) -> None:
         """Holders of watched channels (as `nerve who` finds them)."""
-        from ..monitor import who
-
         self.last_scan = time.monotonic()
         if self.args.no_holders:
             return
+        from ..monitor import who
+
         try:
             res = who.scan(self.names)
         except OSError:
@@ -1305,9 +1321,27 @@ def _add_window(p: argparse.ArgumentParser) -> None:
                    help="compression of the file's chunks (default none: the fastest dump)")
 
 
+def _help_width() -> int:
+    """The width argparse's help would take (the terminal's, as
+    shutil.get_terminal_size() finds it, less 2), found without importing
+    shutil, which its HelpFormatter does at every add_argument() and which
+    brings bz2, lzma and their libraries: 0.4 MB the armed recorder would
+    keep."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns - 2
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog=PROG,
+        prog=PROG, formatter_class=functools.partial(argparse.HelpFormatter, width=_help_width()),
         description="Flight recorder: armed on channels, it copies their rings into an MCAP "
         "file when something goes wrong (a watched process dies, a writer dies holding a "
         "channel's lock, a channel goes silent, a value crosses a limit (--when), a "
@@ -1370,6 +1404,8 @@ def trigger_main(argv: Sequence[str]) -> int:
 
 def parse_time(text: str, offset: int) -> int:
     """ISO 8601 wall-clock time or Unix seconds -> CLOCK_MONOTONIC ns."""
+    import datetime
+
     try:
         wall = float(text)
     except ValueError:
