@@ -216,6 +216,43 @@ def test_triggering_process_sigkilled(rig):
     assert rec["kind"] == "process-death" and str(rig["pub"].pid) in rec["source"]
 
 
+def _pidfds(pid: int) -> int:
+    fds = Path(f"/proc/{pid}/fd")
+    return sum(1 for f in fds.iterdir() if os.readlink(f) == "anon_inode:[pidfd]")
+
+
+def test_holder_that_comes_after_arming(name, tmp_path):
+    """A process that opens a watched channel after arming and keeps it
+    open is found (its open wakes the recorder, which then scans) and
+    watched: its death is a trigger. Found well before the periodic
+    rescan (RESCAN_S)."""
+    chan = name("bb-late")
+    with nerve.create(chan, slots=64, size=1 << 16) as ch:
+        ch.put(struct.pack("<Q", 1))
+    p = arm(chan, "--pre", "1s", "--post", "0s", "-o", str(tmp_path), "--trigger-channel", name("bb-trig"))
+    guard = threading.Timer(120, p.kill)  # bounded: a holder never found fails, not hangs
+    guard.start()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time, nerve\n"
+        f"ch = nerve.open({chan!r})\n"
+        "print('held', flush=True)\n"
+        "time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        deadline = time.monotonic() + blackbox.RESCAN_S / 2
+        while _pidfds(p.pid) == 0:  # the recorder watches it by pidfd
+            assert time.monotonic() < deadline, "the new holder was not found"
+            time.sleep(0.05)
+        holder.kill()
+        path, _ = written(p)
+    finally:
+        guard.cancel()
+        stop(holder)
+        end(p)
+    rec = read_mcap(path)["metadata"]["nerve.blackbox.trigger"]
+    assert rec["kind"] == "process-death" and str(holder.pid) in rec["source"], rec
+
+
 def test_named_pid_death(rig):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -9,12 +9,13 @@ channel (a thread blocked on the channel's futex passes it on through a
 pipe), a signal (SIGUSR1, through the same pipe: signal.set_wakeup_fd),
 a writer's release of a watched channel's file (inotify; then that
 channel's writer lock is looked at: see OpenWatch and LOCK_BACKSTOP_S);
-and on a timer only for what has no event: the opens and closes of the
-watched files (inotify, read then) every ``OPENS_READ_S`` (only while
-holders are watched), every writer lock every ``LOCK_BACKSTOP_S``, the
-next silence deadline of a --silence channel, the holder rescan, and,
-only with --when, --shadow or a task statistics channel, which read
-every message, ``TICK_S``.
+an open or close of a watched file while holders are watched (inotify;
+after one, the recorder does not poll for them for ``OPENS_READ_S``, so
+tools that stat every channel each second wake it at most that often);
+and on a timer only for what has no event: every writer lock every
+``LOCK_BACKSTOP_S``, the next silence deadline of a --silence channel,
+the holder rescan, and, only with --when, --shadow or a task statistics
+channel, which read every message, ``TICK_S``.
 
 At a trigger at CLOCK_MONOTONIC time T, each watched channel is copied
 oldest-first: the newest message committed at or before T - pre (the last
@@ -124,8 +125,10 @@ RESCAN_SETTLE_S = 0.5
 #: still holds. Without inotify, every LOCK_POLL_S.
 LOCK_BACKSTOP_S = 60.0
 LOCK_POLL_S = 2.0
-#: How often the opens and closes of the watched files are read (for the
-#: holder rescan) when nothing else wakes the recorder.
+#: After the opens and closes of the watched files (for the holder rescan)
+#: woke the recorder, it reads the next ones this long later: tools that
+#: stat every channel each second wake it at most this often, and a quiet
+#: host not at all.
 OPENS_READ_S = 2.0
 #: --ros2-service: the most seconds its helper process (rclpy) may take to start.
 ROS2_START_S = 30
@@ -208,9 +211,9 @@ class OpenWatch:
     the file until it is unmapped), so only opens not matched by a close
     can be a new holder; scanning every process's mappings (as `nerve who`
     does) costs tens of milliseconds on a busy host, so the recorder does
-    it only then. Not polled: tools that stat every channel each second
-    would wake the recorder each time; its events are read at each
-    wake-up, at least every OPENS_READ_S.
+    it only then. Polled, but after each wake-up by it not for
+    OPENS_READ_S (tools that stat every channel each second would wake
+    the recorder each time); its events are read at every wake-up.
 
     WRITERS (IN_CLOSE_WRITE, IN_ATTRIB, IN_DELETE_SELF): polled, the
     moments a writer lock's owner can have died. Only writers take the
@@ -243,6 +246,7 @@ class OpenWatch:
             raise OSError(e, os.strerror(e), "inotify_init1")
         self.paths: Dict[int, str] = {}  # watch descriptor -> path
         self.overflow = False  # the kernel's queue overflowed: events were lost
+        self.read = 0  # events read by the last drain()
         try:
             for p in paths:
                 self.add(p)
@@ -283,8 +287,11 @@ class OpenWatch:
                 at += self.EVENT.size + n
 
     def drain(self) -> int:
-        """Read every pending event; the opens less the closes among them."""
-        return sum(bool(m & self.IN_OPEN) - bool(m & self.IN_CLOSE) for _, m in self.events())
+        """Read every pending event; the opens less the closes among them
+        (``read``: how many events there were)."""
+        ev = self.events()
+        self.read = len(ev)
+        return sum(bool(m & self.IN_OPEN) - bool(m & self.IN_CLOSE) for _, m in ev)
 
     def close(self) -> None:
         os.close(self.fd)
@@ -463,6 +470,13 @@ def _oldest_time(ch: nerve.Channel, seq: int) -> Optional[int]:
     return t
 
 
+#: The plan reads a channel's oldest message as the stat found it; on a
+#: busy ring a writer may overwrite it in between: the plan looks again
+#: (a ring that turns over faster than a stat and a read, every time,
+#: is left out of the plan, as a channel gone is).
+PLAN_TRIES = 8
+
+
 def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
     """For each channel: the rate over what its ring holds and the window
     (in seconds) the ring holds at that rate (slots and data ring both
@@ -475,9 +489,15 @@ def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
         try:
             with nerve.open(name) as ch:
                 typ = ch.metadata.type or ""
-                st = ch.stat()
-                n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
-                oldest_ns = _oldest_time(ch, st.tail_seq) if n > 0 else None
+                for attempt in range(PLAN_TRIES):
+                    st = ch.stat()
+                    n = st.head_seq - st.tail_seq + 1 if st.head_seq else 0
+                    try:
+                        oldest_ns = _oldest_time(ch, st.tail_seq) if n > 0 else None
+                        break
+                    except nerve.Overwritten:  # a busy ring moved on since the stat
+                        if attempt == PLAN_TRIES - 1:
+                            raise
         except nerve.Error:
             continue
         if oldest_ns is None or n < 2 or st.newest_time_ns <= oldest_ns:
@@ -816,9 +836,10 @@ class Armed:
             except condition.ConditionError as e:
                 self._close_watches()
                 die(PROG, str(e))
-        self.opens: Optional[OpenWatch] = None    # holders (not polled)
+        self.opens: Optional[OpenWatch] = None    # holders (polled, with rests)
         self.writers: Optional[OpenWatch] = None  # writer locks (polled)
-        self.last_drain = 0.0  # when the opens were last read
+        self.opens_polled = False
+        self.opens_rest_until = 0.0  # > 0: the opens are not polled until then
         self.by_path = {nerve.path(n): n for n in self.names}
         try:
             self.writers = OpenWatch(list(self.by_path), OpenWatch.WRITERS)
@@ -863,6 +884,7 @@ class Armed:
         if not args.no_holders:
             try:
                 self.opens = OpenWatch(list(self.by_path))
+                self._poll_opens(True)
             except OSError as e:  # no inotify (limits): scan every second
                 print(f"{PROG}: inotify: {e.strerror}; looking for new holders every second",
                       file=sys.stderr, flush=True)
@@ -1014,7 +1036,7 @@ class Armed:
         except OSError:
             return
         finally:
-            self._drain_opens()  # the scan's own opens (lock holders)
+            self._drain_opens(own=True)  # the scan's own opens (lock holders)
             self.open_balance = 0
             self.rescan_due = False
             self.open_since = 0.0
@@ -1046,12 +1068,13 @@ class Armed:
         return True
 
     def _check(self, now: int) -> None:
+        self._rest_opens()  # first: it judges by what came while resting
         self._drain_opens()
         # Deaths (the pidfd is readable once the process has exited), the
         # wake pipe (a trigger message, a signal), the ROS 2 helper's calls;
-        # the writers' closes are read below.
+        # the writers' closes and the opens are read elsewhere.
         for fd, _ in self.poller.poll(0):
-            if self.writers is not None and fd == self.writers.fd:
+            if fd in (w.fd for w in (self.writers, self.opens) if w is not None):
                 continue
             if fd == self.wake_r:
                 while True:
@@ -1194,10 +1217,10 @@ class Armed:
                 out[name] = nerve.stat(name)
             except nerve.Error:
                 continue
-        self._drain_opens()
+        self._drain_opens(own=True)
         return out
 
-    def _drain_opens(self) -> None:
+    def _drain_opens(self, own: bool = False) -> None:
         """Count the watched files' opens and closes: a new holder keeps
         its file open, so a scan is due while opens outnumber closes.
         (A holder's close makes the balance negative; it is clamped at 0,
@@ -1205,17 +1228,40 @@ class Armed:
         as another closes: the rescan every RESCAN_S finds that one.) A
         scan waits until the balance has stayed positive for
         RESCAN_SETTLE_S: an open whose close had not come yet when the
-        events were read is no holder."""
-        self.last_drain = time.monotonic()
+        events were read is no holder. Events of others (not ``own``: the
+        recorder's own stats and scans) stop the polling of the opens for
+        OPENS_READ_S (_rest_opens)."""
         if self.opens is None:
             return
         self.open_balance = max(0, self.open_balance + self.opens.drain())
+        if self.opens.read and not own and not self.opens_rest_until:
+            self.opens_rest_until = time.monotonic() + OPENS_READ_S
+            self._poll_opens(False)
         if self.opens.overflow:  # events were lost: look anyway
             self.opens.overflow = False
             self.open_balance = max(self.open_balance, 1)
         if self.open_balance > 0 and not self.rescan_due:
             self.open_since = time.monotonic()
         self.rescan_due = self.open_balance > 0
+
+    def _rest_opens(self) -> None:
+        """Once OPENS_READ_S has passed since the opens woke the recorder:
+        read those that came meanwhile; none, and they are polled again,
+        else the rest goes on."""
+        if self.opens is None or not self.opens_rest_until or time.monotonic() < self.opens_rest_until:
+            return
+        self.opens_rest_until = 0.0
+        self._drain_opens()
+        if not self.opens_rest_until:
+            self._poll_opens(True)
+
+    def _poll_opens(self, on: bool) -> None:
+        assert self.opens is not None
+        if on and not self.opens_polled:
+            self.poller.register(self.opens.fd, select.POLLIN)
+        elif not on and self.opens_polled:
+            self.poller.unregister(self.opens.fd)
+        self.opens_polled = on
 
     def step(self) -> None:
         now = nerve.now_ns()
@@ -1279,8 +1325,8 @@ class Armed:
         every = self._rescan_every()
         due = [self.last_lock_check + self._lock_every() - mono,
                self.last_scan + every - mono]
-        if self.opens is not None:
-            due.append(self.last_drain + OPENS_READ_S - mono)
+        if self.opens_rest_until:
+            due.append(self.opens_rest_until - mono)
         if self.rescan_due:
             due.append(max(self.open_since + RESCAN_SETTLE_S, self.last_scan + RESCAN_MIN_S) - mono)
         if self.silence_due:
