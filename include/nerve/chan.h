@@ -319,8 +319,8 @@ NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name, uint32_t mode);
 /* Open channel `name` for reading (NERVE_O_READ) or reading and writing
  * (NERVE_O_WRITE), either with NERVE_O_LAZY or not, and store the handle
  * in *out. Never blocks on what is in /dev/shm; the header is validated
- * before anything else is read. The
- * handle holds one file descriptor until closed. Returns 0, or
+ * before anything else is read. The handle holds one file descriptor
+ * until closed. Returns 0, or
  * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
  * NERVE_ENOTCHAN (not a nerve channel, or not a regular file),
  * NERVE_EVERSION (other layout version), NERVE_EABI (other platform),
