@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,53 @@
 #include "nerve/nerve.h"
 #include "platform.h"
 #include "shm.h"
+
+/* n bytes of the channel file from offset off to out's file position, by
+ * the kernel. Returns 0, NERVE_ECORRUPT (the file ends first) or the
+ * write's -errno as it is (-EFBIG stays "File too large": not folded into
+ * a channel-creation code as nerve__err_from_errno() folds it). */
+static int send_range(int out, int in, uint64_t off, uint64_t n)
+{
+    off_t at = (off_t)off;
+    while (n > 0) {
+        ssize_t k = sendfile(out, in, &at, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -errno;
+        if (k == 0)
+            return NERVE_ECORRUPT;
+        n -= (uint64_t)k;
+    }
+    return 0;
+}
+
+/* The view's bytes are ring bytes [at, at + len) with at < data_size (a
+ * view's address is taken modulo data_size, BOUNDS in chan.c); the ring is
+ * the last data_size bytes of the file, so a message across the wrap is
+ * two ranges of the file. Validation afterwards as any view's (R3). */
+int nerve_chan_view_write(const nerve_chan *c, const struct nerve_view *view,
+                          int fd)
+{
+    if (!c)
+        return NERVE_EBADF;
+    if (!view || view->info.seq == 0 || !c->ring || !view->data)
+        return NERVE_EINVAL;
+    const unsigned char *p = view->data;
+    if (p < c->ring || p >= c->ring + c->data_size ||
+        view->info.len > c->data_size)
+        return NERVE_EINVAL;
+    const uint64_t ring_off = c->file_size - c->data_size;
+    const uint64_t at = (uint64_t)(p - c->ring);
+    const uint64_t len = view->info.len;
+    const uint64_t first = len < c->data_size - at ? len : c->data_size - at;
+    int r = send_range(fd, c->fd, ring_off + at, first);
+    if (r == 0 && len > first)
+        r = send_range(fd, c->fd, ring_off, len - first);
+    if (r)
+        return r;
+    return nerve__still_valid(c, view->info.seq) ? 0 : NERVE_ESTALE;
+}
 
 const char *nerve_chan_name(const nerve_chan *c)
 {

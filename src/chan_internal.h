@@ -52,6 +52,7 @@ struct nerve_chan {
     int fd;
     uint64_t ino, dev; /* the file's identity, for nerve_chan_renamed() */
     int writable;
+    int lazy;          /* NERVE_O_LAZY: the mapping is not pre-faulted */
     int wake_always;   /* NERVE__COMPAT_WAKE_ALWAYS, from open */
     nerve__a32 cancel; /* private futex word; 1 = cancelled */
     /* Open reservation (writable handles): */

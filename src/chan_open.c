@@ -1005,6 +1005,7 @@ static int handle_map(const char *name, int fd, uint32_t flags,
     snprintf(c->name, sizeof c->name, "%s", name);
     c->fd = fd;
     c->writable = (flags & NERVE_O_WRITE) != 0;
+    c->lazy = (flags & NERVE_O_LAZY) != 0;
     c->wake_always = (h->compat_flags & NERVE__COMPAT_WAKE_ALWAYS) != 0;
     c->nslots = g->nslots;
     c->data_size = g->data_size;
@@ -1017,7 +1018,7 @@ static int handle_map(const char *name, int fd, uint32_t flags,
         c->base = nerve__shm_map(fd, g->data_off, 0);
     } else {
         c->base = nerve__map_double(fd, g->file_size, g->data_off, g->data_size,
-                                    c->writable);
+                                    c->writable, !(flags & NERVE_O_LAZY));
     }
     if (!c->base) {
         int r = nerve__err_from_errno(errno);
@@ -1035,7 +1036,7 @@ static int handle_map(const char *name, int fd, uint32_t flags,
 int nerve__chan_open(const char *name, uint32_t flags, nerve_chan **out,
                      char *msg, size_t len)
 {
-    if (!out || (flags & ~(NERVE_O_WRITE | NERVE__O_HEADER)) ||
+    if (!out || (flags & ~(NERVE_O_WRITE | NERVE_O_LAZY | NERVE__O_HEADER)) ||
         (flags & NERVE_O_WRITE && flags & NERVE__O_HEADER))
         return NERVE_EINVAL;
     *out = NULL;
@@ -1200,7 +1201,9 @@ int nerve_chan_follow(nerve_chan **cp)
     if (c->reserved)
         return NERVE_EBUSY;
     nerve_chan *n;
-    int r = nerve_chan_open(c->name, c->writable ? NERVE_O_WRITE : 0, &n);
+    int r = nerve_chan_open(
+        c->name,
+        (c->writable ? NERVE_O_WRITE : 0) | (c->lazy ? NERVE_O_LAZY : 0), &n);
     if (r)
         return r;
     if (n->ino == c->ino && n->dev == c->dev) {

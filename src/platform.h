@@ -127,9 +127,10 @@ uint64_t nerve__pidns_id(void);
 
 /* Map `file_size` bytes of fd at a fresh address and the `data_size` bytes
  * at file offset `data_off` again directly after them, read-only or
- * read-write. Returns the base or NULL (errno set). */
+ * read-write, page tables built now (populate) or at first touch. Returns
+ * the base or NULL (errno set). */
 void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
-                        uint64_t data_size, int writable);
+                        uint64_t data_size, int writable, int populate);
 void nerve__unmap_double(void *base, uint64_t file_size, uint64_t data_size);
 
 /* ---- the system calls on files (fileops.c) ---- */

@@ -83,6 +83,12 @@ typedef struct nerve_chan nerve_chan;
 /* nerve_chan_open(): */
 #define NERVE_O_READ 0x0u  /* read-only: maps the channel read-only */
 #define NERVE_O_WRITE 0x1u /* read and write: needs write permission */
+#define NERVE_O_LAZY                                                           \
+    0x2u /* do not pre-fault the mapping: the open builds no page tables
+            for the data ring (a page is faulted in when first touched), so
+            opening a large ring is cheap and reading few of its messages,
+            or copying them out with nerve_chan_view_write(), touches few
+            pages; not for real-time readers, whose first reads would fault */
 
 /* nerve_chan_create(), in nerve_chan_opts.flags: */
 #define NERVE_C_EXIST_OK 0x1u /* reuse an existing channel of equal geometry */
@@ -311,9 +317,10 @@ NERVE_NODISCARD NERVE_API int nerve_chan_sweep_unused(const char *prefix,
 NERVE_NODISCARD NERVE_API int nerve_chan_chmod(const char *name, uint32_t mode);
 
 /* Open channel `name` for reading (NERVE_O_READ) or reading and writing
- * (NERVE_O_WRITE) and store the handle in *out. Never blocks on what is
- * in /dev/shm; the header is validated before anything else is read. The
- * handle holds one file descriptor until closed. Returns 0, or
+ * (NERVE_O_WRITE), either with NERVE_O_LAZY or not, and store the handle
+ * in *out. Never blocks on what is in /dev/shm; the header is validated
+ * before anything else is read. The handle holds one file descriptor
+ * until closed. Returns 0, or
  * NERVE_ENOENT, NERVE_EINVAL, NERVE_ENAMETOOLONG, NERVE_EACCES,
  * NERVE_ENOTCHAN (not a nerve channel, or not a regular file),
  * NERVE_EVERSION (other layout version), NERVE_EABI (other platform),
@@ -510,6 +517,22 @@ NERVE_NODISCARD NERVE_API int nerve_chan_view(nerve_chan *c, int64_t arg,
  * Thread: any.  Blocking: no.  RT: safe.  Signal: safe. */
 NERVE_NODISCARD NERVE_API int
 nerve_chan_view_check(const nerve_chan *c, const struct nerve_view *view);
+
+/* Write the bytes of `view` to file descriptor fd at its file position,
+ * copied by the kernel from the channel's file (sendfile: no copy in user
+ * space, no page of the mapping touched, so a handle opened NERVE_O_LAZY
+ * stays unfaulted), then validate as nerve_chan_view_check(). Returns 0 if
+ * the bytes written are the message's; NERVE_ESTALE if a writer began to
+ * overwrite it meanwhile (fd's position has advanced by the message's
+ * length, but the bytes are not the message: the caller discards them);
+ * NERVE_EINVAL for a view not of this handle; NERVE_ECORRUPT if the
+ * channel file ends before the message; a write error as -errno
+ * (-ENOSPC), with an unknown part written.
+ * Thread: one caller per handle.  Blocking: as a write to fd.
+ * RT: not safe (a system call per message).  Signal: not safe. */
+NERVE_NODISCARD NERVE_API int
+nerve_chan_view_write(const nerve_chan *c, const struct nerve_view *view,
+                      int fd);
 
 /* "missed" (nerve_get_info.missed), the one meaning that the C++, Python
  * and Rust bindings and the nerve command all report: the messages this

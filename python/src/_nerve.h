@@ -117,7 +117,7 @@ struct Chan {
     // `lead` of get/view (as nerve::Reader keeps it for its WaitPolicy).
     nerve::WaitRhythm rhythm;
 
-    Chan(const std::string &n, bool write);
+    Chan(const std::string &n, bool write, bool lazy = false);
     ~Chan();
     Chan(const Chan &) = delete;
     Chan &operator=(const Chan &) = delete;

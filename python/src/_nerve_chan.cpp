@@ -43,14 +43,13 @@ void chan_really_close(Chan &ch);
 } // namespace
 // ---- Chan: one open handle -------------------------------------------------
 
-Chan::Chan(const std::string &n, bool write)
+Chan::Chan(const std::string &n, bool write, bool lazy)
     : name(n), writable(write), hint(MIN_HINT)
 {
     nerve_chan *h = nullptr;
-    int rc = without_gil([&] {
-        return nerve_chan_open(n.c_str(), write ? NERVE_O_WRITE : NERVE_O_READ,
-                               &h);
-    });
+    const uint32_t flags =
+        (write ? NERVE_O_WRITE : NERVE_O_READ) | (lazy ? NERVE_O_LAZY : 0u);
+    int rc = without_gil([&] { return nerve_chan_open(n.c_str(), flags, &h); });
     if (rc != 0) {
         raise_nerve(rc, n.c_str());
     }
@@ -996,7 +995,8 @@ void bind_chan(nb::module_ &m)
     nb::class_<Chan>(m, "Chan",
                      "An open channel handle (native base of "
                      "nerve.Channel).")
-        .def(nb::init<const std::string &, bool>(), "name"_a, "write"_a = false)
+        .def(nb::init<const std::string &, bool, bool>(), "name"_a,
+             "write"_a = false, "lazy"_a = false)
         .def("put", &chan_put, "data"_a, nb::kw_only(),
              "timeout"_a = nb::none(),
              "Append a copy of data (bytes, any buffer, numpy array) as one "

@@ -19,7 +19,9 @@
 
 #include <nanobind/stl/string.h>
 
+#include <cerrno>
 #include <new>
+#include <unistd.h>
 #include <vector>
 
 namespace nerve_py {
@@ -62,8 +64,9 @@ const char *stop_name(Stop s)
 
 // What one call copied (the Python object McapRun).
 struct McapRun {
-    nb::bytes data;  // the records, back to back
-    nb::bytes index; // (log time, offset in chunk) pairs, native u64
+    nb::bytes data;    // the records, back to back (mcap_messages only)
+    uint64_t size = 0; // bytes of records (written to the file, or in data)
+    nb::bytes index;   // (log time, offset in chunk) pairs, native u64
     uint64_t count = 0;
     uint64_t missed = 0;
     int64_t first_ns = 0; // commit times of the first and last record
@@ -159,6 +162,132 @@ struct Copy {
             last_ns = info.time_ns;
             last_seq = info.seq;
             last_len = info.len;
+        }
+    }
+};
+
+// All of n bytes to fd at its position: 0 or -errno.
+int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k < 0) {
+            return -errno;
+        }
+        p += k;
+        n -= size_t(k);
+    }
+    return 0;
+}
+
+// The copy loop of mcap_messages_to_file: records written straight to a
+// file at its position, which starts at the chunk's records (`base`). Each
+// record's header by write(), its payload by nerve_chan_view_write(): the
+// kernel copies it from the channel file, so nothing is copied here and no
+// page of the ring is touched (a handle opened lazily stays unfaulted). A
+// message a writer overwrote while it was written, and a record a write
+// error cut short, are taken back: the file position returns to the
+// record's start. The overwritten message was NEXT's, so the library's
+// count will never include it: it is counted here. Runs without the GIL.
+struct FileCopy {
+    // in
+    uint16_t cid;
+    int64_t end_ns;
+    uint64_t offset;
+    uint64_t max_bytes;
+    bool count_first;
+    int fd;
+    off_t base;
+    // out
+    uint64_t used = 0;
+    std::vector<uint64_t> index;
+    uint64_t count = 0, missed = 0, last_seq = 0, last_len = 0, next_seq = 0;
+    int64_t first_ns = 0, last_ns = 0;
+    int rc = 0;
+    bool file_error = false; // rc is -errno of the file's write
+    Stop stop = Stop::caught_up;
+
+    void rewind()
+    {
+        if (lseek(fd, base + off_t(used), SEEK_SET) < 0 && rc == 0) {
+            rc = -errno;
+            file_error = true;
+        }
+    }
+
+    void run(nerve_chan *c)
+    {
+        for (;;) {
+            if (used >= max_bytes) {
+                stop = Stop::full;
+                return;
+            }
+            struct nerve_view v;
+            int r = nerve_chan_view(c, 0, 0, &v, NERVE_GET_NEXT);
+            if (r == NERVE_EAGAIN) {
+                stop = Stop::caught_up;
+                return;
+            }
+            if (r != 0) {
+                rc = r;
+                return;
+            }
+            const bool counting = count_first || count;
+            if (counting) {
+                missed += v.info.missed;
+            }
+            if (v.info.time_ns > end_ns) {
+                next_seq = v.info.seq;
+                stop = Stop::end;
+                return;
+            }
+            try {
+                if (index.size() + 2 > index.capacity()) {
+                    index.reserve(2 * index.capacity() + 2);
+                }
+            } catch (const std::bad_alloc &) {
+                rc = NERVE_ENOMEM; // nothing counted: read again next call
+                return;
+            }
+            const uint64_t t = uint64_t(v.info.time_ns) + offset;
+            char head[RECORD_HEAD];
+            head[0] = static_cast<char>(OP_MESSAGE);
+            put_le(head + 1, RECORD_FIXED + v.info.len, 8);
+            put_le(head + 9, cid, 2);
+            put_le(head + 11, v.info.seq & 0xFFFFFFFFu, 4);
+            put_le(head + 15, t, 8);
+            put_le(head + 23, t, 8);
+            r = write_all(fd, head, RECORD_HEAD);
+            if (r == 0) {
+                r = nerve_chan_view_write(c, &v, fd);
+            }
+            if (r == NERVE_ESTALE) {
+                missed += counting ? 1 : 0;
+                rewind();
+                if (rc != 0) {
+                    return;
+                }
+                continue;
+            }
+            if (r != 0) {
+                rc = r; // not counted: the next call reads it again
+                file_error = r != NERVE_EINVAL && r != NERVE_ECORRUPT;
+                rewind();
+                return;
+            }
+            index.push_back(t);
+            index.push_back(used);
+            used += RECORD_HEAD + v.info.len;
+            if (!count) {
+                first_ns = v.info.time_ns;
+            }
+            count++;
+            last_ns = v.info.time_ns;
+            last_seq = v.info.seq;
+            last_len = v.info.len;
         }
     }
 };
@@ -264,6 +393,57 @@ McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
     }
     McapRun out;
     out.data = nb::steal<nb::bytes>(data);
+    out.size = cp.used;
+    out.index = nb::bytes(cp.index.data(), cp.index.size() * sizeof(uint64_t));
+    out.count = cp.count;
+    out.missed = cp.missed;
+    out.first_ns = cp.first_ns;
+    out.last_ns = cp.last_ns;
+    out.next_seq = cp.next_seq;
+    out.stop = stop_name(cp.stop);
+    return out;
+}
+
+McapRun mcap_messages_to_file(Chan &ch, int fd, int64_t channel_id, int64_t seq,
+                              int64_t end_ns, int64_t time_offset,
+                              int64_t max_bytes, bool count_first_missed)
+{
+    check_mcap_args(channel_id, seq, time_offset, 0, max_bytes);
+    nerve_chan *c = ch.use();
+    const off_t base = lseek(fd, 0, SEEK_CUR);
+    if (base < 0) {
+        raise_nerve(-errno, ch.name.c_str(), "the file to write to");
+    }
+    FileCopy cp{uint16_t(channel_id),
+                end_ns,
+                uint64_t(time_offset),
+                uint64_t(max_bytes),
+                count_first_missed,
+                fd,
+                base};
+    nerve_chan_seek(c, uint64_t(seq) - 1);
+    {
+        WaitGuard guard({&ch});
+        nb::gil_scoped_release unlocked;
+        cp.run(c);
+    }
+    if (cp.rc != 0 && cp.count == 0 && cp.file_error) {
+        errno = -cp.rc; // as any failed write of a Python file
+        PyErr_SetFromErrno(PyExc_OSError);
+        throw nb::python_error();
+    }
+    if (cp.rc != 0 && cp.count == 0) {
+        raise_nerve(cp.rc, ch.name.c_str());
+    }
+    if (cp.rc != 0) {
+        cp.stop = Stop::error;
+    }
+    if (cp.stop != Stop::end) {
+        cp.next_seq = cp.count ? cp.last_seq + 1 : uint64_t(seq);
+    }
+    McapRun out;
+    out.data = nb::bytes("", 0);
+    out.size = cp.used;
     out.index = nb::bytes(cp.index.data(), cp.index.size() * sizeof(uint64_t));
     out.count = cp.count;
     out.missed = cp.missed;
@@ -281,6 +461,7 @@ void bind_mcap(nb::module_ &m)
     nb::class_<McapRun>(m, "McapRun",
                         "What one mcap_messages() call copied (read-only).")
         .def_ro("data", &McapRun::data)
+        .def_ro("size", &McapRun::size)
         .def_ro("index", &McapRun::index)
         .def_ro("count", &McapRun::count)
         .def_ro("missed", &McapRun::missed)
@@ -291,6 +472,10 @@ void bind_mcap(nb::module_ &m)
     m.def("mcap_messages", &mcap_messages, "chan"_a, "channel_id"_a, "seq"_a,
           "end_ns"_a, nb::kw_only(), "time_offset"_a = 0, "chunk_offset"_a = 0,
           "max_bytes"_a = int64_t(1) << 20, "count_first_missed"_a = true);
+    m.def("mcap_messages_to_file", &mcap_messages_to_file, "chan"_a, "fd"_a,
+          "channel_id"_a, "seq"_a, "end_ns"_a, nb::kw_only(),
+          "time_offset"_a = 0, "max_bytes"_a = int64_t(1) << 20,
+          "count_first_missed"_a = true);
 }
 
 } // namespace nerve_py

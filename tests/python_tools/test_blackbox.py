@@ -154,12 +154,14 @@ def check(path: Path, expect_missed_zero: bool = True, unnumbered: Tuple[str, ..
 def rig(name, tmp_path):
     """Three channels at 1 kHz (a 256-slot ring: too small for 1 s, large
     enough that a loaded host keeps up over the 300 ms after), 100 Hz
-    and 4 Hz, of mixed sizes; a trigger channel; a publisher process."""
+    and 4 Hz, of mixed sizes (the 4 Hz one's 128 KiB messages are copied
+    file to file, blackbox.FILE_COPY_MIN); a trigger channel; a publisher
+    process."""
     fast, mid, slow, trig = name("bb-fast"), name("bb-mid"), name("bb-slow"), name("bb-trig")
     nerve.create(fast, slots=256, size=1 << 16).close()
     nerve.create(mid, slots=1024, size=1 << 20).close()
-    nerve.create(slow, slots=16, size=1 << 16).close()
-    pub = publish(f"{fast}:1000:64", f"{mid}:100:2048", f"{slow}:4:32")
+    nerve.create(slow, slots=16, size=4 << 20).close()
+    pub = publish(f"{fast}:1000:64", f"{mid}:100:2048", f"{slow}:4:{128 << 10}")
     time.sleep(1.5)  # the rings fill
     yield {"fast": fast, "mid": mid, "slow": slow, "trig": trig, "pub": pub, "out": tmp_path / "inc",
            "prefix": name.prefix}

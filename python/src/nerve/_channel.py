@@ -552,15 +552,18 @@ def create(
     return Channel(name, True)
 
 
-def open(name: str, write: bool = False) -> Channel:
+def open(name: str, write: bool = False, lazy: bool = False) -> Channel:
     """Open an existing channel, read-only unless ``write``. Readers need
-    only read permission and never write to the channel.
+    only read permission and never write to the channel. With ``lazy``
+    the ring's pages are not faulted in at open (NERVE_O_LAZY): cheap for
+    a large ring of which few messages are read, not for a real-time
+    reader, whose first reads would fault.
 
     The new handle's cursor is just before the oldest message present now:
     ``get()`` returns that message with ``missed`` 0, and ``missed`` counts
     only messages this handle could have had and did not get, never the
     history before it opened (the C library's one meaning, nerve/chan.h)."""
-    return Channel(name, write)
+    return Channel(name, write, lazy)
 
 
 def unlink(name: str) -> None:

@@ -17,7 +17,7 @@ class Span:
     def valid(self) -> bool: ...
 
 class Chan:
-    def __init__(self, name: str, write: bool = False) -> None: ...
+    def __init__(self, name: str, write: bool = False, lazy: bool = False) -> None: ...
     def put(self, data: Any, *, timeout: Optional[float] = None) -> int:
         """Append a copy of data (bytes, any buffer, numpy array) as one
         message and return its sequence number. ``timeout`` (seconds, None
@@ -195,7 +195,8 @@ def _set_hooks(
 # MCAP records (_nerve_mcap.cpp), for nerve blackbox's dump.
 class McapRun:
     """What one mcap_messages() call copied (read-only)."""
-    data: bytes  # the Message records, back to back
+    data: bytes  # the Message records, back to back (mcap_messages only)
+    size: int  # bytes of records (in data, or written to the file)
     index: bytes  # (log time, offset in the chunk) per record, native u64
     count: int
     missed: int
@@ -219,6 +220,17 @@ def mcap_messages(
     "error": the next call raises it; with none copied, this one raises).
     Index offsets start at ``chunk_offset``. Raises ValueError for a bad
     argument or a closed handle, Busy while another thread waits on it."""
+def mcap_messages_to_file(
+    chan: Chan, fd: int, channel_id: int, seq: int, end_ns: int, *, time_offset: int = 0,
+    max_bytes: int = 1 << 20, count_first_missed: bool = True
+) -> McapRun:
+    """As mcap_messages(), but the records are written to file descriptor
+    ``fd`` at its position (which is where index offsets start): each
+    header by write(), each payload by nerve_chan_view_write() (the kernel
+    copies it from the channel file; nothing passes through this process).
+    A message overwritten while it was written is taken back (fd's position
+    returns to the record's start) and counted in ``missed``; ``data`` is
+    empty and ``size`` says how many bytes were written."""
 
 # Real-time helpers (include/nerve/rt.h); typed wrappers in nerve.rt.
 RT_OTHER: int

@@ -51,6 +51,8 @@ pub const NERVE_FOREVER: i64 = i64::MIN;
 pub const NERVE_O_READ: u32 = 0x0;
 /// `NERVE_O_WRITE`: open for reading and writing.
 pub const NERVE_O_WRITE: u32 = 0x1;
+/// `NERVE_O_LAZY`: do not pre-fault the mapping (pages fault in when first touched).
+pub const NERVE_O_LAZY: u32 = 0x2;
 /// `NERVE_C_EXIST_OK`: reuse an existing channel of equal geometry.
 pub const NERVE_C_EXIST_OK: u32 = 0x1;
 /// `NERVE_C_WAKE_ALWAYS`: wake waiting readers on every put.
@@ -425,6 +427,7 @@ extern "C" {
         flags: u32,
     ) -> c_int;
     pub fn nerve_chan_view_check(c: *const nerve_chan, view: *const nerve_view) -> c_int;
+    pub fn nerve_chan_view_write(c: *const nerve_chan, view: *const nerve_view, fd: c_int) -> c_int;
     pub fn nerve_chan_cursor(c: *const nerve_chan) -> u64;
     pub fn nerve_chan_seek(c: *mut nerve_chan, seq: u64);
     pub fn nerve_chan_cancel(c: *mut nerve_chan);

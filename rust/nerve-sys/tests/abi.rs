@@ -146,6 +146,7 @@ fn constants(out: &mut String) {
         ("NERVE_WAIT_MAX", NERVE_WAIT_MAX as i128),
         ("NERVE_O_READ", NERVE_O_READ as i128),
         ("NERVE_O_WRITE", NERVE_O_WRITE as i128),
+        ("NERVE_O_LAZY", NERVE_O_LAZY as i128),
         ("NERVE_C_EXIST_OK", NERVE_C_EXIST_OK as i128),
         ("NERVE_C_WAKE_ALWAYS", NERVE_C_WAKE_ALWAYS as i128),
         ("NERVE_GET_NEXT", NERVE_GET_NEXT as i128),

@@ -22,7 +22,7 @@ uint32_t nerve__page_size(void)
 }
 
 void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
-                        uint64_t data_size, int writable)
+                        uint64_t data_size, int writable, int populate)
 {
     uint64_t total = file_size + data_size;
     if (total < file_size || total > (uint64_t)SIZE_MAX) {
@@ -37,8 +37,9 @@ void *nerve__map_double(int fd, uint64_t file_size, uint64_t data_off,
     /* MAP_POPULATE: the pages exist already (creation reserved them), so
      * this only builds the page tables now, at open, instead of taking a
      * minor fault per page on the first put or get that touches it -- a
-     * fault is a kernel entry on the hot path (256 per MiB of ring). */
-    int flags = MAP_SHARED | MAP_FIXED | MAP_POPULATE;
+     * fault is a kernel entry on the hot path (256 per MiB of ring).
+     * Without populate (NERVE_O_LAZY) a page is faulted in when touched. */
+    int flags = MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0);
     if (nerve__file->mmap(base, file_size, prot, flags, fd, 0) == MAP_FAILED ||
         nerve__file->mmap(base + file_size, data_size, prot, flags, fd,
                           (off_t)data_off) == MAP_FAILED) {

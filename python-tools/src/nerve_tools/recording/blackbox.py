@@ -427,14 +427,15 @@ class TaskWatch:
 class ChannelDump:
     """One channel's part of an incident."""
 
-    __slots__ = ("name", "pre_s", "post_s", "ch", "next_seq", "mcap_id", "messages", "missed",
-                 "last_state_seq", "first_ns", "last_ns", "done")
+    __slots__ = ("name", "pre_s", "post_s", "ch", "to_file", "next_seq", "mcap_id", "messages",
+                 "missed", "last_state_seq", "first_ns", "last_ns", "done")
 
-    def __init__(self, name: str, pre_s: float, post_s: float, ch: nerve.Channel) -> None:
+    def __init__(self, name: str, pre_s: float, post_s: float, ch: nerve.Channel, to_file: bool) -> None:
         self.name = name
         self.pre_s = pre_s
         self.post_s = post_s
         self.ch = ch
+        self.to_file = to_file   # payloads copied file to file (large messages)
         self.next_seq = 0        # next sequence number to copy
         self.mcap_id = 0
         self.messages = 0
@@ -487,7 +488,7 @@ def plan(names: Sequence[str], windows: "Windows") -> List[PlanRow]:
     for name in names:
         pre, _post = windows.of(name)
         try:
-            with nerve.open(name) as ch:
+            with nerve.open(name, lazy=True) as ch:  # reads one message
                 typ = ch.metadata.type or ""
                 for attempt in range(PLAN_TRIES):
                     st = ch.stat()
@@ -575,6 +576,13 @@ class DumpHeap:
             libc.malloc_trim(0)
 
 
+#: A channel whose messages average this many bytes or more has them
+#: copied file to file (Incident._copy): no copy through this process and
+#: no page of its ring mapped (the ring is opened lazily), so a window of
+#: a GB costs one kernel copy into the file; such chunks carry no CRC.
+FILE_COPY_MIN = 64 << 10
+
+
 class Incident:
     """One MCAP file: the windows of every watched channel around one or
     more (merged) triggers."""
@@ -595,11 +603,14 @@ class Incident:
         for name in names:
             pre, post = windows.of(name)
             try:
-                ch = nerve.open(name)
+                ch = nerve.open(name, lazy=True)
             except nerve.Error:
                 self.missing.append(name)
                 continue
-            d = ChannelDump(name, pre, post, ch)
+            st = ch.stat()
+            to_file = not self._writer.compression and bool(st.head_seq) and (
+                st.bytes_total // st.head_seq >= FILE_COPY_MIN)
+            d = ChannelDump(name, pre, post, ch, to_file)
             self._register(d)
             self._start(d)
             self.channels.append(d)
@@ -703,10 +714,16 @@ class Incident:
         w = self._writer
         counting = bool(d.last_state_seq or d.messages)
         while True:
-            run = _nerve.mcap_messages(
-                d.ch, d.mcap_id, d.next_seq, end, time_offset=self.offset, chunk_offset=w.size,
-                max_bytes=w.chunk_size - w.size, count_first_missed=counting)
-            w.add_records(d.mcap_id, run.data, run.index)
+            if d.to_file:
+                run = w.add_file_records(d.mcap_id, functools.partial(
+                    _nerve.mcap_messages_to_file, d.ch, channel_id=d.mcap_id, seq=d.next_seq,
+                    end_ns=end, time_offset=self.offset, max_bytes=w.chunk_size,
+                    count_first_missed=counting))
+            else:
+                run = _nerve.mcap_messages(
+                    d.ch, d.mcap_id, d.next_seq, end, time_offset=self.offset, chunk_offset=w.size,
+                    max_bytes=w.chunk_size - w.size, count_first_missed=counting)
+                w.add_records(d.mcap_id, run.data, run.index)
             d.missed += run.missed
             d.next_seq = run.next_seq
             if run.count:

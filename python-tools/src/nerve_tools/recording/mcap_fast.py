@@ -27,11 +27,12 @@ CRCs validated (tests/python_tools/test_blackbox.py)."""
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 import zlib
 from array import array
-from typing import IO, Dict, List, Tuple
+from typing import IO, Any, Callable, Dict, List, Tuple
 
 MAGIC = b"\x89MCAP0\r\n"
 OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK = 1, 2, 3, 4, 5, 6
@@ -42,6 +43,10 @@ OP_METADATA_INDEX, OP_SUMMARY_OFFSET, OP_DATA_END = 13, 14, 15
 MESSAGE = struct.Struct("<BQHIQQ")
 MESSAGE_FIXED = MESSAGE.size - 9  # of the record length: all but the payload
 _U64 = struct.Struct("<Q")
+#: An uncompressed chunk's record up to its records: opcode, length, start
+#: and end time, records size, CRC, compression "" (its length), records
+#: length.
+CHUNK_HEAD = 1 + 8 + 8 + 8 + 8 + 4 + 4 + 8
 _BIG_ENDIAN = sys.byteorder == "big"
 
 
@@ -160,7 +165,6 @@ class Writer:
         """Write the open chunk (if it holds a message) and its indexes."""
         if not self.parts:
             return
-        start_ns, end_ns = self.chunk_start, self.chunk_end
         records: List[bytes] = self.parts
         if len(records) > 64:  # small messages: one join, one CRC
             records = [b"".join(records)]
@@ -179,12 +183,57 @@ class Writer:
 
                 records = [lz4.frame.compress(raw)]
             stored = len(records[0])
-        head = (_U64.pack(start_ns) + _U64.pack(end_ns) + _U64.pack(self.size)
-                + struct.pack("<I", crc) + _str(self.compression) + _U64.pack(stored))
+        head = self._chunk_head(crc, stored)
         start = self.pos
         self._write(struct.pack("<BQ", OP_CHUNK, len(head) + stored) + head)
         self.stream.writelines(records)
         self.pos += stored
+        self._indexes(start, stored)
+
+    def _chunk_head(self, crc: int, stored: int) -> bytes:
+        """The open chunk's Chunk record after its opcode and length."""
+        return (_U64.pack(self.chunk_start) + _U64.pack(self.chunk_end) + _U64.pack(self.size)
+                + struct.pack("<I", crc) + _str(self.compression) + _U64.pack(stored))
+
+    def add_file_records(self, cid: int, fill: Callable[[int], Any]) -> Any:
+        """One chunk of channel cid's Message records written straight to
+        the file by ``fill(fd)`` (nerve's ``_nerve.mcap_messages_to_file``:
+        the kernel copies each payload from the channel's file) at the
+        file descriptor's position, where the chunk's records begin; fill
+        returns what it wrote (``size``, ``count``, ``index`` as for
+        :meth:`add_records`, offsets from the records' start). The chunk's
+        head is written after, once its length is known. Its CRC is 0,
+        which MCAP defines as "not computed": the records never pass
+        through this process. Uncompressed files only. Returns fill's
+        result."""
+        if self.compression:
+            raise ValueError("records written to the file cannot be compressed")
+        self.flush()
+        self.stream.flush()
+        fd = self.stream.fileno()
+        start = self.pos
+        os.lseek(fd, start + CHUNK_HEAD, os.SEEK_SET)
+        try:
+            run = fill(fd)
+        finally:
+            self.stream.seek(start)
+        if not run.count:
+            return run
+        idx = self.index[cid] = array("Q")
+        idx.frombytes(run.index)
+        self.chunk_start, self.chunk_end, self.size = idx[0], idx[-2], run.size
+        head = self._chunk_head(0, run.size)
+        os.pwrite(fd, struct.pack("<BQ", OP_CHUNK, len(head) + run.size) + head, start)
+        self.pos = start + CHUNK_HEAD + run.size
+        self.stream.seek(self.pos)
+        self._indexes(start, run.size)
+        return run
+
+    def _indexes(self, start: int, stored: int) -> None:
+        """After the open chunk (written from ``start``, ``stored`` bytes of
+        records): its Message Index records; its Chunk Index is kept for
+        the summary. Then a new chunk opens."""
+        start_ns, end_ns = self.chunk_start, self.chunk_end
         chunk_len = self.pos - start
         offsets = []
         for cid, idx in sorted(self.index.items()):
@@ -244,3 +293,6 @@ class Writer:
         footer = struct.pack("<BQQQ", OP_FOOTER, 20, summary_start, offsets_start)
         crc = zlib.crc32(footer, zlib.crc32(tail))
         self._write(tail + footer + struct.pack("<I", crc) + MAGIC)
+        # Records taken back (add_file_records) may have left bytes past
+        # the end: the footer must be the file's last bytes.
+        self.stream.truncate()
