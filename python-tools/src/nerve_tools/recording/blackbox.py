@@ -1139,10 +1139,13 @@ class Armed:
             for msg, what in tw.poll():
                 self.trigger("task", f"{tw.name}: {what}", when=msg.time_ns)
             self._report_missed(tw, "task statistics")
-        # Writers that died holding the lock (the kernel marks a robust
-        # lock's word when its owner dies; the next writer recovers it, so
-        # the flag is seen unless a writer comes before the check): see
-        # _locks_due. Silences: every tick, on the channels --silence names.
+        self._check_headers(now)
+
+    def _check_headers(self, now: int) -> None:
+        """Writers that died holding the lock (the kernel marks a robust
+        lock's word when its owner dies; the next writer recovers it, so
+        the flag is seen unless a writer comes before the check): see
+        _locks_due. Silences: every tick, on the channels --silence names."""
         locks = self._locks_due()
         names = [n for n in self.names if n in locks or self._silence_watched(n)]
         for name, st in self._stats(names).items():
