@@ -42,10 +42,16 @@ static void touch(const void *p, uint64_t n)
     (void)sum;
 }
 
+/* Where nerve_chan_view_write() copies views to (the kernel's copy of
+ * the file's bytes; nothing is kept). */
+static int sink = -1;
+
 /* Zero-copy views in every mode from the start (SEQ at head_seq), used,
- * then validated. */
+ * copied out by the kernel, then validated. */
 static void read_views(nerve_chan *c, uint64_t head_seq, uint64_t data_size)
 {
+    if (sink < 0)
+        sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
     nerve_chan_seek(c, 0);
     for (uint32_t mode = 0; mode < 4; mode++) {
         struct nerve_view v;
@@ -56,6 +62,8 @@ static void read_views(nerve_chan *c, uint64_t head_seq, uint64_t data_size)
         if (r == 0) {
             check_info(&v.info, data_size);
             touch(v.data, v.info.len);
+            r = nerve_chan_view_write(c, &v, sink);
+            must(r == 0 || r == NERVE_ESTALE, "view_write: unexpected error");
             r = nerve_chan_view_check(c, &v);
             must(r == 0 || r == NERVE_ESTALE, "view_check: unexpected error");
         }
@@ -155,8 +163,11 @@ int nerve_fuzz_one(const uint8_t *data, size_t size)
     }
     close(fd);
 
+    /* Half the inputs are read through a mapping that is not pre-faulted
+     * (NERVE_O_LAZY): the same reads, faulted in as they touch. */
     nerve_chan *c = NULL;
-    int r = nerve_chan_open(name, NERVE_O_READ, &c);
+    int r =
+        nerve_chan_open(name, NERVE_O_READ | (size & 1 ? NERVE_O_LAZY : 0), &c);
     if (r == 0) {
         read_all(c);
         nerve_chan_close(c);
