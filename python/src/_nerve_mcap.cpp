@@ -44,6 +44,19 @@ void put_le(char *p, uint64_t v, size_t n)
     }
 }
 
+// A Message record's header at rec: log and publish time t, a payload of
+// len bytes.
+void record_head(char *rec, uint16_t cid, uint64_t seq, uint64_t t,
+                 uint64_t len)
+{
+    rec[0] = static_cast<char>(OP_MESSAGE);
+    put_le(rec + 1, RECORD_FIXED + len, 8);
+    put_le(rec + 9, cid, 2);
+    put_le(rec + 11, seq & 0xFFFFFFFFu, 4);
+    put_le(rec + 15, t, 8);
+    put_le(rec + 23, t, 8);
+}
+
 // Why a call stopped: nothing newer yet; a message past end_ns; max_bytes
 // reached; a read error after records were copied.
 enum class Stop { caught_up, end, full, error };
@@ -146,12 +159,7 @@ struct Copy {
                 return;
             }
             const uint64_t t = uint64_t(info.time_ns) + offset;
-            rec[0] = static_cast<char>(OP_MESSAGE);
-            put_le(rec + 1, RECORD_FIXED + info.len, 8);
-            put_le(rec + 9, cid, 2);
-            put_le(rec + 11, info.seq & 0xFFFFFFFFu, 4);
-            put_le(rec + 15, t, 8);
-            put_le(rec + 23, t, 8);
+            record_head(rec, cid, info.seq, t, info.len);
             index.push_back(t);
             index.push_back(chunk_offset + used);
             used += RECORD_HEAD + info.len;
@@ -254,12 +262,7 @@ struct FileCopy {
             }
             const uint64_t t = uint64_t(v.info.time_ns) + offset;
             char head[RECORD_HEAD];
-            head[0] = static_cast<char>(OP_MESSAGE);
-            put_le(head + 1, RECORD_FIXED + v.info.len, 8);
-            put_le(head + 9, cid, 2);
-            put_le(head + 11, v.info.seq & 0xFFFFFFFFu, 4);
-            put_le(head + 15, t, 8);
-            put_le(head + 23, t, 8);
+            record_head(head, cid, v.info.seq, t, v.info.len);
             r = write_all(fd, head, RECORD_HEAD);
             if (r == 0) {
                 r = nerve_chan_view_write(c, &v, fd);
