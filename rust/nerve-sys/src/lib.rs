@@ -427,7 +427,8 @@ extern "C" {
         flags: u32,
     ) -> c_int;
     pub fn nerve_chan_view_check(c: *const nerve_chan, view: *const nerve_view) -> c_int;
-    pub fn nerve_chan_view_write(c: *const nerve_chan, view: *const nerve_view, fd: c_int) -> c_int;
+    pub fn nerve_chan_view_write(c: *const nerve_chan, view: *const nerve_view, fd: c_int)
+        -> c_int;
     pub fn nerve_chan_cursor(c: *const nerve_chan) -> u64;
     pub fn nerve_chan_seek(c: *mut nerve_chan, seq: u64);
     pub fn nerve_chan_cancel(c: *mut nerve_chan);
