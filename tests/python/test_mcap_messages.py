@@ -164,7 +164,10 @@ def test_overwritten_during_the_copy_never_delivered_torn(name, nerve_cli, tmp_p
     messages of 20 KiB in 64 KiB) as fast as it can while the copies run:
     every record is whole (its payload is its sequence number's pattern)
     and every sequence number from the first asked for is either a record
-    or counted missed."""
+    or counted missed. A call may find the writer overwrote the oldest
+    message on every one of the library's attempts (nerve.Lapped, on a
+    loaded host): it copied and counted nothing, and the next call reads
+    on from the same place."""
     name = name("mcap")
     size, total = 20 << 10, 2000
     lines = tmp_path / "lines"
@@ -176,7 +179,10 @@ def test_overwritten_during_the_copy_never_delivered_torn(name, nerve_cli, tmp_p
         deadline = time.monotonic() + 60
         try:
             while seq <= total and time.monotonic() < deadline:
-                run = copy(how, r, 1, seq, 2**62, max_bytes=64 << 10)
+                try:
+                    run = copy(how, r, 1, seq, 2**62, max_bytes=64 << 10)
+                except nerve.Lapped:
+                    continue
                 for _, s, _, _, p in records(run):
                     assert p == payload(s, size), f"message {s} delivered torn"
                 assert run.next_seq - seq == run.count + run.missed

@@ -711,19 +711,17 @@ class Incident:
         the ring no longer held, that count is not loss: the achieved
         window (from the first message copied) says it."""
         end = self.end_ns(d)
-        w = self._writer
         counting = bool(d.last_state_seq or d.messages)
         while True:
-            if d.to_file:
-                run = w.add_file_records(d.mcap_id, functools.partial(
-                    _nerve.mcap_messages_to_file, d.ch, channel_id=d.mcap_id, seq=d.next_seq,
-                    end_ns=end, time_offset=self.offset, max_bytes=w.chunk_size,
-                    count_first_missed=counting))
-            else:
-                run = _nerve.mcap_messages(
-                    d.ch, d.mcap_id, d.next_seq, end, time_offset=self.offset, chunk_offset=w.size,
-                    max_bytes=w.chunk_size - w.size, count_first_missed=counting)
-                w.add_records(d.mcap_id, run.data, run.index)
+            try:
+                run = self._copy_chunk(d, end, counting)
+            except nerve.Lapped:
+                # Writers overwrote the oldest message on every one of the
+                # library's attempts (a ring that turns over faster than
+                # one copy): nothing was copied or counted; the next pump
+                # reads on from the same place, and the library's missed
+                # count then takes in what was lost.
+                return
             d.missed += run.missed
             d.next_seq = run.next_seq
             if run.count:
@@ -739,6 +737,21 @@ class Incident:
             else:  # "full": the chunk was written; "error": raises next
                 continue
             return
+
+    def _copy_chunk(self, d: ChannelDump, end: int, counting: bool) -> "_nerve.McapRun":
+        """One call of the native copy into the file's open chunk (or,
+        for large messages, into a chunk of its own, file to file)."""
+        w = self._writer
+        if d.to_file:
+            return w.add_file_records(d.mcap_id, functools.partial(
+                _nerve.mcap_messages_to_file, d.ch, channel_id=d.mcap_id, seq=d.next_seq,
+                end_ns=end, time_offset=self.offset, max_bytes=w.chunk_size,
+                count_first_missed=counting))
+        run = _nerve.mcap_messages(
+            d.ch, d.mcap_id, d.next_seq, end, time_offset=self.offset, chunk_offset=w.size,
+            max_bytes=w.chunk_size - w.size, count_first_missed=counting)
+        w.add_records(d.mcap_id, run.data, run.index)
+        return run
 
     def record(self) -> Dict[str, str]:
         chans = {}
