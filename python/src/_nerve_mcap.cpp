@@ -21,6 +21,7 @@
 
 #include <cerrno>
 #include <new>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -88,9 +89,51 @@ struct McapRun {
     std::string stop;
 };
 
+// What a copy loop took so far, and why it stopped: the part both copies
+// (into a buffer, into a file) share.
+struct Tally {
+    uint64_t used = 0; // bytes of records
+    std::vector<uint64_t> index;
+    uint64_t count = 0, missed = 0, last_seq = 0, last_len = 0, next_seq = 0;
+    int64_t first_ns = 0, last_ns = 0;
+    int rc = 0;
+    Stop stop = Stop::caught_up;
+
+    // Room in the index for one more record; false (rc NERVE_ENOMEM,
+    // nothing counted: the next call reads this message again) when there
+    // is none. Without the GIL nothing may throw past here.
+    bool index_room()
+    {
+        try {
+            if (index.size() + 2 > index.capacity()) {
+                index.reserve(2 * index.capacity() + 2);
+            }
+        } catch (const std::bad_alloc &) {
+            rc = NERVE_ENOMEM;
+            return false;
+        }
+        return true;
+    }
+
+    // A record of info's message, log time t, at offset `at` of the chunk.
+    void took(uint64_t t, uint64_t at, const struct nerve_get_info &info)
+    {
+        index.push_back(t);
+        index.push_back(at);
+        used += RECORD_HEAD + info.len;
+        if (!count) {
+            first_ns = info.time_ns;
+        }
+        count++;
+        last_ns = info.time_ns;
+        last_seq = info.seq;
+        last_len = info.len;
+    }
+};
+
 // The copy loop's state, shared by its passes (a pass ends when the records
 // buffer must grow, which needs the GIL).
-struct Copy {
+struct Copy : Tally {
     // in
     uint16_t cid;
     int64_t end_ns;
@@ -99,13 +142,7 @@ struct Copy {
     uint64_t max_bytes;
     bool count_first;
     // out
-    uint64_t used = 0;
     uint64_t need = 0; // > 0: the pass stopped for a buffer of this size
-    std::vector<uint64_t> index;
-    uint64_t count = 0, missed = 0, last_seq = 0, last_len = 0, next_seq = 0;
-    int64_t first_ns = 0, last_ns = 0;
-    int rc = 0;
-    Stop stop = Stop::caught_up;
 
     // One pass into buf[0, cap) without the GIL. Thread: the caller's,
     // with the handle marked busy.  Blocking: no (reads that do not wait).
@@ -138,13 +175,8 @@ struct Copy {
                 rc = r;
                 return;
             }
-            try { // without the GIL nothing may throw past here
-                if (index.size() + 2 > index.capacity()) {
-                    index.reserve(2 * index.capacity() + 2);
-                }
-            } catch (const std::bad_alloc &) {
-                rc = NERVE_ENOMEM; // nothing counted: the next call from
-                return;            // next_seq reads this message again
+            if (!index_room()) {
+                return;
             }
             // Before the first record of a dump that did not find its
             // window's start, the library's count is of messages the ring
@@ -160,16 +192,7 @@ struct Copy {
             }
             const uint64_t t = uint64_t(info.time_ns) + offset;
             record_head(rec, cid, info.seq, t, info.len);
-            index.push_back(t);
-            index.push_back(chunk_offset + used);
-            used += RECORD_HEAD + info.len;
-            if (!count) {
-                first_ns = info.time_ns;
-            }
-            count++;
-            last_ns = info.time_ns;
-            last_seq = info.seq;
-            last_len = info.len;
+            took(t, chunk_offset + used, info);
         }
     }
 };
@@ -200,7 +223,7 @@ int write_all(int fd, const char *p, size_t n)
 // error cut short, are taken back: the file position returns to the
 // record's start. The overwritten message was NEXT's, so the library's
 // count will never include it: it is counted here. Runs without the GIL.
-struct FileCopy {
+struct FileCopy : Tally {
     // in
     uint16_t cid;
     int64_t end_ns;
@@ -210,13 +233,7 @@ struct FileCopy {
     int fd;
     off_t base;
     // out
-    uint64_t used = 0;
-    std::vector<uint64_t> index;
-    uint64_t count = 0, missed = 0, last_seq = 0, last_len = 0, next_seq = 0;
-    int64_t first_ns = 0, last_ns = 0;
-    int rc = 0;
     bool file_error = false; // rc is -errno of the file's write
-    Stop stop = Stop::caught_up;
 
     void rewind()
     {
@@ -252,12 +269,7 @@ struct FileCopy {
                 stop = Stop::end;
                 return;
             }
-            try {
-                if (index.size() + 2 > index.capacity()) {
-                    index.reserve(2 * index.capacity() + 2);
-                }
-            } catch (const std::bad_alloc &) {
-                rc = NERVE_ENOMEM; // nothing counted: read again next call
+            if (!index_room()) {
                 return;
             }
             const uint64_t t = uint64_t(v.info.time_ns) + offset;
@@ -281,19 +293,38 @@ struct FileCopy {
                 rewind();
                 return;
             }
-            index.push_back(t);
-            index.push_back(used);
-            used += RECORD_HEAD + v.info.len;
-            if (!count) {
-                first_ns = v.info.time_ns;
-            }
-            count++;
-            last_ns = v.info.time_ns;
-            last_seq = v.info.seq;
-            last_len = v.info.len;
+            took(t, used, v.info);
         }
     }
 };
+
+// A call's result from what its loop took: an error met before any record
+// is raised; one met after records were copied ends the call ("error"),
+// the records are returned and the next call (from next_seq) meets the
+// error again, so nothing copied is lost.
+McapRun finish(Tally &t, Chan &ch, int64_t seq, nb::bytes data)
+{
+    if (t.rc != 0 && t.count == 0) {
+        raise_nerve(t.rc, ch.name.c_str());
+    }
+    if (t.rc != 0) {
+        t.stop = Stop::error;
+    }
+    if (t.stop != Stop::end) {
+        t.next_seq = t.count ? t.last_seq + 1 : uint64_t(seq);
+    }
+    McapRun out;
+    out.data = std::move(data);
+    out.size = t.used;
+    out.index = nb::bytes(t.index.data(), t.index.size() * sizeof(uint64_t));
+    out.count = t.count;
+    out.missed = t.missed;
+    out.first_ns = t.first_ns;
+    out.last_ns = t.last_ns;
+    out.next_seq = t.next_seq;
+    out.stop = stop_name(t.stop);
+    return out;
+}
 
 void check_mcap_args(int64_t channel_id, int64_t seq, int64_t time_offset,
                      int64_t chunk_offset, int64_t max_bytes)
@@ -341,9 +372,13 @@ McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
 {
     check_mcap_args(channel_id, seq, time_offset, chunk_offset, max_bytes);
     nerve_chan *c = ch.use();
-    Copy cp{uint16_t(channel_id),  end_ns,
-            uint64_t(time_offset), uint64_t(chunk_offset),
-            uint64_t(max_bytes),   count_first_missed};
+    Copy cp{{},
+            uint16_t(channel_id),
+            end_ns,
+            uint64_t(time_offset),
+            uint64_t(chunk_offset),
+            uint64_t(max_bytes),
+            count_first_missed};
     const uint64_t per = RECORD_HEAD + ch.hint;
     uint64_t cap = first_cap(c, uint64_t(seq), ch.hint, cp.max_bytes);
     cp.last_len = ch.hint;
@@ -378,33 +413,14 @@ McapRun mcap_messages(Chan &ch, int64_t channel_id, int64_t seq, int64_t end_ns,
         ch.hint = cp.last_len > MIN_HINT ? size_t(cp.last_len) : MIN_HINT;
     }
     if (cp.rc != 0 && cp.count == 0) {
-        // Nothing copied before the error: raise it. After records were
-        // copied, they are returned and the next call (from next_seq)
-        // meets the error again, so nothing copied is lost.
-        raise_nerve(cp.rc, ch.name.c_str());
-    }
-    if (cp.rc != 0) {
-        cp.stop = Stop::error;
-    }
-    if (cp.stop != Stop::end) {
-        cp.next_seq = cp.count ? cp.last_seq + 1 : uint64_t(seq);
+        return finish(cp, ch, seq, nb::bytes("", 0)); // raises
     }
     PyObject *data = keep.release().ptr();
     if (uint64_t(PyBytes_GET_SIZE(data)) != cp.used &&
         _PyBytes_Resize(&data, Py_ssize_t(cp.used)) < 0) {
         throw nb::python_error();
     }
-    McapRun out;
-    out.data = nb::steal<nb::bytes>(data);
-    out.size = cp.used;
-    out.index = nb::bytes(cp.index.data(), cp.index.size() * sizeof(uint64_t));
-    out.count = cp.count;
-    out.missed = cp.missed;
-    out.first_ns = cp.first_ns;
-    out.last_ns = cp.last_ns;
-    out.next_seq = cp.next_seq;
-    out.stop = stop_name(cp.stop);
-    return out;
+    return finish(cp, ch, seq, nb::steal<nb::bytes>(data));
 }
 
 McapRun mcap_messages_to_file(Chan &ch, int fd, int64_t channel_id, int64_t seq,
@@ -417,7 +433,8 @@ McapRun mcap_messages_to_file(Chan &ch, int fd, int64_t channel_id, int64_t seq,
     if (base < 0) {
         raise_nerve(-errno, ch.name.c_str(), "the file to write to");
     }
-    FileCopy cp{uint16_t(channel_id),
+    FileCopy cp{{},
+                uint16_t(channel_id),
                 end_ns,
                 uint64_t(time_offset),
                 uint64_t(max_bytes),
@@ -435,26 +452,7 @@ McapRun mcap_messages_to_file(Chan &ch, int fd, int64_t channel_id, int64_t seq,
         PyErr_SetFromErrno(PyExc_OSError);
         throw nb::python_error();
     }
-    if (cp.rc != 0 && cp.count == 0) {
-        raise_nerve(cp.rc, ch.name.c_str());
-    }
-    if (cp.rc != 0) {
-        cp.stop = Stop::error;
-    }
-    if (cp.stop != Stop::end) {
-        cp.next_seq = cp.count ? cp.last_seq + 1 : uint64_t(seq);
-    }
-    McapRun out;
-    out.data = nb::bytes("", 0);
-    out.size = cp.used;
-    out.index = nb::bytes(cp.index.data(), cp.index.size() * sizeof(uint64_t));
-    out.count = cp.count;
-    out.missed = cp.missed;
-    out.first_ns = cp.first_ns;
-    out.last_ns = cp.last_ns;
-    out.next_seq = cp.next_seq;
-    out.stop = stop_name(cp.stop);
-    return out;
+    return finish(cp, ch, seq, nb::bytes("", 0));
 }
 
 } // namespace
