@@ -1,7 +1,7 @@
 /* nerve channel protocol: a SPIN model of src/chan.c.
  *
  * Steps carry the names of the DESIGN block of src/chan.c (W1-W8 for a
- * writer, D1-D3 for the descriptor, R1-R4 for a reader, V1-V3 and V5 for
+ * writer, D1-D3 for the descriptor, R1-R4 for a reader, V1-V5 for
  * a wait), its SYNC tags and its crash point names; model/README.md maps each one to the code.
  *
  * What is modelled:
@@ -612,6 +612,13 @@ locate:
                    :: head == h -> v = 1; break /* nothing will come */
                    :: else -> skip
                    fi
+               fi;
+               /* V4 wait_look(): a woken reader looks before it announces
+                * again, and leaves when head moved (no lease needed for a
+                * look that does not end in a sleep). */
+               if
+               :: head != h -> break
+               :: else -> skip
                fi
             od;
             lease[me] = false;                  /* runs out later */

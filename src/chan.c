@@ -76,7 +76,11 @@
  *         seq_cst fence): SYNC(wait-announce), the lease.
  *     V2  h = head (seq_cst). If the wanted message is there, leave.
  *     V3  futex_waitv on {head's low word == (u32)h, cancel word == 0}
- *         until S (absolute); back to V1.
+ *         until S (absolute).
+ *     V4  After the sleep, look without a lease: cancel word, then head
+ *         (acquire). If the wanted message is there, leave; otherwise
+ *         back to V1. (A woken reader thus returns without re-announcing;
+ *         only a look that may end in a sleep needs V1 before it.)
  *     V5  Leaving after a sleep (bell.waiters -= 1), if head moved and
  *         more than NERVE__WAKE_BATCH readers were inside the wait: wake
  *         at most NERVE__WAKE_BATCH more waiters, SYNC(wake-pass).
@@ -865,6 +869,20 @@ static int wait_check(nerve_chan *const *chans, const uint64_t *seen, size_t n,
     return changed;
 }
 
+/* V4: whether a woken reader has something to read: V2's answer without
+ * filling the words (1 changed, 0 nothing, NERVE_ECANCELED). */
+static int wait_look(nerve_chan *const *chans, const uint64_t *seen, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const nerve_chan *c = chans[i];
+        if (nerve__load32_acq(&c->cancel))
+            return NERVE_ECANCELED;
+        if (nerve__load_acq(&c->hdr->head) != seen[i] || superseded_now(c))
+            return 1;
+    }
+    return 0;
+}
+
 /* V3: sleep on the 2n words of V2 until `slice` ends, never past the
  * lease. Without futex_waitv, sleep on the first channel only, in polling
  * slices (*polling set), so that the others and the cancel words are
@@ -947,6 +965,14 @@ static int wait_change(nerve_chan *const *chans, const uint64_t *seen, size_t n,
             break;
         }
         slept |= wait_sleep(w, n, now, slice, &polling); /* V3 */
+        /* V4: after a sleep, look first; announce and look again (V1-V2)
+         * only if nothing changed. Only a look that may end in a sleep
+         * needs the lease before it (LOST WAKE-UP); a look that returns
+         * needs none, so a woken reader goes straight back to R1. */
+        if ((r = wait_look(chans, seen, n)) != 0) { /* V4 */
+            r = r > 0 ? 0 : r;
+            break;
+        }
     }
     wait_leave(chans, seen, n, slept); /* V5 */
     return r;
