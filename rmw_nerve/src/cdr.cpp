@@ -17,12 +17,13 @@
 
 namespace rmw_nerve {
 
-size_t serialized_size(const MsgType &t, const void *msg)
+RMW_NERVE_HOT size_t serialized_size(const MsgType &t, const void *msg)
 {
     return 4 + t.cb->get_serialized_size(msg);
 }
 
-long serialize(const MsgType &t, const void *msg, void *buf, size_t cap)
+RMW_NERVE_HOT long serialize(const MsgType &t, const void *msg, void *buf,
+                             size_t cap)
 {
     try {
         eprosima::fastcdr::FastBuffer fb(static_cast<char *>(buf), cap);
@@ -37,7 +38,8 @@ long serialize(const MsgType &t, const void *msg, void *buf, size_t cap)
     }
 }
 
-bool deserialize(const MsgType &t, const void *buf, size_t len, void *msg)
+RMW_NERVE_HOT bool deserialize(const MsgType &t, const void *buf, size_t len,
+                               void *msg)
 {
     try {
         eprosima::fastcdr::FastBuffer fb(

@@ -38,7 +38,8 @@ int chan_create_for(const std::string &name, const std::string &type,
     return nerve_chan_create(name.c_str(), &o);
 }
 
-bool chan_has_news(nerve_chan *ch, RenameLook *look, int64_t *next_ns)
+RMW_NERVE_HOT bool chan_has_news(nerve_chan *ch, RenameLook *look,
+                                 int64_t *next_ns)
 {
     // A new message after the cursor or the superseded mark, both read
     // from the mapped header by a wait of no time (no system call, unlike
@@ -48,7 +49,8 @@ bool chan_has_news(nerve_chan *ch, RenameLook *look, int64_t *next_ns)
            chan_renamed_unmarked(ch, look, next_ns);
 }
 
-bool chan_renamed_unmarked(nerve_chan *ch, RenameLook *look, int64_t *next_ns)
+RMW_NERVE_HOT bool chan_renamed_unmarked(nerve_chan *ch, RenameLook *look,
+                                         int64_t *next_ns)
 {
     // A grower killed between its rename and its mark (G4-G5 in
     // src/chan_open.c) leaves the old channel unmarked, and the next

@@ -29,7 +29,7 @@ rmw_ret_t fail(rmw_ret_t ret, const char *fmt, ...)
     return ret;
 }
 
-int64_t mono_ns()
+RMW_NERVE_HOT int64_t mono_ns()
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

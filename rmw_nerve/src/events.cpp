@@ -85,7 +85,7 @@ static int64_t lapse_next(const Lapses &l, int64_t period, bool once)
     return l.ref + int64_t(l.counted + 1) * period + 1;
 }
 
-void pub_asserted(Publisher *p, bool published, int64_t now)
+RMW_NERVE_HOT void pub_asserted(Publisher *p, bool published, int64_t now)
 {
     QosTimers &t = p->timers;
     lapse_update(&t.lease, t.asserted->load(), t.lease_ns, now, true);

@@ -21,7 +21,7 @@ namespace rmw_nerve {
 
 // Keep-last: never more than `depth` messages pending. Ones skipped count
 // as lost, as do ones the ring overwrote before this reader came to them.
-void sub_count_lost(Subscription *s)
+RMW_NERVE_HOT void sub_count_lost(Subscription *s)
 {
     if (!s->ch)
         return;
@@ -40,7 +40,7 @@ void sub_count_lost(Subscription *s)
     }
 }
 
-bool sub_open(Subscription *s)
+RMW_NERVE_HOT bool sub_open(Subscription *s)
 {
     if (s->ch)
         return true;
@@ -66,7 +66,7 @@ bool sub_open(Subscription *s)
     return false;
 }
 
-bool sub_ready(Subscription *s, int64_t *next_ns)
+RMW_NERVE_HOT bool sub_ready(Subscription *s, int64_t *next_ns)
 {
     if (!sub_open(s))
         return false;
@@ -192,8 +192,9 @@ rmw_ret_t rmw_destroy_subscription(rmw_node_t *node, rmw_subscription_t *sub)
     return RMW_RET_OK;
 }
 
-static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
-                            bool *taken, rmw_message_info_t *mi)
+RMW_NERVE_HOT static rmw_ret_t take_typed(const rmw_subscription_t *sub,
+                                          void *msg, bool *taken,
+                                          rmw_message_info_t *mi)
 {
     CHECK_HANDLE(sub, "subscription");
     if (!msg || !taken)
@@ -240,16 +241,17 @@ static rmw_ret_t take_typed(const rmw_subscription_t *sub, void *msg,
     return RMW_RET_OK;
 }
 
-rmw_ret_t rmw_take(const rmw_subscription_t *sub, void *msg, bool *taken,
-                   rmw_subscription_allocation_t *allocation)
+RMW_NERVE_HOT rmw_ret_t rmw_take(const rmw_subscription_t *sub, void *msg,
+                                 bool *taken,
+                                 rmw_subscription_allocation_t *allocation)
 {
     (void)allocation;
     return take_typed(sub, msg, taken, nullptr);
 }
 
-rmw_ret_t rmw_take_with_info(const rmw_subscription_t *sub, void *msg,
-                             bool *taken, rmw_message_info_t *info,
-                             rmw_subscription_allocation_t *allocation)
+RMW_NERVE_HOT rmw_ret_t rmw_take_with_info(
+    const rmw_subscription_t *sub, void *msg, bool *taken,
+    rmw_message_info_t *info, rmw_subscription_allocation_t *allocation)
 {
     (void)allocation;
     if (!info)

@@ -96,7 +96,7 @@ nerve_chan *wake_get()
     return r == 0 ? c : nullptr;
 }
 
-void unregister(WaitSet *ws)
+RMW_NERVE_HOT void unregister(WaitSet *ws)
 {
     std::lock_guard<std::mutex> lk(g_mu);
     g_waiting.erase(std::remove(g_waiting.begin(), g_waiting.end(), ws),
@@ -170,7 +170,7 @@ struct WaitCall {
 
 // The deadline (mono_ns) of `timeout`; none (`*forever`) for a null
 // timeout or one too long to add to the clock without overflow.
-int64_t wait_deadline(const rmw_time_t *timeout, bool *forever)
+RMW_NERVE_HOT int64_t wait_deadline(const rmw_time_t *timeout, bool *forever)
 {
     *forever = timeout == nullptr;
     if (*forever)
@@ -186,7 +186,7 @@ int64_t wait_deadline(const rmw_time_t *timeout, bool *forever)
 // Registers `ws` as waiting and moves its wake cursor to the newest
 // message, before any flag is looked at (the LOST WAKE-UP argument at the
 // top of this file).
-void arm(WaitSet *ws)
+RMW_NERVE_HOT void arm(WaitSet *ws)
 {
     std::lock_guard<std::mutex> lk(g_mu);
     g_waiting.push_back(ws);
@@ -205,7 +205,7 @@ void arm(WaitSet *ws)
 // time they may happen, which lowers *next_ns (events.cpp).
 } // namespace
 
-bool rmw_nerve::event_ready(rmw_event_t *ev, int64_t *next_ns)
+RMW_NERVE_HOT bool rmw_nerve::event_ready(rmw_event_t *ev, int64_t *next_ns)
 {
     if (!ev)
         return false;
@@ -253,7 +253,7 @@ namespace {
 
 // Looks at every entity of `w` once, recording which are ready; whether
 // any is.
-bool poll_ready(WaitCall &w)
+RMW_NERVE_HOT bool poll_ready(WaitCall &w)
 {
     bool any = false;
     w.next_ns = INT64_MAX;
@@ -282,7 +282,7 @@ bool poll_ready(WaitCall &w)
 
 // The rmw_wait result in the callers' arrays: what is not ready becomes
 // null; a ready guard condition is reset.
-void report_ready(WaitCall &w)
+RMW_NERVE_HOT void report_ready(WaitCall &w)
 {
     for (size_t i = 0; i < w.ns; i++)
         if (!w.rs[i])
@@ -312,7 +312,8 @@ void report_ready(WaitCall &w)
 // yet. One an rmw_nerve publisher or server makes is announced by the
 // graph; one made by anything else (`nerve ros2 --from-ros`, a nerve
 // program) must be looked for again every 100 ms.
-void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow, bool *unopened)
+RMW_NERVE_HOT void wait_chans(const WaitCall &w, WaitSet *ws, bool *overflow,
+                              bool *unopened)
 {
     std::vector<nerve_chan *> &chans = ws->chans;
     chans.clear(); // keeps its storage
@@ -394,9 +395,11 @@ rmw_ret_t rmw_destroy_wait_set(rmw_wait_set_t *w)
     return RMW_RET_OK;
 }
 
-rmw_ret_t rmw_wait(rmw_subscriptions_t *subs, rmw_guard_conditions_t *gcs,
-                   rmw_services_t *srvs, rmw_clients_t *clis, rmw_events_t *evs,
-                   rmw_wait_set_t *w, const rmw_time_t *timeout)
+RMW_NERVE_HOT rmw_ret_t rmw_wait(rmw_subscriptions_t *subs,
+                                 rmw_guard_conditions_t *gcs,
+                                 rmw_services_t *srvs, rmw_clients_t *clis,
+                                 rmw_events_t *evs, rmw_wait_set_t *w,
+                                 const rmw_time_t *timeout)
 {
     if (!w || !w->data)
         return fail(RMW_RET_INVALID_ARGUMENT, "rmw_nerve: wait set is NULL");

@@ -711,10 +711,21 @@ GROW_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                       reliability=ReliabilityPolicy.RELIABLE)
 
 
+# String sizes up and down around rmw_publish's size guess (the last
+# message's CDR size rounded up to 64 bytes, plus 64): below it, at its
+# edge, one byte past it, far past it.
+TEXT_SIZES = [10, 3, 200, 70, 5000, 0, 64, 120, 121, 4000, 1]
+
+
 def _grow_msgs(kind):
     """(message, size tag) in growing order: an Image 100 B to 4 MB, a
-    PointCloud2 1 kB to 8 MB, a Path of 0 to 10,000 poses."""
-    if kind == "image":
+    PointCloud2 1 kB to 8 MB, a Path of 0 to 10,000 poses; for "text",
+    Strings "i:" + n letters of TEXT_SIZES."""
+    if kind == "text":
+        from std_msgs.msg import String
+        for i, n in enumerate(TEXT_SIZES):
+            yield String(data=f"{i}:" + chr(97 + i) * n), n
+    elif kind == "image":
         from sensor_msgs.msg import Image
         for i, n in enumerate([100, 1000, 100_000, 1_000_000, 4_000_000]):
             m = Image(height=1, width=n, encoding="mono8", step=n)
@@ -741,6 +752,8 @@ def _grow_msgs(kind):
 
 
 def _grow_size(kind, m):
+    if kind == "text":
+        return len(m.data.split(":", 1)[1])
     return len(m.poses) if kind == "path" else len(m.data)
 
 
@@ -769,8 +782,10 @@ def role_grow_sub(kind, count):
 
     def cb(m):
         size = _grow_size(kind, m)
-        i = int(m.header.frame_id)
-        if kind == "path":
+        i = int(m.data.split(":")[0] if kind == "text" else m.header.frame_id)
+        if kind == "text":
+            ok = m.data == f"{i}:" + chr(97 + i) * size
+        elif kind == "path":
             ok = all(ps.pose.position.x == float(k) for k, ps in enumerate(m.poses))
         else:
             ok = bytes(m.data) == bytes([i + 1]) * size
