@@ -212,7 +212,7 @@ RMW_NERVE_HOT rmw_ret_t rmw_publish(const rmw_publisher_t *pub, const void *msg,
     // serialisation into it tells whether the message fitted; only one
     // that did not is measured (a second pass over it) and serialised
     // again. Saves the type support's size pass, which runs cold at a
-    // low rate (bench/rmw/rcl_cold.c).
+    // low rate (bench/rmw/rcl_cold.cpp).
     for (size_t guess = p->size_guess;; guess = 0) {
         size_t len = guess ? guess : serialized_size(p->type, msg);
         rmw_ret_t rr = pub_channel(p, len);

@@ -50,9 +50,10 @@
 
 // HOT PATH. The functions one publish, one wait and one take run are
 // marked hot: GCC places them in .text.hot, which the linker keeps
-// together, so that a message at a low rate (whose path runs cold: after
-// an idle CPU, every page of code is a TLB miss) touches a few pages of
-// rmw_nerve's code instead of one per source file (bench/rmw/rcl_cold.c).
+// together, so that a message at a low rate, whose path runs cold (an
+// idle vCPU comes back with cold caches and TLB, and the cost follows the
+// pages touched), touches two pages of rmw_nerve's code instead of one per
+// source file (bench/rmw/rcl_cold.cpp).
 #define RMW_NERVE_HOT __attribute__((hot))
 
 namespace rmw_nerve {

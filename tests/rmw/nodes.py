@@ -712,9 +712,13 @@ GROW_QOS = QoSProfile(depth=50, durability=DurabilityPolicy.TRANSIENT_LOCAL,
 
 
 # String sizes up and down around rmw_publish's size guess (the last
-# message's CDR size rounded up to 64 bytes, plus 64): below it, at its
-# edge, one byte past it, far past it.
-TEXT_SIZES = [10, 3, 200, 70, 5000, 0, 64, 120, 121, 4000, 1]
+# message's CDR size rounded up to 64 bytes, plus 64). Message i is "i:"
+# and n letters, whose CDR size is n + 2 + 9 (encapsulation, length, NUL)
+# below 10 and n + 3 + 9 from 10 on. After 64 letters (75 bytes, guess
+# 192), 181 letters fill the guess exactly (192 bytes; guess 256), and 246
+# are one byte past it (257). Also below the guess (3, 70, 0, 1) and far
+# past it (200, 5000, 4000).
+TEXT_SIZES = [10, 3, 200, 70, 5000, 0, 64, 181, 246, 4000, 1]
 
 
 def _grow_msgs(kind):

@@ -339,8 +339,8 @@ def test_action_server_killed_is_reported(domain, monkeypatch):
 def test_messages_that_grow(domain, kind):
     """A topic whose messages grow (Image 100 B to 4 MB, PointCloud2 1 kB to
     8 MB, Path 0 to 10,000 poses) or go up and down (String of 0 to 5000
-    characters: smaller than rmw_publish's size guess, within it, one byte
-    past it, far past it): every one is published (the channel grows),
+    characters: below rmw_publish's size guess, filling it exactly, one
+    byte past it, far past it): every one is published (the channel grows),
     received in order and intact by a subscriber that was there from the
     start and by a transient-local late joiner after the growth, and the
     channel left under the name holds the largest."""
