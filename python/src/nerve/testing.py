@@ -13,8 +13,9 @@ else uses, and must remove what they made even when they fail::
 As a pytest plugin (``pytest_plugins = ["nerve.testing"]`` in a suite's
 top conftest.py, or ``pytest -p nerve.testing``), this module gives every
 test the fixture ``name`` (a :class:`Names` whose channels are removed at
-teardown) and fails the session when a channel of this process is left in
-/dev/shm (and removes it).
+teardown), fails the session when a channel of this process is left in
+/dev/shm (and removes it), and undoes an inherited "ignore SIGINT" so that
+programs the tests start can be stopped as Ctrl-C stops them.
 
 Names are ``nt-<pid>-<n>-<tag>``; :func:`leftovers` lists the files of this
 process's names still in /dev/shm, so a suite can fail when a test leaves
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Iterator, List
@@ -100,6 +102,15 @@ if _pytest is not None:
         teardown."""
         with unique_names() as make:
             yield make
+
+    def pytest_configure(config: Any) -> None:
+        """A run started with SIGINT ignored (``nohup``, or ``cmd &`` in a
+        shell without job control) hands SIG_IGN to every program a test
+        starts, and a test that stops one with SIGINT, as Ctrl-C does, would
+        wait in vain: give SIGINT Python's handler again, which a program
+        started from here sees as the default action."""
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         """Fail the session if a test left a channel of this process in
