@@ -19,6 +19,8 @@
  *           makes it: Cdr object, encapsulation, cdr_serialize
  *   ts_deser the same, back into a message
  *   rmw_pub rmw_publish on the rcl publisher's rmw handle
+ *   rmw_wait rmw_wait on a wait set of the subscription's rmw handle, a
+ *           message waiting (the RMW's part of rcl_wait)
  *   rmw_take rmw_take_with_info on the rcl subscription's rmw handle
  *   rcl_pub rcl_publish
  *   rcl_wait rcl_wait on a wait set of the subscription, a message waiting
@@ -61,15 +63,16 @@ enum {
     TS_SER,
     TS_DESER,
     RMW_PUB,
+    RMW_WAIT,
     RMW_TAKE,
     RCL_PUB,
     RCL_WAIT,
     RCL_TAKE,
     NCALLS
 };
-static const char *const names[NCALLS] = {"put",      "get",      "ts_ser",
-                                          "ts_deser", "rmw_pub",  "rmw_take",
-                                          "rcl_pub",  "rcl_wait", "rcl_take"};
+static const char *const names[NCALLS] = {
+    "put",      "get",      "ts_ser",  "ts_deser", "rmw_pub",
+    "rmw_wait", "rmw_take", "rcl_pub", "rcl_wait", "rcl_take"};
 
 static unsigned char *g_evict;
 static size_t g_evict_len;
@@ -172,6 +175,8 @@ struct Rig {
     rcl_publisher_t p;
     rcl_subscription_t s;
     rcl_wait_set_t ws;
+    rmw_wait_set_t *rws;
+    void *rsub[1];
     char chan[64];
     nerve_chan *w, *rd;
     char ser[4096];
@@ -214,6 +219,11 @@ static void rig_start(Rig *g, long rounds)
     g->ws = rcl_get_zero_initialized_wait_set();
     CHECK(rcl_wait_set_init(&g->ws, 1, 0, 0, 0, 0, 0, &g->ctx,
                             rcl_get_default_allocator()));
+    g->rws = rmw_create_wait_set(rcl_context_get_rmw_context(&g->ctx), 1);
+    if (!g->rws) {
+        fprintf(stderr, "rcl_cold: FAIL: rmw_create_wait_set\n");
+        exit(1);
+    }
     snprintf(g->chan, sizeof g->chan, "rcl-cold-%d", (int)getpid());
     struct nerve_chan_opts o = NERVE_CHAN_OPTS_INIT;
     o.slots = 64;
@@ -242,6 +252,15 @@ static void rig_round(Rig *g, long r)
     bool taken = false;
     rmw_message_info_t mi = rmw_get_zero_initialized_message_info();
     TIMED(RMW_PUB, RMW_OK(rmw_publish(rp, g->msg, NULL)));
+    g->rsub[0] = rs->data;
+    rmw_subscriptions_t subs = {1, g->rsub};
+    rmw_time_t limit = {0, 100000000};
+    TIMED(RMW_WAIT,
+          RMW_OK(rmw_wait(&subs, NULL, NULL, NULL, NULL, g->rws, &limit)));
+    if (!g->rsub[0]) {
+        fprintf(stderr, "rcl_cold: FAIL: rmw_wait did not find the message\n");
+        exit(1);
+    }
     TIMED(RMW_TAKE, RMW_OK(rmw_take_with_info(rs, g->out, &taken, &mi, NULL)));
     if (!taken) {
         fprintf(stderr, "rcl_cold: FAIL: rmw_take found nothing\n");
@@ -260,6 +279,7 @@ static void rig_stop(Rig *g)
     nerve_chan_close(g->rd);
     if (nerve_chan_unlink(g->chan) != 0)
         fprintf(stderr, "rcl_cold: could not remove %s\n", g->chan);
+    RMW_OK(rmw_destroy_wait_set(g->rws));
     CHECK(rcl_wait_set_fini(&g->ws));
     CHECK(rcl_subscription_fini(&g->s, &g->node));
     CHECK(rcl_publisher_fini(&g->p, &g->node));
